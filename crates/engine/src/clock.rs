@@ -1,0 +1,33 @@
+//! The wall clock seam. Errorlog timestamps and file creation times come from a [`Clock`], so
+//! that golden tests can pin them; elapsed times of real waits use the monotonic clock directly,
+//! because a wait time must be time that really passed.
+
+use chrono::NaiveDateTime;
+use std::sync::Arc;
+
+pub trait Clock: Send + Sync {
+    /// Local wall-clock time, as SQL Server writes it in the errorlog.
+    fn now_local(&self) -> NaiveDateTime;
+}
+
+/// The system clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_local(&self) -> NaiveDateTime {
+        chrono::Local::now().naive_local()
+    }
+}
+
+/// A clock that always reads the same instant (tests).
+pub struct FixedClock(pub NaiveDateTime);
+
+impl Clock for FixedClock {
+    fn now_local(&self) -> NaiveDateTime {
+        self.0
+    }
+}
+
+pub fn system_clock() -> Arc<dyn Clock> {
+    Arc::new(SystemClock)
+}

@@ -1,0 +1,114 @@
+//! Growing a data file (autogrowth and ALTER DATABASE MODIFY FILE), in the order the module
+//! header of `database` gives, with roll-back on any I/O error.
+
+use super::*;
+
+impl Database {
+    /// Grows a data file to `new_size_pages`. On error nothing changes, in memory or in the
+    /// file's recorded size; the OS file is truncated back (best effort).
+    pub(super) fn grow_file(
+        &self,
+        file: &DataFile,
+        new_size_pages: u32,
+        is_automatic: bool,
+    ) -> SqlResult<()> {
+        let started = Instant::now();
+        let mut state = file.alloc.lock();
+        let old_size_pages = state.size_pages();
+        assert!(new_size_pages > old_size_pages, "callers grow, never shrink");
+        let handle = file.handle.as_ref();
+        let zeroed = match Self::extend_data_file(
+            &self.instance,
+            handle,
+            &file.path,
+            old_size_pages,
+            new_size_pages,
+        ) {
+            Ok(zeroed) => zeroed,
+            Err(err) => {
+                let _ = handle.set_len(u64::from(old_size_pages) * PAGE_SIZE_U64);
+                return Err(SqlError::expand_file_os_error(&err, &file.path_text()));
+            }
+        };
+        state.grow_to(new_size_pages);
+        let durable = state.flush(handle).and_then(|()| {
+            Self::write_file_header(file, self.database_id, self.binding_id, new_size_pages)
+        });
+        if let Err(error) = durable {
+            state.shrink_back(old_size_pages);
+            let _ = handle.set_len(u64::from(old_size_pages) * PAGE_SIZE_U64);
+            // A failed write may have reached the disk in part: rewrite everything at the next flush.
+            state.mark_all_dirty();
+            file.free_extents.store(state.free_extents(), Ordering::Release);
+            return Err(error);
+        }
+        file.size_pages.store(new_size_pages, Ordering::Release);
+        file.free_extents.store(state.free_extents(), Ordering::Release);
+        drop(state);
+        self.growth_events.lock().push(GrowthEvent {
+            file_id: file.file_id,
+            logical_name: file.logical_name.clone(),
+            old_size_pages,
+            new_size_pages,
+            duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            is_automatic,
+            zeroed,
+        });
+        Ok(())
+    }
+
+    /// ALTER DATABASE MODIFY FILE (one property per statement, as in SQL Server).
+    pub fn modify_file(&self, logical_name: &str, change: FileChange) -> SqlResult<()> {
+        let inner = self.inner.read();
+        let file = inner
+            .data_files
+            .values()
+            .find(|f| f.logical_name.eq_ignore_ascii_case(logical_name))
+            .cloned()
+            .ok_or_else(|| SqlError::modify_file_missing(logical_name))?;
+        let settings = *file.settings.lock();
+        match change {
+            FileChange::Size(size) => {
+                let kb = size.kb().ok_or_else(SqlError::modify_size_not_larger)?;
+                let pages = crate::units::kb_to_pages(kb);
+                let pages = u32::try_from(pages.div_ceil(8) * 8)
+                    .map_err(|_| SqlError::file_size_limit())?;
+                if pages <= file.size_pages() {
+                    return Err(SqlError::modify_size_not_larger());
+                }
+                if settings.max_size_pages.is_some_and(|max| pages > max) {
+                    return Err(SqlError::modify_size_above_max());
+                }
+                let _one_growth_at_a_time = self.growth_lock.lock();
+                self.grow_file(&file, pages, false)?;
+                self.recalculate(&inner, file.fg_id);
+                Ok(())
+            }
+            FileChange::Growth(growth) => {
+                let growth =
+                    resolve_growth(Some(growth), &file.logical_name, settings.max_size_pages)?;
+                self.store_settings(&file, FileSettings { growth, ..settings })
+            }
+            FileChange::MaxSize(max) => {
+                let max_size_pages = match max {
+                    MaxSize::Unlimited => None,
+                    MaxSize::Kb(kb) => Some((crate::units::kb_to_pages(kb) as u32) / 8 * 8),
+                };
+                if max_size_pages.is_some_and(|max| max < file.size_pages()) {
+                    return Err(SqlError::maxsize_below_size(&file.logical_name));
+                }
+                self.store_settings(&file, FileSettings { max_size_pages, ..settings })
+            }
+        }
+    }
+
+    fn store_settings(&self, file: &DataFile, settings: FileSettings) -> SqlResult<()> {
+        let previous = std::mem::replace(&mut *file.settings.lock(), settings);
+        let written =
+            Self::write_file_header(file, self.database_id, self.binding_id, file.size_pages());
+        if written.is_err() {
+            *file.settings.lock() = previous;
+        }
+        written
+    }
+}

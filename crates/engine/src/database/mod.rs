@@ -1,0 +1,528 @@
+//! A database: its data files, log files and filegroups, opened from and persisted to the
+//! files themselves (file header pages, allocation pages and the boot page; no side files).
+//!
+//! What it reproduces:
+//! - CREATE DATABASE / ALTER DATABASE ADD FILE, ADD LOG FILE, REMOVE FILE, ADD/REMOVE FILEGROUP,
+//!   MODIFY FILEGROUP DEFAULT / AUTOGROW_ALL_FILES, MODIFY FILE SIZE / FILEGROWTH / MAXSIZE, with
+//!   SQL Server's errors, and nothing left behind when one fails.
+//! - File ids as SQL Server gives them: 1 the primary file, 2 the first log file, then 3, 4, ...
+//! - Extent allocation through [`crate::filegroup::allocate_extent`], autogrowth (one file, or
+//!   all files with AUTOGROW_ALL_FILES / TF 1117), instant file initialisation, zeroing with
+//!   PREEMPTIVE_OS_WRITEFILEGATHER and TF 3004, and 1105 when no file can grow.
+//! - Allocation units with IAM chains, mixed and uniform extents ([`units`]).
+//!
+//! Deviations, until later issues land:
+//! - Log files are created and zeroed with their size; their content (VLFs) is the log issue's.
+//! - Allocation pages are cached per file and made durable by [`Database::checkpoint`] and
+//!   [`Database::close`]; there is no write-ahead log yet, so a crash loses allocations made
+//!   since the last checkpoint (never the consistency of the files: see the growth order below).
+//!
+//! Order of a growth, so that a crash or an I/O error at any step leaves a consistent file:
+//! 1. extend the OS file (fallocate with IFI, else write zeros and fdatasync);
+//! 2. lay out the new range in memory, write and fdatasync the allocation pages;
+//! 3. write and fdatasync the file header with the new size: this is the commit point.
+//!
+//! On an error the in-memory state is rolled back and the OS file truncated to its old size; map
+//! bits past the recorded size are never read (file invariant 2).
+
+mod spec;
+mod units;
+
+pub use spec::{
+    DEFAULT_GROWTH_PAGES, DEFAULT_SIZE_PAGES, DatabaseSpec, FileSpec, FilegroupSpec,
+    MODEL_PRIMARY_SIZE_MB, MaxSize, ResolvedFile, resolve, resolve_growth,
+};
+pub use units::AllocUnitInfo;
+
+use crate::alloc;
+use crate::boot::{BootInfo, FileEntry, FilegroupEntry};
+use crate::error::{SqlError, SqlResult};
+use crate::file::{self, FileAlloc, FileHeader, FileType};
+use crate::filegroup::{self, ExtentSpace, FillControl, Growth, RecalcReport};
+use crate::instance::{Instance, current_process_info};
+use crate::io::IoFile;
+use crate::traceflags;
+use crate::units::{PAGE_SIZE_U64, PageId, SizeSpec, extents_in_file};
+use crate::waits::wait_type;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+use units::AllocUnit;
+
+/// Bytes written per call while zeroing (a bounded buffer).
+const ZERO_CHUNK_BYTES: usize = 1 << 20;
+static ZEROS: [u8; ZERO_CHUNK_BYTES] = [0; ZERO_CHUNK_BYTES];
+/// The PRIMARY filegroup's id.
+pub const PRIMARY_FILEGROUP_ID: u16 = 1;
+
+/// A data file of an open database.
+pub struct DataFile {
+    pub file_id: u16,
+    pub logical_name: String,
+    pub path: PathBuf,
+    pub fg_id: u16,
+    pub is_primary: bool,
+    handle: Box<dyn IoFile>,
+    alloc: Mutex<FileAlloc>,
+    free_extents: AtomicU32,
+    size_pages: AtomicU32,
+    settings: Mutex<FileSettings>,
+    created_ms: i64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct FileSettings {
+    growth: Growth,
+    max_size_pages: Option<u32>,
+}
+
+impl DataFile {
+    pub fn size_pages(&self) -> u32 {
+        self.size_pages.load(Ordering::Acquire)
+    }
+
+    pub fn free_extents(&self) -> u32 {
+        self.free_extents.load(Ordering::Acquire)
+    }
+
+    /// Runs `f` on the file's allocation state and republishes its counters.
+    fn with_alloc<R>(&self, f: impl FnOnce(&mut FileAlloc) -> R) -> R {
+        let mut state = self.alloc.lock();
+        let result = f(&mut state);
+        self.free_extents.store(state.free_extents(), Ordering::Release);
+        result
+    }
+
+    fn path_text(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// A log file. Its content (VLFs, log blocks) is the log issue's; here it has a header and size.
+pub struct LogFile {
+    pub file_id: u16,
+    pub logical_name: String,
+    pub path: PathBuf,
+    pub size_pages: u32,
+    pub growth: Growth,
+    pub max_size_pages: Option<u32>,
+    _handle: Box<dyn IoFile>,
+}
+
+/// A filegroup of an open database.
+pub struct Filegroup {
+    pub id: u16,
+    pub name: String,
+    pub is_default: bool,
+    pub autogrow_all_files: bool,
+    pub read_only: bool,
+    /// File ids in visit order: the first file, then the others newest first (filegroup choice 4).
+    pub members: Vec<u16>,
+    fill: FillControl,
+}
+
+/// One row of DBCC SHOWFILESTATS-like space information.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSpace {
+    pub file_id: u16,
+    pub filegroup: String,
+    pub logical_name: String,
+    pub size_pages: u32,
+    pub total_extents: u32,
+    pub free_extents: u32,
+    pub growth: Growth,
+    pub max_size_pages: Option<u32>,
+}
+
+/// A file growth, as the default trace records it (EventClass 92 for data files).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrowthEvent {
+    pub file_id: u16,
+    pub logical_name: String,
+    pub old_size_pages: u32,
+    pub new_size_pages: u32,
+    pub duration_us: u64,
+    pub is_automatic: bool,
+    pub zeroed: bool,
+}
+
+/// A change made by ALTER DATABASE ... MODIFY FILE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileChange {
+    Size(SizeSpec),
+    Growth(SizeSpec),
+    MaxSize(MaxSize),
+}
+
+struct DbInner {
+    boot: BootInfo,
+    data_files: BTreeMap<u16, Arc<DataFile>>,
+    log_files: BTreeMap<u16, LogFile>,
+    filegroups: BTreeMap<u16, Filegroup>,
+    units: BTreeMap<u64, Mutex<AllocUnit>>,
+}
+
+pub struct Database {
+    pub name: String,
+    pub database_id: u16,
+    binding_id: u64,
+    instance: Arc<Instance>,
+    primary_dir: PathBuf,
+    inner: RwLock<DbInner>,
+    growth_lock: Mutex<()>,
+    growth_events: Mutex<Vec<GrowthEvent>>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// Visit order of a filegroup's files: the lowest id first, then the rest newest (highest) first.
+fn visit_order(mut ids: Vec<u16>) -> Vec<u16> {
+    ids.sort_unstable();
+    if ids.len() > 1 {
+        ids[1..].reverse();
+    }
+    ids
+}
+
+fn now_ms(instance: &Instance) -> i64 {
+    instance.clock.now_local().and_utc().timestamp_millis()
+}
+
+/// An identity shared by the files of one database (not security-relevant).
+fn new_binding_id(instance: &Instance) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mixed = (nanos as u64)
+        ^ (u64::from(std::process::id()) << 32)
+        ^ (now_ms(instance) as u64).rotate_left(17);
+    mixed | 1
+}
+
+fn growth_to_header(growth: Growth) -> (u32, bool) {
+    match growth {
+        Growth::None => (0, false),
+        Growth::Pages(pages) => (pages, false),
+        Growth::Percent(pct) => (pct, true),
+    }
+}
+
+fn growth_from_header(value: u32, is_percent: bool) -> Growth {
+    match (value, is_percent) {
+        (0, _) => Growth::None,
+        (pct, true) => Growth::Percent(pct),
+        (pages, false) => Growth::Pages(pages),
+    }
+}
+
+impl Database {
+    pub fn instance(&self) -> &Arc<Instance> {
+        &self.instance
+    }
+
+    fn io_err_create(err: &std::io::Error, path: &Path) -> SqlError {
+        if err.kind() == std::io::ErrorKind::AlreadyExists {
+            SqlError::file_exists(&path.display().to_string())
+        } else {
+            SqlError::create_file_os_error(err, &path.display().to_string())
+        }
+    }
+
+    /// Writes zeros over `[from_page, to_page)` of a file and syncs, recording the time as
+    /// PREEMPTIVE_OS_WRITEFILEGATHER and, with TF 3004, the errorlog lines.
+    fn zero_fill(
+        instance: &Instance,
+        handle: &dyn IoFile,
+        path: &Path,
+        from_page: u32,
+        to_page: u32,
+    ) -> std::io::Result<()> {
+        let from = u64::from(from_page) * PAGE_SIZE_U64;
+        let to = u64::from(to_page) * PAGE_SIZE_U64;
+        let shown = path.display();
+        instance.trace(
+            traceflags::TF_FILE_ZEROING_TRACE,
+            &format!("Zeroing {shown} from page {from_page} to {to_page} ({from:#x} to {to:#x})"),
+        );
+        let started = Instant::now();
+        let mut offset = from;
+        while offset < to {
+            let len = (to - offset).min(ZERO_CHUNK_BYTES as u64) as usize;
+            handle.write_at(&ZEROS[..len], offset)?;
+            offset += len as u64;
+        }
+        handle.sync_data()?;
+        instance.waits.record(
+            wait_type::PREEMPTIVE_OS_WRITEFILEGATHER,
+            started.elapsed(),
+            std::time::Duration::ZERO,
+        );
+        instance.trace(traceflags::TF_FILE_ZEROING_TRACE, &format!("Zeroing completed on {shown}"));
+        Ok(())
+    }
+
+    /// Makes `[from_page, to_page)` of a data file usable: fallocate with IFI, zeros without.
+    /// Returns whether zeros were written.
+    fn extend_data_file(
+        instance: &Instance,
+        handle: &dyn IoFile,
+        path: &Path,
+        from_page: u32,
+        to_page: u32,
+    ) -> std::io::Result<bool> {
+        if instance.ifi_enabled() {
+            let from = u64::from(from_page) * PAGE_SIZE_U64;
+            handle.allocate(from, u64::from(to_page - from_page) * PAGE_SIZE_U64)?;
+            return Ok(false);
+        }
+        Self::zero_fill(instance, handle, path, from_page, to_page)?;
+        Ok(true)
+    }
+}
+
+mod create;
+mod growth;
+mod open;
+
+impl Database {
+    /// Space of every data file, in file-id order.
+    pub fn file_space(&self) -> Vec<FileSpace> {
+        let inner = self.inner.read();
+        inner
+            .data_files
+            .values()
+            .map(|file| {
+                let settings = *file.settings.lock();
+                FileSpace {
+                    file_id: file.file_id,
+                    filegroup: inner.filegroups[&file.fg_id].name.clone(),
+                    logical_name: file.logical_name.clone(),
+                    size_pages: file.size_pages(),
+                    total_extents: extents_in_file(file.size_pages()),
+                    free_extents: file.free_extents(),
+                    growth: settings.growth,
+                    max_size_pages: settings.max_size_pages,
+                }
+            })
+            .collect()
+    }
+
+    /// (file id, logical name, size in pages) of every log file.
+    pub fn log_files(&self) -> Vec<(u16, String, u32)> {
+        let inner = self.inner.read();
+        inner
+            .log_files
+            .values()
+            .map(|log| (log.file_id, log.logical_name.clone(), log.size_pages))
+            .collect()
+    }
+
+    /// (id, name, is_default, autogrow_all_files, visit order) of every filegroup.
+    pub fn filegroups(&self) -> Vec<(u16, String, bool, bool, Vec<u16>)> {
+        let inner = self.inner.read();
+        inner
+            .filegroups
+            .values()
+            .map(|fg| {
+                (fg.id, fg.name.clone(), fg.is_default, fg.autogrow_all_files, fg.members.clone())
+            })
+            .collect()
+    }
+
+    /// The current skip targets of a filegroup, in visit order (file id, skip target).
+    pub fn skip_targets(&self, filegroup: &str) -> SqlResult<Vec<(u16, u32)>> {
+        let inner = self.inner.read();
+        let fg = self.filegroup_by_name(&inner, filegroup)?;
+        let state = fg.fill.snapshot();
+        Ok(fg.members.iter().copied().zip(state.skip_targets().iter().copied()).collect())
+    }
+
+    pub fn growth_events(&self) -> Vec<GrowthEvent> {
+        self.growth_events.lock().clone()
+    }
+
+    pub fn mixed_page_allocation(&self) -> bool {
+        self.inner.read().boot.mixed_page_allocation
+    }
+
+    /// The physical path of a data or log file.
+    pub fn file_path(&self, file_id: u16) -> Option<PathBuf> {
+        let inner = self.inner.read();
+        if let Some(file) = inner.data_files.get(&file_id) {
+            return Some(file.path.clone());
+        }
+        inner.log_files.get(&file_id).map(|log| log.path.clone())
+    }
+
+    /// A copy of a cached allocation page (PFS, GAM, SGAM, DCM, BCM or IAM) as it is in memory.
+    pub fn allocation_page(&self, page: PageId) -> Option<Box<crate::page::PageBuf>> {
+        let inner = self.inner.read();
+        let file = inner.data_files.get(&page.file_id)?;
+        let state = file.alloc.lock();
+        Some(Box::new(*state.page(page.page_no)))
+    }
+
+    fn filegroup_by_name<'a>(&self, inner: &'a DbInner, name: &str) -> SqlResult<&'a Filegroup> {
+        inner
+            .filegroups
+            .values()
+            .find(|fg| fg.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| SqlError::filegroup_missing(name, &self.name))
+    }
+
+    fn default_filegroup<'a>(&self, inner: &'a DbInner) -> &'a Filegroup {
+        inner.filegroups.values().find(|fg| fg.is_default).expect("one filegroup is always DEFAULT")
+    }
+
+    /// Recalculates a filegroup's skip targets and writes the TF 1165 lines.
+    fn recalculate(&self, inner: &DbInner, fg_id: u16) {
+        let fg = &inner.filegroups[&fg_id];
+        let space = FgSpace::new(self, inner, fg);
+        let report = fg.fill.recalculate(&space);
+        self.trace_recalc(&report);
+    }
+
+    fn trace_recalc(&self, report: &RecalcReport) {
+        if self.instance.trace_flags.traces_to_errorlog(traceflags::TF_PROPORTIONAL_FILL_TRACE) {
+            let process_info = current_process_info();
+            for line in report.errorlog_lines(&self.name) {
+                self.instance.errorlog.write(&process_info, &line);
+            }
+        }
+    }
+
+    /// Allocates one extent in a filegroup (proportional fill, autogrowth). `object` names the
+    /// object in a 1105 message.
+    fn allocate_extent_in(&self, inner: &DbInner, fg_id: u16, object: &str) -> SqlResult<PageId> {
+        let fg = &inner.filegroups[&fg_id];
+        let mut space = FgSpace::new(self, inner, fg);
+        let mut reports = Vec::new();
+        let picked = filegroup::allocate_extent(&fg.fill, &mut space, &mut |report| {
+            reports.push(report.clone())
+        })?;
+        for report in &reports {
+            self.trace_recalc(report);
+        }
+        let Some((slot, first_page)) = picked else {
+            let error = SqlError::filegroup_full(object, &self.name, &fg.name);
+            self.instance.errorlog.write_error(&current_process_info(), &error);
+            return Err(error);
+        };
+        Ok(PageId::new(space.files[slot].file_id, first_page))
+    }
+
+    /// Writes every cached allocation page and the boot page, and makes them durable.
+    pub fn checkpoint(&self) -> SqlResult<()> {
+        let inner = self.inner.read();
+        for file in inner.data_files.values() {
+            file.with_alloc(|state| state.flush(file.handle.as_ref()))?;
+        }
+        // The boot page last: it must never point at an IAM page that is not on disk yet.
+        let mut boot = inner.boot.clone();
+        Self::fill_first_iams(&inner, &mut boot);
+        if boot != inner.boot {
+            Self::write_boot(&inner.data_files[&1], &boot)?;
+            drop(inner);
+            self.inner.write().boot = boot;
+        }
+        Ok(())
+    }
+
+    /// Checkpoints and closes the database.
+    pub fn close(self) -> SqlResult<()> {
+        self.checkpoint()?;
+        self.closed.store(true, Ordering::Release);
+        self.instance.unregister_database(&self.name);
+        Ok(())
+    }
+
+    /// Drops the in-memory state without writing anything, as a crash would (tests).
+    pub fn crash(self) {
+        self.closed.store(true, Ordering::Release);
+        self.instance.unregister_database(&self.name);
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            if let Err(err) = self.checkpoint() {
+                self.instance.errorlog.write_error(&current_process_info(), &err);
+            }
+            self.instance.unregister_database(&self.name);
+        }
+    }
+}
+
+/// The engine's view of one filegroup for [`filegroup::allocate_extent`].
+struct FgSpace<'a> {
+    db: &'a Database,
+    fg: &'a Filegroup,
+    files: Vec<Arc<DataFile>>,
+    /// Files whose growth failed during this allocation (disk full): not tried again.
+    failed: BTreeSet<u16>,
+}
+
+impl<'a> FgSpace<'a> {
+    fn new(db: &'a Database, inner: &'a DbInner, fg: &'a Filegroup) -> FgSpace<'a> {
+        let files = fg.members.iter().map(|id| inner.data_files[id].clone()).collect();
+        FgSpace { db, fg, files, failed: BTreeSet::new() }
+    }
+}
+
+impl ExtentSpace for FgSpace<'_> {
+    fn slot_count(&self) -> usize {
+        self.files.len()
+    }
+
+    fn file_id(&self, slot: usize) -> u16 {
+        self.files[slot].file_id
+    }
+
+    fn file_name(&self, slot: usize) -> String {
+        self.files[slot].logical_name.clone()
+    }
+
+    fn free_extents(&self, slot: usize) -> u32 {
+        self.files[slot].free_extents()
+    }
+
+    fn take_extent(&mut self, slot: usize) -> SqlResult<Option<u32>> {
+        Ok(self.files[slot].with_alloc(FileAlloc::take_extent))
+    }
+
+    fn grow(&mut self, cursor: usize) -> SqlResult<bool> {
+        let _one_growth_at_a_time = self.db.growth_lock.lock();
+        if self.files.iter().any(|file| file.free_extents() > 0) {
+            return Ok(true);
+        }
+        let all_files = self.fg.autogrow_all_files
+            || self.db.instance.trace_flags.is_on(traceflags::TF_AUTOGROW_ALL_FILES);
+        let slots = self.files.len();
+        let grew = filegroup::grow_by_policy(cursor, slots, all_files, |slot| {
+            let file = self.files[slot].clone();
+            if self.failed.contains(&file.file_id) {
+                return false;
+            }
+            let settings = *file.settings.lock();
+            let Some(new_size) = filegroup::grown_size_pages(
+                file.size_pages(),
+                settings.growth,
+                settings.max_size_pages,
+            ) else {
+                return false;
+            };
+            match self.db.grow_file(&file, new_size, true) {
+                Ok(()) => true,
+                Err(error) => {
+                    self.db.instance.errorlog.write_error(&current_process_info(), &error);
+                    self.failed.insert(file.file_id);
+                    false
+                }
+            }
+        });
+        Ok(grew)
+    }
+}

@@ -1,0 +1,135 @@
+//! Opening an existing database: everything is read back from the files (file headers, the
+//! boot page, allocation pages, IAM chains); nothing comes from a side file.
+
+use super::*;
+
+impl Database {
+    /// Opens the database whose primary data file is `primary_path`.
+    pub fn open(instance: &Arc<Instance>, primary_path: &Path) -> SqlResult<Database> {
+        let path_text = primary_path.display().to_string();
+        let handle = instance.io.open(primary_path).map_err(|err| open_error(&err, &path_text))?;
+        let header = read_header(handle.as_ref(), 1, &path_text)?;
+        if !header.is_primary || header.file_type != FileType::Rows {
+            return Err(SqlError::new(
+                5171,
+                16,
+                1,
+                format!("{path_text} is not a primary database file."),
+            ));
+        }
+        let boot_buf = file::read_page(
+            handle.as_ref(),
+            PageId::new(1, alloc::BOOT_PAGE),
+            header.database_id,
+            &path_text,
+        )?;
+        let boot = BootInfo::decode(&boot_buf)
+            .ok_or_else(|| not_a_database_file(&path_text, "boot page"))?;
+        if !instance.register_database(&boot.name) {
+            return Err(SqlError::database_exists(&boot.name));
+        }
+        let primary_dir = primary_path.parent().map(Path::to_path_buf).unwrap_or_default();
+        match Self::open_registered(instance, boot, primary_dir, handle) {
+            Ok(db) => Ok(db),
+            Err(err) => {
+                instance.unregister_database(&err.1);
+                Err(err.0)
+            }
+        }
+    }
+
+    fn open_registered(
+        instance: &Arc<Instance>,
+        boot: BootInfo,
+        primary_dir: PathBuf,
+        primary_handle: Box<dyn IoFile>,
+    ) -> Result<Database, (SqlError, String)> {
+        let name = boot.name.clone();
+        let fail = |error: SqlError| (error, name.clone());
+        let mut data_files = BTreeMap::new();
+        let mut log_files = BTreeMap::new();
+        let mut primary_handle = Some(primary_handle);
+        for entry in &boot.files {
+            let path = primary_dir.join(&entry.path);
+            let path_text = path.display().to_string();
+            let handle = match (entry.file_id, primary_handle.take()) {
+                (1, Some(handle)) => handle,
+                (_, taken) => {
+                    primary_handle = taken;
+                    instance.io.open(&path).map_err(|err| fail(open_error(&err, &path_text)))?
+                }
+            };
+            let header = read_header(handle.as_ref(), entry.file_id, &path_text).map_err(&fail)?;
+            if header.binding_id != boot.binding_id || header.file_id != entry.file_id {
+                return Err(fail(SqlError::file_mismatch()));
+            }
+            let settings = FileSettings {
+                growth: growth_from_header(header.growth, header.is_percent_growth),
+                max_size_pages: u32::try_from(header.max_size_pages).ok(),
+            };
+            if entry.is_log {
+                log_files.insert(
+                    entry.file_id,
+                    LogFile {
+                        file_id: entry.file_id,
+                        logical_name: header.logical_name.clone(),
+                        path,
+                        size_pages: header.size_pages,
+                        growth: settings.growth,
+                        max_size_pages: settings.max_size_pages,
+                        _handle: handle,
+                    },
+                );
+                continue;
+            }
+            let state = FileAlloc::open(handle.as_ref(), &header, boot.database_id, path_text)
+                .map_err(&fail)?;
+            data_files.insert(
+                entry.file_id,
+                Arc::new(DataFile {
+                    file_id: entry.file_id,
+                    logical_name: header.logical_name.clone(),
+                    path,
+                    fg_id: header.data_space_id,
+                    is_primary: header.is_primary,
+                    free_extents: AtomicU32::new(state.free_extents()),
+                    size_pages: AtomicU32::new(header.size_pages),
+                    settings: Mutex::new(settings),
+                    created_ms: header.created_ms,
+                    alloc: Mutex::new(state),
+                    handle,
+                }),
+            );
+        }
+        let units = units::load_units(&boot, &data_files).map_err(&fail)?;
+        Ok(Self::assemble(instance, boot, primary_dir, data_files, log_files, units))
+    }
+}
+
+fn read_header(handle: &dyn IoFile, file_id: u16, path: &str) -> SqlResult<FileHeader> {
+    let buf = file::read_page(handle, PageId::new(file_id, 0), 0, path)?;
+    FileHeader::decode(&buf).ok_or_else(|| not_a_database_file(path, "file header"))
+}
+
+fn not_a_database_file(path: &str, what: &str) -> SqlError {
+    SqlError::new(
+        5172,
+        16,
+        1,
+        format!(
+            "The header for file '{path}' is not a valid database file header. The {what} property is incorrect."
+        ),
+    )
+}
+
+fn open_error(err: &std::io::Error, path: &str) -> SqlError {
+    SqlError::new(
+        5120,
+        16,
+        101,
+        format!(
+            "Unable to open the physical file \"{path}\". Operating system error {}: \"{err}\".",
+            err.raw_os_error().unwrap_or(0)
+        ),
+    )
+}

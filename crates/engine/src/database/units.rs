@@ -1,0 +1,559 @@
+//! Allocation units and their IAM chains (reference §2.5–§2.6).
+//!
+//! An allocation unit owns uniform extents, recorded as bits in IAM pages (one IAM page per file
+//! and GAM interval it uses, linked by m_nextPage/m_prevPage with increasing sequence numbers),
+//! and, when MIXED_PAGE_ALLOCATION is ON, up to eight single pages from mixed extents, recorded
+//! in the single-page slots of the first IAM page. IAM pages themselves are single pages from
+//! mixed extents (PFS 0x70: IAM_PG MIXED_EXT ALLOCATED).
+//!
+//! Mixed pages: a free page of a mixed extent (SGAM 1) of the filegroup, else a new extent from
+//! proportional fill turned into a mixed extent (GAM 1->0, SGAM 0->1).
+//! Uniform pages: a free page (PFS) of one of the unit's extents, else a new extent.
+//! Freeing the last used page of an extent gives the extent back (IAM bit 0, GAM 1).
+
+use super::*;
+use crate::alloc::{IamHeader, pfs};
+use crate::page::{PageHeader, PageType};
+use crate::units::{
+    GAM_INTERVAL_EXTENTS, GAM_INTERVAL_PAGES, extent_of_page, first_page_of_extent,
+};
+
+/// Single-page slots in the first IAM page.
+const SINGLE_PAGE_SLOTS: usize = 8;
+/// The idInd part of allocation-unit ids extentdb hands out (as in SQL Server's examples).
+const AU_ID_IND: u64 = 256;
+/// Longest IAM chain followed when opening a database (a longer one is corruption).
+const MAX_IAM_CHAIN: usize = 1 << 20;
+
+#[derive(Clone, Debug)]
+struct IamRef {
+    page: PageId,
+    file_id: u16,
+    interval: u32,
+}
+
+pub(super) struct AllocUnit {
+    au_id: u64,
+    fg_id: u16,
+    name: String,
+    iams: Vec<IamRef>,
+    extents: BTreeSet<PageId>,
+    single_pages: Vec<PageId>,
+    /// The extent the last uniform page came from.
+    hint: Option<PageId>,
+    /// A page was freed since the last full search for room.
+    freed_since_scan: bool,
+}
+
+/// What an allocation unit holds, for tests and (later) DBCC IND.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocUnitInfo {
+    pub au_id: u64,
+    pub name: String,
+    pub fg_id: u16,
+    pub iam_pages: Vec<PageId>,
+    pub extents: Vec<PageId>,
+    pub single_pages: Vec<PageId>,
+}
+
+fn chain_error(page: PageId, database: &str, database_id: u16) -> SqlError {
+    SqlError::new(
+        5250,
+        16,
+        1,
+        format!(
+            "Database error: IAM page {page} for database '{database}' (database ID {database_id}) is invalid. \
+             This error cannot be repaired. You must restore from backup."
+        ),
+    )
+}
+
+/// Rebuilds every allocation unit from its IAM chain.
+pub(super) fn load_units(
+    boot: &BootInfo,
+    files: &BTreeMap<u16, Arc<DataFile>>,
+) -> SqlResult<BTreeMap<u64, Mutex<AllocUnit>>> {
+    let mut units = BTreeMap::new();
+    for entry in &boot.units {
+        let mut unit = AllocUnit {
+            au_id: entry.au_id,
+            fg_id: entry.fg_id,
+            name: entry.name.clone(),
+            iams: Vec::new(),
+            extents: BTreeSet::new(),
+            single_pages: Vec::new(),
+            hint: None,
+            freed_since_scan: true,
+        };
+        let mut next = entry.first_iam;
+        while !next.is_null() {
+            let bad = || chain_error(next, &boot.name, boot.database_id);
+            if unit.iams.len() >= MAX_IAM_CHAIN {
+                return Err(bad());
+            }
+            let file = files.get(&next.file_id).ok_or_else(bad)?;
+            let mut state = file.alloc.lock();
+            state.load_page(file.handle.as_ref(), next.page_no)?;
+            let buf = state.page(next.page_no);
+            let header = PageHeader::read(&buf[..]);
+            let iam = alloc::iam_header(buf);
+            if header.page_type != PageType::Iam as u8
+                || header.allocation_unit_id() != entry.au_id
+                || iam.sequence as usize != unit.iams.len()
+            {
+                return Err(bad());
+            }
+            let interval = iam.start_page.page_no / GAM_INTERVAL_PAGES;
+            let base = interval * GAM_INTERVAL_EXTENTS;
+            let target = files.get(&iam.start_page.file_id).ok_or_else(bad)?;
+            let total =
+                extents_in_file(target.size_pages()).saturating_sub(base).min(GAM_INTERVAL_EXTENTS);
+            let mut from = 0;
+            while let Some(bit) = alloc::bitmap_find_set(buf, from, total) {
+                unit.extents
+                    .insert(PageId::new(iam.start_page.file_id, first_page_of_extent(base + bit)));
+                from = bit + 1;
+            }
+            if unit.iams.is_empty() {
+                unit.single_pages =
+                    iam.single_page_slots.iter().copied().filter(|p| !p.is_null()).collect();
+            }
+            unit.iams.push(IamRef { page: next, file_id: iam.start_page.file_id, interval });
+            next = header.next_page;
+        }
+        units.insert(entry.au_id, Mutex::new(unit));
+    }
+    Ok(units)
+}
+
+impl Database {
+    /// Creates an allocation unit (the storage of one index or heap) in a filegroup (DEFAULT if
+    /// None). It owns nothing until its first allocation creates its first IAM page.
+    pub fn create_allocation_unit(&self, name: &str, filegroup: Option<&str>) -> SqlResult<u64> {
+        let mut inner = self.inner.write();
+        let fg_id = match filegroup {
+            Some(fg) => self.filegroup_by_name(&inner, fg)?.id,
+            None => self.default_filegroup(&inner).id,
+        };
+        if inner.filegroups[&fg_id].members.is_empty() {
+            return Err(SqlError::new(
+                1922,
+                16,
+                1,
+                format!(
+                    "Filegroup '{}' has no files assigned to it. Tables, indexes, and large object columns cannot \
+                     be created on this filegroup. Use ALTER DATABASE to add one or more files to the filegroup.",
+                    inner.filegroups[&fg_id].name
+                ),
+            ));
+        }
+        let mut boot = inner.boot.clone();
+        let au_id = (AU_ID_IND << 48) | (u64::from(boot.next_au_seq) << 16);
+        boot.next_au_seq += 1;
+        boot.units.push(crate::boot::UnitEntry {
+            au_id,
+            fg_id,
+            first_iam: PageId::NULL,
+            name: name.to_string(),
+        });
+        self.save_boot(&mut inner, boot)?;
+        let unit = AllocUnit {
+            au_id,
+            fg_id,
+            name: name.to_string(),
+            iams: Vec::new(),
+            extents: BTreeSet::new(),
+            single_pages: Vec::new(),
+            hint: None,
+            freed_since_scan: false,
+        };
+        inner.units.insert(au_id, Mutex::new(unit));
+        Ok(au_id)
+    }
+
+    /// What an allocation unit holds.
+    pub fn allocation_unit(&self, au_id: u64) -> Option<AllocUnitInfo> {
+        let inner = self.inner.read();
+        let unit = inner.units.get(&au_id)?.lock();
+        Some(AllocUnitInfo {
+            au_id,
+            name: unit.name.clone(),
+            fg_id: unit.fg_id,
+            iam_pages: unit.iams.iter().map(|iam| iam.page).collect(),
+            extents: unit.extents.iter().copied().collect(),
+            single_pages: unit.single_pages.clone(),
+        })
+    }
+
+    fn with_unit<R>(
+        &self,
+        au_id: u64,
+        f: impl FnOnce(&DbInner, &mut AllocUnit) -> SqlResult<R>,
+    ) -> SqlResult<R> {
+        let inner = self.inner.read();
+        let unit = inner.units.get(&au_id).ok_or_else(|| {
+            SqlError::new(
+                5204,
+                16,
+                1,
+                format!("Could not find allocation unit ID {au_id}. Check sys.allocation_units."),
+            )
+        })?;
+        let mut unit = unit.lock();
+        f(&inner, &mut unit)
+    }
+
+    /// Allocates a uniform extent to the unit and returns its first page. Its pages stay free
+    /// in PFS until [`Database::allocate_page`] uses them.
+    pub fn allocate_extent(&self, au_id: u64) -> SqlResult<PageId> {
+        self.with_unit(au_id, |inner, unit| self.unit_extent(inner, unit))
+    }
+
+    fn unit_extent(&self, inner: &DbInner, unit: &mut AllocUnit) -> SqlResult<PageId> {
+        let first = self.allocate_extent_in(inner, unit.fg_id, &unit.name)?;
+        let interval = first.page_no / GAM_INTERVAL_PAGES;
+        let iam = match self.ensure_iam(inner, unit, first.file_id, interval) {
+            Ok(iam) => iam,
+            Err(error) => {
+                inner.data_files[&first.file_id]
+                    .with_alloc(|s| s.release_extent(extent_of_page(first.page_no)));
+                return Err(error);
+            }
+        };
+        self.set_iam_bit(inner, &unit.iams[iam], extent_of_page(first.page_no), true);
+        unit.extents.insert(first);
+        Ok(first)
+    }
+
+    /// Allocates one page to the unit: from a mixed extent for its first eight pages when
+    /// MIXED_PAGE_ALLOCATION is ON, else from its uniform extents.
+    pub fn allocate_page(&self, au_id: u64) -> SqlResult<PageId> {
+        self.with_unit(au_id, |inner, unit| {
+            let mixed = inner.boot.mixed_page_allocation
+                && unit.extents.is_empty()
+                && unit.single_pages.len() < SINGLE_PAGE_SLOTS;
+            if mixed {
+                self.unit_mixed_page(inner, unit)
+            } else {
+                self.unit_uniform_page(inner, unit)
+            }
+        })
+    }
+
+    fn unit_mixed_page(&self, inner: &DbInner, unit: &mut AllocUnit) -> SqlResult<PageId> {
+        let page = self.allocate_mixed_page(inner, unit.fg_id, 0, &unit.name)?;
+        if unit.iams.is_empty()
+            && let Err(error) =
+                self.ensure_iam(inner, unit, page.file_id, page.page_no / GAM_INTERVAL_PAGES)
+        {
+            self.free_single_page(inner, page);
+            return Err(error);
+        }
+        unit.single_pages.push(page);
+        self.write_single_page_slots(inner, unit);
+        Ok(page)
+    }
+
+    fn unit_uniform_page(&self, inner: &DbInner, unit: &mut AllocUnit) -> SqlResult<PageId> {
+        let mut candidates: Vec<PageId> = unit.hint.into_iter().collect();
+        if unit.freed_since_scan {
+            candidates.extend(unit.extents.iter().copied());
+            unit.freed_since_scan = false;
+        }
+        for extent in candidates {
+            let file = &inner.data_files[&extent.file_id];
+            let taken = file.with_alloc(|s| {
+                let page = s.free_page_in_extent(extent_of_page(extent.page_no))?;
+                s.mark_page_allocated(page, 0);
+                Some(page)
+            });
+            if let Some(page_no) = taken {
+                unit.hint = Some(extent);
+                return Ok(PageId::new(extent.file_id, page_no));
+            }
+        }
+        let extent = self.unit_extent(inner, unit)?;
+        inner.data_files[&extent.file_id].with_alloc(|s| s.mark_page_allocated(extent.page_no, 0));
+        unit.hint = Some(extent);
+        Ok(extent)
+    }
+
+    /// A single page from a mixed extent of the filegroup, marked allocated with `extra_bits`.
+    fn allocate_mixed_page(
+        &self,
+        inner: &DbInner,
+        fg_id: u16,
+        extra_bits: u8,
+        object: &str,
+    ) -> SqlResult<PageId> {
+        for file_id in &inner.filegroups[&fg_id].members {
+            let file = &inner.data_files[file_id];
+            let taken = file.with_alloc(|s| {
+                let page = s.find_mixed_free_page()?;
+                s.mark_page_allocated(page, extra_bits);
+                Some(page)
+            });
+            if let Some(page_no) = taken {
+                return Ok(PageId::new(*file_id, page_no));
+            }
+        }
+        let first = self.allocate_extent_in(inner, fg_id, object)?;
+        inner.data_files[&first.file_id].with_alloc(|s| {
+            s.make_mixed(extent_of_page(first.page_no));
+            s.mark_page_allocated(first.page_no, extra_bits);
+        });
+        Ok(first)
+    }
+
+    /// Frees a single page of a mixed extent, giving the extent back if it is now unused.
+    fn free_single_page(&self, inner: &DbInner, page: PageId) {
+        inner.data_files[&page.file_id].with_alloc(|s| {
+            if s.mark_page_free(page.page_no) {
+                s.release_extent(extent_of_page(page.page_no));
+            }
+        });
+    }
+
+    /// The IAM page of the unit for (file, GAM interval), created and linked if missing.
+    fn ensure_iam(
+        &self,
+        inner: &DbInner,
+        unit: &mut AllocUnit,
+        file_id: u16,
+        interval: u32,
+    ) -> SqlResult<usize> {
+        if let Some(index) =
+            unit.iams.iter().position(|iam| iam.file_id == file_id && iam.interval == interval)
+        {
+            return Ok(index);
+        }
+        let page = self.allocate_mixed_page(inner, unit.fg_id, pfs::IAM, &unit.name)?;
+        let mut buf = crate::page::new_page_buf();
+        alloc::format_map_page(&mut buf, page, PageType::Iam);
+        let mut header = PageHeader::read(&buf[..]);
+        header.set_allocation_unit_id(unit.au_id);
+        header.prev_page = unit.iams.last().map_or(PageId::NULL, |iam| iam.page);
+        header.write(&mut buf[..]);
+        let iam_header = IamHeader {
+            sequence: unit.iams.len() as u32,
+            start_page: PageId::new(file_id, interval * GAM_INTERVAL_PAGES),
+            single_page_slots: [PageId::NULL; SINGLE_PAGE_SLOTS],
+        };
+        alloc::set_iam_header(&mut buf, &iam_header);
+        inner.data_files[&page.file_id].with_alloc(|s| s.insert_page(page.page_no, buf));
+        if let Some(previous) = unit.iams.last() {
+            self.edit_page(inner, previous.page, |buf| {
+                let mut prev_header = PageHeader::read(&buf[..]);
+                prev_header.next_page = page;
+                prev_header.write(&mut buf[..]);
+            });
+        }
+        unit.iams.push(IamRef { page, file_id, interval });
+        Ok(unit.iams.len() - 1)
+    }
+
+    fn edit_page(
+        &self,
+        inner: &DbInner,
+        page: PageId,
+        edit: impl FnOnce(&mut crate::page::PageBuf),
+    ) {
+        inner.data_files[&page.file_id].with_alloc(|s| edit(s.page_mut(page.page_no)));
+    }
+
+    fn set_iam_bit(&self, inner: &DbInner, iam: &IamRef, extent: u32, value: bool) {
+        assert_eq!(
+            extent / GAM_INTERVAL_EXTENTS,
+            iam.interval,
+            "the IAM page covers the extent's interval"
+        );
+        self.edit_page(inner, iam.page, |buf| {
+            alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value)
+        });
+    }
+
+    fn write_single_page_slots(&self, inner: &DbInner, unit: &AllocUnit) {
+        let Some(first) = unit.iams.first() else { return };
+        self.edit_page(inner, first.page, |buf| {
+            let mut header = alloc::iam_header(buf);
+            header.single_page_slots = [PageId::NULL; SINGLE_PAGE_SLOTS];
+            header.single_page_slots[..unit.single_pages.len()].copy_from_slice(&unit.single_pages);
+            alloc::set_iam_header(buf, &header);
+        });
+    }
+
+    /// Frees one page of the unit. The extent goes back to the filegroup when its last used
+    /// page is freed.
+    pub fn free_page(&self, au_id: u64, page: PageId) -> SqlResult<()> {
+        self.with_unit(au_id, |inner, unit| {
+            if let Some(index) = unit.single_pages.iter().position(|p| *p == page) {
+                unit.single_pages.remove(index);
+                self.write_single_page_slots(inner, unit);
+                self.free_single_page(inner, page);
+                return Ok(());
+            }
+            let extent =
+                PageId::new(page.file_id, first_page_of_extent(extent_of_page(page.page_no)));
+            assert!(
+                unit.extents.contains(&extent),
+                "page {page} does not belong to allocation unit {au_id}"
+            );
+            let now_unused =
+                inner.data_files[&page.file_id].with_alloc(|s| s.mark_page_free(page.page_no));
+            unit.freed_since_scan = true;
+            if now_unused {
+                self.unit_release_extent(inner, unit, extent);
+            }
+            Ok(())
+        })
+    }
+
+    /// Gives a uniform extent of the unit back to the filegroup, with any pages it still used.
+    pub fn free_extent(&self, au_id: u64, extent_first_page: PageId) -> SqlResult<()> {
+        self.with_unit(au_id, |inner, unit| {
+            assert!(
+                unit.extents.contains(&extent_first_page),
+                "extent {extent_first_page} does not belong to unit {au_id}"
+            );
+            self.unit_release_extent(inner, unit, extent_first_page);
+            Ok(())
+        })
+    }
+
+    fn unit_release_extent(&self, inner: &DbInner, unit: &mut AllocUnit, extent: PageId) {
+        let extent_no = extent_of_page(extent.page_no);
+        let iam = unit
+            .iams
+            .iter()
+            .find(|iam| {
+                iam.file_id == extent.file_id && iam.interval == extent_no / GAM_INTERVAL_EXTENTS
+            })
+            .expect("an owned extent has an IAM page")
+            .clone();
+        self.set_iam_bit(inner, &iam, extent_no, false);
+        inner.data_files[&extent.file_id].with_alloc(|s| s.release_extent(extent_no));
+        unit.extents.remove(&extent);
+        if unit.hint == Some(extent) {
+            unit.hint = None;
+        }
+    }
+
+    /// Drops an allocation unit: every page, extent and IAM page goes back to the filegroup.
+    pub fn drop_allocation_unit(&self, au_id: u64) -> SqlResult<()> {
+        self.with_unit(au_id, |inner, unit| {
+            for page in std::mem::take(&mut unit.single_pages) {
+                self.free_single_page(inner, page);
+            }
+            for extent in unit.extents.clone() {
+                self.unit_release_extent(inner, unit, extent);
+            }
+            for iam in std::mem::take(&mut unit.iams) {
+                inner.data_files[&iam.page.file_id].with_alloc(|s| s.forget_page(iam.page.page_no));
+                self.free_single_page(inner, iam.page);
+            }
+            Ok(())
+        })?;
+        let mut inner = self.inner.write();
+        inner.units.remove(&au_id);
+        let mut boot = inner.boot.clone();
+        boot.units.retain(|entry| entry.au_id != au_id);
+        self.save_boot(&mut inner, boot)
+    }
+
+    /// Brings each unit's first IAM page in `boot` up to date with the units in memory.
+    pub(super) fn fill_first_iams(inner: &DbInner, boot: &mut BootInfo) {
+        for entry in &mut boot.units {
+            if let Some(unit) = inner.units.get(&entry.au_id) {
+                entry.first_iam = unit.lock().iams.first().map_or(PageId::NULL, |iam| iam.page);
+            }
+        }
+    }
+
+    /// Checks every allocation invariant across all maps and units, as DBCC CHECKALLOC will;
+    /// returns one line per problem (empty when consistent).
+    pub fn check_allocation(&self) -> Vec<String> {
+        let inner = self.inner.read();
+        let mut owners: BTreeMap<PageId, u32> = BTreeMap::new();
+        let mut single_pages = BTreeSet::new();
+        let mut iam_pages = BTreeSet::new();
+        for unit in inner.units.values() {
+            let unit = unit.lock();
+            for extent in &unit.extents {
+                *owners.entry(*extent).or_default() += 1;
+            }
+            single_pages.extend(unit.single_pages.iter().copied());
+            iam_pages.extend(unit.iams.iter().map(|iam| iam.page));
+        }
+        let mut problems = Vec::new();
+        for file in inner.data_files.values() {
+            let state = file.alloc.lock();
+            check_file(&state, file.file_id, &owners, &single_pages, &iam_pages, &mut problems);
+            if state.free_extents() != file.free_extents() {
+                problems.push(format!(
+                    "file {}: published free extents differ from the map",
+                    file.file_id
+                ));
+            }
+        }
+        problems
+    }
+}
+
+fn check_file(
+    state: &FileAlloc,
+    file_id: u16,
+    owners: &BTreeMap<PageId, u32>,
+    single_pages: &BTreeSet<PageId>,
+    iam_pages: &BTreeSet<PageId>,
+    problems: &mut Vec<String>,
+) {
+    use crate::alloc::MapKind;
+    if state.count_free_extents() != state.free_extents() {
+        problems.push(format!(
+            "file {file_id}: free extent count {} but GAM has {}",
+            state.free_extents(),
+            state.count_free_extents()
+        ));
+    }
+    let fixed: BTreeSet<u32> =
+        alloc::fixed_pages_in(0, state.size_pages(), state.is_primary).into_iter().collect();
+    for extent in 0..extents_in_file(state.size_pages()) {
+        let first = first_page_of_extent(extent);
+        let id = PageId::new(file_id, first);
+        let gam_free = state.map_bit(MapKind::Gam, extent);
+        let sgam = state.map_bit(MapKind::Sgam, extent);
+        let mixed = state.pfs(first) & pfs::MIXED != 0;
+        let owned = owners.get(&id).copied().unwrap_or(0);
+        let used_pages = (first..first + 8).filter(|p| state.pfs(*p) & pfs::ALLOCATED != 0).count();
+        let claims = owned + u32::from(mixed);
+        if gam_free && (claims > 0 || used_pages > 0 || sgam) {
+            problems.push(format!(
+                "extent {id}: GAM says free but it is owned, mixed or has allocated pages"
+            ));
+        }
+        if !gam_free && claims != 1 {
+            problems.push(format!("extent {id}: allocated in GAM but has {claims} owners"));
+        }
+        if sgam && (!mixed || state.free_page_in_extent(extent).is_none()) {
+            problems.push(format!(
+                "extent {id}: SGAM set but it is not a mixed extent with a free page"
+            ));
+        }
+        if mixed && !sgam && state.free_page_in_extent(extent).is_some() {
+            problems.push(format!("extent {id}: mixed extent with a free page but SGAM clear"));
+        }
+        for page in first..first + 8 {
+            let allocated = state.pfs(page) & pfs::ALLOCATED != 0;
+            let page_id = PageId::new(file_id, page);
+            let accounted = fixed.contains(&page)
+                || single_pages.contains(&page_id)
+                || iam_pages.contains(&page_id);
+            if mixed && allocated != accounted {
+                problems.push(format!(
+                    "page {page_id}: PFS allocated={allocated} but {} by any owner",
+                    if accounted { "used" } else { "not used" }
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! The fault-injecting twin of the real backend.
+//!
+//! A [`FaultIo`] wraps any [`Io`] and consults one shared [`FaultPlan`] on every write, allocate
+//! and sync. Tests arm the plan (`fail_write_after`, `fail_sync_after`, `tear_write_after`,
+//! `enospc_after_bytes`) and read the counters. Failures are the errors the operating system
+//! would return: EIO for a failed write or fsync, ENOSPC for a full disk.
+
+use super::{Io, IoFile};
+use parking_lot::Mutex;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What the fault backend has seen so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    pub writes: u64,
+    pub bytes_written: u64,
+    pub bytes_allocated: u64,
+    pub syncs: u64,
+}
+
+/// The faults to inject. Each `*_after` count is the number of further operations of that kind
+/// that succeed before the failure; a fault fires once and then disarms.
+#[derive(Debug, Default)]
+pub struct FaultPlan {
+    pub counters: IoCounters,
+    pub fail_write_after: Option<u64>,
+    pub fail_sync_after: Option<u64>,
+    /// (writes to let through, bytes of the failing write that reach the file)
+    pub tear_write_after: Option<(u64, usize)>,
+    /// Bytes that may still be written or allocated before ENOSPC.
+    pub enospc_after_bytes: Option<u64>,
+}
+
+/// A backend that injects the faults of a shared [`FaultPlan`].
+pub struct FaultIo {
+    inner: Arc<dyn Io>,
+    plan: Arc<Mutex<FaultPlan>>,
+}
+
+struct FaultFile {
+    inner: Box<dyn IoFile>,
+    plan: Arc<Mutex<FaultPlan>>,
+}
+
+impl FaultIo {
+    pub fn new(inner: Arc<dyn Io>) -> FaultIo {
+        FaultIo { inner, plan: Arc::new(Mutex::new(FaultPlan::default())) }
+    }
+
+    /// The plan shared by every file this backend opens; lock it to arm faults or read counters.
+    pub fn plan(&self) -> Arc<Mutex<FaultPlan>> {
+        self.plan.clone()
+    }
+
+    fn wrap(&self, inner: Box<dyn IoFile>) -> Box<dyn IoFile> {
+        Box::new(FaultFile { inner, plan: self.plan.clone() })
+    }
+}
+
+fn eio(what: &str) -> io::Error {
+    io::Error::other(format!("injected I/O error during {what}"))
+}
+
+fn enospc() -> io::Error {
+    io::Error::from_raw_os_error(28)
+}
+
+/// Counts down an armed fault; returns true when it fires.
+fn fires(slot: &mut Option<u64>) -> bool {
+    match slot {
+        Some(0) => {
+            *slot = None;
+            true
+        }
+        Some(n) => {
+            *n -= 1;
+            false
+        }
+        None => false,
+    }
+}
+
+/// Takes `len` bytes from the space budget; false when the disk is "full".
+fn take_space(plan: &mut FaultPlan, len: u64) -> bool {
+    match plan.enospc_after_bytes {
+        Some(left) if left < len => false,
+        Some(left) => {
+            plan.enospc_after_bytes = Some(left - len);
+            true
+        }
+        None => true,
+    }
+}
+
+impl Io for FaultIo {
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
+        Ok(self.wrap(self.inner.create_new(path)?))
+    }
+    fn open(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
+        Ok(self.wrap(self.inner.open(path)?))
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
+        // The errorlog is not subject to injected faults: tests inject faults into data files.
+        self.inner.open_append(path)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        self.inner.read_to_string(path)
+    }
+}
+
+impl IoFile for FaultFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let mut plan = self.plan.lock();
+        if fires(&mut plan.fail_write_after) {
+            return Err(eio("write"));
+        }
+        if let Some((after, keep_bytes)) = plan.tear_write_after {
+            if after == 0 {
+                plan.tear_write_after = None;
+                let keep = keep_bytes.min(buf.len());
+                self.inner.write_at(&buf[..keep], offset)?;
+                return Err(eio("write (torn)"));
+            }
+            plan.tear_write_after = Some((after - 1, keep_bytes));
+        }
+        if !take_space(&mut plan, buf.len() as u64) {
+            return Err(enospc());
+        }
+        plan.counters.writes += 1;
+        plan.counters.bytes_written += buf.len() as u64;
+        drop(plan);
+        self.inner.write_at(buf, offset)
+    }
+
+    fn append(&self, buf: &[u8]) -> io::Result<()> {
+        self.inner.append(buf)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let mut plan = self.plan.lock();
+        if fires(&mut plan.fail_sync_after) {
+            return Err(eio("fsync"));
+        }
+        plan.counters.syncs += 1;
+        drop(plan);
+        self.inner.sync_data()
+    }
+
+    fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
+        let mut plan = self.plan.lock();
+        let current = self.inner.len()?;
+        let growth = (offset + len).saturating_sub(current);
+        if !take_space(&mut plan, growth) {
+            return Err(enospc());
+        }
+        plan.counters.bytes_allocated += growth;
+        drop(plan);
+        self.inner.allocate(offset, len)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+}

@@ -1,0 +1,60 @@
+//! The one I/O seam. Every byte the engine reads or writes on disk goes through [`Io`] and
+//! [`IoFile`]; no other module touches `std::fs` for database files or the errorlog.
+//!
+//! Backends:
+//! - [`StdIo`]: the real one (pread/pwrite, `fallocate`, `fdatasync`).
+//! - [`FaultIo`]: wraps another backend and injects failures on command: fail the Nth write,
+//!   fail fsync, tear a write (only a prefix reaches the file), or run out of space (ENOSPC)
+//!   after a byte budget. It also counts writes, bytes and syncs, which tests use to prove that
+//!   instant file initialisation writes nothing.
+//!
+//! Durability contract: a write is durable only after `sync_data` returns Ok on that file.
+
+mod fault;
+mod std_io;
+
+pub use fault::{FaultIo, FaultPlan, IoCounters};
+pub use std_io::StdIo;
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Operations on paths.
+pub trait Io: Send + Sync {
+    /// Creates a new file; fails with `AlreadyExists` if the path exists (O_EXCL).
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn IoFile>>;
+    /// Opens an existing file for reading and writing.
+    fn open(&self, path: &Path) -> io::Result<Box<dyn IoFile>>;
+    /// Opens a file for appending text (the errorlog), creating it if needed.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn IoFile>>;
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn exists(&self, path: &Path) -> bool;
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Reads a whole (small) file, such as an errorlog.
+    fn read_to_string(&self, path: &Path) -> io::Result<String>;
+}
+
+/// Operations on one open file.
+pub trait IoFile: Send + Sync {
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Writes all of `buf` at `offset`.
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Appends all of `buf` at the end of the file.
+    fn append(&self, buf: &[u8]) -> io::Result<()>;
+    /// Makes previous writes durable (fdatasync).
+    fn sync_data(&self) -> io::Result<()>;
+    /// Reserves disk space for `[offset, offset + len)` without writing it, extending the file
+    /// if needed (fallocate mode 0). This is instant file initialisation.
+    fn allocate(&self, offset: u64, len: u64) -> io::Result<()>;
+    /// Sets the file length (used to undo a failed growth).
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    fn len(&self) -> io::Result<u64>;
+}
+
+/// The default backend.
+pub fn std_io() -> Arc<dyn Io> {
+    Arc::new(StdIo)
+}

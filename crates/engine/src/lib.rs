@@ -1,0 +1,36 @@
+//! extentdb's storage engine.
+//!
+//! This crate owns everything below the SQL surface: data files and their fixed pages, the 96-byte
+//! page header, the allocation maps (PFS, GAM, SGAM, IAM), filegroups with round-robin and
+//! proportional-fill extent allocation, autogrowth with and without instant file initialisation,
+//! the errorlog and trace flags. It has no async runtime, no SQL parser and no TLS, so that its
+//! tests build in seconds.
+//!
+//! Map of the modules, bottom up:
+//! - [`units`]: page, extent and interval constants, `PageId`, size parsing.
+//! - [`io`]: the one I/O seam (`Io`/`IoFile`), the real backend and the fault-injecting twin.
+//! - [`page`]: the 96-byte page header and page checksums (824 on mismatch).
+//! - [`alloc`]: byte layouts of PFS, GAM/SGAM/DCM/BCM and IAM pages.
+//! - [`file`]: the file header page (page 0), the layout of a new file, a data file's allocation state.
+//! - [`filegroup`]: skip targets, the round robin, `-E`, the FGCB_PRP_FILL lock, growth policy.
+//! - [`database`]: create/open/alter a database, allocate and free pages and extents, autogrow.
+//! - [`errorlog`], [`traceflags`], [`waits`], [`clock`]: the instance's observable surfaces.
+//! - [`plan`]: the what-if planner, which drives the filegroup code above without any I/O.
+
+pub mod alloc;
+pub mod boot;
+pub mod clock;
+pub mod database;
+pub mod error;
+pub mod errorlog;
+pub mod file;
+pub mod filegroup;
+pub mod instance;
+pub mod io;
+pub mod page;
+pub mod plan;
+pub mod traceflags;
+pub mod units;
+pub mod waits;
+
+pub use error::{SqlError, SqlResult};
