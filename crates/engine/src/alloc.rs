@@ -244,7 +244,7 @@ pub fn bitmap_set(buf: &mut PageBuf, bit: u32, value: bool) {
 pub fn bitmap_find_set(buf: &PageBuf, from: u32, to: u32) -> Option<u32> {
     let mut bit = from;
     while bit < to {
-        if bit % 8 == 0 && buf[GAM_BITMAP_AT + (bit / 8) as usize] == 0 {
+        if bit.is_multiple_of(8) && buf[GAM_BITMAP_AT + (bit / 8) as usize] == 0 {
             bit += 8;
             continue;
         }

@@ -236,7 +236,7 @@ impl FillControl {
                 self.spinlock.record(true, spins, backoffs, slept);
                 return guard;
             }
-            if spins % SPINS_PER_BACKOFF == 0 {
+            if spins.is_multiple_of(SPINS_PER_BACKOFF) {
                 backoffs += 1;
                 let started = Instant::now();
                 std::thread::yield_now();
