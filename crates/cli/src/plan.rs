@@ -203,7 +203,8 @@ pub fn render(config: &PlanConfig, report: &PlanReport, show_recalculations: usi
         config.allocations,
         config.files.len()
     );
-    out += &format!("Skip targets ({} recalculations):\n", report.recalculations.len());
+    let count = report.recalculations.len();
+    out += &format!("Skip targets ({count} recalculation{}):\n", if count == 1 { "" } else { "s" });
     let total = report.recalculations.len();
     let head = show_recalculations.div_ceil(2);
     for (index, (at, recalc)) in report.recalculations.iter().enumerate() {

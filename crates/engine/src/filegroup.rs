@@ -47,7 +47,7 @@ use crate::waits::{SpinlockCounters, SpinlockStats};
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Extent allocations between two recalculations.
 pub const RECALC_INTERVAL_ALLOCS: u32 = 8192;
@@ -220,27 +220,27 @@ impl FillControl {
         }
     }
 
-    /// Acquires FGCB_PRP_FILL: try, then spin, backing off after each batch of spins.
+    /// Acquires FGCB_PRP_FILL: try, then spin, backing off (yielding the CPU) after each batch of
+    /// spins. Collisions, spins and backoffs are counted as they happen.
     fn lock(&self) -> MutexGuard<'_, ProportionalFill> {
         if let Some(guard) = self.state.try_lock() {
-            self.spinlock.record(false, 0, 0, Duration::ZERO);
+            self.spinlock.record_acquire();
             return guard;
         }
+        self.spinlock.record_collision();
         let mut spins = 0u64;
-        let mut backoffs = 0u64;
-        let mut slept = Duration::ZERO;
         loop {
             std::hint::spin_loop();
             spins += 1;
             if let Some(guard) = self.state.try_lock() {
-                self.spinlock.record(true, spins, backoffs, slept);
+                self.spinlock.record_contended_acquire(spins);
                 return guard;
             }
-            if spins.is_multiple_of(SPINS_PER_BACKOFF) {
-                backoffs += 1;
+            if spins == SPINS_PER_BACKOFF {
                 let started = Instant::now();
                 std::thread::yield_now();
-                slept += started.elapsed();
+                self.spinlock.record_backoff(spins, started.elapsed());
+                spins = 0;
             }
         }
     }
@@ -453,6 +453,28 @@ mod tests {
         assert!(picks[..64].iter().all(|s| *s == 0));
         assert!(picks[64..128].iter().all(|s| *s == 1));
         assert!(picks[128..].iter().all(|s| *s == 2));
+    }
+
+    #[test]
+    fn a_held_fgcb_prp_fill_lock_counts_collisions_spins_and_backoffs() {
+        let stats = Arc::new(SpinlockStats::default());
+        let fill = Arc::new(FillControl::new(false, stats.clone()));
+        let held = fill.state.lock();
+        let waiter = {
+            let fill = fill.clone();
+            std::thread::spawn(move || fill.snapshot().cursor())
+        };
+        // Release only once the waiter has really spun and backed off at least once.
+        while stats.get(FGCB_PRP_FILL).is_none_or(|row| row.backoffs == 0) {
+            std::thread::yield_now();
+        }
+        drop(held);
+        waiter.join().unwrap();
+        let row = stats.get(FGCB_PRP_FILL).unwrap();
+        assert_eq!(row.collisions, 1);
+        assert!(row.spins >= SPINS_PER_BACKOFF);
+        assert!(row.backoffs >= 1);
+        assert_eq!(stats.acquires(FGCB_PRP_FILL), 1);
     }
 
     #[test]

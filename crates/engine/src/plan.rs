@@ -282,6 +282,56 @@ mod tests {
     }
 
     #[test]
+    fn seed_000_reported_free_extents_give_the_reported_skip_targets() {
+        let config = PlanConfig {
+            database: "Company".into(),
+            files: vec![
+                file("Company_data", 5, Some(44)),
+                file("SecondFile", 5, Some(79)),
+                file("ThirdFile", 250, Some(3995)),
+            ],
+            allocations: 0,
+            e_option: false,
+            autogrow_all_files: false,
+        };
+        let report = simulate(&config, false);
+        assert_eq!(
+            report.trace_lines("Company"),
+            vec![
+                "Proportional Fill Recalculation Starting for DB Company with m_cAllocs 0.",
+                "Proportional Fill Recalculation Completed for DB Company new m_cAllocs 8192, most free file is file 4.",
+                "\tFile [Company_data] (1) has 44 free extents and skip target of 90.",
+                "\tFile [ThirdFile] (4) has 3995 free extents and skip target of 1.",
+                "\tFile [SecondFile] (3) has 79 free extents and skip target of 50.",
+            ]
+        );
+    }
+
+    #[test]
+    fn e_option_and_growth_in_the_planner() {
+        let mut grow = file("a", 5, None);
+        grow.growth = Growth::Pages(128);
+        let config = PlanConfig {
+            database: "db".into(),
+            files: vec![grow, file("b", 5, None)],
+            allocations: 300,
+            e_option: true,
+            autogrow_all_files: false,
+        };
+        let report = simulate(&config, true);
+        assert!(report.sequence[..64].iter().all(|id| *id == 1), "a run of 64 from the first file");
+        assert!(report.sequence[64..128].iter().all(|id| *id == 3));
+        assert_eq!(report.full_at, None);
+        assert!(
+            report
+                .growths
+                .iter()
+                .all(|g| g.file_id == 1 && g.new_size_pages - g.old_size_pages == 128)
+        );
+        assert!(!report.growths.is_empty());
+    }
+
+    #[test]
     fn recalculation_every_8192_allocations() {
         let config = PlanConfig {
             database: "db".into(),

@@ -108,16 +108,29 @@ pub struct SpinlockCounters {
 }
 
 impl SpinlockCounters {
-    /// Records one acquisition and what it cost.
-    pub fn record(&self, collided: bool, spins: u64, backoffs: u64, sleep: Duration) {
+    /// Records an acquisition that found the lock free.
+    pub fn record_acquire(&self) {
         self.acquires.fetch_add(1, Ordering::Relaxed);
-        if collided {
-            self.collisions.fetch_add(1, Ordering::Relaxed);
-            self.spins.fetch_add(spins, Ordering::Relaxed);
-            self.backoffs.fetch_add(backoffs, Ordering::Relaxed);
-            let sleep_us = u64::try_from(sleep.as_micros()).unwrap_or(u64::MAX);
-            self.sleep_us.fetch_add(sleep_us, Ordering::Relaxed);
-        }
+    }
+
+    /// Records that an acquirer found the lock held (counted as it happens).
+    pub fn record_collision(&self) {
+        self.collisions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records spins and one backoff of a waiting acquirer, as they happen, so that a reader
+    /// of sys.dm_os_spinlock_stats sees a spinner that has not got the lock yet.
+    pub fn record_backoff(&self, spins: u64, sleep: Duration) {
+        self.spins.fetch_add(spins, Ordering::Relaxed);
+        self.backoffs.fetch_add(1, Ordering::Relaxed);
+        let sleep_us = u64::try_from(sleep.as_micros()).unwrap_or(u64::MAX);
+        self.sleep_us.fetch_add(sleep_us, Ordering::Relaxed);
+    }
+
+    /// Records the spins since the last backoff of an acquirer that finally got the lock.
+    pub fn record_contended_acquire(&self, spins: u64) {
+        self.spins.fetch_add(spins, Ordering::Relaxed);
+        self.acquires.fetch_add(1, Ordering::Relaxed);
     }
 
     fn clear(&self) {

@@ -166,7 +166,7 @@ impl IoFile for FaultFile {
 
     fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
         let mut plan = self.plan.lock();
-        let current = self.inner.len()?;
+        let current = self.inner.size_bytes()?;
         let growth = (offset + len).saturating_sub(current);
         if !take_space(&mut plan, growth) {
             return Err(enospc());
@@ -180,7 +180,7 @@ impl IoFile for FaultFile {
         self.inner.set_len(len)
     }
 
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
+    fn size_bytes(&self) -> io::Result<u64> {
+        self.inner.size_bytes()
     }
 }

@@ -51,8 +51,7 @@ pub trait IoFile: Send + Sync {
     fn allocate(&self, offset: u64, len: u64) -> io::Result<()>;
     /// Sets the file length (used to undo a failed growth).
     fn set_len(&self, len: u64) -> io::Result<()>;
-    #[allow(clippy::len_without_is_empty)]
-    fn len(&self) -> io::Result<u64>;
+    fn size_bytes(&self) -> io::Result<u64>;
 }
 
 /// The default backend.

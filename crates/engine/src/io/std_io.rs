@@ -80,7 +80,7 @@ impl IoFile for StdFile {
             // which still reads back as zeros and writes nothing.
             Err(rustix::io::Errno::OPNOTSUPP) => {
                 let end = offset + len;
-                if self.len()? < end {
+                if self.size_bytes()? < end {
                     self.file.set_len(end)?;
                 }
                 Ok(())
@@ -93,7 +93,7 @@ impl IoFile for StdFile {
         self.file.set_len(len)
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn size_bytes(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
 }
