@@ -44,7 +44,7 @@ impl SqlError {
             2,
             format!(
                 "The operating system returned error {}({}) to SQL Server during a {op} at offset \
-                 {offset:#018x} in file '{path}'. Additional messages in the SQL Server error log \
+                 {offset:#016x} in file '{path}'. Additional messages in the SQL Server error log \
                  and system event log may provide more detail. This is a severe system-level error \
                  condition that threatens database integrity and must be corrected immediately. \
                  Complete a full database consistency check (DBCC CHECKDB). This error can be caused \
@@ -69,7 +69,7 @@ impl SqlError {
             2,
             format!(
                 "SQL Server detected a logical consistency-based I/O error: {detail}. It occurred \
-                 during a read of page ({}:{}) in database ID {database_id} at offset {offset:#018x} \
+                 during a read of page ({}:{}) in database ID {database_id} at offset {offset:#016x} \
                  in file '{path}'. Additional messages in the SQL Server error log or system event \
                  log may provide more detail. This is a severe error condition that threatens \
                  database integrity and must be corrected immediately. Complete a full database \

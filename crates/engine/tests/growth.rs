@@ -83,11 +83,16 @@ fn percent_growth_and_growth_zero() {
 
 #[test]
 fn single_file_growth_grows_one_file_and_autogrow_all_files_grows_every_file() {
-    for all_files in [false, true] {
+    // (AUTOGROW_ALL_FILES on the filegroup, trace flag 1117 on the instance)
+    for (all_files, tf_1117) in [(false, false), (true, false), (false, true)] {
         let lab = lab();
+        if tf_1117 {
+            lab.instance.trace_flags.on(engine::traceflags::TF_AUTOGROW_ALL_FILES);
+        }
         let db = lab.company();
         db.add_files(&[FileSpec::new("Second", "Second.ndf").size(size("5MB"))], None).unwrap();
         db.set_autogrow_all_files("PRIMARY", all_files).unwrap();
+        let all_files = all_files || tf_1117;
         let unit = db.create_allocation_unit("t", None).unwrap();
         for _ in 0..(78 + 79 + 1) {
             db.allocate_extent(unit).unwrap();

@@ -99,7 +99,11 @@ fn a_flipped_byte_on_disk_is_error_824_naming_the_page() {
     let error = Database::open(&lab.instance, &lab.path("Company_data.mdf")).err().expect("824");
     assert_eq!((error.number, error.severity), (824, 24));
     assert!(error.message.contains("incorrect checksum"), "{}", error.message);
-    assert!(error.message.contains("of page (3:2) in database ID 5"), "{}", error.message);
+    assert!(
+        error.message.contains("of page (3:2) in database ID 5 at offset 0x00000000004000"),
+        "{}",
+        error.message
+    );
     assert!(error.message.contains(&format!("in file '{}'", path.display())), "{}", error.message);
     // The failed open released the name: after a repair the database opens again.
     raw.write_all_at(&byte, gam_offset + 300).unwrap();
@@ -159,4 +163,61 @@ fn the_allocation_check_catches_a_gam_bit_that_disagrees_with_an_iam_page() {
     let expected =
         format!("extent {owned}: GAM says free but it is owned, mixed or has allocated pages");
     assert!(problems.contains(&expected), "{problems:?}");
+}
+
+#[test]
+fn a_file_truncated_by_the_operating_system_is_5125() {
+    let mut lab = lab();
+    let (db, _) = build(&lab);
+    db.close().unwrap();
+    let raw = std::fs::OpenOptions::new().write(true).open(lab.path("Second.ndf")).unwrap();
+    raw.set_len(320 * 8192).unwrap();
+    lab.restart();
+    let error = Database::open(&lab.instance, &lab.path("Company_data.mdf")).err().expect("5125");
+    assert_eq!((error.number, error.severity), (5125, 24));
+    assert!(
+        error.message.ends_with("Expected size is 5120 KB but actual size is 2560 KB."),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn log_files_keep_their_modified_size_and_settings() {
+    let mut lab = lab();
+    let db = lab.company();
+    lab.instance.waits.clear();
+    db.modify_file("Company_log", engine::database::FileChange::Size(size("3MB"))).unwrap();
+    assert!(
+        lab.instance.waits.get(engine::waits::wait_type::PREEMPTIVE_OS_WRITEFILEGATHER).is_some(),
+        "log growth is zeroed"
+    );
+    assert_eq!(
+        db.modify_file("Company_log", engine::database::FileChange::Size(size("2MB")))
+            .unwrap_err()
+            .number,
+        5039
+    );
+    db.modify_file(
+        "Company_log",
+        engine::database::FileChange::Growth(engine::units::SizeSpec::Percent(10)),
+    )
+    .unwrap();
+    db.modify_file(
+        "Company_log",
+        engine::database::FileChange::MaxSize(engine::database::MaxSize::Kb(100 * 1024)),
+    )
+    .unwrap();
+    assert_eq!(db.log_files(), vec![(2, "Company_log".to_string(), 384)]);
+    db.close().unwrap();
+    assert_eq!(std::fs::metadata(lab.path("Company_log.ldf")).unwrap().len(), 384 * 8192);
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("Company_data.mdf")).unwrap();
+    assert_eq!(db.log_files(), vec![(2, "Company_log".to_string(), 384)]);
+    assert_eq!(
+        db.modify_file("Company_log", engine::database::FileChange::Size(size("200MB")))
+            .unwrap_err()
+            .number,
+        5040
+    );
 }

@@ -252,7 +252,8 @@ impl Database {
             size_pages,
             growth: file.resolved.growth,
             max_size_pages: file.resolved.max_size_pages,
-            _handle: handle,
+            created_ms: boot.created_ms,
+            handle,
         })
     }
 
@@ -301,8 +302,6 @@ impl Database {
     ) -> Database {
         let mut filegroups = BTreeMap::new();
         for entry in &boot.filegroups {
-            let ids =
-                data_files.values().filter(|f| f.fg_id == entry.id).map(|f| f.file_id).collect();
             filegroups.insert(
                 entry.id,
                 Filegroup {
@@ -311,7 +310,7 @@ impl Database {
                     is_default: entry.is_default,
                     autogrow_all_files: entry.autogrow_all_files,
                     read_only: entry.read_only,
-                    members: visit_order(ids),
+                    members: visit_order(&data_files, entry.id),
                     fill: FillControl::new(instance.config.startup_e, instance.spinlocks.clone()),
                 },
             );
@@ -444,9 +443,8 @@ impl Database {
     }
 
     fn refresh_members(&self, inner: &mut DbInner, fg_id: u16) {
-        let ids =
-            inner.data_files.values().filter(|f| f.fg_id == fg_id).map(|f| f.file_id).collect();
-        inner.filegroups.get_mut(&fg_id).expect("filegroup exists").members = visit_order(ids);
+        let members = visit_order(&inner.data_files, fg_id);
+        inner.filegroups.get_mut(&fg_id).expect("filegroup exists").members = members;
     }
 
     /// ALTER DATABASE REMOVE FILE: the file must hold no data (5042); the primary data file and

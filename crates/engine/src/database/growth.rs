@@ -60,12 +60,15 @@ impl Database {
     /// ALTER DATABASE MODIFY FILE (one property per statement, as in SQL Server).
     pub fn modify_file(&self, logical_name: &str, change: FileChange) -> SqlResult<()> {
         let inner = self.inner.read();
-        let file = inner
+        let found = inner
             .data_files
             .values()
             .find(|f| f.logical_name.eq_ignore_ascii_case(logical_name))
-            .cloned()
-            .ok_or_else(|| SqlError::modify_file_missing(logical_name))?;
+            .cloned();
+        let Some(file) = found else {
+            drop(inner);
+            return self.modify_log_file(logical_name, change);
+        };
         let settings = *file.settings.lock();
         match change {
             FileChange::Size(size) => {
@@ -90,15 +93,66 @@ impl Database {
                 self.store_settings(&file, FileSettings { growth, ..settings })
             }
             FileChange::MaxSize(max) => {
-                let max_size_pages = match max {
-                    MaxSize::Unlimited => None,
-                    MaxSize::Kb(kb) => Some((crate::units::kb_to_pages(kb) as u32) / 8 * 8),
-                };
-                if max_size_pages.is_some_and(|max| max < file.size_pages()) {
-                    return Err(SqlError::maxsize_below_size(&file.logical_name));
-                }
+                let max_size_pages = checked_max_size(max, file.size_pages(), &file.logical_name)?;
                 self.store_settings(&file, FileSettings { max_size_pages, ..settings })
             }
+        }
+    }
+
+    /// MODIFY FILE on a log file: SIZE grows it (log files are always zeroed, reference §4),
+    /// FILEGROWTH and MAXSIZE change its header. The log's VLFs come with the log milestone.
+    fn modify_log_file(&self, logical_name: &str, change: FileChange) -> SqlResult<()> {
+        let mut inner = self.inner.write();
+        let log = inner
+            .log_files
+            .values_mut()
+            .find(|l| l.logical_name.eq_ignore_ascii_case(logical_name))
+            .ok_or_else(|| SqlError::modify_file_missing(logical_name))?;
+        let mut updated = (log.size_pages, log.growth, log.max_size_pages);
+        match change {
+            FileChange::Size(size) => {
+                let pages = checked_new_size(size, log.size_pages, log.max_size_pages)?;
+                let path = log.path.clone();
+                Self::zero_fill(&self.instance, log.handle.as_ref(), &path, log.size_pages, pages)
+                    .map_err(|err| {
+                        SqlError::expand_file_os_error(&err, &path.display().to_string())
+                    })?;
+                updated.0 = pages;
+            }
+            FileChange::Growth(growth) => {
+                updated.1 = resolve_growth(Some(growth), &log.logical_name, log.max_size_pages)?;
+            }
+            FileChange::MaxSize(max) => {
+                updated.2 = checked_max_size(max, log.size_pages, &log.logical_name)?
+            }
+        }
+        let header = self.log_header(log, updated);
+        let path = log.path.display().to_string();
+        file::write_page(log.handle.as_ref(), &mut header.encode(), 0, &path)?;
+        log.handle.sync_data().map_err(|err| SqlError::os_io_error(&err, true, 0, &path))?;
+        (log.size_pages, log.growth, log.max_size_pages) = updated;
+        Ok(())
+    }
+
+    fn log_header(
+        &self,
+        log: &LogFile,
+        (size_pages, growth, max_size_pages): (u32, Growth, Option<u32>),
+    ) -> FileHeader {
+        let (growth, is_percent_growth) = growth_to_header(growth);
+        FileHeader {
+            file_id: log.file_id,
+            file_type: FileType::Log,
+            is_primary: false,
+            data_space_id: 0,
+            size_pages,
+            max_size_pages: max_size_pages.map_or(-1, |p| p as i32),
+            growth,
+            is_percent_growth,
+            database_id: self.database_id,
+            binding_id: self.binding_id,
+            created_ms: log.created_ms,
+            logical_name: log.logical_name.clone(),
         }
     }
 
@@ -111,4 +165,39 @@ impl Database {
         }
         written
     }
+}
+
+/// Validates a new SIZE for MODIFY FILE: larger than now (5039), not above MAXSIZE (5040).
+fn checked_new_size(
+    size: SizeSpec,
+    current_pages: u32,
+    max_size_pages: Option<u32>,
+) -> SqlResult<u32> {
+    let kb = size.kb().ok_or_else(SqlError::modify_size_not_larger)?;
+    let pages = crate::units::kb_to_pages(kb).div_ceil(8) * 8;
+    let pages = u32::try_from(pages).map_err(|_| SqlError::file_size_limit())?;
+    if pages <= current_pages {
+        return Err(SqlError::modify_size_not_larger());
+    }
+    if max_size_pages.is_some_and(|max| pages > max) {
+        return Err(SqlError::modify_size_above_max());
+    }
+    Ok(pages)
+}
+
+/// Validates a new MAXSIZE: not below the current size (5103).
+fn checked_max_size(max: MaxSize, current_pages: u32, name: &str) -> SqlResult<Option<u32>> {
+    let max_size_pages = match max {
+        MaxSize::Unlimited => None,
+        MaxSize::Kb(kb) => Some(
+            u32::try_from(crate::units::kb_to_pages(kb))
+                .map_err(|_| SqlError::file_size_limit())?
+                / 8
+                * 8,
+        ),
+    };
+    if max_size_pages.is_some_and(|max| max < current_pages) {
+        return Err(SqlError::maxsize_below_size(name));
+    }
+    Ok(max_size_pages)
 }

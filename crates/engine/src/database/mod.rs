@@ -109,7 +109,8 @@ pub struct LogFile {
     pub size_pages: u32,
     pub growth: Growth,
     pub max_size_pages: Option<u32>,
-    _handle: Box<dyn IoFile>,
+    created_ms: i64,
+    handle: Box<dyn IoFile>,
 }
 
 /// A filegroup of an open database.
@@ -119,8 +120,8 @@ pub struct Filegroup {
     pub is_default: bool,
     pub autogrow_all_files: bool,
     pub read_only: bool,
-    /// File ids in visit order: the first file, then the others newest first (filegroup choice 4).
-    pub members: Vec<u16>,
+    /// The files in visit order: the first file, then the others newest first (filegroup choice 4).
+    members: Vec<Arc<DataFile>>,
     fill: FillControl,
 }
 
@@ -177,13 +178,22 @@ pub struct Database {
     closed: std::sync::atomic::AtomicBool,
 }
 
-/// Visit order of a filegroup's files: the lowest id first, then the rest newest (highest) first.
-fn visit_order(mut ids: Vec<u16>) -> Vec<u16> {
-    ids.sort_unstable();
-    if ids.len() > 1 {
-        ids[1..].reverse();
+/// The data files of filegroup `fg_id` in visit order: the lowest file id first, then the rest
+/// newest (highest id) first.
+fn visit_order(data_files: &BTreeMap<u16, Arc<DataFile>>, fg_id: u16) -> Vec<Arc<DataFile>> {
+    let mut files: Vec<Arc<DataFile>> =
+        data_files.values().filter(|f| f.fg_id == fg_id).cloned().collect();
+    if files.len() > 1 {
+        files[1..].reverse();
     }
-    ids
+    files
+}
+
+impl Filegroup {
+    /// File ids in visit order.
+    pub fn member_ids(&self) -> Vec<u16> {
+        self.members.iter().map(|file| file.file_id).collect()
+    }
 }
 
 fn now_ms(instance: &Instance) -> i64 {
@@ -326,7 +336,7 @@ impl Database {
             .filegroups
             .values()
             .map(|fg| {
-                (fg.id, fg.name.clone(), fg.is_default, fg.autogrow_all_files, fg.members.clone())
+                (fg.id, fg.name.clone(), fg.is_default, fg.autogrow_all_files, fg.member_ids())
             })
             .collect()
     }
@@ -336,7 +346,7 @@ impl Database {
         let inner = self.inner.read();
         let fg = self.filegroup_by_name(&inner, filegroup)?;
         let state = fg.fill.snapshot();
-        Ok(fg.members.iter().copied().zip(state.skip_targets().iter().copied()).collect())
+        Ok(fg.member_ids().into_iter().zip(state.skip_targets().iter().copied()).collect())
     }
 
     pub fn growth_events(&self) -> Vec<GrowthEvent> {
@@ -379,7 +389,7 @@ impl Database {
     /// Recalculates a filegroup's skip targets and writes the TF 1165 lines.
     fn recalculate(&self, inner: &DbInner, fg_id: u16) {
         let fg = &inner.filegroups[&fg_id];
-        let space = FgSpace::new(self, inner, fg);
+        let space = FgSpace::new(self, fg);
         let report = fg.fill.recalculate(&space);
         self.trace_recalc(&report);
     }
@@ -397,7 +407,7 @@ impl Database {
     /// object in a 1105 message.
     fn allocate_extent_in(&self, inner: &DbInner, fg_id: u16, object: &str) -> SqlResult<PageId> {
         let fg = &inner.filegroups[&fg_id];
-        let mut space = FgSpace::new(self, inner, fg);
+        let mut space = FgSpace::new(self, fg);
         let mut reports = Vec::new();
         let picked = filegroup::allocate_extent(&fg.fill, &mut space, &mut |report| {
             reports.push(report.clone())
@@ -460,15 +470,14 @@ impl Drop for Database {
 struct FgSpace<'a> {
     db: &'a Database,
     fg: &'a Filegroup,
-    files: Vec<Arc<DataFile>>,
+    files: &'a [Arc<DataFile>],
     /// Files whose growth failed during this allocation (disk full): not tried again.
     failed: BTreeSet<u16>,
 }
 
 impl<'a> FgSpace<'a> {
-    fn new(db: &'a Database, inner: &'a DbInner, fg: &'a Filegroup) -> FgSpace<'a> {
-        let files = fg.members.iter().map(|id| inner.data_files[id].clone()).collect();
-        FgSpace { db, fg, files, failed: BTreeSet::new() }
+    fn new(db: &'a Database, fg: &'a Filegroup) -> FgSpace<'a> {
+        FgSpace { db, fg, files: &fg.members, failed: BTreeSet::new() }
     }
 }
 

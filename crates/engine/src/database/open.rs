@@ -63,6 +63,7 @@ impl Database {
             if header.binding_id != boot.binding_id || header.file_id != entry.file_id {
                 return Err(fail(SqlError::file_mismatch()));
             }
+            check_not_truncated(handle.as_ref(), &header, &path_text).map_err(&fail)?;
             let settings = FileSettings {
                 growth: growth_from_header(header.growth, header.is_percent_growth),
                 max_size_pages: u32::try_from(header.max_size_pages).ok(),
@@ -77,7 +78,8 @@ impl Database {
                         size_pages: header.size_pages,
                         growth: settings.growth,
                         max_size_pages: settings.max_size_pages,
-                        _handle: handle,
+                        created_ms: header.created_ms,
+                        handle,
                     },
                 );
                 continue;
@@ -109,6 +111,25 @@ impl Database {
 fn read_header(handle: &dyn IoFile, file_id: u16, path: &str) -> SqlResult<FileHeader> {
     let buf = file::read_page(handle, PageId::new(file_id, 0), 0, path)?;
     FileHeader::decode(&buf).ok_or_else(|| not_a_database_file(path, "file header"))
+}
+
+/// 5125: the OS file is shorter than the size its header records.
+fn check_not_truncated(handle: &dyn IoFile, header: &FileHeader, path: &str) -> SqlResult<()> {
+    let actual = handle.size_bytes().map_err(|err| SqlError::os_io_error(&err, false, 0, path))?;
+    let expected = u64::from(header.size_pages) * PAGE_SIZE_U64;
+    if actual >= expected {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        5125,
+        24,
+        2,
+        format!(
+            "File '{path}' appears to have been truncated by the operating system. Expected size is {} KB but actual size is {} KB.",
+            expected / 1024,
+            actual / 1024
+        ),
+    ))
 }
 
 fn not_a_database_file(path: &str, what: &str) -> SqlError {

@@ -286,15 +286,14 @@ impl Database {
         extra_bits: u8,
         object: &str,
     ) -> SqlResult<PageId> {
-        for file_id in &inner.filegroups[&fg_id].members {
-            let file = &inner.data_files[file_id];
+        for file in &inner.filegroups[&fg_id].members {
             let taken = file.with_alloc(|s| {
                 let page = s.find_mixed_free_page()?;
                 s.mark_page_allocated(page, extra_bits);
                 Some(page)
             });
             if let Some(page_no) = taken {
-                return Ok(PageId::new(*file_id, page_no));
+                return Ok(PageId::new(file.file_id, page_no));
             }
         }
         let first = self.allocate_extent_in(inner, fg_id, object)?;
