@@ -424,8 +424,10 @@ impl Database {
     }
 
     /// Writes every cached allocation page and the boot page, and makes them durable.
+    /// Holds the database write lock throughout, so that no allocation creates an IAM page
+    /// between the flush of the allocation pages and the write of the boot page.
     pub fn checkpoint(&self) -> SqlResult<()> {
-        let inner = self.inner.read();
+        let mut inner = self.inner.write();
         for file in inner.data_files.values() {
             file.with_alloc(|state| state.flush(file.handle.as_ref()))?;
         }
@@ -434,8 +436,7 @@ impl Database {
         Self::fill_first_iams(&inner, &mut boot);
         if boot != inner.boot {
             Self::write_boot(&inner.data_files[&1], &boot)?;
-            drop(inner);
-            self.inner.write().boot = boot;
+            inner.boot = boot;
         }
         Ok(())
     }
