@@ -227,25 +227,7 @@ impl Database {
         // Log files are always zeroed (reference §4), with or without IFI.
         Self::zero_fill(instance, handle.as_ref(), path, 0, size_pages)
             .map_err(|err| SqlError::create_file_os_error(&err, &path.display().to_string()))?;
-        let (growth, is_percent_growth) = growth_to_header(file.resolved.growth);
-        let header = FileHeader {
-            file_id: file.file_id,
-            file_type: FileType::Log,
-            is_primary: false,
-            data_space_id: 0,
-            size_pages,
-            max_size_pages: file.resolved.max_size_pages.map_or(-1, |p| p as i32),
-            growth,
-            is_percent_growth,
-            database_id: boot.database_id,
-            binding_id: boot.binding_id,
-            created_ms: boot.created_ms,
-            logical_name: file.resolved.logical_name.clone(),
-        };
-        let path_text = path.display().to_string();
-        file::write_page(handle.as_ref(), &mut header.encode(), 0, &path_text)?;
-        handle.sync_data().map_err(|err| SqlError::os_io_error(&err, true, 0, &path_text))?;
-        Ok(LogFile {
+        let log = LogFile {
             file_id: file.file_id,
             logical_name: file.resolved.logical_name.clone(),
             path: path.clone(),
@@ -254,7 +236,17 @@ impl Database {
             max_size_pages: file.resolved.max_size_pages,
             created_ms: boot.created_ms,
             handle,
-        })
+        };
+        let settings = FileSettings { growth: log.growth, max_size_pages: log.max_size_pages };
+        let header = header_for(
+            HeaderOf::Log(&log),
+            size_pages,
+            settings,
+            boot.database_id,
+            boot.binding_id,
+        );
+        write_header_page(log.handle.as_ref(), &header, &log.path)?;
+        Ok(log)
     }
 
     /// Writes a data file's header page with `size_pages` and syncs (the growth commit point).
@@ -265,24 +257,9 @@ impl Database {
         size_pages: u32,
     ) -> SqlResult<()> {
         let settings = *file.settings.lock();
-        let (growth, is_percent_growth) = growth_to_header(settings.growth);
-        let header = FileHeader {
-            file_id: file.file_id,
-            file_type: FileType::Rows,
-            is_primary: file.is_primary,
-            data_space_id: file.fg_id,
-            size_pages,
-            max_size_pages: settings.max_size_pages.map_or(-1, |p| p as i32),
-            growth,
-            is_percent_growth,
-            database_id,
-            binding_id,
-            created_ms: file.created_ms,
-            logical_name: file.logical_name.clone(),
-        };
-        let path = file.path_text();
-        file::write_page(file.handle.as_ref(), &mut header.encode(), 0, &path)?;
-        file.handle.sync_data().map_err(|err| SqlError::os_io_error(&err, true, 0, &path))
+        let header =
+            header_for(HeaderOf::Data(file), size_pages, settings, database_id, binding_id);
+        write_header_page(file.handle.as_ref(), &header, &file.path)
     }
 
     pub(super) fn write_boot(primary: &DataFile, boot: &BootInfo) -> SqlResult<()> {
@@ -624,4 +601,52 @@ fn check_unique(
 /// `path` relative to `dir` when it lies inside it, else the full path.
 fn relative_path(dir: &Path, path: &Path) -> String {
     path.strip_prefix(dir).unwrap_or(path).display().to_string()
+}
+
+/// The file whose header is being written.
+pub(super) enum HeaderOf<'a> {
+    Data(&'a DataFile),
+    Log(&'a LogFile),
+}
+
+/// The header page content of a data or log file with the given size and settings.
+pub(super) fn header_for(
+    of: HeaderOf<'_>,
+    size_pages: u32,
+    settings: FileSettings,
+    database_id: u16,
+    binding_id: u64,
+) -> FileHeader {
+    let (file_id, file_type, is_primary, data_space_id, created_ms, name) = match of {
+        HeaderOf::Data(f) => {
+            (f.file_id, FileType::Rows, f.is_primary, f.fg_id, f.created_ms, &f.logical_name)
+        }
+        HeaderOf::Log(l) => (l.file_id, FileType::Log, false, 0, l.created_ms, &l.logical_name),
+    };
+    let (growth, is_percent_growth) = growth_to_header(settings.growth);
+    FileHeader {
+        file_id,
+        file_type,
+        is_primary,
+        data_space_id,
+        size_pages,
+        max_size_pages: settings.max_size_pages.map_or(-1, |p| p as i32),
+        growth,
+        is_percent_growth,
+        database_id,
+        binding_id,
+        created_ms,
+        logical_name: name.clone(),
+    }
+}
+
+/// Writes a file header page and makes it durable.
+pub(super) fn write_header_page(
+    handle: &dyn IoFile,
+    header: &FileHeader,
+    path: &Path,
+) -> SqlResult<()> {
+    let path = path.display().to_string();
+    file::write_page(handle, &mut header.encode(), 0, &path)?;
+    handle.sync_data().map_err(|err| SqlError::os_io_error(&err, true, 0, &path))
 }

@@ -126,34 +126,17 @@ impl Database {
                 updated.2 = checked_max_size(max, log.size_pages, &log.logical_name)?
             }
         }
-        let header = self.log_header(log, updated);
-        let path = log.path.display().to_string();
-        file::write_page(log.handle.as_ref(), &mut header.encode(), 0, &path)?;
-        log.handle.sync_data().map_err(|err| SqlError::os_io_error(&err, true, 0, &path))?;
+        let settings = FileSettings { growth: updated.1, max_size_pages: updated.2 };
+        let header = create::header_for(
+            create::HeaderOf::Log(log),
+            updated.0,
+            settings,
+            self.database_id,
+            self.binding_id,
+        );
+        create::write_header_page(log.handle.as_ref(), &header, &log.path)?;
         (log.size_pages, log.growth, log.max_size_pages) = updated;
         Ok(())
-    }
-
-    fn log_header(
-        &self,
-        log: &LogFile,
-        (size_pages, growth, max_size_pages): (u32, Growth, Option<u32>),
-    ) -> FileHeader {
-        let (growth, is_percent_growth) = growth_to_header(growth);
-        FileHeader {
-            file_id: log.file_id,
-            file_type: FileType::Log,
-            is_primary: false,
-            data_space_id: 0,
-            size_pages,
-            max_size_pages: max_size_pages.map_or(-1, |p| p as i32),
-            growth,
-            is_percent_growth,
-            database_id: self.database_id,
-            binding_id: self.binding_id,
-            created_ms: log.created_ms,
-            logical_name: log.logical_name.clone(),
-        }
     }
 
     fn store_settings(&self, file: &DataFile, settings: FileSettings) -> SqlResult<()> {
