@@ -36,14 +36,17 @@
 //!    new range, so bits past the end left by an interrupted growth are harmless.
 
 use crate::alloc::{self, MapKind, pfs};
+use crate::buffer::{BufferPool, PageGuard, PageKey};
 use crate::error::{SqlError, SqlResult};
 use crate::io::IoFile;
+use crate::latch::LatchMode;
 use crate::page::{self, PageBuf, PageHeader, PageType};
 use crate::units::{
     GAM_INTERVAL_EXTENTS, GAM_INTERVAL_PAGES, PAGE_SIZE_U64, PAGES_PER_EXTENT, PageId,
     extent_of_page, extents_in_file, first_page_of_extent,
 };
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 pub const MAGIC: &[u8; 8] = b"EXTENTDB";
 pub const FORMAT_VERSION: u16 = 1;
@@ -160,412 +163,463 @@ pub fn write_page(file: &dyn IoFile, buf: &mut PageBuf, page_no: u32, path: &str
     file.write_at(&buf[..], offset).map_err(|err| SqlError::os_io_error(&err, true, offset, path))
 }
 
-/// The allocation state of one data file: its allocation pages, cached and written back on
-/// [`FileAlloc::flush`]. Deviation until the buffer pool exists: these pages are cached here
-/// rather than in a latched buffer pool, and are durable only after a flush.
+/// The allocation state of one data file. The maps themselves are pages in the buffer pool,
+/// changed under UP latches (buffer latch order: PFS, then SGAM, then GAM); this struct keeps
+/// only the counters derived from them, as atomics.
 pub struct FileAlloc {
     pub file_id: u16,
     pub database_id: u16,
-    pub path: String,
     pub is_primary: bool,
-    size_pages: u32,
-    free_extents: u32,
-    /// The lowest extent that may be free.
-    gam_hint: u32,
-    pages: HashMap<u32, Box<PageBuf>>,
-    dirty: BTreeSet<u32>,
+    size_pages: AtomicU32,
+    free_extents: AtomicU32,
+    /// The lowest extent that may be free (a search hint; correctness does not depend on it).
+    gam_hint: AtomicU32,
+}
+
+/// Pages of a new file's range and the free extents it adds, decided by [`FileAlloc::lay_out`].
+struct RangeLayout {
+    fixed: Vec<u32>,
+    system_extents: BTreeSet<u32>,
 }
 
 impl FileAlloc {
-    /// The state of a file that is being created with `size_pages` pages: everything formatted
-    /// in memory, all dirty.
-    pub fn new_file(
-        file_id: u16,
-        database_id: u16,
-        path: String,
-        is_primary: bool,
-        size_pages: u32,
-    ) -> FileAlloc {
-        let mut state = FileAlloc {
-            file_id,
-            database_id,
-            path,
-            is_primary,
-            size_pages: 0,
-            free_extents: 0,
-            gam_hint: 0,
-            pages: HashMap::new(),
-            dirty: BTreeSet::new(),
-        };
-        state.lay_out_range(0, size_pages);
-        state
+    fn key(&self, page_no: u32) -> PageKey {
+        PageKey::new(self.database_id, PageId::new(self.file_id, page_no))
     }
 
-    /// Loads the state of an existing file from its allocation pages.
-    pub fn open(
-        file: &dyn IoFile,
-        header: &FileHeader,
+    fn latch<'p>(
+        &self,
+        pool: &'p BufferPool,
+        page_no: u32,
+        mode: LatchMode,
+    ) -> SqlResult<PageGuard<'p>> {
+        pool.fetch(self.key(page_no), mode)
+    }
+
+    /// A file that is being created with `size_pages` pages: every allocation page formatted in
+    /// the buffer pool (dirty; [`BufferPool::flush`] makes them durable).
+    pub fn new_file(
+        pool: &BufferPool,
+        file_id: u16,
         database_id: u16,
-        path: String,
+        is_primary: bool,
+        size_pages: u32,
     ) -> SqlResult<FileAlloc> {
-        let mut state = FileAlloc {
+        let state = FileAlloc {
+            file_id,
+            database_id,
+            is_primary,
+            size_pages: AtomicU32::new(0),
+            free_extents: AtomicU32::new(0),
+            gam_hint: AtomicU32::new(0),
+        };
+        let added = state.lay_out(pool, 0, size_pages)?;
+        state.size_pages.store(size_pages, Ordering::Release);
+        state.free_extents.store(added, Ordering::Release);
+        Ok(state)
+    }
+
+    /// The state of an existing file, counted from its GAM pages.
+    pub fn open(pool: &BufferPool, header: &FileHeader, database_id: u16) -> SqlResult<FileAlloc> {
+        let state = FileAlloc {
             file_id: header.file_id,
             database_id,
-            path,
             is_primary: header.is_primary,
-            size_pages: header.size_pages,
-            free_extents: 0,
-            gam_hint: 0,
-            pages: HashMap::new(),
-            dirty: BTreeSet::new(),
+            size_pages: AtomicU32::new(header.size_pages),
+            free_extents: AtomicU32::new(0),
+            gam_hint: AtomicU32::new(0),
         };
-        for page_no in alloc::fixed_pages_in(0, header.size_pages, header.is_primary) {
-            if page_no == 0 || page_no == alloc::BOOT_PAGE && header.is_primary {
-                continue;
-            }
-            let page_id = PageId::new(header.file_id, page_no);
-            let buf = read_page(file, page_id, database_id, &state.path)?;
-            state.pages.insert(page_no, buf);
-        }
-        state.free_extents = state.count_free_extents();
+        let free = state.count_free_extents(pool)?;
+        state.free_extents.store(free, Ordering::Release);
         Ok(state)
     }
 
     pub fn size_pages(&self) -> u32 {
-        self.size_pages
+        self.size_pages.load(Ordering::Acquire)
     }
 
     pub fn free_extents(&self) -> u32 {
-        self.free_extents
+        self.free_extents.load(Ordering::Acquire)
     }
 
     /// Free extents counted from the GAM bits (invariant 1 recomputed).
-    pub fn count_free_extents(&self) -> u32 {
-        let total = extents_in_file(self.size_pages);
+    pub fn count_free_extents(&self, pool: &BufferPool) -> SqlResult<u32> {
+        let total = extents_in_file(self.size_pages());
         let mut free = 0;
         let mut interval = 0;
         while interval * GAM_INTERVAL_EXTENTS < total {
             let in_interval = (total - interval * GAM_INTERVAL_EXTENTS).min(GAM_INTERVAL_EXTENTS);
-            let gam = &self.pages[&alloc::map_page(interval, MapKind::Gam)];
-            free += alloc::bitmap_count(gam, in_interval);
+            let gam = self.latch(pool, alloc::map_page(interval, MapKind::Gam), LatchMode::Sh)?;
+            free += gam.read(|buf| alloc::bitmap_count(buf, in_interval));
             interval += 1;
         }
-        free
+        Ok(free)
     }
 
     /// Formats the allocation pages of `[from_page, to_page)` and sets the map bits of its
-    /// extents, as for a new file (module header). `from_page` is a whole-extent boundary.
-    fn lay_out_range(&mut self, from_page: u32, to_page: u32) {
+    /// extents, as for a new file (module header). Returns the free extents it adds; the caller
+    /// publishes them with the new size. `from_page` is a whole-extent boundary.
+    fn lay_out(&self, pool: &BufferPool, from_page: u32, to_page: u32) -> SqlResult<u32> {
         assert_eq!(from_page % PAGES_PER_EXTENT, 0, "ranges start on an extent");
         let fixed = alloc::fixed_pages_in(from_page, to_page, self.is_primary);
         for page_no in &fixed {
-            self.format_fixed_page(*page_no);
+            self.format_fixed_page(pool, *page_no)?;
         }
-        self.size_pages = to_page;
-        let system_extents: BTreeSet<u32> = fixed.iter().map(|p| extent_of_page(*p)).collect();
-        for extent in extent_of_page(from_page)..extents_in_file(to_page) {
-            let is_system = system_extents.contains(&extent);
-            self.set_map_bit(MapKind::Gam, extent, !is_system);
-            self.set_map_bit(MapKind::Sgam, extent, false);
-            if is_system {
-                self.make_system_extent(extent, &fixed);
-            } else {
-                self.free_extents += 1;
+        let layout = RangeLayout {
+            system_extents: fixed.iter().map(|p| extent_of_page(*p)).collect(),
+            fixed,
+        };
+        for extent in &layout.system_extents {
+            self.make_system_extent(pool, *extent, &layout.fixed)?;
+        }
+        let (first, end) = (extent_of_page(from_page), extents_in_file(to_page));
+        let mut added = 0;
+        let mut interval_start = first;
+        while interval_start < end {
+            let interval = interval_start / GAM_INTERVAL_EXTENTS;
+            let interval_end = ((interval + 1) * GAM_INTERVAL_EXTENTS).min(end);
+            let sgam = self.latch(pool, alloc::map_page(interval, MapKind::Sgam), LatchMode::Up)?;
+            let gam = self.latch(pool, alloc::map_page(interval, MapKind::Gam), LatchMode::Up)?;
+            for extent in interval_start..interval_end {
+                let bit = extent % GAM_INTERVAL_EXTENTS;
+                let is_system = layout.system_extents.contains(&extent);
+                gam.write(|buf| alloc::bitmap_set(buf, bit, !is_system));
+                if !is_system {
+                    sgam.write(|buf| alloc::bitmap_set(buf, bit, false));
+                    added += 1;
+                }
             }
+            interval_start = interval_end;
         }
+        Ok(added)
     }
 
-    fn format_fixed_page(&mut self, page_no: u32) {
+    fn format_fixed_page(&self, pool: &BufferPool, page_no: u32) -> SqlResult<()> {
         let page_id = PageId::new(self.file_id, page_no);
-        let mut buf = page::new_page_buf();
         let kind = MapKind::ALL
             .into_iter()
             .find(|kind| alloc::map_page(page_no / GAM_INTERVAL_PAGES, *kind) == page_no);
-        match kind {
-            Some(kind) => alloc::format_map_page(&mut buf, page_id, kind.page_type()),
-            None if page_no == 0 || page_no == alloc::BOOT_PAGE => return,
-            None => alloc::format_pfs_page(&mut buf, page_id),
+        if kind.is_none() && (page_no == 0 || page_no == alloc::BOOT_PAGE) {
+            return Ok(());
         }
-        self.pages.insert(page_no, buf);
-        self.dirty.insert(page_no);
+        let guard = pool.new_page(self.key(page_no))?;
+        guard.write(|buf| match kind {
+            Some(kind) => alloc::format_map_page(buf, page_id, kind.page_type()),
+            None => alloc::format_pfs_page(buf, page_id),
+        });
+        Ok(())
     }
 
-    /// A system extent: a mixed extent whose fixed pages are allocated and full.
-    fn make_system_extent(&mut self, extent: u32, fixed: &[u32]) {
+    /// A system extent: a mixed extent whose fixed pages are allocated and full, and whose other
+    /// pages are free single pages (SGAM 1 while it has one).
+    fn make_system_extent(&self, pool: &BufferPool, extent: u32, fixed: &[u32]) -> SqlResult<()> {
         let first = first_page_of_extent(extent);
+        let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Up)?;
         let mut has_free_page = false;
         for page_no in first..first + PAGES_PER_EXTENT {
             let byte = if fixed.contains(&page_no) {
                 pfs::ALLOCATED | pfs::MIXED | pfs::PCT_100
             } else {
-                has_free_page |= page_no < self.size_pages;
+                has_free_page = true;
                 pfs::MIXED
             };
-            self.set_pfs(page_no, byte);
+            pfs_page.write(|buf| alloc::pfs_set(buf, page_no, byte));
         }
-        self.set_map_bit(MapKind::Sgam, extent, has_free_page);
+        let sgam = self.latch(
+            pool,
+            alloc::map_page(extent / GAM_INTERVAL_EXTENTS, MapKind::Sgam),
+            LatchMode::Up,
+        )?;
+        sgam.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, has_free_page));
+        Ok(())
     }
 
-    fn map_page_mut(&mut self, kind: MapKind, extent: u32) -> &mut PageBuf {
-        let page_no = alloc::map_page(extent / GAM_INTERVAL_EXTENTS, kind);
-        self.dirty.insert(page_no);
-        self.pages
-            .get_mut(&page_no)
-            .expect("map pages of every interval inside the file are loaded")
+    /// One map bit, read under an SH latch.
+    pub fn map_bit(&self, pool: &BufferPool, kind: MapKind, extent: u32) -> SqlResult<bool> {
+        let page =
+            self.latch(pool, alloc::map_page(extent / GAM_INTERVAL_EXTENTS, kind), LatchMode::Sh)?;
+        Ok(page.read(|buf| alloc::bitmap_get(buf, extent % GAM_INTERVAL_EXTENTS)))
     }
 
-    pub fn map_bit(&self, kind: MapKind, extent: u32) -> bool {
-        let page_no = alloc::map_page(extent / GAM_INTERVAL_EXTENTS, kind);
-        alloc::bitmap_get(&self.pages[&page_no], extent % GAM_INTERVAL_EXTENTS)
+    /// One page's PFS byte, read under an SH latch.
+    pub fn pfs(&self, pool: &BufferPool, page_no: u32) -> SqlResult<u8> {
+        let page = self.latch(pool, alloc::pfs_page_for(page_no), LatchMode::Sh)?;
+        Ok(page.read(|buf| alloc::pfs_get(buf, page_no)))
     }
 
-    fn set_map_bit(&mut self, kind: MapKind, extent: u32, value: bool) {
-        let buf = self.map_page_mut(kind, extent);
-        alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value);
-    }
-
-    pub fn pfs(&self, page_no: u32) -> u8 {
-        alloc::pfs_get(&self.pages[&alloc::pfs_page_for(page_no)], page_no)
-    }
-
-    pub fn set_pfs(&mut self, page_no: u32, value: u8) {
-        let pfs_page = alloc::pfs_page_for(page_no);
-        self.dirty.insert(pfs_page);
-        let buf = self.pages.get_mut(&pfs_page).expect("PFS pages inside the file are loaded");
-        alloc::pfs_set(buf, page_no, value);
-    }
-
-    /// Takes the lowest free extent (GAM 1 -> 0) and returns its first page.
-    pub fn take_extent(&mut self) -> Option<u32> {
-        if self.free_extents == 0 {
-            return None;
+    /// Takes the lowest free extent at or after the hint, else below it (GAM 1 -> 0, under an UP
+    /// latch on the GAM page), and returns its first page. None if no extent is free now.
+    pub fn take_extent(&self, pool: &BufferPool) -> SqlResult<Option<u32>> {
+        let total = extents_in_file(self.size_pages());
+        let hint = self.gam_hint.load(Ordering::Relaxed).min(total);
+        for (from, to) in [(hint, total), (0, hint)] {
+            if let Some(extent) = self.take_extent_between(pool, from, to)? {
+                self.gam_hint.store(extent + 1, Ordering::Relaxed);
+                return Ok(Some(first_page_of_extent(extent)));
+            }
         }
-        let total = extents_in_file(self.size_pages);
-        let mut extent = self.gam_hint;
-        while extent < total {
+        Ok(None)
+    }
+
+    fn take_extent_between(&self, pool: &BufferPool, from: u32, to: u32) -> SqlResult<Option<u32>> {
+        let mut extent = from;
+        while extent < to && self.free_extents() > 0 {
             let interval = extent / GAM_INTERVAL_EXTENTS;
-            let interval_end = ((interval + 1) * GAM_INTERVAL_EXTENTS).min(total);
-            let gam = &self.pages[&alloc::map_page(interval, MapKind::Gam)];
             let base = interval * GAM_INTERVAL_EXTENTS;
-            if let Some(bit) = alloc::bitmap_find_set(gam, extent - base, interval_end - base) {
-                let found = base + bit;
-                self.set_map_bit(MapKind::Gam, found, false);
-                self.free_extents -= 1;
-                self.gam_hint = found + 1;
-                return Some(first_page_of_extent(found));
+            let interval_end = (base + GAM_INTERVAL_EXTENTS).min(to);
+            let gam = self.latch(pool, alloc::map_page(interval, MapKind::Gam), LatchMode::Up)?;
+            let found = gam.write(|buf| {
+                let bit = alloc::bitmap_find_set(buf, extent - base, interval_end - base)?;
+                alloc::bitmap_set(buf, bit, false);
+                Some(base + bit)
+            });
+            if let Some(found) = found {
+                self.free_extents.fetch_sub(1, Ordering::AcqRel);
+                return Ok(Some(found));
             }
             extent = interval_end;
         }
-        unreachable!("invariant 1: free_extents > 0 but no GAM bit is set")
+        Ok(None)
     }
 
-    /// Returns an extent to the free pool: GAM 1, SGAM 0, and the PFS allocated and mixed bits
-    /// of its pages cleared (fullness bits are kept, as SQL Server keeps them).
-    pub fn release_extent(&mut self, extent: u32) {
-        assert!(!self.map_bit(MapKind::Gam, extent), "alloc invariant 1: extent already free");
+    /// Returns an extent to the free pool: PFS allocated, mixed and IAM bits of its pages cleared
+    /// (fullness kept, as SQL Server keeps it), then SGAM 0, then GAM 1 (latch order).
+    pub fn release_extent(&self, pool: &BufferPool, extent: u32) -> SqlResult<()> {
         let first = first_page_of_extent(extent);
-        for page_no in first..first + PAGES_PER_EXTENT {
-            let byte = self.pfs(page_no) & !(pfs::ALLOCATED | pfs::MIXED | pfs::IAM);
-            self.set_pfs(page_no, byte);
-        }
-        self.set_map_bit(MapKind::Sgam, extent, false);
-        self.set_map_bit(MapKind::Gam, extent, true);
-        self.free_extents += 1;
-        self.gam_hint = self.gam_hint.min(extent);
+        let (interval, bit) = (extent / GAM_INTERVAL_EXTENTS, extent % GAM_INTERVAL_EXTENTS);
+        let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Up)?;
+        pfs_page.write(|buf| {
+            for page_no in first..first + PAGES_PER_EXTENT {
+                let byte = alloc::pfs_get(buf, page_no) & !(pfs::ALLOCATED | pfs::MIXED | pfs::IAM);
+                alloc::pfs_set(buf, page_no, byte);
+            }
+        });
+        let sgam = self.latch(pool, alloc::map_page(interval, MapKind::Sgam), LatchMode::Up)?;
+        sgam.write(|buf| alloc::bitmap_set(buf, bit, false));
+        let gam = self.latch(pool, alloc::map_page(interval, MapKind::Gam), LatchMode::Up)?;
+        gam.write(|buf| {
+            assert!(
+                !alloc::bitmap_get(buf, bit),
+                "alloc invariant 1: extent {extent} is already free"
+            );
+            alloc::bitmap_set(buf, bit, true);
+        });
+        self.free_extents.fetch_add(1, Ordering::AcqRel);
+        self.gam_hint.fetch_min(extent, Ordering::Relaxed);
+        Ok(())
     }
 
-    /// Turns a just-taken extent into a mixed extent with every page free.
-    pub fn make_mixed(&mut self, extent: u32) {
+    /// Turns a just-taken extent into a mixed extent whose pages are all free, and takes its
+    /// first page with `extra_bits` (PFS, then SGAM).
+    pub fn make_mixed_and_take_first(
+        &self,
+        pool: &BufferPool,
+        extent: u32,
+        extra_bits: u8,
+    ) -> SqlResult<u32> {
         let first = first_page_of_extent(extent);
-        for page_no in first..first + PAGES_PER_EXTENT {
-            self.set_pfs(page_no, pfs::MIXED);
-        }
-        self.set_map_bit(MapKind::Sgam, extent, true);
+        let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Up)?;
+        pfs_page.write(|buf| {
+            for page_no in first..first + PAGES_PER_EXTENT {
+                alloc::pfs_set(buf, page_no, pfs::MIXED);
+            }
+            alloc::pfs_set(buf, first, pfs::MIXED | pfs::ALLOCATED | extra_bits);
+        });
+        let sgam = self.latch(
+            pool,
+            alloc::map_page(extent / GAM_INTERVAL_EXTENTS, MapKind::Sgam),
+            LatchMode::Up,
+        )?;
+        sgam.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, true));
+        Ok(first)
     }
 
-    /// A free page in a mixed extent of this file (SGAM 1), if any.
-    pub fn find_mixed_free_page(&self) -> Option<u32> {
-        let total = extents_in_file(self.size_pages);
+    /// Takes a free single page from a mixed extent of this file (SGAM 1), if any.
+    pub fn take_mixed_page(&self, pool: &BufferPool, extra_bits: u8) -> SqlResult<Option<u32>> {
+        let total = extents_in_file(self.size_pages());
         let mut interval = 0;
         while interval * GAM_INTERVAL_EXTENTS < total {
             let base = interval * GAM_INTERVAL_EXTENTS;
             let end = (total - base).min(GAM_INTERVAL_EXTENTS);
-            let sgam = &self.pages[&alloc::map_page(interval, MapKind::Sgam)];
-            let mut from = 0;
-            while let Some(bit) = alloc::bitmap_find_set(sgam, from, end) {
-                if let Some(page_no) = self.free_page_in_extent(base + bit) {
-                    return Some(page_no);
+            let candidates: Vec<u32> = {
+                let sgam =
+                    self.latch(pool, alloc::map_page(interval, MapKind::Sgam), LatchMode::Sh)?;
+                sgam.read(|buf| {
+                    let mut found = Vec::new();
+                    let mut from = 0;
+                    while let Some(bit) = alloc::bitmap_find_set(buf, from, end) {
+                        found.push(base + bit);
+                        from = bit + 1;
+                    }
+                    found
+                })
+            };
+            for extent in candidates {
+                if let Some(page_no) = self.take_page_in_extent(pool, extent, extra_bits)? {
+                    return Ok(Some(page_no));
                 }
-                from = bit + 1;
             }
             interval += 1;
         }
-        None
+        Ok(None)
+    }
+
+    /// Takes a free page of an extent (PFS UP), marking it allocated with `extra_bits`; for a
+    /// mixed extent whose last free page it was, clears the SGAM bit (nested, latch order).
+    pub fn take_page_in_extent(
+        &self,
+        pool: &BufferPool,
+        extent: u32,
+        extra_bits: u8,
+    ) -> SqlResult<Option<u32>> {
+        let first = first_page_of_extent(extent);
+        let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Up)?;
+        let taken = pfs_page.write(|buf| {
+            let page_no = (first..first + PAGES_PER_EXTENT)
+                .find(|p| alloc::pfs_get(buf, *p) & pfs::ALLOCATED == 0)?;
+            let before = alloc::pfs_get(buf, page_no);
+            alloc::pfs_set(buf, page_no, (before & pfs::MIXED) | pfs::ALLOCATED | extra_bits);
+            let now_full = (first..first + PAGES_PER_EXTENT)
+                .all(|p| alloc::pfs_get(buf, p) & pfs::ALLOCATED != 0);
+            Some((page_no, before & pfs::MIXED != 0 && now_full))
+        });
+        let Some((page_no, mixed_now_full)) = taken else { return Ok(None) };
+        if mixed_now_full {
+            let sgam = self.latch(
+                pool,
+                alloc::map_page(extent / GAM_INTERVAL_EXTENTS, MapKind::Sgam),
+                LatchMode::Up,
+            )?;
+            sgam.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, false));
+        }
+        Ok(Some(page_no))
+    }
+
+    /// Clears a page's PFS allocated bit (and IAM bit); for a mixed extent sets its SGAM bit.
+    /// Returns true when its whole extent is now unused.
+    pub fn mark_page_free(&self, pool: &BufferPool, page_no: u32) -> SqlResult<bool> {
+        let extent = extent_of_page(page_no);
+        let first = first_page_of_extent(extent);
+        let pfs_page = self.latch(pool, alloc::pfs_page_for(page_no), LatchMode::Up)?;
+        let (was_mixed, all_free) = pfs_page.write(|buf| {
+            let before = alloc::pfs_get(buf, page_no);
+            assert_ne!(before & pfs::ALLOCATED, 0, "freeing page {page_no} that is not allocated");
+            alloc::pfs_set(buf, page_no, before & !(pfs::ALLOCATED | pfs::IAM));
+            let all_free = (first..first + PAGES_PER_EXTENT)
+                .all(|p| alloc::pfs_get(buf, p) & pfs::ALLOCATED == 0);
+            (before & pfs::MIXED != 0, all_free)
+        });
+        if was_mixed {
+            let sgam = self.latch(
+                pool,
+                alloc::map_page(extent / GAM_INTERVAL_EXTENTS, MapKind::Sgam),
+                LatchMode::Up,
+            )?;
+            sgam.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, true));
+        }
+        Ok(all_free)
     }
 
     /// The first page of an extent whose PFS allocated bit is clear.
-    pub fn free_page_in_extent(&self, extent: u32) -> Option<u32> {
+    pub fn free_page_in_extent(&self, pool: &BufferPool, extent: u32) -> SqlResult<Option<u32>> {
         let first = first_page_of_extent(extent);
-        (first..first + PAGES_PER_EXTENT)
-            .find(|p| *p < self.size_pages && self.pfs(*p) & pfs::ALLOCATED == 0)
-    }
-
-    /// Marks a page allocated in PFS; for a page of a mixed extent, clears the extent's SGAM bit
-    /// when that was its last free page.
-    pub fn mark_page_allocated(&mut self, page_no: u32, extra_bits: u8) {
-        let before = self.pfs(page_no);
-        assert_eq!(before & pfs::ALLOCATED, 0, "page allocated twice");
-        self.set_pfs(page_no, (before & pfs::MIXED) | pfs::ALLOCATED | extra_bits);
-        let extent = extent_of_page(page_no);
-        if before & pfs::MIXED != 0 && self.free_page_in_extent(extent).is_none() {
-            self.set_map_bit(MapKind::Sgam, extent, false);
-        }
-    }
-
-    /// Clears a page's PFS allocated bit. Returns true when its whole extent is now unused.
-    pub fn mark_page_free(&mut self, page_no: u32) -> bool {
-        let before = self.pfs(page_no);
-        assert_ne!(before & pfs::ALLOCATED, 0, "freeing a page that is not allocated");
-        self.set_pfs(page_no, before & !(pfs::ALLOCATED | pfs::IAM));
-        let extent = extent_of_page(page_no);
-        if before & pfs::MIXED != 0 {
-            self.set_map_bit(MapKind::Sgam, extent, true);
-        }
-        let first = first_page_of_extent(extent);
-        (first..first + PAGES_PER_EXTENT).all(|p| self.pfs(p) & pfs::ALLOCATED == 0)
+        let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Sh)?;
+        Ok(pfs_page.read(|buf| {
+            (first..first + PAGES_PER_EXTENT)
+                .find(|p| alloc::pfs_get(buf, *p) & pfs::ALLOCATED == 0)
+        }))
     }
 
     /// True when every allocated page of the file is a fixed system page: the file holds no data.
-    pub fn is_empty_of_data(&self) -> bool {
+    pub fn is_empty_of_data(&self, pool: &BufferPool) -> SqlResult<bool> {
+        let size = self.size_pages();
         let fixed: BTreeSet<u32> =
-            alloc::fixed_pages_in(0, self.size_pages, self.is_primary).into_iter().collect();
+            alloc::fixed_pages_in(0, size, self.is_primary).into_iter().collect();
         let system_extents: BTreeSet<u32> = fixed.iter().map(|p| extent_of_page(*p)).collect();
-        for extent in 0..extents_in_file(self.size_pages) {
+        for extent in 0..extents_in_file(size) {
             if system_extents.contains(&extent) {
                 let first = first_page_of_extent(extent);
-                let used = (first..first + PAGES_PER_EXTENT).any(|p| {
-                    !fixed.contains(&p) && p < self.size_pages && self.pfs(p) & pfs::ALLOCATED != 0
-                });
-                if used {
-                    return false;
+                for page_no in first..first + PAGES_PER_EXTENT {
+                    if !fixed.contains(&page_no) && self.pfs(pool, page_no)? & pfs::ALLOCATED != 0 {
+                        return Ok(false);
+                    }
                 }
-            } else if !self.map_bit(MapKind::Gam, extent) {
-                return false;
+            } else if !self.map_bit(pool, MapKind::Gam, extent)? {
+                return Ok(false);
             }
         }
-        true
+        Ok(true)
     }
 
-    /// Extends the file's maps to `new_size_pages` (in memory; see [`FileAlloc::flush`]).
-    pub fn grow_to(&mut self, new_size_pages: u32) {
-        assert!(new_size_pages > self.size_pages, "growth only grows");
-        let old_size = self.size_pages;
-        let partial_tail = old_size % PAGES_PER_EXTENT;
-        assert_eq!(partial_tail, 0, "file sizes are whole extents");
-        self.lay_out_range(old_size, new_size_pages);
+    /// Lays out `[size, new_size_pages)` in the buffer pool. The new extents become visible only
+    /// when [`FileAlloc::publish_growth`] runs, after the growth is durable.
+    pub fn prepare_growth(&self, pool: &BufferPool, new_size_pages: u32) -> SqlResult<u32> {
+        let old_size = self.size_pages();
+        assert!(new_size_pages > old_size, "growth only grows");
+        assert_eq!(old_size % PAGES_PER_EXTENT, 0, "file sizes are whole extents");
+        self.lay_out(pool, old_size, new_size_pages)
     }
 
-    /// Undoes an in-memory growth that could not be made durable.
-    pub fn shrink_back(&mut self, old_size_pages: u32) {
-        self.pages.retain(|page_no, _| *page_no < old_size_pages);
-        self.dirty.retain(|page_no| *page_no < old_size_pages);
-        self.size_pages = old_size_pages;
-        self.free_extents = self.count_free_extents();
-        self.gam_hint = 0;
+    pub fn publish_growth(&self, new_size_pages: u32, added_free_extents: u32) {
+        self.size_pages.store(new_size_pages, Ordering::Release);
+        self.free_extents.fetch_add(added_free_extents, Ordering::AcqRel);
     }
 
-    /// Loads a page that is not a fixed allocation page (an IAM page) into the cache.
-    pub fn load_page(&mut self, file: &dyn IoFile, page_no: u32) -> SqlResult<()> {
-        if !self.pages.contains_key(&page_no) {
-            let page_id = PageId::new(self.file_id, page_no);
-            let buf = read_page(file, page_id, self.database_id, &self.path)?;
-            self.pages.insert(page_no, buf);
-        }
-        Ok(())
-    }
-
-    /// A cached page (an allocation or IAM page).
-    pub fn page(&self, page_no: u32) -> &PageBuf {
-        &self.pages[&page_no]
-    }
-
-    pub fn page_mut(&mut self, page_no: u32) -> &mut PageBuf {
-        self.dirty.insert(page_no);
-        self.pages.get_mut(&page_no).expect("page was loaded")
-    }
-
-    /// Adds a newly formatted page (an IAM page) to the cache.
-    pub fn insert_page(&mut self, page_no: u32, buf: Box<PageBuf>) {
-        self.pages.insert(page_no, buf);
-        self.dirty.insert(page_no);
-    }
-
-    /// Drops a page from the cache (an IAM page that was freed).
-    pub fn forget_page(&mut self, page_no: u32) {
-        self.pages.remove(&page_no);
-        self.dirty.remove(&page_no);
-    }
-
-    pub fn dirty_count(&self) -> usize {
-        self.dirty.len()
-    }
-
-    /// Writes every dirty page (sealed) and makes them durable. On failure the pages stay dirty.
-    pub fn flush(&mut self, file: &dyn IoFile) -> SqlResult<()> {
-        for page_no in self.dirty.iter().copied().collect::<Vec<_>>() {
-            let buf = self.pages.get_mut(&page_no).expect("dirty pages are cached");
-            write_page(file, buf, page_no, &self.path)?;
-            self.dirty.remove(&page_no);
-        }
-        file.sync_data().map_err(|err| SqlError::os_io_error(&err, true, 0, &self.path))
-    }
-
-    /// Marks every cached page dirty again (after a failed flush whose writes may be lost).
-    pub fn mark_all_dirty(&mut self) {
-        self.dirty = self.pages.keys().copied().collect();
+    /// Undoes a prepared growth: drops the new range's cached pages. Bits the growth set past the
+    /// size stay in the GAM/SGAM pages; they are never read (file invariant 2).
+    pub fn abandon_growth(&self, pool: &BufferPool) {
+        pool.discard(self.database_id, Some(self.file_id), self.size_pages());
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A pool with no files registered: these tests never read from or write to disk.
+    pub(crate) fn test_pool() -> std::sync::Arc<BufferPool> {
+        BufferPool::new(4096, crate::buffer::PoolStats::default())
+    }
 
     #[test]
     fn new_files_have_the_seeds_free_extent_counts() {
-        let five_mb = FileAlloc::new_file(3, 5, "f".into(), false, 640);
+        let pool = test_pool();
+        let five_mb = FileAlloc::new_file(&pool, 3, 5, false, 640).unwrap();
         assert_eq!(five_mb.free_extents(), 79);
-        let big = FileAlloc::new_file(4, 5, "f".into(), false, 32_000);
+        let big = FileAlloc::new_file(&pool, 4, 5, false, 32_000).unwrap();
         assert_eq!(big.free_extents(), 3996);
-        assert_eq!(big.count_free_extents(), 3996);
-        let primary = FileAlloc::new_file(1, 5, "f".into(), true, 640);
+        assert_eq!(big.count_free_extents(&pool).unwrap(), 3996);
+        let primary = FileAlloc::new_file(&pool, 1, 5, true, 640).unwrap();
         assert_eq!(primary.free_extents(), 78);
-        assert_eq!(primary.pfs(1), 0x64);
-        assert_eq!(primary.pfs(4), 0x20);
-        assert!(primary.map_bit(MapKind::Sgam, 0));
+        assert_eq!(primary.pfs(&pool, 1).unwrap(), 0x64);
+        assert_eq!(primary.pfs(&pool, 4).unwrap(), 0x20);
+        assert!(primary.map_bit(&pool, MapKind::Sgam, 0).unwrap());
     }
 
     #[test]
     fn extents_are_taken_lowest_first_and_released() {
-        let mut state = FileAlloc::new_file(3, 5, "f".into(), false, 640);
-        assert_eq!(state.take_extent(), Some(8));
-        assert_eq!(state.take_extent(), Some(16));
-        state.release_extent(1);
+        let pool = test_pool();
+        let state = FileAlloc::new_file(&pool, 3, 5, false, 640).unwrap();
+        assert_eq!(state.take_extent(&pool).unwrap(), Some(8));
+        assert_eq!(state.take_extent(&pool).unwrap(), Some(16));
+        state.release_extent(&pool, 1).unwrap();
         assert_eq!(state.free_extents(), 78);
-        assert_eq!(state.count_free_extents(), 78);
-        assert_eq!(state.take_extent(), Some(8));
-        assert!(!state.is_empty_of_data());
+        assert_eq!(state.count_free_extents(&pool).unwrap(), 78);
+        assert_eq!(state.take_extent(&pool).unwrap(), Some(8));
+        assert!(!state.is_empty_of_data(&pool).unwrap());
     }
 
     #[test]
     fn growth_lays_out_new_pfs_pages() {
-        let mut state = FileAlloc::new_file(3, 5, "f".into(), false, 8000);
+        let pool = test_pool();
+        let state = FileAlloc::new_file(&pool, 3, 5, false, 8000).unwrap();
         let before = state.free_extents();
-        state.grow_to(8200);
-        assert_eq!(state.pfs(8088), 0x64);
-        assert_eq!(state.free_extents(), before + 25 - 1);
-        assert_eq!(state.count_free_extents(), state.free_extents());
-        state.shrink_back(8000);
-        assert_eq!(state.free_extents(), before);
+        let added = state.prepare_growth(&pool, 8200).unwrap();
+        assert_eq!(added, 25 - 1, "25 new extents, one holds PFS page 8088");
+        assert_eq!(state.free_extents(), before, "nothing visible before the growth is published");
+        state.publish_growth(8200, added);
+        assert_eq!(state.pfs(&pool, 8088).unwrap(), 0x64);
+        assert_eq!(state.count_free_extents(&pool).unwrap(), before + added);
     }
 
     #[test]

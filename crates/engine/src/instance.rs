@@ -8,16 +8,22 @@
 //! Sessions arrive in a later issue; until then the ProcessInfo column of errorlog lines comes
 //! from a per-thread session id set with [`set_current_spid`] (default 51, the first user spid).
 
+use crate::buffer::{BufferPool, PoolStats};
 use crate::clock::{self, Clock};
 use crate::errorlog::ErrorLog;
 use crate::io::{self, Io};
 use crate::traceflags::{self, TraceFlags};
-use crate::waits::{SpinlockStats, WaitStats};
+use crate::units::PAGES_PER_MB;
+use crate::waits::{LatchStats, SpinlockStats, WaitStats, WaitingTasks};
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Default 'max server memory (MB)' (SQL Server's default is all memory; extentdb's is modest
+/// because it is embedded in other processes and tests).
+pub const DEFAULT_MAX_SERVER_MEMORY_MB: u32 = 512;
 
 /// The first database id given to user databases, as in SQL Server (1-4 are system databases).
 pub const FIRST_USER_DATABASE_ID: u16 = 5;
@@ -29,6 +35,11 @@ thread_local! {
 /// Sets the session id that this thread's errorlog lines carry.
 pub fn set_current_spid(spid: u16) {
     CURRENT_SPID.with(|cell| cell.set(spid));
+}
+
+/// The session id of the current thread.
+pub fn current_spid() -> u16 {
+    CURRENT_SPID.with(Cell::get)
 }
 
 /// `spidNN` for the current thread.
@@ -46,6 +57,9 @@ pub struct InstanceConfig {
     pub startup_e: bool,
     /// `-T` startup trace flags.
     pub startup_trace_flags: Vec<u16>,
+    /// 'max server memory (MB)': the buffer pool has this many MB of 8 KB frames. Frames get
+    /// their memory when first used.
+    pub max_server_memory_mb: u32,
 }
 
 impl InstanceConfig {
@@ -55,6 +69,7 @@ impl InstanceConfig {
             ifi_enabled: true,
             startup_e: false,
             startup_trace_flags: Vec::new(),
+            max_server_memory_mb: DEFAULT_MAX_SERVER_MEMORY_MB,
         }
     }
 }
@@ -67,6 +82,9 @@ pub struct Instance {
     pub trace_flags: TraceFlags,
     pub waits: Arc<WaitStats>,
     pub spinlocks: Arc<SpinlockStats>,
+    pub latches: Arc<LatchStats>,
+    pub waiting_tasks: Arc<WaitingTasks>,
+    pub buffer_pool: Arc<BufferPool>,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
 }
@@ -84,13 +102,18 @@ impl Instance {
         clock: Arc<dyn Clock>,
     ) -> std::io::Result<Arc<Instance>> {
         let errorlog = ErrorLog::open(&config.dir, io.clone(), clock.clone())?;
+        let stats = PoolStats::default();
+        let frames = config.max_server_memory_mb as usize * PAGES_PER_MB as usize;
         let instance = Instance {
             trace_flags: TraceFlags::new(&config.startup_trace_flags),
+            buffer_pool: BufferPool::new(frames, stats.clone()),
+            waits: stats.waits,
+            latches: stats.latches,
+            waiting_tasks: stats.waiting,
             config,
             io,
             clock,
             errorlog,
-            waits: Arc::new(WaitStats::default()),
             spinlocks: Arc::new(SpinlockStats::default()),
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),

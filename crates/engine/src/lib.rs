@@ -19,6 +19,7 @@
 
 pub mod alloc;
 pub mod boot;
+pub mod buffer;
 pub mod clock;
 pub mod database;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod file;
 pub mod filegroup;
 pub mod instance;
 pub mod io;
+pub mod latch;
 pub mod page;
 pub mod plan;
 pub mod traceflags;

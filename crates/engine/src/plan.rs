@@ -248,7 +248,8 @@ mod tests {
         for (size, primary) in
             [(640, false), (640, true), (32_000, false), (600_000, false), (8096, true)]
         {
-            let engine = FileAlloc::new_file(3, 5, String::new(), primary, size).free_extents();
+            let pool = crate::file::tests::test_pool();
+            let engine = FileAlloc::new_file(&pool, 3, 5, primary, size).unwrap().free_extents();
             assert_eq!(
                 new_file_free_extents(size, primary),
                 engine,

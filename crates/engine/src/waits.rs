@@ -194,6 +194,124 @@ impl SpinlockStats {
     }
 }
 
+/// One row of sys.dm_os_latch_stats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LatchClassRow {
+    pub latch_class: String,
+    pub waiting_requests_count: u64,
+    pub wait_time_ms: u64,
+    pub max_wait_time_ms: u64,
+}
+
+/// Latch waits per latch class (all buffer latch waits are class BUFFER, as in SQL Server).
+#[derive(Default)]
+pub struct LatchStats {
+    cells: Mutex<BTreeMap<&'static str, WaitCell>>,
+}
+
+impl LatchStats {
+    pub fn record(&self, latch_class: &'static str, waited: Duration) {
+        let waited_us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        let mut cells = self.cells.lock();
+        let cell = cells.entry(latch_class).or_default();
+        cell.count += 1;
+        cell.total_us += waited_us;
+        cell.max_us = cell.max_us.max(waited_us);
+    }
+
+    pub fn snapshot(&self) -> Vec<LatchClassRow> {
+        self.cells
+            .lock()
+            .iter()
+            .map(|(name, cell)| LatchClassRow {
+                latch_class: (*name).to_string(),
+                waiting_requests_count: cell.count,
+                wait_time_ms: cell.total_us / 1000,
+                max_wait_time_ms: cell.max_us / 1000,
+            })
+            .collect()
+    }
+
+    pub fn clear(&self) {
+        self.cells.lock().clear();
+    }
+}
+
+/// One row of sys.dm_os_waiting_tasks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitingTaskRow {
+    pub session_id: u16,
+    pub wait_duration_ms: u64,
+    pub wait_type: &'static str,
+    pub blocking_session_id: Option<u16>,
+    pub resource_description: String,
+}
+
+struct WaitingTask {
+    session_id: u16,
+    wait_type: &'static str,
+    started: std::time::Instant,
+    blocking_session_id: Option<u16>,
+    resource_description: String,
+}
+
+/// The tasks waiting right now. A waiter registers itself when it starts to wait and is
+/// removed when the wait ends, so a snapshot shows only real, current waits.
+#[derive(Default)]
+pub struct WaitingTasks {
+    tasks: Mutex<BTreeMap<u64, WaitingTask>>,
+    next_id: AtomicU64,
+}
+
+/// Removes its task from [`WaitingTasks`] when dropped.
+pub struct WaitingTaskGuard<'a> {
+    registry: &'a WaitingTasks,
+    id: u64,
+}
+
+impl Drop for WaitingTaskGuard<'_> {
+    fn drop(&mut self) {
+        self.registry.tasks.lock().remove(&self.id);
+    }
+}
+
+impl WaitingTasks {
+    /// Registers a task that starts waiting now.
+    pub fn begin(
+        &self,
+        session_id: u16,
+        wait_type: &'static str,
+        blocking_session_id: Option<u16>,
+        resource_description: String,
+    ) -> WaitingTaskGuard<'_> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let task = WaitingTask {
+            session_id,
+            wait_type,
+            started: std::time::Instant::now(),
+            blocking_session_id,
+            resource_description,
+        };
+        self.tasks.lock().insert(id, task);
+        WaitingTaskGuard { registry: self, id }
+    }
+
+    pub fn snapshot(&self) -> Vec<WaitingTaskRow> {
+        self.tasks
+            .lock()
+            .values()
+            .map(|task| WaitingTaskRow {
+                session_id: task.session_id,
+                wait_duration_ms: u64::try_from(task.started.elapsed().as_millis())
+                    .unwrap_or(u64::MAX),
+                wait_type: task.wait_type,
+                blocking_session_id: task.blocking_session_id,
+                resource_description: task.resource_description.clone(),
+            })
+            .collect()
+    }
+}
+
 /// Wait type names used by this crate.
 pub mod wait_type {
     pub const PREEMPTIVE_OS_WRITEFILEGATHER: &str = "PREEMPTIVE_OS_WRITEFILEGATHER";

@@ -23,7 +23,7 @@ fn mixed_page_allocation_off_by_default_gives_uniform_extents_from_the_first_pag
         vec![engine::units::PageId::new(1, first.page_no)],
         "the first page opens a uniform extent"
     );
-    let pfs_page = db.allocation_page(engine::units::PageId::new(1, 1)).unwrap();
+    let pfs_page = db.page_copy(engine::units::PageId::new(1, 1)).unwrap();
     assert_eq!(alloc::pfs_get(&pfs_page, first.page_no), pfs::ALLOCATED);
     // The IAM page itself is a single page of a mixed extent.
     let iam = info.iam_pages[0];
@@ -41,10 +41,10 @@ fn with_mixed_page_allocation_on_the_first_eight_pages_are_single_pages() {
     let info = db.allocation_unit(unit).unwrap();
     assert_eq!(info.single_pages, pages[..8].to_vec());
     assert_eq!(info.extents.len(), 1, "page nine opens the first uniform extent");
-    let iam = db.allocation_page(info.iam_pages[0]).unwrap();
+    let iam = db.page_copy(info.iam_pages[0]).unwrap();
     let header = alloc::iam_header(&iam);
     assert_eq!(header.single_page_slots.to_vec(), pages[..8].to_vec());
-    let pfs_page = db.allocation_page(engine::units::PageId::new(1, 1)).unwrap();
+    let pfs_page = db.page_copy(engine::units::PageId::new(1, 1)).unwrap();
     for page in &pages[..8] {
         assert_eq!(
             alloc::pfs_get(&pfs_page, page.page_no) & (pfs::MIXED | pfs::ALLOCATED),
@@ -68,7 +68,7 @@ fn iam_chain_has_one_page_per_file_with_increasing_sequence_numbers() {
     assert_eq!(info.iam_pages.len(), 3);
     let mut covered = Vec::new();
     for (sequence, page) in info.iam_pages.iter().enumerate() {
-        let buf = db.allocation_page(*page).unwrap();
+        let buf = db.page_copy(*page).unwrap();
         let header = PageHeader::read(&buf[..]);
         assert_eq!(header.page_type, PageType::Iam as u8);
         assert_eq!(header.allocation_unit_id(), unit);
@@ -103,15 +103,13 @@ fn freeing_updates_every_map_and_dropping_gives_everything_back() {
     }
     let info_after = db.allocation_unit(unit).unwrap();
     assert!(!info_after.extents.contains(&extent));
-    let gam = db
-        .allocation_page(engine::units::PageId::new(1, alloc::map_page(0, MapKind::Gam)))
-        .unwrap();
+    let gam =
+        db.page_copy(engine::units::PageId::new(1, alloc::map_page(0, MapKind::Gam))).unwrap();
     assert!(alloc::bitmap_get(&gam, extent.page_no / 8), "GAM: the extent is free again");
     // Free a mixed page: its extent gets an SGAM bit (a mixed extent with a free page).
     db.free_page(unit, pages[3]).unwrap();
-    let sgam = db
-        .allocation_page(engine::units::PageId::new(1, alloc::map_page(0, MapKind::Sgam)))
-        .unwrap();
+    let sgam =
+        db.page_copy(engine::units::PageId::new(1, alloc::map_page(0, MapKind::Sgam))).unwrap();
     assert!(alloc::bitmap_get(&sgam, pages[3].page_no / 8));
     assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
     db.drop_allocation_unit(unit).unwrap();

@@ -19,13 +19,13 @@ fn map_image(db: &Database, units: &[u64]) -> Vec<(PageId, Vec<u8>)> {
                 continue;
             }
             let id = PageId::new(file.file_id, page_no);
-            pages.push((id, db.allocation_page(id).unwrap()[..60].to_vec()));
-            pages.push((id, db.allocation_page(id).unwrap()[64..].to_vec()));
+            pages.push((id, db.page_copy(id).unwrap()[..60].to_vec()));
+            pages.push((id, db.page_copy(id).unwrap()[64..].to_vec()));
         }
     }
     for unit in units {
         for iam in db.allocation_unit(*unit).unwrap().iam_pages {
-            pages.push((iam, db.allocation_page(iam).unwrap()[64..].to_vec()));
+            pages.push((iam, db.page_copy(iam).unwrap()[64..].to_vec()));
         }
     }
     pages

@@ -11,16 +11,27 @@ struct PlannedFile {
     is_primary: bool,
 }
 
-/// Files created so far by one statement; removed again if the statement fails.
+/// Files created so far by one statement; removed again (from disk and from the buffer pool)
+/// if the statement fails.
 struct CreatedFiles<'a> {
     instance: &'a Instance,
     paths: Vec<PathBuf>,
+    registered: Vec<(u16, u16)>,
     committed: bool,
+}
+
+impl<'a> CreatedFiles<'a> {
+    fn new(instance: &'a Instance) -> CreatedFiles<'a> {
+        CreatedFiles { instance, paths: Vec::new(), registered: Vec::new(), committed: false }
+    }
 }
 
 impl Drop for CreatedFiles<'_> {
     fn drop(&mut self) {
         if !self.committed {
+            for (database_id, file_id) in &self.registered {
+                self.instance.buffer_pool.unregister_file(*database_id, *file_id);
+            }
             for path in &self.paths {
                 let _ = self.instance.io.remove(path);
             }
@@ -69,7 +80,7 @@ impl Database {
         if !boot.fits() {
             return Err(SqlError::too_many_files(boot.files.len() as u32 - 1));
         }
-        let mut created = CreatedFiles { instance, paths: Vec::new(), committed: false };
+        let mut created = CreatedFiles::new(instance);
         let mut data_files = BTreeMap::new();
         let mut log_files = BTreeMap::new();
         for file in &planned {
@@ -185,29 +196,25 @@ impl Database {
         let size_pages = file.resolved.size_pages;
         Self::extend_data_file(instance, handle.as_ref(), path, 0, size_pages)
             .map_err(|err| SqlError::create_file_os_error(&err, &path.display().to_string()))?;
-        let path_text = path.display().to_string();
-        let mut state = FileAlloc::new_file(
-            file.file_id,
-            boot.database_id,
-            path_text,
-            file.is_primary,
-            size_pages,
-        );
-        state.flush(handle.as_ref())?;
+        let handle = Arc::new(BufferFile { handle, path: path.display().to_string() });
+        let pool = &instance.buffer_pool;
+        pool.register_file(boot.database_id, file.file_id, handle.clone());
+        created.registered.push((boot.database_id, file.file_id));
+        let state =
+            FileAlloc::new_file(pool, file.file_id, boot.database_id, file.is_primary, size_pages)?;
+        pool.flush(boot.database_id, Some(file.file_id))?;
         let data_file = DataFile {
             file_id: file.file_id,
             logical_name: file.resolved.logical_name.clone(),
             path: path.clone(),
             fg_id: file.fg_id,
             is_primary: file.is_primary,
-            free_extents: AtomicU32::new(state.free_extents()),
-            size_pages: AtomicU32::new(size_pages),
             settings: Mutex::new(FileSettings {
                 growth: file.resolved.growth,
                 max_size_pages: file.resolved.max_size_pages,
             }),
             created_ms: boot.created_ms,
-            alloc: Mutex::new(state),
+            alloc: state,
             handle,
         };
         Self::write_file_header(&data_file, boot.database_id, boot.binding_id, size_pages)?;
@@ -259,13 +266,13 @@ impl Database {
         let settings = *file.settings.lock();
         let header =
             header_for(HeaderOf::Data(file), size_pages, settings, database_id, binding_id);
-        write_header_page(file.handle.as_ref(), &header, &file.path)
+        write_header_page(file.io(), &header, &file.path)
     }
 
     pub(super) fn write_boot(primary: &DataFile, boot: &BootInfo) -> SqlResult<()> {
         let path = primary.path_text();
-        file::write_page(primary.handle.as_ref(), &mut boot.encode(), alloc::BOOT_PAGE, &path)?;
-        primary.handle.sync_data().map_err(|err| SqlError::os_io_error(&err, true, 0, &path))
+        file::write_page(primary.io(), &mut boot.encode(), alloc::BOOT_PAGE, &path)?;
+        primary.io().sync_data().map_err(|err| SqlError::os_io_error(&err, true, 0, &path))
     }
 
     /// Builds the in-memory database from its parts and recalculates every filegroup.
@@ -298,6 +305,7 @@ impl Database {
             database_id: boot.database_id,
             binding_id: boot.binding_id,
             instance: instance.clone(),
+            pool: instance.buffer_pool.clone(),
             primary_dir,
             inner: RwLock::new(DbInner { boot, data_files, log_files, filegroups, units }),
             growth_lock: Mutex::new(()),
@@ -318,9 +326,7 @@ impl Database {
     pub(super) fn save_boot(&self, inner: &mut DbInner, mut boot: BootInfo) -> SqlResult<()> {
         Self::fill_first_iams(inner, &mut boot);
         // Allocation pages first: the boot page must never point at an IAM page not yet on disk.
-        for file in inner.data_files.values() {
-            file.with_alloc(|state| state.flush(file.handle.as_ref()))?;
-        }
+        self.pool.flush(self.database_id, None)?;
         if !boot.fits() {
             return Err(SqlError::too_many_files(inner.boot.files.len() as u32));
         }
@@ -388,8 +394,7 @@ impl Database {
         if !boot.fits() {
             return Err(SqlError::too_many_files(inner.boot.files.len() as u32));
         }
-        let mut created =
-            CreatedFiles { instance: &self.instance, paths: Vec::new(), committed: false };
+        let mut created = CreatedFiles::new(&self.instance);
         let mut new_data = Vec::new();
         let mut new_logs = Vec::new();
         for file in &planned {
@@ -444,7 +449,7 @@ impl Database {
         }
         let path = if let Some(id) = data_id {
             let file = inner.data_files[&id].clone();
-            if !file.alloc.lock().is_empty_of_data() {
+            if !file.alloc.is_empty_of_data(&self.pool)? {
                 return Err(SqlError::file_not_empty(&file.logical_name));
             }
             let fg = &inner.filegroups[&file.fg_id];
@@ -465,6 +470,7 @@ impl Database {
             }
         }
         inner.log_files.remove(&file_id);
+        self.pool.unregister_file(self.database_id, file_id);
         // The file is no longer part of the database; deleting it is best effort, as in SQL Server.
         let _ = self.instance.io.remove(&path);
         Ok(())

@@ -13,38 +13,38 @@ impl Database {
         is_automatic: bool,
     ) -> SqlResult<()> {
         let started = Instant::now();
-        let mut state = file.alloc.lock();
-        let old_size_pages = state.size_pages();
+        let old_size_pages = file.size_pages();
         assert!(new_size_pages > old_size_pages, "callers grow, never shrink");
-        let handle = file.handle.as_ref();
-        let zeroed = match Self::extend_data_file(
+        let handle = file.io();
+        let extended = Self::extend_data_file(
             &self.instance,
             handle,
             &file.path,
             old_size_pages,
             new_size_pages,
-        ) {
+        );
+        let zeroed = match extended {
             Ok(zeroed) => zeroed,
             Err(err) => {
                 let _ = handle.set_len(u64::from(old_size_pages) * PAGE_SIZE_U64);
                 return Err(SqlError::expand_file_os_error(&err, &file.path_text()));
             }
         };
-        state.grow_to(new_size_pages);
-        let durable = state.flush(handle).and_then(|()| {
-            Self::write_file_header(file, self.database_id, self.binding_id, new_size_pages)
+        let durable = file.alloc.prepare_growth(&self.pool, new_size_pages).and_then(|added| {
+            self.pool.flush(self.database_id, Some(file.file_id))?;
+            Self::write_file_header(file, self.database_id, self.binding_id, new_size_pages)?;
+            Ok(added)
         });
-        if let Err(error) = durable {
-            state.shrink_back(old_size_pages);
-            let _ = handle.set_len(u64::from(old_size_pages) * PAGE_SIZE_U64);
-            // A failed write may have reached the disk in part: rewrite everything at the next flush.
-            state.mark_all_dirty();
-            file.free_extents.store(state.free_extents(), Ordering::Release);
-            return Err(error);
-        }
-        file.size_pages.store(new_size_pages, Ordering::Release);
-        file.free_extents.store(state.free_extents(), Ordering::Release);
-        drop(state);
+        let added = match durable {
+            Ok(added) => added,
+            Err(error) => {
+                // Pages of the old range whose write failed stay dirty and are written again.
+                file.alloc.abandon_growth(&self.pool);
+                let _ = handle.set_len(u64::from(old_size_pages) * PAGE_SIZE_U64);
+                return Err(error);
+            }
+        };
+        file.alloc.publish_growth(new_size_pages, added);
         self.growth_events.lock().push(GrowthEvent {
             file_id: file.file_id,
             logical_name: file.logical_name.clone(),

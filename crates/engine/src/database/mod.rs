@@ -13,13 +13,16 @@
 //!
 //! Deviations, until later issues land:
 //! - Log files are created and zeroed with their size; their content (VLFs) is the log issue's.
-//! - Allocation pages are cached per file and made durable by [`Database::checkpoint`] and
-//!   [`Database::close`]; there is no write-ahead log yet, so a crash loses allocations made
-//!   since the last checkpoint (never the consistency of the files: see the growth order below).
+//! - Allocation pages live in the buffer pool and reach disk when the lazy writer, a
+//!   [`Database::checkpoint`] or [`Database::close`] writes them; there is no write-ahead log
+//!   yet, so a crash loses allocations made since the last checkpoint, and a page written by the
+//!   lazy writer between checkpoints may disagree with another not yet written (the log
+//!   milestone's recovery closes both gaps). File headers and the boot page are written directly,
+//!   never through the pool.
 //!
 //! Order of a growth, so that a crash or an I/O error at any step leaves a consistent file:
 //! 1. extend the OS file (fallocate with IFI, else write zeros and fdatasync);
-//! 2. lay out the new range in memory, write and fdatasync the allocation pages;
+//! 2. lay out the new range in the buffer pool, write and fdatasync the file's dirty pages;
 //! 3. write and fdatasync the file header with the new size: this is the commit point.
 //!
 //! On an error the in-memory state is rolled back and the OS file truncated to its old size; map
@@ -36,11 +39,13 @@ pub use units::AllocUnitInfo;
 
 use crate::alloc;
 use crate::boot::{BootInfo, FileEntry, FilegroupEntry};
+use crate::buffer::{BufferFile, BufferPool, PageKey};
 use crate::error::{SqlError, SqlResult};
 use crate::file::{self, FileAlloc, FileHeader, FileType};
 use crate::filegroup::{self, ExtentSpace, FillControl, Growth, RecalcReport};
 use crate::instance::{Instance, current_process_info};
 use crate::io::IoFile;
+use crate::latch::LatchMode;
 use crate::traceflags;
 use crate::units::{PAGE_SIZE_U64, PageId, SizeSpec, extents_in_file};
 use crate::waits::wait_type;
@@ -48,7 +53,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 use units::AllocUnit;
 
@@ -65,10 +70,10 @@ pub struct DataFile {
     pub path: PathBuf,
     pub fg_id: u16,
     pub is_primary: bool,
-    handle: Box<dyn IoFile>,
-    alloc: Mutex<FileAlloc>,
-    free_extents: AtomicU32,
-    size_pages: AtomicU32,
+    /// The OS file, shared with the buffer pool, which reads and writes its pages.
+    handle: Arc<BufferFile>,
+    /// Counters derived from the file's allocation pages (the pages are in the buffer pool).
+    alloc: FileAlloc,
     settings: Mutex<FileSettings>,
     created_ms: i64,
 }
@@ -81,19 +86,15 @@ struct FileSettings {
 
 impl DataFile {
     pub fn size_pages(&self) -> u32 {
-        self.size_pages.load(Ordering::Acquire)
+        self.alloc.size_pages()
     }
 
     pub fn free_extents(&self) -> u32 {
-        self.free_extents.load(Ordering::Acquire)
+        self.alloc.free_extents()
     }
 
-    /// Runs `f` on the file's allocation state and republishes its counters.
-    fn with_alloc<R>(&self, f: impl FnOnce(&mut FileAlloc) -> R) -> R {
-        let mut state = self.alloc.lock();
-        let result = f(&mut state);
-        self.free_extents.store(state.free_extents(), Ordering::Release);
-        result
+    fn io(&self) -> &dyn IoFile {
+        self.handle.handle.as_ref()
     }
 
     fn path_text(&self) -> String {
@@ -171,6 +172,8 @@ pub struct Database {
     pub database_id: u16,
     binding_id: u64,
     instance: Arc<Instance>,
+    /// The instance's buffer pool (every page of the database is read and changed through it).
+    pool: Arc<BufferPool>,
     primary_dir: PathBuf,
     inner: RwLock<DbInner>,
     growth_lock: Mutex<()>,
@@ -366,12 +369,11 @@ impl Database {
         inner.log_files.get(&file_id).map(|log| log.path.clone())
     }
 
-    /// A copy of a cached allocation page (PFS, GAM, SGAM, DCM, BCM or IAM) as it is in memory.
-    pub fn allocation_page(&self, page: PageId) -> Option<Box<crate::page::PageBuf>> {
-        let inner = self.inner.read();
-        let file = inner.data_files.get(&page.file_id)?;
-        let state = file.alloc.lock();
-        Some(Box::new(*state.page(page.page_no)))
+    /// A copy of a page as the buffer pool has it (read from disk if not cached), taken under
+    /// an SH latch.
+    pub fn page_copy(&self, page: PageId) -> SqlResult<Box<crate::page::PageBuf>> {
+        let guard = self.pool.fetch(PageKey::new(self.database_id, page), LatchMode::Sh)?;
+        Ok(guard.read(|buf| Box::new(*buf)))
     }
 
     fn filegroup_by_name<'a>(&self, inner: &'a DbInner, name: &str) -> SqlResult<&'a Filegroup> {
@@ -428,9 +430,7 @@ impl Database {
     /// between the flush of the allocation pages and the write of the boot page.
     pub fn checkpoint(&self) -> SqlResult<()> {
         let mut inner = self.inner.write();
-        for file in inner.data_files.values() {
-            file.with_alloc(|state| state.flush(file.handle.as_ref()))?;
-        }
+        self.pool.flush(self.database_id, None)?;
         // The boot page last: it must never point at an IAM page that is not on disk yet.
         let mut boot = inner.boot.clone();
         Self::fill_first_iams(&inner, &mut boot);
@@ -444,14 +444,21 @@ impl Database {
     /// Checkpoints and closes the database.
     pub fn close(self) -> SqlResult<()> {
         self.checkpoint()?;
-        self.closed.store(true, Ordering::Release);
-        self.instance.unregister_database(&self.name);
+        self.release_from_instance();
         Ok(())
     }
 
     /// Drops the in-memory state without writing anything, as a crash would (tests).
     pub fn crash(self) {
+        self.release_from_instance();
+    }
+
+    /// Forgets the database's cached pages and files, and frees its name.
+    fn release_from_instance(&self) {
         self.closed.store(true, Ordering::Release);
+        for file_id in self.inner.read().data_files.keys() {
+            self.pool.unregister_file(self.database_id, *file_id);
+        }
         self.instance.unregister_database(&self.name);
     }
 }
@@ -462,7 +469,7 @@ impl Drop for Database {
             if let Err(err) = self.checkpoint() {
                 self.instance.errorlog.write_error(&current_process_info(), &err);
             }
-            self.instance.unregister_database(&self.name);
+            self.release_from_instance();
         }
     }
 }
@@ -500,7 +507,7 @@ impl ExtentSpace for FgSpace<'_> {
     }
 
     fn take_extent(&mut self, slot: usize) -> SqlResult<Option<u32>> {
-        Ok(self.files[slot].with_alloc(FileAlloc::take_extent))
+        self.files[slot].alloc.take_extent(&self.db.pool)
     }
 
     fn grow(&mut self, cursor: usize) -> SqlResult<bool> {

@@ -49,6 +49,12 @@ impl Database {
         let mut data_files = BTreeMap::new();
         let mut log_files = BTreeMap::new();
         let mut primary_handle = Some(primary_handle);
+        let mut registered = Registered {
+            instance,
+            database_id: boot.database_id,
+            file_ids: Vec::new(),
+            keep: false,
+        };
         for entry in &boot.files {
             let path = primary_dir.join(&entry.path);
             let path_text = path.display().to_string();
@@ -84,8 +90,11 @@ impl Database {
                 );
                 continue;
             }
-            let state = FileAlloc::open(handle.as_ref(), &header, boot.database_id, path_text)
-                .map_err(&fail)?;
+            let handle = Arc::new(BufferFile { handle, path: path_text });
+            instance.buffer_pool.register_file(boot.database_id, entry.file_id, handle.clone());
+            registered.file_ids.push(entry.file_id);
+            let state =
+                FileAlloc::open(&instance.buffer_pool, &header, boot.database_id).map_err(&fail)?;
             data_files.insert(
                 entry.file_id,
                 Arc::new(DataFile {
@@ -94,17 +103,34 @@ impl Database {
                     path,
                     fg_id: header.data_space_id,
                     is_primary: header.is_primary,
-                    free_extents: AtomicU32::new(state.free_extents()),
-                    size_pages: AtomicU32::new(header.size_pages),
                     settings: Mutex::new(settings),
                     created_ms: header.created_ms,
-                    alloc: Mutex::new(state),
+                    alloc: state,
                     handle,
                 }),
             );
         }
-        let units = units::load_units(&boot, &data_files).map_err(&fail)?;
+        let units = units::load_units(&instance.buffer_pool, &boot, &data_files).map_err(&fail)?;
+        registered.keep = true;
         Ok(Self::assemble(instance, boot, primary_dir, data_files, log_files, units))
+    }
+}
+
+/// Files registered with the buffer pool by an open in progress; unregistered if it fails.
+struct Registered<'a> {
+    instance: &'a Instance,
+    database_id: u16,
+    file_ids: Vec<u16>,
+    keep: bool,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            for file_id in &self.file_ids {
+                self.instance.buffer_pool.unregister_file(self.database_id, *file_id);
+            }
+        }
     }
 }
 

@@ -70,6 +70,7 @@ fn chain_error(page: PageId, database: &str, database_id: u16) -> SqlError {
 
 /// Rebuilds every allocation unit from its IAM chain.
 pub(super) fn load_units(
+    pool: &BufferPool,
     boot: &BootInfo,
     files: &BTreeMap<u16, Arc<DataFile>>,
 ) -> SqlResult<BTreeMap<u64, Mutex<AllocUnit>>> {
@@ -91,10 +92,13 @@ pub(super) fn load_units(
             if unit.iams.len() >= MAX_IAM_CHAIN {
                 return Err(bad());
             }
-            let file = files.get(&next.file_id).ok_or_else(bad)?;
-            let mut state = file.alloc.lock();
-            state.load_page(file.handle.as_ref(), next.page_no)?;
-            let buf = state.page(next.page_no);
+            if !files.contains_key(&next.file_id) {
+                return Err(bad());
+            }
+            let guard = pool.fetch(PageKey::new(boot.database_id, next), LatchMode::Sh)?;
+            let page = guard.read(|buf| Box::new(*buf));
+            drop(guard);
+            let buf = &page;
             let header = PageHeader::read(&buf[..]);
             let iam = alloc::iam_header(buf);
             if header.page_type != PageType::Iam as u8
@@ -216,11 +220,12 @@ impl Database {
             Ok(iam) => iam,
             Err(error) => {
                 inner.data_files[&first.file_id]
-                    .with_alloc(|s| s.release_extent(extent_of_page(first.page_no)));
+                    .alloc
+                    .release_extent(&self.pool, extent_of_page(first.page_no))?;
                 return Err(error);
             }
         };
-        self.set_iam_bit(inner, &unit.iams[iam], extent_of_page(first.page_no), true);
+        self.set_iam_bit(&unit.iams[iam], extent_of_page(first.page_no), true)?;
         unit.extents.insert(first);
         Ok(first)
     }
@@ -246,11 +251,11 @@ impl Database {
             && let Err(error) =
                 self.ensure_iam(inner, unit, page.file_id, page.page_no / GAM_INTERVAL_PAGES)
         {
-            self.free_single_page(inner, page);
+            self.free_single_page(inner, page)?;
             return Err(error);
         }
         unit.single_pages.push(page);
-        self.write_single_page_slots(inner, unit);
+        self.write_single_page_slots(unit)?;
         Ok(page)
     }
 
@@ -262,18 +267,18 @@ impl Database {
         }
         for extent in candidates {
             let file = &inner.data_files[&extent.file_id];
-            let taken = file.with_alloc(|s| {
-                let page = s.free_page_in_extent(extent_of_page(extent.page_no))?;
-                s.mark_page_allocated(page, 0);
-                Some(page)
-            });
-            if let Some(page_no) = taken {
+            if let Some(page_no) =
+                file.alloc.take_page_in_extent(&self.pool, extent_of_page(extent.page_no), 0)?
+            {
                 unit.hint = Some(extent);
                 return Ok(PageId::new(extent.file_id, page_no));
             }
         }
         let extent = self.unit_extent(inner, unit)?;
-        inner.data_files[&extent.file_id].with_alloc(|s| s.mark_page_allocated(extent.page_no, 0));
+        let file = &inner.data_files[&extent.file_id];
+        let page_no =
+            file.alloc.take_page_in_extent(&self.pool, extent_of_page(extent.page_no), 0)?;
+        assert_eq!(page_no, Some(extent.page_no), "a new extent's first page is free");
         unit.hint = Some(extent);
         Ok(extent)
     }
@@ -287,30 +292,27 @@ impl Database {
         object: &str,
     ) -> SqlResult<PageId> {
         for file in &inner.filegroups[&fg_id].members {
-            let taken = file.with_alloc(|s| {
-                let page = s.find_mixed_free_page()?;
-                s.mark_page_allocated(page, extra_bits);
-                Some(page)
-            });
-            if let Some(page_no) = taken {
+            if let Some(page_no) = file.alloc.take_mixed_page(&self.pool, extra_bits)? {
                 return Ok(PageId::new(file.file_id, page_no));
             }
         }
         let first = self.allocate_extent_in(inner, fg_id, object)?;
-        inner.data_files[&first.file_id].with_alloc(|s| {
-            s.make_mixed(extent_of_page(first.page_no));
-            s.mark_page_allocated(first.page_no, extra_bits);
-        });
+        let file = &inner.data_files[&first.file_id];
+        file.alloc.make_mixed_and_take_first(
+            &self.pool,
+            extent_of_page(first.page_no),
+            extra_bits,
+        )?;
         Ok(first)
     }
 
     /// Frees a single page of a mixed extent, giving the extent back if it is now unused.
-    fn free_single_page(&self, inner: &DbInner, page: PageId) {
-        inner.data_files[&page.file_id].with_alloc(|s| {
-            if s.mark_page_free(page.page_no) {
-                s.release_extent(extent_of_page(page.page_no));
-            }
-        });
+    fn free_single_page(&self, inner: &DbInner, page: PageId) -> SqlResult<()> {
+        let file = &inner.data_files[&page.file_id];
+        if file.alloc.mark_page_free(&self.pool, page.page_no)? {
+            file.alloc.release_extent(&self.pool, extent_of_page(page.page_no))?;
+        }
+        Ok(())
     }
 
     /// The IAM page of the unit for (file, GAM interval), created and linked if missing.
@@ -327,58 +329,61 @@ impl Database {
             return Ok(index);
         }
         let page = self.allocate_mixed_page(inner, unit.fg_id, pfs::IAM, &unit.name)?;
-        let mut buf = crate::page::new_page_buf();
-        alloc::format_map_page(&mut buf, page, PageType::Iam);
-        let mut header = PageHeader::read(&buf[..]);
-        header.set_allocation_unit_id(unit.au_id);
-        header.prev_page = unit.iams.last().map_or(PageId::NULL, |iam| iam.page);
-        header.write(&mut buf[..]);
         let iam_header = IamHeader {
             sequence: unit.iams.len() as u32,
             start_page: PageId::new(file_id, interval * GAM_INTERVAL_PAGES),
             single_page_slots: [PageId::NULL; SINGLE_PAGE_SLOTS],
         };
-        alloc::set_iam_header(&mut buf, &iam_header);
-        inner.data_files[&page.file_id].with_alloc(|s| s.insert_page(page.page_no, buf));
-        if let Some(previous) = unit.iams.last() {
-            self.edit_page(inner, previous.page, |buf| {
+        let previous = unit.iams.last().map_or(PageId::NULL, |iam| iam.page);
+        let guard = self.pool.new_page(PageKey::new(self.database_id, page))?;
+        guard.write(|buf| {
+            alloc::format_map_page(buf, page, PageType::Iam);
+            let mut header = PageHeader::read(&buf[..]);
+            header.set_allocation_unit_id(unit.au_id);
+            header.prev_page = previous;
+            header.write(&mut buf[..]);
+            alloc::set_iam_header(buf, &iam_header);
+        });
+        drop(guard);
+        if !previous.is_null() {
+            self.edit_page(previous, |buf| {
                 let mut prev_header = PageHeader::read(&buf[..]);
                 prev_header.next_page = page;
                 prev_header.write(&mut buf[..]);
-            });
+            })?;
         }
         unit.iams.push(IamRef { page, file_id, interval });
         Ok(unit.iams.len() - 1)
     }
 
+    /// Changes a page under an UP latch (IAM pages are latched alone: latch order 2).
     fn edit_page(
         &self,
-        inner: &DbInner,
         page: PageId,
         edit: impl FnOnce(&mut crate::page::PageBuf),
-    ) {
-        inner.data_files[&page.file_id].with_alloc(|s| edit(s.page_mut(page.page_no)));
+    ) -> SqlResult<()> {
+        let guard = self.pool.fetch(PageKey::new(self.database_id, page), LatchMode::Up)?;
+        guard.write(edit);
+        Ok(())
     }
 
-    fn set_iam_bit(&self, inner: &DbInner, iam: &IamRef, extent: u32, value: bool) {
+    fn set_iam_bit(&self, iam: &IamRef, extent: u32, value: bool) -> SqlResult<()> {
         assert_eq!(
             extent / GAM_INTERVAL_EXTENTS,
             iam.interval,
             "the IAM page covers the extent's interval"
         );
-        self.edit_page(inner, iam.page, |buf| {
-            alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value)
-        });
+        self.edit_page(iam.page, |buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value))
     }
 
-    fn write_single_page_slots(&self, inner: &DbInner, unit: &AllocUnit) {
-        let Some(first) = unit.iams.first() else { return };
-        self.edit_page(inner, first.page, |buf| {
+    fn write_single_page_slots(&self, unit: &AllocUnit) -> SqlResult<()> {
+        let Some(first) = unit.iams.first() else { return Ok(()) };
+        self.edit_page(first.page, |buf| {
             let mut header = alloc::iam_header(buf);
             header.single_page_slots = [PageId::NULL; SINGLE_PAGE_SLOTS];
             header.single_page_slots[..unit.single_pages.len()].copy_from_slice(&unit.single_pages);
             alloc::set_iam_header(buf, &header);
-        });
+        })
     }
 
     /// Frees one page of the unit. The extent goes back to the filegroup when its last used
@@ -387,9 +392,8 @@ impl Database {
         self.with_unit(au_id, |inner, unit| {
             if let Some(index) = unit.single_pages.iter().position(|p| *p == page) {
                 unit.single_pages.remove(index);
-                self.write_single_page_slots(inner, unit);
-                self.free_single_page(inner, page);
-                return Ok(());
+                self.write_single_page_slots(unit)?;
+                return self.free_single_page(inner, page);
             }
             let extent =
                 PageId::new(page.file_id, first_page_of_extent(extent_of_page(page.page_no)));
@@ -398,10 +402,10 @@ impl Database {
                 "page {page} does not belong to allocation unit {au_id}"
             );
             let now_unused =
-                inner.data_files[&page.file_id].with_alloc(|s| s.mark_page_free(page.page_no));
+                inner.data_files[&page.file_id].alloc.mark_page_free(&self.pool, page.page_no)?;
             unit.freed_since_scan = true;
             if now_unused {
-                self.unit_release_extent(inner, unit, extent);
+                self.unit_release_extent(inner, unit, extent)?;
             }
             Ok(())
         })
@@ -414,12 +418,16 @@ impl Database {
                 unit.extents.contains(&extent_first_page),
                 "extent {extent_first_page} does not belong to unit {au_id}"
             );
-            self.unit_release_extent(inner, unit, extent_first_page);
-            Ok(())
+            self.unit_release_extent(inner, unit, extent_first_page)
         })
     }
 
-    fn unit_release_extent(&self, inner: &DbInner, unit: &mut AllocUnit, extent: PageId) {
+    fn unit_release_extent(
+        &self,
+        inner: &DbInner,
+        unit: &mut AllocUnit,
+        extent: PageId,
+    ) -> SqlResult<()> {
         let extent_no = extent_of_page(extent.page_no);
         let iam = unit
             .iams
@@ -429,26 +437,26 @@ impl Database {
             })
             .expect("an owned extent has an IAM page")
             .clone();
-        self.set_iam_bit(inner, &iam, extent_no, false);
-        inner.data_files[&extent.file_id].with_alloc(|s| s.release_extent(extent_no));
+        self.set_iam_bit(&iam, extent_no, false)?;
+        inner.data_files[&extent.file_id].alloc.release_extent(&self.pool, extent_no)?;
         unit.extents.remove(&extent);
         if unit.hint == Some(extent) {
             unit.hint = None;
         }
+        Ok(())
     }
 
     /// Drops an allocation unit: every page, extent and IAM page goes back to the filegroup.
     pub fn drop_allocation_unit(&self, au_id: u64) -> SqlResult<()> {
         self.with_unit(au_id, |inner, unit| {
             for page in std::mem::take(&mut unit.single_pages) {
-                self.free_single_page(inner, page);
+                self.free_single_page(inner, page)?;
             }
             for extent in unit.extents.clone() {
-                self.unit_release_extent(inner, unit, extent);
+                self.unit_release_extent(inner, unit, extent)?;
             }
             for iam in std::mem::take(&mut unit.iams) {
-                inner.data_files[&iam.page.file_id].with_alloc(|s| s.forget_page(iam.page.page_no));
-                self.free_single_page(inner, iam.page);
+                self.free_single_page(inner, iam.page)?;
             }
             Ok(())
         })?;
@@ -469,7 +477,8 @@ impl Database {
     }
 
     /// Checks every allocation invariant across all maps and units, as DBCC CHECKALLOC will;
-    /// returns one line per problem (empty when consistent).
+    /// returns one line per problem (empty when consistent). Run it on a quiet database: pages
+    /// are latched one at a time, so concurrent allocations can show as transient problems.
     pub fn check_allocation(&self) -> Vec<String> {
         let inner = self.inner.read();
         let mut owners: BTreeMap<PageId, u32> = BTreeMap::new();
@@ -483,35 +492,37 @@ impl Database {
             single_pages.extend(unit.single_pages.iter().copied());
             iam_pages.extend(unit.iams.iter().map(|iam| iam.page));
         }
+        let claims = Claims { owners, single_pages, iam_pages };
         let mut problems = Vec::new();
         for file in inner.data_files.values() {
-            let state = file.alloc.lock();
-            check_file(&state, file.file_id, &owners, &single_pages, &iam_pages, &mut problems);
-            if state.free_extents() != file.free_extents() {
-                problems.push(format!(
-                    "file {}: published free extents differ from the map",
-                    file.file_id
-                ));
+            if let Err(error) = check_file(&self.pool, &file.alloc, &claims, &mut problems) {
+                problems.push(format!("file {}: {}", file.file_id, error.message));
             }
         }
         problems
     }
 }
 
+/// What the allocation units claim: extents, single pages and IAM pages.
+struct Claims {
+    owners: BTreeMap<PageId, u32>,
+    single_pages: BTreeSet<PageId>,
+    iam_pages: BTreeSet<PageId>,
+}
+
 fn check_file(
+    pool: &BufferPool,
     state: &FileAlloc,
-    file_id: u16,
-    owners: &BTreeMap<PageId, u32>,
-    single_pages: &BTreeSet<PageId>,
-    iam_pages: &BTreeSet<PageId>,
+    claims: &Claims,
     problems: &mut Vec<String>,
-) {
+) -> SqlResult<()> {
     use crate::alloc::MapKind;
-    if state.count_free_extents() != state.free_extents() {
+    let file_id = state.file_id;
+    let counted = state.count_free_extents(pool)?;
+    if counted != state.free_extents() {
         problems.push(format!(
-            "file {file_id}: free extent count {} but GAM has {}",
-            state.free_extents(),
-            state.count_free_extents()
+            "file {file_id}: free extent count {} but GAM has {counted}",
+            state.free_extents()
         ));
     }
     let fixed: BTreeSet<u32> =
@@ -519,34 +530,38 @@ fn check_file(
     for extent in 0..extents_in_file(state.size_pages()) {
         let first = first_page_of_extent(extent);
         let id = PageId::new(file_id, first);
-        let gam_free = state.map_bit(MapKind::Gam, extent);
-        let sgam = state.map_bit(MapKind::Sgam, extent);
-        let mixed = state.pfs(first) & pfs::MIXED != 0;
-        let owned = owners.get(&id).copied().unwrap_or(0);
-        let used_pages = (first..first + 8).filter(|p| state.pfs(*p) & pfs::ALLOCATED != 0).count();
-        let claims = owned + u32::from(mixed);
-        if gam_free && (claims > 0 || used_pages > 0 || sgam) {
+        let gam_free = state.map_bit(pool, MapKind::Gam, extent)?;
+        let sgam = state.map_bit(pool, MapKind::Sgam, extent)?;
+        let bytes: Vec<u8> =
+            (first..first + 8).map(|p| state.pfs(pool, p)).collect::<SqlResult<_>>()?;
+        let mixed = bytes[0] & pfs::MIXED != 0;
+        let has_free_page = bytes.iter().any(|b| b & pfs::ALLOCATED == 0);
+        let used_pages = bytes.iter().filter(|b| *b & pfs::ALLOCATED != 0).count();
+        let owned = claims.owners.get(&id).copied().unwrap_or(0);
+        let owners = owned + u32::from(mixed);
+        if gam_free && (owners > 0 || used_pages > 0 || sgam) {
             problems.push(format!(
                 "extent {id}: GAM says free but it is owned, mixed or has allocated pages"
             ));
         }
-        if !gam_free && claims != 1 {
-            problems.push(format!("extent {id}: allocated in GAM but has {claims} owners"));
+        if !gam_free && owners != 1 {
+            problems.push(format!("extent {id}: allocated in GAM but has {owners} owners"));
         }
-        if sgam && (!mixed || state.free_page_in_extent(extent).is_none()) {
+        if sgam && (!mixed || !has_free_page) {
             problems.push(format!(
                 "extent {id}: SGAM set but it is not a mixed extent with a free page"
             ));
         }
-        if mixed && !sgam && state.free_page_in_extent(extent).is_some() {
+        if mixed && !sgam && has_free_page {
             problems.push(format!("extent {id}: mixed extent with a free page but SGAM clear"));
         }
-        for page in first..first + 8 {
-            let allocated = state.pfs(page) & pfs::ALLOCATED != 0;
+        for (offset, byte) in bytes.iter().enumerate() {
+            let page = first + offset as u32;
+            let allocated = byte & pfs::ALLOCATED != 0;
             let page_id = PageId::new(file_id, page);
             let accounted = fixed.contains(&page)
-                || single_pages.contains(&page_id)
-                || iam_pages.contains(&page_id);
+                || claims.single_pages.contains(&page_id)
+                || claims.iam_pages.contains(&page_id);
             if mixed && allocated != accounted {
                 problems.push(format!(
                     "page {page_id}: PFS allocated={allocated} but {} by any owner",
@@ -555,4 +570,5 @@ fn check_file(
             }
         }
     }
+    Ok(())
 }

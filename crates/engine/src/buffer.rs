@@ -1,0 +1,651 @@
+//! The buffer pool: a fixed set of 8 KB frames (sized by max server memory), a page table, clock
+//! replacement, dirty tracking, a lazy writer, and page latches whose waits are recorded as
+//! PAGELATCH_* and PAGEIOLATCH_* (reference §6, §7).
+//!
+//! Every page the engine reads or changes after it is created goes through here, allocation
+//! pages included: PFS, GAM, SGAM and IAM changes take UP latches, so two sessions that allocate
+//! in the same file really wait for each other on the same PFS or GAM page.
+//!
+//! Page bytes are reachable only through a [`PageGuard`], which holds a latch and a pin and
+//! releases both on drop. `read` gives the bytes to a closure; `write` (UP and EX guards only)
+//! gives them mutably and marks the page dirty. A short reader-writer lock inside the frame
+//! makes each closure memory-safe; the latch is what orders sessions, and what is waited on.
+//!
+//! Waits recorded, each measured around the real blocking:
+//! - a session whose latch request is blocked by another holder: PAGELATCH_<mode>, or
+//!   PAGEIOLATCH_<mode> if the page's read was in flight when it started to wait;
+//! - the session that reads a page from disk: PAGEIOLATCH_<mode> for the read itself (as in
+//!   SQL Server, where the reader waits on the I/O latch of its own read).
+//! Each wait also counts in latch class BUFFER and registers in the waiting-tasks list with
+//! resource_description `db:file:page` while it lasts.
+//!
+//! Deviation: reads and writes are synchronous pread/pwrite on the calling thread, not
+//! asynchronous I/O completed by another thread; the waits are the same time.
+//!
+//! Latch order (to avoid latch deadlocks), owned here and followed by callers:
+//! 1. Allocation pages: at most PFS, then SGAM, then GAM of the same file, nested in that order.
+//! 2. IAM pages are latched alone. Data pages (later issues) come before allocation pages.
+//!
+//! Invariants:
+//! 1. A frame with a pin count above 0 is never evicted or reused.
+//! 2. A page is modified only under an UP or EX latch, and a write-back holds UP, so the bytes
+//!    written are never being changed.
+//! 3. Every page read from disk is verified (checksum, page id) before any guard sees it.
+
+use crate::error::{SqlError, SqlResult};
+use crate::file;
+use crate::io::IoFile;
+use crate::latch::{Latch, LatchMode};
+use crate::page::PageBuf;
+use crate::units::{PAGE_SIZE_U64, PageId};
+use crate::waits::{LatchStats, WaitStats, WaitingTasks};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// A page of a database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PageKey {
+    pub database_id: u16,
+    pub page: PageId,
+}
+
+impl PageKey {
+    pub fn new(database_id: u16, page: PageId) -> PageKey {
+        PageKey { database_id, page }
+    }
+
+    /// `db:file:page`, as sys.dm_os_waiting_tasks describes a page latch.
+    pub fn resource_description(&self) -> String {
+        format!("{}:{}:{}", self.database_id, self.page.file_id, self.page.page_no)
+    }
+}
+
+/// A file the pool reads pages from and writes them to.
+pub struct BufferFile {
+    pub handle: Box<dyn IoFile>,
+    pub path: String,
+}
+
+#[derive(Default)]
+struct FrameMeta {
+    key: Option<PageKey>,
+    pin_count: u32,
+    dirty: bool,
+    referenced: bool,
+    /// The frame's read failed while others held pins: it returns to the free list when the
+    /// last pin goes.
+    orphaned: bool,
+}
+
+#[derive(Default)]
+struct Frame {
+    latch: Latch,
+    io_in_progress: AtomicBool,
+    data: RwLock<Option<Box<PageBuf>>>,
+    meta: Mutex<FrameMeta>,
+}
+
+/// Latch waits on one page (the "hottest pages" of `bench insert`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageWaitRow {
+    pub key: PageKey,
+    pub wait_type: &'static str,
+    pub waiting_tasks_count: u64,
+    pub wait_time_us: u64,
+}
+
+/// I/O counters of the pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferCounters {
+    pub page_reads: u64,
+    pub page_writes: u64,
+    pub evictions: u64,
+    pub lazy_writer_writes: u64,
+}
+
+/// The shared statistics a pool records into.
+#[derive(Clone, Default)]
+pub struct PoolStats {
+    pub waits: Arc<WaitStats>,
+    pub latches: Arc<LatchStats>,
+    pub waiting: Arc<WaitingTasks>,
+}
+
+pub struct BufferPool {
+    frames: Box<[Frame]>,
+    table: Mutex<HashMap<PageKey, usize>>,
+    free: Mutex<Vec<usize>>,
+    clock_hand: Mutex<usize>,
+    files: RwLock<HashMap<(u16, u16), Arc<BufferFile>>>,
+    stats: PoolStats,
+    page_waits: Mutex<HashMap<(PageKey, &'static str), (u64, u64)>>,
+    page_reads: AtomicU64,
+    page_writes: AtomicU64,
+    evictions: AtomicU64,
+    lazy_writer_writes: AtomicU64,
+    lazy_writer: (Mutex<bool>, Condvar),
+}
+
+/// Frames below which the lazy writer starts working: 1/16 of the pool, at least 2.
+fn low_water(frames: usize) -> usize {
+    (frames / 16).max(2)
+}
+
+/// Smallest pool: enough for the pages one operation holds at once.
+pub const MIN_FRAMES: usize = 16;
+/// How many times a fetch may find every frame pinned or dirty before it reports error 802.
+const MAX_EVICTION_ROUNDS: u32 = 64;
+
+impl BufferPool {
+    /// A pool of `frames` frames (max server memory / 8 KB) with its lazy writer thread.
+    pub fn new(frames: usize, stats: PoolStats) -> Arc<BufferPool> {
+        let frames = frames.max(MIN_FRAMES);
+        let pool = Arc::new(BufferPool {
+            frames: (0..frames).map(|_| Frame::default()).collect(),
+            table: Mutex::new(HashMap::with_capacity(frames)),
+            free: Mutex::new((0..frames).rev().collect()),
+            clock_hand: Mutex::new(0),
+            files: RwLock::new(HashMap::new()),
+            stats,
+            page_waits: Mutex::new(HashMap::new()),
+            page_reads: AtomicU64::new(0),
+            page_writes: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            lazy_writer_writes: AtomicU64::new(0),
+            lazy_writer: (Mutex::new(false), Condvar::new()),
+        });
+        let weak = Arc::downgrade(&pool);
+        std::thread::Builder::new()
+            .name("extentdb-lazywriter".into())
+            .spawn(move || lazy_writer_loop(&weak))
+            .expect("the lazy writer thread starts");
+        pool
+    }
+
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn free_frames(&self) -> usize {
+        self.free.lock().len()
+    }
+
+    pub fn counters(&self) -> BufferCounters {
+        BufferCounters {
+            page_reads: self.page_reads.load(Ordering::Relaxed),
+            page_writes: self.page_writes.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            lazy_writer_writes: self.lazy_writer_writes.load(Ordering::Relaxed),
+        }
+    }
+
+    pub fn register_file(&self, database_id: u16, file_id: u16, file: Arc<BufferFile>) {
+        self.files.write().insert((database_id, file_id), file);
+    }
+
+    /// Forgets a file and every cached page of it (its dirty pages are dropped, not written).
+    pub fn unregister_file(&self, database_id: u16, file_id: u16) {
+        self.discard(database_id, Some(file_id), 0);
+        self.files.write().remove(&(database_id, file_id));
+    }
+
+    fn file(&self, key: PageKey) -> SqlResult<Arc<BufferFile>> {
+        self.files
+            .read()
+            .get(&(key.database_id, key.page.file_id))
+            .cloned()
+            .ok_or_else(|| SqlError::new(5180, 22, 1, format!(
+                "Could not open File Control Bank (FCB) for invalid file ID {} in database '{}'. Verify the file location. Execute DBCC CHECKDB.",
+                key.page.file_id, key.database_id
+            )))
+    }
+
+    /// Latches a page in `mode`, reading it from disk if it is not cached.
+    pub fn fetch(&self, key: PageKey, mode: LatchMode) -> SqlResult<PageGuard<'_>> {
+        for _ in 0..MAX_EVICTION_ROUNDS {
+            if let Some(guard) = self.fetch_cached(key, mode) {
+                return Ok(guard);
+            }
+            if let Some(index) = self.claim_frame(key)? {
+                return self.load(index, key, mode);
+            }
+        }
+        Err(insufficient_memory())
+    }
+
+    /// Latches a page that is being created: no read, the bytes start zeroed, the page is dirty.
+    pub fn new_page(&self, key: PageKey) -> SqlResult<PageGuard<'_>> {
+        for _ in 0..MAX_EVICTION_ROUNDS {
+            if let Some(guard) = self.fetch_cached(key, LatchMode::Ex) {
+                guard.write(|buf| buf.fill(0));
+                return Ok(guard);
+            }
+            if let Some(index) = self.claim_frame(key)? {
+                let frame = &self.frames[index];
+                frame.data.write().get_or_insert_with(crate::page::new_page_buf).fill(0);
+                frame.meta.lock().dirty = true;
+                frame.io_in_progress.store(false, Ordering::Release);
+                return Ok(PageGuard {
+                    pool: self,
+                    index,
+                    mode: LatchMode::Ex,
+                    key,
+                    spid: crate::instance::current_spid(),
+                });
+            }
+        }
+        Err(insufficient_memory())
+    }
+
+    /// The cached frame of `key`, pinned and latched; None if not cached.
+    fn fetch_cached(&self, key: PageKey, mode: LatchMode) -> Option<PageGuard<'_>> {
+        let table = self.table.lock();
+        let index = *table.get(&key)?;
+        let frame = &self.frames[index];
+        {
+            let mut meta = frame.meta.lock();
+            meta.pin_count += 1;
+            meta.referenced = true;
+        }
+        drop(table);
+        let spid = crate::instance::current_spid();
+        self.latch_frame(index, key, mode, spid);
+        if frame.meta.lock().key != Some(key) {
+            // The page's read failed while we waited; its frame was given back. Start again.
+            frame.latch.release(mode, spid);
+            self.unpin(index);
+            return None;
+        }
+        Some(PageGuard { pool: self, index, mode, key, spid })
+    }
+
+    /// Acquires a frame's latch, recording the wait if there was one.
+    fn latch_frame(&self, index: usize, key: PageKey, mode: LatchMode, spid: u16) {
+        let frame = &self.frames[index];
+        let mut wait_type = mode.pagelatch_wait();
+        let mut registration = None;
+        let waited = frame.latch.acquire(mode, spid, |blocking| {
+            if frame.io_in_progress.load(Ordering::Acquire) {
+                wait_type = mode.pageiolatch_wait();
+            }
+            registration = Some(self.stats.waiting.begin(
+                spid,
+                wait_type,
+                blocking,
+                key.resource_description(),
+            ));
+        });
+        drop(registration);
+        if let Some(wait) = waited {
+            self.record_wait(key, wait_type, wait.waited, wait.signal);
+        }
+    }
+
+    fn record_wait(
+        &self,
+        key: PageKey,
+        wait_type: &'static str,
+        waited: Duration,
+        signal: Duration,
+    ) {
+        self.stats.waits.record(wait_type, waited, signal);
+        self.stats.latches.record("BUFFER", waited);
+        let mut page_waits = self.page_waits.lock();
+        let cell = page_waits.entry((key, wait_type)).or_default();
+        cell.0 += 1;
+        cell.1 += u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+    }
+
+    /// Claims a frame for `key`: maps it, pins it, latches it EX and marks its I/O in progress.
+    /// None if another session mapped the page meanwhile (the caller retries the cached path).
+    fn claim_frame(&self, key: PageKey) -> SqlResult<Option<usize>> {
+        let index = self.free_frame()?;
+        let mut table = self.table.lock();
+        if table.contains_key(&key) {
+            self.free.lock().push(index);
+            return Ok(None);
+        }
+        let frame = &self.frames[index];
+        *frame.meta.lock() = FrameMeta {
+            key: Some(key),
+            pin_count: 1,
+            dirty: false,
+            referenced: true,
+            orphaned: false,
+        };
+        frame.io_in_progress.store(true, Ordering::Release);
+        let spid = crate::instance::current_spid();
+        assert!(frame.latch.try_acquire(LatchMode::Ex, spid), "a free frame has no latch holder");
+        table.insert(key, index);
+        Ok(Some(index))
+    }
+
+    /// Reads a claimed frame's page from disk and hands it over latched in `mode`.
+    fn load(&self, index: usize, key: PageKey, mode: LatchMode) -> SqlResult<PageGuard<'_>> {
+        let frame = &self.frames[index];
+        let spid = crate::instance::current_spid();
+        let io_wait = mode.pageiolatch_wait();
+        let started = Instant::now();
+        let registration =
+            self.stats.waiting.begin(spid, io_wait, None, key.resource_description());
+        let result = self.read_from_disk(key);
+        drop(registration);
+        self.record_wait(key, io_wait, started.elapsed(), Duration::ZERO);
+        match result {
+            Ok(buf) => {
+                *frame.data.write() = Some(buf);
+                self.page_reads.fetch_add(1, Ordering::Relaxed);
+                frame.io_in_progress.store(false, Ordering::Release);
+                if mode != LatchMode::Ex {
+                    frame.latch.downgrade(mode, spid);
+                }
+                Ok(PageGuard { pool: self, index, mode, key, spid })
+            }
+            Err(error) => {
+                {
+                    let mut table = self.table.lock();
+                    table.remove(&key);
+                    let mut meta = frame.meta.lock();
+                    meta.key = None;
+                    meta.orphaned = true;
+                }
+                frame.io_in_progress.store(false, Ordering::Release);
+                frame.latch.release(LatchMode::Ex, spid);
+                self.unpin(index);
+                Err(error)
+            }
+        }
+    }
+
+    fn read_from_disk(&self, key: PageKey) -> SqlResult<Box<PageBuf>> {
+        let file = self.file(key)?;
+        file::read_page(file.handle.as_ref(), key.page, key.database_id, &file.path)
+    }
+
+    fn unpin(&self, index: usize) {
+        let mut meta = self.frames[index].meta.lock();
+        assert!(meta.pin_count > 0, "unpinning a frame that is not pinned");
+        meta.pin_count -= 1;
+        if meta.pin_count == 0 && meta.orphaned {
+            *meta = FrameMeta::default();
+            drop(meta);
+            self.free.lock().push(index);
+        }
+    }
+
+    /// A frame with no page: from the free list, else by evicting a clean, unpinned, unreferenced
+    /// page (clock), else after writing dirty pages back.
+    fn free_frame(&self) -> SqlResult<usize> {
+        for _ in 0..MAX_EVICTION_ROUNDS {
+            let popped = self.free.lock().pop();
+            if let Some(index) = popped {
+                self.wake_lazy_writer_if_low();
+                return Ok(index);
+            }
+            if let Some(index) = self.evict_clean() {
+                return Ok(index);
+            }
+            self.write_back_some(self.frames.len() / 8 + 1, false)?;
+        }
+        Err(insufficient_memory())
+    }
+
+    fn wake_lazy_writer_if_low(&self) {
+        let free = self.free_frames();
+        if free < low_water(self.frames.len()) {
+            *self.lazy_writer.0.lock() = true;
+            self.lazy_writer.1.notify_one();
+        }
+    }
+
+    /// Clock sweep over two turns: evicts the first clean, unpinned page whose reference bit is
+    /// clear (clearing reference bits on the way).
+    fn evict_clean(&self) -> Option<usize> {
+        let mut table = self.table.lock();
+        let mut hand = self.clock_hand.lock();
+        for _ in 0..2 * self.frames.len() {
+            let index = *hand;
+            *hand = (*hand + 1) % self.frames.len();
+            let mut meta = self.frames[index].meta.lock();
+            let Some(key) = meta.key else { continue };
+            if meta.pin_count > 0 || meta.dirty {
+                continue;
+            }
+            if meta.referenced {
+                meta.referenced = false;
+                continue;
+            }
+            table.remove(&key);
+            *meta = FrameMeta::default();
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+            return Some(index);
+        }
+        None
+    }
+
+    /// Writes back up to `limit` dirty, unpinned pages in clock order. Returns how many.
+    fn write_back_some(&self, limit: usize, by_lazy_writer: bool) -> SqlResult<usize> {
+        let start = *self.clock_hand.lock();
+        let mut written = 0;
+        for step in 0..self.frames.len() {
+            if written >= limit {
+                break;
+            }
+            let index = (start + step) % self.frames.len();
+            if self.write_back(index, |_| true)? {
+                written += 1;
+                if by_lazy_writer {
+                    self.lazy_writer_writes.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(written)
+    }
+
+    /// Writes one frame back if it is dirty, unpinned and its key passes `filter`. The frame is
+    /// pinned and latched UP during the write (invariant 2).
+    fn write_back(&self, index: usize, filter: impl Fn(PageKey) -> bool) -> SqlResult<bool> {
+        let frame = &self.frames[index];
+        let key = {
+            let _table = self.table.lock();
+            let mut meta = frame.meta.lock();
+            match meta.key {
+                Some(key) if meta.dirty && filter(key) => {
+                    meta.pin_count += 1;
+                    key
+                }
+                _ => return Ok(false),
+            }
+        };
+        let spid = crate::instance::current_spid();
+        self.latch_frame(index, key, LatchMode::Up, spid);
+        // The page may have been discarded while this session waited for the latch.
+        let still_mapped = frame.meta.lock().key == Some(key);
+        let result = if still_mapped { self.write_frame(index, key) } else { Ok(()) };
+        frame.latch.release(LatchMode::Up, spid);
+        self.unpin(index);
+        result.map(|()| true)
+    }
+
+    fn write_frame(&self, index: usize, key: PageKey) -> SqlResult<()> {
+        let frame = &self.frames[index];
+        let file = self.file(key)?;
+        let copy = {
+            let mut data = frame.data.write();
+            let buf = data.as_mut().expect("a mapped frame has bytes");
+            crate::page::seal(buf);
+            buf.clone()
+        };
+        let offset = u64::from(key.page.page_no) * PAGE_SIZE_U64;
+        file.handle
+            .write_at(&copy[..], offset)
+            .map_err(|err| SqlError::os_io_error(&err, true, offset, &file.path))?;
+        frame.meta.lock().dirty = false;
+        self.page_writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Writes every dirty page of a database (or of one of its files) and syncs those files.
+    pub fn flush(&self, database_id: u16, file_id: Option<u16>) -> SqlResult<()> {
+        let belongs = |key: PageKey| {
+            key.database_id == database_id && file_id.is_none_or(|f| f == key.page.file_id)
+        };
+        for index in 0..self.frames.len() {
+            self.write_back(index, belongs)?;
+        }
+        let files: Vec<Arc<BufferFile>> = self
+            .files
+            .read()
+            .iter()
+            .filter(|((db, file), _)| *db == database_id && file_id.is_none_or(|f| f == *file))
+            .map(|(_, file)| file.clone())
+            .collect();
+        for file in files {
+            file.handle
+                .sync_data()
+                .map_err(|err| SqlError::os_io_error(&err, true, 0, &file.path))?;
+        }
+        Ok(())
+    }
+
+    /// Drops cached pages (dirty or not) of a database, or of one file from `from_page` on,
+    /// without writing them: for a removed file, a rolled-back growth or a crash test. A frame
+    /// pinned right now (by a write-back) is unmapped at once and freed by its last unpin.
+    pub fn discard(&self, database_id: u16, file_id: Option<u16>, from_page: u32) {
+        let mut table = self.table.lock();
+        let doomed: Vec<(PageKey, usize)> = table
+            .iter()
+            .filter(|(key, _)| {
+                key.database_id == database_id
+                    && file_id.is_none_or(|f| f == key.page.file_id)
+                    && key.page.page_no >= from_page
+            })
+            .map(|(key, index)| (*key, *index))
+            .collect();
+        let mut free = self.free.lock();
+        for (key, index) in doomed {
+            table.remove(&key);
+            let mut meta = self.frames[index].meta.lock();
+            if meta.pin_count == 0 {
+                *meta = FrameMeta::default();
+                free.push(index);
+            } else {
+                *meta =
+                    FrameMeta { pin_count: meta.pin_count, orphaned: true, ..FrameMeta::default() };
+            }
+        }
+    }
+
+    /// Latch waits per page, most waited first.
+    pub fn page_waits(&self) -> Vec<PageWaitRow> {
+        let mut rows: Vec<PageWaitRow> = self
+            .page_waits
+            .lock()
+            .iter()
+            .map(|((key, wait_type), (count, us))| PageWaitRow {
+                key: *key,
+                wait_type,
+                waiting_tasks_count: *count,
+                wait_time_us: *us,
+            })
+            .collect();
+        rows.sort_by(|a, b| b.wait_time_us.cmp(&a.wait_time_us).then(a.key.cmp(&b.key)));
+        rows
+    }
+
+    pub fn clear_page_waits(&self) {
+        self.page_waits.lock().clear();
+    }
+
+    /// Whether the page is cached and its read is in flight (tests).
+    pub fn is_io_in_progress(&self, key: PageKey) -> bool {
+        let index = self.table.lock().get(&key).copied();
+        index.is_some_and(|i| self.frames[i].io_in_progress.load(Ordering::Acquire))
+    }
+
+    /// Whether the page is cached and dirty.
+    pub fn is_dirty(&self, key: PageKey) -> bool {
+        let index = self.table.lock().get(&key).copied();
+        index.is_some_and(|i| self.frames[i].meta.lock().dirty)
+    }
+}
+
+fn insufficient_memory() -> SqlError {
+    SqlError::new(802, 17, 20, "There is insufficient memory available in the buffer pool.")
+}
+
+/// The lazy writer: when free frames run low, writes dirty pages back so that the clock can
+/// evict them, until twice the low-water mark is free. Exits when the pool goes.
+fn lazy_writer_loop(pool: &Weak<BufferPool>) {
+    loop {
+        let Some(strong) = pool.upgrade() else { return };
+        {
+            let mut signalled = strong.lazy_writer.0.lock();
+            if !*signalled {
+                strong.lazy_writer.1.wait_for(&mut signalled, Duration::from_millis(200));
+            }
+            *signalled = false;
+        }
+        let target = low_water(strong.frames.len()) * 2;
+        for _ in 0..4 {
+            if strong.free_frames() >= target {
+                break;
+            }
+            // A write failure is reported to the session that later needs the page.
+            let _ = strong.write_back_some(target, true);
+            while strong.free_frames() < target {
+                let Some(index) = strong.evict_clean() else { break };
+                strong.free.lock().push(index);
+            }
+        }
+        drop(strong);
+    }
+}
+
+/// A latched, pinned page. Dropping it releases the latch and the pin.
+pub struct PageGuard<'a> {
+    pool: &'a BufferPool,
+    index: usize,
+    mode: LatchMode,
+    key: PageKey,
+    spid: u16,
+}
+
+impl PageGuard<'_> {
+    pub fn key(&self) -> PageKey {
+        self.key
+    }
+
+    pub fn mode(&self) -> LatchMode {
+        self.mode
+    }
+
+    /// Reads the page's bytes.
+    pub fn read<R>(&self, f: impl FnOnce(&PageBuf) -> R) -> R {
+        let data = self.pool.frames[self.index].data.read();
+        f(data.as_ref().expect("a latched frame has bytes"))
+    }
+
+    /// Changes the page's bytes (UP or EX latch only) and marks it dirty.
+    pub fn write<R>(&self, f: impl FnOnce(&mut PageBuf) -> R) -> R {
+        assert!(
+            matches!(self.mode, LatchMode::Up | LatchMode::Ex),
+            "invariant 2: writing under a {:?} latch",
+            self.mode
+        );
+        let frame = &self.pool.frames[self.index];
+        frame.meta.lock().dirty = true;
+        let mut data = frame.data.write();
+        f(data.as_mut().expect("a latched frame has bytes"))
+    }
+}
+
+impl Drop for PageGuard<'_> {
+    fn drop(&mut self) {
+        self.pool.frames[self.index].latch.release(self.mode, self.spid);
+        self.pool.unpin(self.index);
+    }
+}

@@ -1,0 +1,295 @@
+//! Page latches: SQL Server's five buffer-latch modes with its compatibility matrix (reference
+//! §6.1), FIFO waiting, and the bookkeeping behind PAGELATCH_* / PAGEIOLATCH_* waits.
+//!
+//! | held \ requested | KP | SH | UP | EX | DT |
+//! |------------------|----|----|----|----|----|
+//! | KP               | Y  | Y  | Y  | Y  | N  |
+//! | SH               | Y  | Y  | Y  | N  | N  |
+//! | UP               | Y  | Y  | N  | N  | N  |
+//! | EX               | Y  | N  | N  | N  | N  |
+//! | DT               | N  | N  | N  | N  | N  |
+//!
+//! A latch is a mutex-protected holder count per mode, a FIFO queue of waiters and a condition
+//! variable. A requester waits when its mode is incompatible with a holder or when anyone is
+//! queued before it (no barging, as SQL Server queues latch waiters FIFO). The caller is told
+//! how long it waited and how long it took from being made grantable (signalled) to running, so
+//! that the wait recorded is time really waited.
+//!
+//! Invariants:
+//! 1. Every pair of simultaneous holders is compatible by the matrix.
+//! 2. Waiters are granted in arrival order.
+//! 3. A holder count never underflows (releasing a mode not held is a programmer error).
+
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// A latch mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LatchMode {
+    Kp,
+    Sh,
+    Up,
+    Ex,
+    Dt,
+}
+
+impl LatchMode {
+    pub const ALL: [LatchMode; 5] =
+        [LatchMode::Kp, LatchMode::Sh, LatchMode::Up, LatchMode::Ex, LatchMode::Dt];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The mode's suffix in wait-type names: KP, SH, UP, EX, DT.
+    pub fn name(self) -> &'static str {
+        ["KP", "SH", "UP", "EX", "DT"][self.index()]
+    }
+
+    /// PAGELATCH_<mode>: waiting for a buffer that is not in an I/O request.
+    pub fn pagelatch_wait(self) -> &'static str {
+        ["PAGELATCH_KP", "PAGELATCH_SH", "PAGELATCH_UP", "PAGELATCH_EX", "PAGELATCH_DT"]
+            [self.index()]
+    }
+
+    /// PAGEIOLATCH_<mode>: waiting for a buffer whose read or write is in flight.
+    pub fn pageiolatch_wait(self) -> &'static str {
+        ["PAGEIOLATCH_KP", "PAGEIOLATCH_SH", "PAGEIOLATCH_UP", "PAGEIOLATCH_EX", "PAGEIOLATCH_DT"]
+            [self.index()]
+    }
+}
+
+/// SQL Server's latch compatibility matrix: can `requested` be granted while `held` is held?
+pub fn compatible(held: LatchMode, requested: LatchMode) -> bool {
+    use LatchMode::*;
+    match (held, requested) {
+        (Dt, _) | (_, Dt) => false,
+        (Kp, _) | (_, Kp) => true,
+        (Sh, Sh) | (Sh, Up) | (Up, Sh) => true,
+        _ => false,
+    }
+}
+
+#[derive(Default)]
+struct LatchState {
+    held: [u32; 5],
+    /// Session ids of the holders (for blocking_session_id), one entry per hold.
+    holders: Vec<(u16, LatchMode)>,
+    queue: VecDeque<u64>,
+    next_ticket: u64,
+    /// When the latch last became grantable for the head of the queue.
+    signalled_at: Option<Instant>,
+}
+
+impl LatchState {
+    fn grantable(&self, mode: LatchMode) -> bool {
+        LatchMode::ALL.iter().all(|held| self.held[held.index()] == 0 || compatible(*held, mode))
+    }
+
+    fn grant(&mut self, mode: LatchMode, spid: u16) {
+        debug_assert!(self.grantable(mode), "invariant 1");
+        self.held[mode.index()] += 1;
+        self.holders.push((spid, mode));
+    }
+}
+
+/// What a waiting acquisition cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LatchWait {
+    pub waited: Duration,
+    /// From the moment the latch became grantable for this waiter to the moment it ran.
+    pub signal: Duration,
+    /// A holder's session id when the wait began, if any.
+    pub blocking_spid: Option<u16>,
+}
+
+/// A latch.
+#[derive(Default)]
+pub struct Latch {
+    state: Mutex<LatchState>,
+    cond: Condvar,
+}
+
+impl Latch {
+    /// Acquires without waiting; false if it would have to wait.
+    pub fn try_acquire(&self, mode: LatchMode, spid: u16) -> bool {
+        let mut state = self.state.lock();
+        if state.queue.is_empty() && state.grantable(mode) {
+            state.grant(mode, spid);
+            return true;
+        }
+        false
+    }
+
+    /// Acquires in `mode`, waiting if needed. `on_wait_start` runs once, before blocking, with
+    /// a holder's session id (it registers the waiting task); the return value says whether
+    /// and how long the caller waited.
+    pub fn acquire(
+        &self,
+        mode: LatchMode,
+        spid: u16,
+        on_wait_start: impl FnOnce(Option<u16>),
+    ) -> Option<LatchWait> {
+        let mut state = self.state.lock();
+        if state.queue.is_empty() && state.grantable(mode) {
+            state.grant(mode, spid);
+            return None;
+        }
+        let started = Instant::now();
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.queue.push_back(ticket);
+        let blocking_spid = state.holders.first().map(|(holder, _)| *holder);
+        on_wait_start(blocking_spid);
+        while state.queue.front() != Some(&ticket) || !state.grantable(mode) {
+            self.cond.wait(&mut state);
+        }
+        state.queue.pop_front();
+        let signal = state.signalled_at.map_or(Duration::ZERO, |at| at.max(started).elapsed());
+        state.grant(mode, spid);
+        // The next waiter may be compatible too (several SH waiters behind one another).
+        if !state.queue.is_empty() {
+            state.signalled_at = Some(Instant::now());
+            self.cond.notify_all();
+        }
+        Some(LatchWait { waited: started.elapsed(), signal, blocking_spid })
+    }
+
+    /// Releases one hold of `mode` by `spid`.
+    pub fn release(&self, mode: LatchMode, spid: u16) {
+        let mut state = self.state.lock();
+        assert!(
+            state.held[mode.index()] > 0,
+            "invariant 3: releasing a latch mode that is not held"
+        );
+        state.held[mode.index()] -= 1;
+        if let Some(at) = state.holders.iter().position(|h| *h == (spid, mode)) {
+            state.holders.swap_remove(at);
+        }
+        if !state.queue.is_empty() {
+            state.signalled_at = Some(Instant::now());
+            self.cond.notify_all();
+        }
+    }
+
+    /// Converts a held EX to `mode` (SH, UP or KP) without releasing it, waking compatible waiters.
+    pub fn downgrade(&self, mode: LatchMode, spid: u16) {
+        let mut state = self.state.lock();
+        assert!(state.held[LatchMode::Ex.index()] > 0, "downgrading a latch that is not held EX");
+        state.held[LatchMode::Ex.index()] -= 1;
+        state.held[mode.index()] += 1;
+        if let Some(holder) = state.holders.iter_mut().find(|h| **h == (spid, LatchMode::Ex)) {
+            holder.1 = mode;
+        }
+        if !state.queue.is_empty() {
+            state.signalled_at = Some(Instant::now());
+            self.cond.notify_all();
+        }
+    }
+
+    /// The modes currently held (tests and diagnostics).
+    pub fn held_counts(&self) -> [u32; 5] {
+        self.state.lock().held
+    }
+
+    /// How many requesters are queued.
+    pub fn waiter_count(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LatchMode::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn the_compatibility_matrix_is_sql_servers() {
+        let expected = [
+            (Kp, [true, true, true, true, false]),
+            (Sh, [true, true, true, false, false]),
+            (Up, [true, true, false, false, false]),
+            (Ex, [true, false, false, false, false]),
+            (Dt, [false, false, false, false, false]),
+        ];
+        for (held, row) in expected {
+            for (requested, allowed) in LatchMode::ALL.into_iter().zip(row) {
+                assert_eq!(
+                    compatible(held, requested),
+                    allowed,
+                    "held {held:?} requested {requested:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn holders_of_compatible_modes_coexist_and_incompatible_ones_wait() {
+        let latch = Latch::default();
+        assert!(latch.try_acquire(Sh, 51));
+        assert!(latch.try_acquire(Up, 52));
+        assert!(latch.try_acquire(Kp, 53));
+        assert!(!latch.try_acquire(Up, 54), "UP is not compatible with UP");
+        assert!(!latch.try_acquire(Ex, 54));
+        latch.release(Up, 52);
+        latch.release(Sh, 51);
+        assert!(latch.try_acquire(Ex, 54), "EX is compatible with KP only");
+        assert!(!latch.try_acquire(Dt, 55));
+        latch.release(Ex, 54);
+        latch.release(Kp, 53);
+        assert!(latch.try_acquire(Dt, 55));
+        assert_eq!(latch.held_counts(), [0, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn a_waiter_is_told_who_blocks_it_and_how_long_it_waited() {
+        let latch = Arc::new(Latch::default());
+        assert!(latch.try_acquire(Ex, 60));
+        let waiter = {
+            let latch = latch.clone();
+            std::thread::spawn(move || {
+                let mut blocker = None;
+                let wait = latch.acquire(Sh, 61, |holder| blocker = holder);
+                latch.release(Sh, 61);
+                (blocker, wait)
+            })
+        };
+        while latch.waiter_count() == 0 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        latch.release(Ex, 60);
+        let (blocker, wait) = waiter.join().unwrap();
+        let wait = wait.expect("the SH request had to wait");
+        assert_eq!(blocker, Some(60));
+        assert_eq!(wait.blocking_spid, Some(60));
+        assert!(wait.waited >= Duration::from_millis(20));
+        assert!(wait.signal <= wait.waited);
+    }
+
+    #[test]
+    fn waiters_are_granted_in_arrival_order() {
+        let latch = Arc::new(Latch::default());
+        assert!(latch.try_acquire(Ex, 1));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for spid in 2..6u16 {
+            let (shared, order) = (latch.clone(), order.clone());
+            threads.push(std::thread::spawn(move || {
+                shared.acquire(Ex, spid, |_| {});
+                order.lock().push(spid);
+                shared.release(Ex, spid);
+            }));
+            while latch.waiter_count() < usize::from(spid - 1) {
+                std::thread::yield_now();
+            }
+        }
+        latch.release(Ex, 1);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(*order.lock(), vec![2, 3, 4, 5]);
+    }
+}
