@@ -16,6 +16,7 @@
 //!   PAGEIOLATCH_<mode> if the page's read was in flight when it started to wait;
 //! - the session that reads a page from disk: PAGEIOLATCH_<mode> for the read itself (as in
 //!   SQL Server, where the reader waits on the I/O latch of its own read).
+//!
 //! Each wait also counts in latch class BUFFER and registers in the waiting-tasks list with
 //! resource_description `db:file:page` while it lasts.
 //!
@@ -97,6 +98,9 @@ pub struct PageWaitRow {
     pub wait_time_us: u64,
 }
 
+/// (waiting_tasks_count, wait time in µs) of one wait type on one page.
+type PageWaitCell = (u64, u64);
+
 /// I/O counters of the pool.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BufferCounters {
@@ -121,7 +125,7 @@ pub struct BufferPool {
     clock_hand: Mutex<usize>,
     files: RwLock<HashMap<(u16, u16), Arc<BufferFile>>>,
     stats: PoolStats,
-    page_waits: Mutex<HashMap<(PageKey, &'static str), (u64, u64)>>,
+    page_waits: Mutex<HashMap<(PageKey, &'static str), PageWaitCell>>,
     page_reads: AtomicU64,
     page_writes: AtomicU64,
     evictions: AtomicU64,
