@@ -31,6 +31,43 @@ pub struct FaultPlan {
     pub tear_write_after: Option<(u64, usize)>,
     /// Bytes that may still be written or allocated before ENOSPC.
     pub enospc_after_bytes: Option<u64>,
+    /// While set and closed, every page read waits for it to open: a read "in flight" that a
+    /// test controls.
+    pub read_gate: Option<Arc<ReadGate>>,
+}
+
+/// A gate that holds reads back until it opens.
+#[derive(Debug, Default)]
+pub struct ReadGate {
+    open: Mutex<bool>,
+    cond: parking_lot::Condvar,
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl ReadGate {
+    /// A closed gate.
+    pub fn closed() -> Arc<ReadGate> {
+        Arc::new(ReadGate::default())
+    }
+
+    pub fn open(&self) {
+        *self.open.lock() = true;
+        self.cond.notify_all();
+    }
+
+    /// Reads waiting at the gate now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn pass(&self) {
+        let mut open = self.open.lock();
+        self.waiting.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        while !*open {
+            self.cond.wait(&mut open);
+        }
+        self.waiting.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// A backend that injects the faults of a shared [`FaultPlan`].
@@ -124,6 +161,10 @@ impl Io for FaultIo {
 
 impl IoFile for FaultFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let gate = self.plan.lock().read_gate.clone();
+        if let Some(gate) = gate {
+            gate.pass();
+        }
         self.inner.read_at(buf, offset)
     }
 

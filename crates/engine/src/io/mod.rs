@@ -13,7 +13,7 @@
 mod fault;
 mod std_io;
 
-pub use fault::{FaultIo, FaultPlan, IoCounters};
+pub use fault::{FaultIo, FaultPlan, IoCounters, ReadGate};
 pub use std_io::StdIo;
 
 use std::io;

@@ -1,0 +1,231 @@
+//! The buffer pool and its latches, on the real allocation path: sessions that allocate in the
+//! same file really wait on its PFS page (PAGELATCH_UP), a page whose read is in flight makes a
+//! second reader wait PAGEIOLATCH_SH, memory pressure evicts and reads pages back, the lazy
+//! writer writes dirty pages, and no wait is recorded that was not waited.
+
+mod common;
+
+use common::{lab, lab_with};
+use engine::buffer::PageKey;
+use engine::io::ReadGate;
+use engine::latch::LatchMode;
+use engine::page::{PageHeader, PageType};
+use engine::units::PageId;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Polls `condition` for up to ten seconds (a bound, not a timing assertion).
+fn eventually(what: &str, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Formats `page` as a data page carrying `mark` at offset 200, through the pool.
+fn write_data_page(lab: &common::Lab, database_id: u16, page: PageId, mark: u64) {
+    let guard = lab.instance.buffer_pool.new_page(PageKey::new(database_id, page)).unwrap();
+    guard.write(|buf| {
+        PageHeader::new(PageType::Data, page).write(&mut buf[..]);
+        buf[200..208].copy_from_slice(&mark.to_le_bytes());
+    });
+}
+
+fn read_mark(lab: &common::Lab, database_id: u16, page: PageId) -> u64 {
+    let guard =
+        lab.instance.buffer_pool.fetch(PageKey::new(database_id, page), LatchMode::Sh).unwrap();
+    guard.read(|buf| u64::from_le_bytes(buf[200..208].try_into().unwrap()))
+}
+
+#[test]
+fn a_session_allocating_waits_on_the_pfs_page_another_session_holds() {
+    let lab = lab();
+    let db = Arc::new(lab.company());
+    let unit = db.create_allocation_unit("dbo.T", None).unwrap();
+    lab.instance.waits.clear();
+    engine::instance::set_current_spid(55);
+    let pfs = lab
+        .instance
+        .buffer_pool
+        .fetch(PageKey::new(db.database_id, PageId::new(1, 1)), LatchMode::Up)
+        .unwrap();
+    let allocator = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            engine::instance::set_current_spid(60);
+            db.allocate_page(unit).unwrap()
+        })
+    };
+    eventually("session 60 waits on 5:1:1", || {
+        lab.instance.waiting_tasks.snapshot().iter().any(|task| {
+            task.session_id == 60
+                && task.wait_type == "PAGELATCH_UP"
+                && task.resource_description == "5:1:1"
+        })
+    });
+    let task =
+        lab.instance.waiting_tasks.snapshot().into_iter().find(|t| t.session_id == 60).unwrap();
+    assert_eq!(task.blocking_session_id, Some(55));
+    drop(pfs);
+    allocator.join().unwrap();
+    assert!(lab.instance.waiting_tasks.snapshot().is_empty(), "the wait ended");
+    let wait = lab.instance.waits.get("PAGELATCH_UP").expect("PAGELATCH_UP was waited");
+    assert_eq!(wait.waiting_tasks_count, 1);
+    let latch = lab.instance.latches.snapshot();
+    assert_eq!(latch[0].latch_class, "BUFFER");
+    assert_eq!(latch[0].waiting_requests_count, 1);
+    let hottest = &lab.instance.buffer_pool.page_waits()[0];
+    assert_eq!(
+        (hottest.key.resource_description(), hottest.wait_type),
+        ("5:1:1".to_string(), "PAGELATCH_UP")
+    );
+    assert!(db.check_allocation().is_empty());
+}
+
+#[test]
+fn without_contention_no_latch_wait_is_recorded() {
+    let lab = lab();
+    let db = lab.company();
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    lab.instance.waits.clear();
+    for _ in 0..300 {
+        db.allocate_page(unit).unwrap();
+    }
+    let waits = lab.instance.waits.snapshot();
+    assert!(waits.iter().all(|w| !w.wait_type.starts_with("PAGELATCH")), "{waits:?}");
+    assert!(
+        waits.iter().all(|w| !w.wait_type.starts_with("PAGEIOLATCH")),
+        "every page was cached: {waits:?}"
+    );
+    assert!(lab.instance.latches.snapshot().is_empty());
+}
+
+#[test]
+fn memory_pressure_evicts_dirty_pages_and_reads_them_back() {
+    let lab = lab_with(|config| config.max_server_memory_mb = 1);
+    assert_eq!(lab.instance.buffer_pool.frame_count(), 128);
+    let db = lab.company();
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let pages: Vec<PageId> = (0..400).map(|_| db.allocate_page(unit).unwrap()).collect();
+    for (n, page) in pages.iter().enumerate() {
+        write_data_page(&lab, db.database_id, *page, n as u64 * 7919);
+    }
+    let after_writes = lab.instance.buffer_pool.counters();
+    assert!(
+        after_writes.page_writes >= 400 - 128,
+        "dirty pages were written to make room: {after_writes:?}"
+    );
+    lab.instance.waits.clear();
+    for (n, page) in pages.iter().enumerate() {
+        assert_eq!(
+            read_mark(&lab, db.database_id, *page),
+            n as u64 * 7919,
+            "page {page} read back"
+        );
+    }
+    let counters = lab.instance.buffer_pool.counters();
+    assert!(counters.page_reads > after_writes.page_reads, "{counters:?}");
+    assert!(counters.evictions > 0);
+    let io_wait =
+        lab.instance.waits.get("PAGEIOLATCH_SH").expect("reads from disk are PAGEIOLATCH_SH waits");
+    assert_eq!(io_wait.waiting_tasks_count, counters.page_reads - after_writes.page_reads);
+    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+}
+
+#[test]
+fn a_second_reader_of_a_page_being_read_waits_pageiolatch_sh() {
+    let lab = lab();
+    let db = Arc::new(lab.company());
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let page = db.allocate_page(unit).unwrap();
+    write_data_page(&lab, db.database_id, page, 42);
+    db.checkpoint().unwrap();
+    lab.instance.buffer_pool.discard(db.database_id, Some(page.file_id), page.page_no);
+    let gate = ReadGate::closed();
+    lab.faults.lock().read_gate = Some(gate.clone());
+    lab.instance.waits.clear();
+    let key = PageKey::new(db.database_id, page);
+    let first = {
+        let pool = lab.instance.buffer_pool.clone();
+        std::thread::spawn(move || {
+            engine::instance::set_current_spid(70);
+            pool.fetch(key, LatchMode::Sh).unwrap().read(|buf| buf[200])
+        })
+    };
+    eventually("the first read is in flight", || {
+        gate.waiting() == 1 && lab.instance.buffer_pool.is_io_in_progress(key)
+    });
+    let second = {
+        let pool = lab.instance.buffer_pool.clone();
+        std::thread::spawn(move || {
+            engine::instance::set_current_spid(71);
+            pool.fetch(key, LatchMode::Sh).unwrap().read(|buf| buf[200])
+        })
+    };
+    let resource = key.resource_description();
+    eventually("session 71 waits on the read in flight", || {
+        lab.instance.waiting_tasks.snapshot().iter().any(|t| {
+            t.session_id == 71
+                && t.wait_type == "PAGEIOLATCH_SH"
+                && t.resource_description == resource
+        })
+    });
+    let tasks = lab.instance.waiting_tasks.snapshot();
+    assert!(
+        tasks.iter().any(|t| t.session_id == 70 && t.wait_type == "PAGEIOLATCH_SH"),
+        "{tasks:?}"
+    );
+    assert_eq!(tasks.iter().find(|t| t.session_id == 71).unwrap().blocking_session_id, Some(70));
+    gate.open();
+    assert_eq!(first.join().unwrap(), 42);
+    assert_eq!(second.join().unwrap(), 42);
+    assert_eq!(lab.instance.waits.get("PAGEIOLATCH_SH").unwrap().waiting_tasks_count, 2);
+    assert_eq!(lab.instance.buffer_pool.counters().page_reads, 1, "one read served both sessions");
+}
+
+#[test]
+fn the_lazy_writer_writes_dirty_pages_when_free_frames_run_low() {
+    let lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let db = lab.company();
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let pages: Vec<PageId> = (0..200).map(|_| db.allocate_page(unit).unwrap()).collect();
+    for page in &pages {
+        write_data_page(&lab, db.database_id, *page, 1);
+    }
+    eventually("the lazy writer wrote pages", || {
+        lab.instance.buffer_pool.counters().lazy_writer_writes > 0
+    });
+    eventually("the lazy writer restored free frames", || {
+        lab.instance.buffer_pool.free_frames() >= 8
+    });
+}
+
+#[test]
+fn a_corrupt_page_read_through_the_pool_is_824_and_the_pool_recovers() {
+    use std::os::unix::fs::FileExt;
+    let lab = lab();
+    let db = lab.company();
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let page = db.allocate_page(unit).unwrap();
+    write_data_page(&lab, db.database_id, page, 9);
+    db.checkpoint().unwrap();
+    lab.instance.buffer_pool.discard(db.database_id, Some(page.file_id), page.page_no);
+    let raw = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(lab.path("Company_data.mdf"))
+        .unwrap();
+    let offset = u64::from(page.page_no) * 8192 + 4000;
+    raw.write_all_at(&[0xFF], offset).unwrap();
+    let key = PageKey::new(db.database_id, page);
+    let error = lab.instance.buffer_pool.fetch(key, LatchMode::Sh).err().expect("824");
+    assert_eq!(error.number, 824);
+    assert!(
+        error.message.contains(&format!("page ({}:{})", page.file_id, page.page_no)),
+        "{}",
+        error.message
+    );
+    raw.write_all_at(&[0x00], offset).unwrap();
+    assert_eq!(read_mark(&lab, db.database_id, page), 9, "the same page reads fine once repaired");
+}
