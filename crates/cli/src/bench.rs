@@ -204,6 +204,7 @@ fn bench_alloc(args: &AllocBench) -> Result<(), String> {
         for files in [1u32, 2, 4] {
             let name = format!("alloc_t{threads}_f{files}");
             let db = Arc::new(alloc_database(&instance, &name, files, args.extents)?);
+            instance.waits.clear();
             let mut total = Duration::ZERO;
             for round in 0..args.rounds {
                 eprint!("\r  {name}: round {}/{}", round + 1, args.rounds);
@@ -212,8 +213,16 @@ fn bench_alloc(args: &AllocBench) -> Result<(), String> {
             eprint!("\r");
             let per_s = rate(u64::from(args.extents) * u64::from(args.rounds), total);
             let base = *reference.get_or_insert(per_s);
+            let latch_waits: Vec<String> = instance
+                .waits
+                .snapshot()
+                .into_iter()
+                .filter(|w| w.wait_type.starts_with("PAGELATCH"))
+                .map(|w| format!("{} {} waits {} ms", w.wait_type, w.waiting_tasks_count, w.wait_time_ms))
+                .collect();
+            let latch_waits = if latch_waits.is_empty() { "no latch waits".to_string() } else { latch_waits.join(", ") };
             println!(
-                "  {threads} thread(s), {files} file(s): {per_s:>12.0} extents/s  ({:.2}x 1 thread on 1 file)",
+                "  {threads} thread(s), {files} file(s): {per_s:>12.0} extents/s  ({:.2}x 1 thread on 1 file; {latch_waits})",
                 per_s / base
             );
             let db = Arc::try_unwrap(db).map_err(|_| "database still shared".to_string())?;
