@@ -218,9 +218,15 @@ fn bench_alloc(args: &AllocBench) -> Result<(), String> {
                 .snapshot()
                 .into_iter()
                 .filter(|w| w.wait_type.starts_with("PAGELATCH"))
-                .map(|w| format!("{} {} waits {} ms", w.wait_type, w.waiting_tasks_count, w.wait_time_ms))
+                .map(|w| {
+                    format!("{} {} waits {} ms", w.wait_type, w.waiting_tasks_count, w.wait_time_ms)
+                })
                 .collect();
-            let latch_waits = if latch_waits.is_empty() { "no latch waits".to_string() } else { latch_waits.join(", ") };
+            let latch_waits = if latch_waits.is_empty() {
+                "no latch waits".to_string()
+            } else {
+                latch_waits.join(", ")
+            };
             println!(
                 "  {threads} thread(s), {files} file(s): {per_s:>12.0} extents/s  ({:.2}x 1 thread on 1 file; {latch_waits})",
                 per_s / base

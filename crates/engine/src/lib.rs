@@ -31,6 +31,7 @@ pub mod io;
 pub mod latch;
 pub mod page;
 pub mod plan;
+pub mod record;
 pub mod traceflags;
 pub mod units;
 pub mod waits;

@@ -1,0 +1,800 @@
+//! Records: SQL Server's FixedVar row format (reference §1.6), the column types of the
+//! buffer-pool issue, their storage sizes, and uniqueidentifier ordering.
+//!
+//! A data record, byte by byte:
+//!
+//! | part              | bytes              | content                                              |
+//! |-------------------|--------------------|------------------------------------------------------|
+//! | status A          | 1                  | bits 1-3 record type; 0x10 null bitmap; 0x20 var columns |
+//! | status B          | 1                  | 0 (data records)                                     |
+//! | fixed-end offset  | 2                  | 4 + fixed data length                                |
+//! | fixed data        | n                  | fixed-length columns, in column order (bits packed)  |
+//! | column count      | 2                  | columns in the null bitmap                           |
+//! | null bitmap       | ceil(cols / 8)     | bit i = column i is NULL                             |
+//! | var column count  | 2                  | present with 0x20; trailing NULL var columns omitted |
+//! | var offset array  | 2 per var column   | END offset of each var column from the record start  |
+//! | var data          | ...                |                                                      |
+//!
+//! Storage of each type (SQL Server's sizes): tinyint 1, smallint 2, int 4, bigint 8, bit one bit
+//! in a shared byte (8 bit columns per byte), decimal(p) 5/9/13/17 (sign byte 1 = positive, then
+//! the magnitude little-endian), float 8, real 4, money 8 (value x 10,000), char(n)/binary(n) n,
+//! nchar(n) 2n (UTF-16LE), uniqueidentifier 16 (mixed-endian, as .NET stores a Guid), date 3
+//! (days since 0001-01-01), time(p) 3/4/5 (units of 10^-p s since midnight), datetime 8 (1/300 s
+//! since midnight, then days since 1900-01-01), datetime2(p) time(p) then date.
+//!
+//! Deviations: char/varchar hold UTF-8 bytes, not code-page bytes of a collation (lengths are
+//! in bytes, as SQL Server's are); money is one little-endian i64 where SQL Server stores the
+//! high 4 bytes first. Rows over 8,060 bytes are refused (error 511); row-overflow and MAX types
+//! come later.
+//!
+//! uniqueidentifier order is SQL Server's: bytes 10-15 first, then 8-9, 6-7, 4-5, 0-3, each
+//! group compared byte by byte as stored, so random GUIDs sort as they sort there.
+
+use crate::error::{SqlError, SqlResult};
+use std::cmp::Ordering;
+
+/// Largest in-row record.
+pub const MAX_RECORD_BYTES: usize = 8060;
+
+/// Record types (bits 1-3 of status A).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordType {
+    Primary = 0,
+    Forwarded = 1,
+    ForwardingStub = 2,
+    Index = 3,
+    GhostIndex = 5,
+    GhostData = 6,
+}
+
+pub const STATUS_NULL_BITMAP: u8 = 0x10;
+pub const STATUS_VAR_COLUMNS: u8 = 0x20;
+
+pub fn record_type(status_a: u8) -> u8 {
+    (status_a & 0x0E) >> 1
+}
+
+/// A column type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SqlType {
+    TinyInt,
+    SmallInt,
+    Int,
+    BigInt,
+    Bit,
+    Decimal { precision: u8, scale: u8 },
+    Float,
+    Real,
+    Money,
+    Char(u16),
+    VarChar(u16),
+    NChar(u16),
+    NVarChar(u16),
+    Binary(u16),
+    VarBinary(u16),
+    UniqueIdentifier,
+    Date,
+    Time(u8),
+    DateTime,
+    DateTime2(u8),
+}
+
+impl SqlType {
+    /// Bytes in the fixed part, or None for a variable-length type. Bit is 0 here (packed).
+    pub fn fixed_size(self) -> Option<usize> {
+        use SqlType::*;
+        Some(match self {
+            TinyInt => 1,
+            SmallInt => 2,
+            Int | Real => 4,
+            BigInt | Float | Money | DateTime => 8,
+            Bit => 0,
+            Decimal { precision, .. } => decimal_size(precision),
+            Char(n) | Binary(n) => usize::from(n),
+            NChar(n) => 2 * usize::from(n),
+            UniqueIdentifier => 16,
+            Date => 3,
+            Time(p) => time_size(p),
+            DateTime2(p) => time_size(p) + 3,
+            VarChar(_) | NVarChar(_) | VarBinary(_) => return None,
+        })
+    }
+
+    /// Largest stored size of a variable-length value.
+    pub fn max_var_size(self) -> usize {
+        match self {
+            SqlType::VarChar(n) | SqlType::VarBinary(n) => usize::from(n),
+            SqlType::NVarChar(n) => 2 * usize::from(n),
+            other => other.fixed_size().unwrap_or(0),
+        }
+    }
+}
+
+fn decimal_size(precision: u8) -> usize {
+    match precision {
+        0..=9 => 5,
+        10..=19 => 9,
+        20..=28 => 13,
+        _ => 17,
+    }
+}
+
+fn time_size(precision: u8) -> usize {
+    match precision {
+        0..=2 => 3,
+        3..=4 => 4,
+        _ => 5,
+    }
+}
+
+/// A column: its type and whether it may be NULL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    pub sql_type: SqlType,
+    pub nullable: bool,
+}
+
+impl Column {
+    pub fn new(name: &str, sql_type: SqlType, nullable: bool) -> Column {
+        Column { name: name.to_string(), sql_type, nullable }
+    }
+}
+
+/// A value. Temporal values are kept in their storage units.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    TinyInt(u8),
+    SmallInt(i16),
+    Int(i32),
+    BigInt(i64),
+    Bit(bool),
+    /// The unscaled integer and the scale: 12.345 with scale 3 is 12345.
+    Decimal(i128, u8),
+    Float(f64),
+    Real(f32),
+    /// Money x 10,000.
+    Money(i64),
+    Text(String),
+    Bytes(Vec<u8>),
+    /// The 16 bytes as stored (mixed-endian).
+    Guid([u8; 16]),
+    /// Days since 0001-01-01.
+    Date(u32),
+    /// Units of 10^-precision seconds since midnight.
+    Time(u64),
+    /// Days since 1900-01-01 and 1/300 s since midnight.
+    DateTime(i32, u32),
+    /// Days since 0001-01-01 and units of 10^-precision seconds since midnight.
+    DateTime2(u32, u64),
+}
+
+/// A uniqueidentifier's stored bytes from its text form ('55666BEE-B3A0-...').
+pub fn guid_from_str(text: &str) -> Option<[u8; 16]> {
+    uuid::Uuid::parse_str(text).ok().map(|u| u.to_bytes_le())
+}
+
+/// The text form of a uniqueidentifier's stored bytes.
+pub fn guid_to_string(stored: &[u8; 16]) -> String {
+    uuid::Uuid::from_bytes_le(*stored).hyphenated().to_string().to_ascii_uppercase()
+}
+
+/// SQL Server's uniqueidentifier comparison on stored bytes.
+pub fn compare_guid(a: &[u8; 16], b: &[u8; 16]) -> Ordering {
+    const ORDER: [usize; 16] = [10, 11, 12, 13, 14, 15, 8, 9, 6, 7, 4, 5, 0, 1, 2, 3];
+    for index in ORDER {
+        match a[index].cmp(&b[index]) {
+            Ordering::Equal => continue,
+            other => return other,
+        }
+    }
+    Ordering::Equal
+}
+
+fn row_too_big(size: usize) -> SqlError {
+    SqlError::new(
+        511,
+        16,
+        1,
+        format!(
+            "Cannot create a row of size {size} which is greater than the allowable maximum row size of {MAX_RECORD_BYTES}."
+        ),
+    )
+}
+
+fn type_mismatch(column: &Column, value: &Value) -> SqlError {
+    SqlError::new(
+        245,
+        16,
+        1,
+        format!(
+            "Conversion failed when converting the value {value:?} to data type of column '{}'.",
+            column.name
+        ),
+    )
+}
+
+/// The byte position of each fixed column and the bit of each bit column in the fixed part.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// (offset in the fixed data, bit for bit columns) per column; None for variable columns.
+    fixed: Vec<Option<(usize, u8)>>,
+    fixed_len: usize,
+    var_columns: Vec<usize>,
+}
+
+impl Layout {
+    pub fn new(columns: &[Column]) -> Layout {
+        let mut fixed = Vec::with_capacity(columns.len());
+        let mut fixed_len = 0;
+        let mut bit_byte: Option<(usize, u8)> = None;
+        let mut var_columns = Vec::new();
+        for (index, column) in columns.iter().enumerate() {
+            match column.sql_type {
+                SqlType::Bit => {
+                    let (offset, bit) = match bit_byte {
+                        Some((offset, bit)) if bit < 8 => (offset, bit),
+                        _ => {
+                            fixed_len += 1;
+                            (fixed_len - 1, 0)
+                        }
+                    };
+                    bit_byte = Some((offset, bit + 1));
+                    fixed.push(Some((offset, bit)));
+                }
+                other => match other.fixed_size() {
+                    Some(size) => {
+                        fixed.push(Some((fixed_len, 0)));
+                        fixed_len += size;
+                    }
+                    None => {
+                        fixed.push(None);
+                        var_columns.push(index);
+                    }
+                },
+            }
+        }
+        Layout { fixed, fixed_len, var_columns }
+    }
+
+    /// pminlen: the fixed part including the 4-byte record header.
+    pub fn pminlen(&self) -> usize {
+        4 + self.fixed_len
+    }
+}
+
+/// Encodes a data record (type `record_type`).
+pub fn encode(
+    columns: &[Column],
+    layout: &Layout,
+    values: &[Value],
+    record_type: RecordType,
+) -> SqlResult<Vec<u8>> {
+    assert_eq!(columns.len(), values.len(), "one value per column");
+    let mut fixed = vec![0u8; layout.fixed_len];
+    let mut null_bitmap = vec![0u8; columns.len().div_ceil(8)];
+    let mut var_values: Vec<Vec<u8>> = Vec::new();
+    for (index, (column, value)) in columns.iter().zip(values).enumerate() {
+        if *value == Value::Null {
+            if !column.nullable {
+                return Err(SqlError::new(
+                    515,
+                    16,
+                    2,
+                    format!(
+                        "Cannot insert the value NULL into column '{}', table; column does not allow nulls. INSERT fails.",
+                        column.name
+                    ),
+                ));
+            }
+            null_bitmap[index / 8] |= 1 << (index % 8);
+            if layout.fixed[index].is_none() {
+                var_values.push(Vec::new());
+            }
+            continue;
+        }
+        match layout.fixed[index] {
+            Some((offset, bit)) => encode_fixed(column, value, &mut fixed, offset, bit)?,
+            None => var_values.push(encode_var(column, value)?),
+        }
+    }
+    let null_positions: Vec<bool> =
+        layout.var_columns.iter().map(|c| values[*c] == Value::Null).collect();
+    let var_count = null_positions.iter().rposition(|is_null| !is_null).map_or(0, |last| last + 1);
+    let mut status_a = (record_type as u8) << 1 | STATUS_NULL_BITMAP;
+    if var_count > 0 {
+        status_a |= STATUS_VAR_COLUMNS;
+    }
+    let mut record = Vec::with_capacity(64 + fixed.len());
+    record.push(status_a);
+    record.push(0);
+    record.extend_from_slice(&((4 + fixed.len()) as u16).to_le_bytes());
+    record.extend_from_slice(&fixed);
+    record.extend_from_slice(&(columns.len() as u16).to_le_bytes());
+    record.extend_from_slice(&null_bitmap);
+    if var_count > 0 {
+        record.extend_from_slice(&(var_count as u16).to_le_bytes());
+        let mut end = record.len() + 2 * var_count;
+        for value in &var_values[..var_count] {
+            end += value.len();
+            record.extend_from_slice(&(end as u16).to_le_bytes());
+        }
+        for value in &var_values[..var_count] {
+            record.extend_from_slice(value);
+        }
+    }
+    if record.len() > MAX_RECORD_BYTES {
+        return Err(row_too_big(record.len()));
+    }
+    Ok(record)
+}
+
+fn encode_fixed(
+    column: &Column,
+    value: &Value,
+    fixed: &mut [u8],
+    offset: usize,
+    bit: u8,
+) -> SqlResult<()> {
+    let size = column.sql_type.fixed_size().unwrap_or(0);
+    let slot = &mut fixed[offset..offset + size.max(1)];
+    match (column.sql_type, value) {
+        (SqlType::TinyInt, Value::TinyInt(v)) => slot[0] = *v,
+        (SqlType::SmallInt, Value::SmallInt(v)) => slot.copy_from_slice(&v.to_le_bytes()),
+        (SqlType::Int, Value::Int(v)) => slot.copy_from_slice(&v.to_le_bytes()),
+        (SqlType::BigInt, Value::BigInt(v)) | (SqlType::Money, Value::Money(v)) => {
+            slot.copy_from_slice(&v.to_le_bytes())
+        }
+        (SqlType::Bit, Value::Bit(v)) => slot[0] = (slot[0] & !(1 << bit)) | (u8::from(*v) << bit),
+        (SqlType::Decimal { .. }, Value::Decimal(v, _)) => {
+            slot[0] = u8::from(*v >= 0);
+            let magnitude = v.unsigned_abs().to_le_bytes();
+            slot[1..].copy_from_slice(&magnitude[..size - 1]);
+        }
+        (SqlType::Float, Value::Float(v)) => slot.copy_from_slice(&v.to_le_bytes()),
+        (SqlType::Real, Value::Real(v)) => slot.copy_from_slice(&v.to_le_bytes()),
+        (SqlType::Char(n), Value::Text(text)) => {
+            pad_into(slot, text.as_bytes(), usize::from(n), b' ', column, value)?
+        }
+        (SqlType::NChar(n), Value::Text(text)) => {
+            let utf16: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+            let mut padded = utf16;
+            while padded.len() < 2 * usize::from(n) {
+                padded.extend_from_slice(&[b' ', 0]);
+            }
+            pad_into(slot, &padded, 2 * usize::from(n), 0, column, value)?;
+        }
+        (SqlType::Binary(n), Value::Bytes(bytes)) => {
+            pad_into(slot, bytes, usize::from(n), 0, column, value)?
+        }
+        (SqlType::UniqueIdentifier, Value::Guid(bytes)) => slot.copy_from_slice(bytes),
+        (SqlType::Date, Value::Date(days)) => slot.copy_from_slice(&days.to_le_bytes()[..3]),
+        (SqlType::Time(_), Value::Time(units)) => {
+            slot.copy_from_slice(&units.to_le_bytes()[..size])
+        }
+        (SqlType::DateTime, Value::DateTime(days, ticks)) => {
+            slot[..4].copy_from_slice(&ticks.to_le_bytes());
+            slot[4..].copy_from_slice(&days.to_le_bytes());
+        }
+        (SqlType::DateTime2(_), Value::DateTime2(days, units)) => {
+            let time_len = size - 3;
+            slot[..time_len].copy_from_slice(&units.to_le_bytes()[..time_len]);
+            slot[time_len..].copy_from_slice(&days.to_le_bytes()[..3]);
+        }
+        _ => return Err(type_mismatch(column, value)),
+    }
+    Ok(())
+}
+
+fn pad_into(
+    slot: &mut [u8],
+    bytes: &[u8],
+    size: usize,
+    pad: u8,
+    column: &Column,
+    value: &Value,
+) -> SqlResult<()> {
+    if bytes.len() > size {
+        return Err(truncation(column, value));
+    }
+    slot[..bytes.len()].copy_from_slice(bytes);
+    slot[bytes.len()..size].fill(pad);
+    Ok(())
+}
+
+fn truncation(column: &Column, _value: &Value) -> SqlError {
+    SqlError::new(
+        2628,
+        16,
+        1,
+        format!("String or binary data would be truncated in table, column '{}'.", column.name),
+    )
+}
+
+fn encode_var(column: &Column, value: &Value) -> SqlResult<Vec<u8>> {
+    let bytes = match (column.sql_type, value) {
+        (SqlType::VarChar(_), Value::Text(text)) => text.as_bytes().to_vec(),
+        (SqlType::NVarChar(_), Value::Text(text)) => {
+            text.encode_utf16().flat_map(u16::to_le_bytes).collect()
+        }
+        (SqlType::VarBinary(_), Value::Bytes(bytes)) => bytes.clone(),
+        _ => return Err(type_mismatch(column, value)),
+    };
+    if bytes.len() > column.sql_type.max_var_size() {
+        return Err(truncation(column, value));
+    }
+    Ok(bytes)
+}
+
+/// Why a record could not be decoded (corruption: the caller names the page).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRecord(pub &'static str);
+
+fn u16_at(bytes: &[u8], at: usize) -> Result<usize, BadRecord> {
+    let pair = bytes.get(at..at + 2).ok_or(BadRecord("record ends early"))?;
+    Ok(usize::from(u16::from_le_bytes([pair[0], pair[1]])))
+}
+
+/// The length of the record that starts `bytes` (a data or index record with the FixedVar
+/// layout, or a 9-byte forwarding stub).
+pub fn record_len(bytes: &[u8]) -> Result<usize, BadRecord> {
+    let status_a = *bytes.first().ok_or(BadRecord("empty record"))?;
+    if record_type(status_a) == RecordType::ForwardingStub as u8 {
+        return Ok(9);
+    }
+    let fixed_end = u16_at(bytes, 2)?;
+    let columns = u16_at(bytes, fixed_end)?;
+    let mut at = fixed_end + 2 + columns.div_ceil(8);
+    if status_a & STATUS_VAR_COLUMNS == 0 {
+        return if at <= bytes.len() { Ok(at) } else { Err(BadRecord("record ends early")) };
+    }
+    let var_count = u16_at(bytes, at)?;
+    at += 2;
+    if var_count == 0 {
+        return Ok(at);
+    }
+    let end = u16_at(bytes, at + 2 * (var_count - 1))? & 0x7FFF;
+    if end < at + 2 * var_count || end > bytes.len() {
+        return Err(BadRecord("variable-column offsets out of range"));
+    }
+    Ok(end)
+}
+
+/// Decodes a data record into one value per column.
+pub fn decode(columns: &[Column], layout: &Layout, record: &[u8]) -> Result<Vec<Value>, BadRecord> {
+    let fixed_end = u16_at(record, 2)?;
+    if fixed_end != 4 + layout.fixed_len {
+        return Err(BadRecord("fixed-length part does not match the table"));
+    }
+    let stored_columns = u16_at(record, fixed_end)?;
+    let bitmap_at = fixed_end + 2;
+    let bitmap = record
+        .get(bitmap_at..bitmap_at + stored_columns.div_ceil(8))
+        .ok_or(BadRecord("null bitmap"))?;
+    let mut at = bitmap_at + bitmap.len();
+    let (var_count, var_offsets_at) = if record[0] & STATUS_VAR_COLUMNS != 0 {
+        let count = u16_at(record, at)?;
+        at += 2;
+        (count, at)
+    } else {
+        (0, at)
+    };
+    let var_data_at = var_offsets_at + 2 * var_count;
+    let mut values = Vec::with_capacity(columns.len());
+    let mut var_index = 0;
+    for (index, column) in columns.iter().enumerate() {
+        let is_null = index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0;
+        match layout.fixed[index] {
+            Some((offset, bit)) => {
+                let value = if is_null {
+                    Value::Null
+                } else {
+                    decode_fixed(column, &record[4..fixed_end], offset, bit)
+                };
+                values.push(value);
+            }
+            None => {
+                let value = if is_null || var_index >= var_count {
+                    Value::Null
+                } else {
+                    let start = if var_index == 0 {
+                        var_data_at
+                    } else {
+                        u16_at(record, var_offsets_at + 2 * (var_index - 1))? & 0x7FFF
+                    };
+                    let end = u16_at(record, var_offsets_at + 2 * var_index)? & 0x7FFF;
+                    let bytes =
+                        record.get(start..end).ok_or(BadRecord("variable column out of range"))?;
+                    decode_var(column, bytes)
+                };
+                var_index += 1;
+                values.push(value);
+            }
+        }
+    }
+    Ok(values)
+}
+
+fn decode_fixed(column: &Column, fixed: &[u8], offset: usize, bit: u8) -> Value {
+    let size = column.sql_type.fixed_size().unwrap_or(0);
+    let slot = &fixed[offset..offset + size.max(1)];
+    let mut wide = [0u8; 16];
+    wide[..size.min(16)].copy_from_slice(&slot[..size.min(16)]);
+    match column.sql_type {
+        SqlType::TinyInt => Value::TinyInt(slot[0]),
+        SqlType::SmallInt => Value::SmallInt(i16::from_le_bytes([slot[0], slot[1]])),
+        SqlType::Int => Value::Int(i32::from_le_bytes(wide[..4].try_into().expect("4"))),
+        SqlType::BigInt => Value::BigInt(i64::from_le_bytes(wide[..8].try_into().expect("8"))),
+        SqlType::Money => Value::Money(i64::from_le_bytes(wide[..8].try_into().expect("8"))),
+        SqlType::Bit => Value::Bit(slot[0] & (1 << bit) != 0),
+        SqlType::Decimal { scale, .. } => {
+            let mut magnitude = [0u8; 16];
+            magnitude[..size - 1].copy_from_slice(&slot[1..]);
+            let value = u128::from_le_bytes(magnitude) as i128;
+            Value::Decimal(if slot[0] == 1 { value } else { -value }, scale)
+        }
+        SqlType::Float => Value::Float(f64::from_le_bytes(wide[..8].try_into().expect("8"))),
+        SqlType::Real => Value::Real(f32::from_le_bytes(wide[..4].try_into().expect("4"))),
+        SqlType::Char(_) => Value::Text(String::from_utf8_lossy(slot).into_owned()),
+        SqlType::NChar(_) => Value::Text(utf16_text(slot)),
+        SqlType::Binary(_) => Value::Bytes(slot.to_vec()),
+        SqlType::UniqueIdentifier => Value::Guid(wide),
+        SqlType::Date => Value::Date(u32::from_le_bytes([slot[0], slot[1], slot[2], 0])),
+        SqlType::Time(_) => Value::Time(u64::from_le_bytes(wide[..8].try_into().expect("8"))),
+        SqlType::DateTime => Value::DateTime(
+            i32::from_le_bytes(slot[4..8].try_into().expect("4")),
+            u32::from_le_bytes(slot[..4].try_into().expect("4")),
+        ),
+        SqlType::DateTime2(_) => {
+            let time_len = size - 3;
+            let mut units = [0u8; 8];
+            units[..time_len].copy_from_slice(&slot[..time_len]);
+            let days =
+                u32::from_le_bytes([slot[time_len], slot[time_len + 1], slot[time_len + 2], 0]);
+            Value::DateTime2(days, u64::from_le_bytes(units))
+        }
+        SqlType::VarChar(_) | SqlType::NVarChar(_) | SqlType::VarBinary(_) => Value::Null,
+    }
+}
+
+fn utf16_text(bytes: &[u8]) -> String {
+    let units: Vec<u16> =
+        bytes.chunks_exact(2).map(|pair| u16::from_le_bytes([pair[0], pair[1]])).collect();
+    String::from_utf16_lossy(&units)
+}
+
+fn decode_var(column: &Column, bytes: &[u8]) -> Value {
+    match column.sql_type {
+        SqlType::VarChar(_) => Value::Text(String::from_utf8_lossy(bytes).into_owned()),
+        SqlType::NVarChar(_) => Value::Text(utf16_text(bytes)),
+        _ => Value::Bytes(bytes.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed_001_columns() -> Vec<Column> {
+        vec![
+            Column::new("c1", SqlType::UniqueIdentifier, false),
+            Column::new("c2", SqlType::DateTime, false),
+            Column::new("c3", SqlType::Char(111), false),
+        ]
+    }
+
+    #[test]
+    fn seed_001s_row_is_141_bytes_like_sql_servers() {
+        let columns = seed_001_columns();
+        let layout = Layout::new(&columns);
+        let guid = guid_from_str("55666BEE-B3A0-4BF5-81A7-86FF976E763F").unwrap();
+        let values =
+            vec![Value::Guid(guid), Value::DateTime(42_000, 1_234_567), Value::Text("a".into())];
+        let record = encode(&columns, &layout, &values, RecordType::Primary).unwrap();
+        // 4 header + 16 + 8 + 111 fixed + 2 column count + 1 null bitmap = 142 bytes.
+        assert_eq!(record.len(), 142);
+        assert_eq!(layout.pminlen(), 139);
+        assert_eq!(record[0], 0x10, "a primary record with a null bitmap and no variable columns");
+        assert_eq!(record_len(&record), Ok(142));
+        let decoded = decode(&columns, &layout, &record).unwrap();
+        assert_eq!(decoded[0], values[0]);
+        assert_eq!(decoded[1], values[1]);
+        assert_eq!(decoded[2], Value::Text(format!("a{}", " ".repeat(110))));
+    }
+
+    #[test]
+    fn every_type_round_trips_with_nulls_and_variable_columns() {
+        let columns = vec![
+            Column::new("a", SqlType::TinyInt, false),
+            Column::new("b", SqlType::SmallInt, true),
+            Column::new("c", SqlType::Int, false),
+            Column::new("d", SqlType::BigInt, true),
+            Column::new("e", SqlType::Bit, false),
+            Column::new("f", SqlType::Bit, true),
+            Column::new("g", SqlType::Decimal { precision: 18, scale: 4 }, false),
+            Column::new("h", SqlType::Float, false),
+            Column::new("i", SqlType::Real, false),
+            Column::new("j", SqlType::Money, false),
+            Column::new("k", SqlType::VarChar(50), true),
+            Column::new("l", SqlType::NVarChar(20), true),
+            Column::new("m", SqlType::NChar(3), false),
+            Column::new("n", SqlType::Binary(4), false),
+            Column::new("o", SqlType::VarBinary(10), true),
+            Column::new("p", SqlType::Date, false),
+            Column::new("q", SqlType::Time(7), false),
+            Column::new("r", SqlType::DateTime2(3), false),
+            Column::new("s", SqlType::VarChar(5), true),
+        ];
+        let layout = Layout::new(&columns);
+        let values = vec![
+            Value::TinyInt(255),
+            Value::Null,
+            Value::Int(-7),
+            Value::BigInt(1 << 40),
+            Value::Bit(true),
+            Value::Bit(false),
+            Value::Decimal(-123_456_789, 4),
+            Value::Float(2.5),
+            Value::Real(-0.25),
+            Value::Money(12_3400),
+            Value::Text("hello".into()),
+            Value::Null,
+            Value::Text("ab ".into()),
+            Value::Bytes(vec![1, 2, 3, 4]),
+            Value::Bytes(vec![9; 10]),
+            Value::Date(738_000),
+            Value::Time(863_999_999_999),
+            Value::DateTime2(738_001, 86_399_999),
+            Value::Null,
+        ];
+        let record = encode(&columns, &layout, &values, RecordType::Primary).unwrap();
+        assert_eq!(record[0] & STATUS_VAR_COLUMNS, STATUS_VAR_COLUMNS);
+        assert_eq!(record_len(&record), Ok(record.len()));
+        assert_eq!(decode(&columns, &layout, &record).unwrap(), values);
+        // Two bit columns share one byte; the trailing NULL var column is not stored.
+        let var_count_at = 4 + layout.fixed_len + 2 + columns.len().div_ceil(8);
+        assert_eq!(
+            u16_at(&record, var_count_at),
+            Ok(3),
+            "k, l, o stored; s (trailing NULL) omitted"
+        );
+    }
+
+    #[test]
+    fn errors_for_null_truncation_and_oversized_rows() {
+        let columns = vec![
+            Column::new("a", SqlType::Int, false),
+            Column::new("b", SqlType::Char(5000), true),
+            Column::new("c", SqlType::VarChar(4000), true),
+        ];
+        let layout = Layout::new(&columns);
+        let null = encode(
+            &columns,
+            &layout,
+            &[Value::Null, Value::Null, Value::Null],
+            RecordType::Primary,
+        )
+        .unwrap_err();
+        assert_eq!(null.number, 515);
+        let long = encode(
+            &columns,
+            &layout,
+            &[Value::Int(1), Value::Text("x".repeat(5001)), Value::Null],
+            RecordType::Primary,
+        )
+        .unwrap_err();
+        assert_eq!(long.number, 2628);
+        let big = encode(
+            &columns,
+            &layout,
+            &[Value::Int(1), Value::Null, Value::Text("y".repeat(3100))],
+            RecordType::Primary,
+        )
+        .unwrap_err();
+        assert_eq!((big.number, big.severity), (511, 16));
+    }
+
+    #[test]
+    fn guids_sort_as_sql_server_sorts_them() {
+        // Ascending order as SQL Server returns it for ORDER BY on uniqueidentifier: the last
+        // group decides first, the first group last; the first three groups are stored
+        // little-endian, so their rightmost byte in the text decides first.
+        let ascending = [
+            "01000000-0000-0000-0000-000000000000",
+            "10000000-0000-0000-0000-000000000000",
+            "00010000-0000-0000-0000-000000000000",
+            "00000001-0000-0000-0000-000000000000",
+            "00000000-0100-0000-0000-000000000000",
+            "00000000-0001-0000-0000-000000000000",
+            "00000000-0000-0100-0000-000000000000",
+            "00000000-0000-0001-0000-000000000000",
+            "00000000-0000-0000-0001-000000000000",
+            "00000000-0000-0000-0100-000000000000",
+            "00000000-0000-0000-0000-000000000001",
+            "00000000-0000-0000-0000-010000000000",
+        ];
+        let guids: Vec<[u8; 16]> = ascending.iter().map(|s| guid_from_str(s).unwrap()).collect();
+        for pair in guids.windows(2) {
+            assert_eq!(
+                compare_guid(&pair[0], &pair[1]),
+                Ordering::Less,
+                "{} < {}",
+                guid_to_string(&pair[0]),
+                guid_to_string(&pair[1])
+            );
+        }
+        // The documented example: @g2 is greater although '55666BEE' < '8DD5BCA5'.
+        let g1 = guid_from_str("55666BEE-B3A0-4BF5-81A7-86FF976E763F").unwrap();
+        let g2 = guid_from_str("8DD5BCA5-6ABE-4F73-B4B7-393AE6BBB849").unwrap();
+        assert_eq!(compare_guid(&g1, &g2), Ordering::Greater);
+        assert_eq!(guid_to_string(&g1), "55666BEE-B3A0-4BF5-81A7-86FF976E763F");
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value_for(sql_type: SqlType) -> BoxedStrategy<Value> {
+        match sql_type {
+            SqlType::Int => any::<i32>().prop_map(Value::Int).boxed(),
+            SqlType::BigInt => any::<i64>().prop_map(Value::BigInt).boxed(),
+            SqlType::Bit => any::<bool>().prop_map(Value::Bit).boxed(),
+            SqlType::VarChar(_) => "[a-z]{0,40}".prop_map(Value::Text).boxed(),
+            SqlType::NVarChar(_) => "[a-zé€]{0,20}".prop_map(Value::Text).boxed(),
+            SqlType::UniqueIdentifier => any::<[u8; 16]>().prop_map(Value::Guid).boxed(),
+            SqlType::Decimal { scale, .. } => (-999_999_999_999i128..999_999_999_999)
+                .prop_map(move |v| Value::Decimal(v, scale))
+                .boxed(),
+            _ => unreachable!("only the types below are generated"),
+        }
+    }
+
+    fn row() -> impl Strategy<Value = (Vec<Column>, Vec<Value>)> {
+        let types = prop_oneof![
+            Just(SqlType::Int),
+            Just(SqlType::BigInt),
+            Just(SqlType::Bit),
+            Just(SqlType::VarChar(40)),
+            Just(SqlType::NVarChar(20)),
+            Just(SqlType::UniqueIdentifier),
+            Just(SqlType::Decimal { precision: 28, scale: 2 }),
+        ];
+        proptest::collection::vec((types, any::<bool>()), 1..12).prop_flat_map(|specs| {
+            let columns: Vec<Column> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, (t, null))| Column::new(&format!("c{i}"), *t, *null))
+                .collect();
+            let values: Vec<BoxedStrategy<Value>> = specs
+                .iter()
+                .map(|(t, nullable)| {
+                    if *nullable {
+                        prop_oneof![Just(Value::Null), value_for(*t)].boxed()
+                    } else {
+                        value_for(*t)
+                    }
+                })
+                .collect();
+            (Just(columns), values)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn records_round_trip((columns, values) in row()) {
+            let layout = Layout::new(&columns);
+            let record = encode(&columns, &layout, &values, RecordType::Primary).unwrap();
+            prop_assert_eq!(record_len(&record), Ok(record.len()));
+            prop_assert_eq!(decode(&columns, &layout, &record).unwrap(), values);
+        }
+
+        #[test]
+        fn guid_order_is_a_total_order(a in any::<[u8; 16]>(), b in any::<[u8; 16]>()) {
+            prop_assert_eq!(compare_guid(&a, &b), compare_guid(&b, &a).reverse());
+            prop_assert_eq!(compare_guid(&a, &b) == Ordering::Equal, a == b);
+        }
+    }
+}
