@@ -22,6 +22,7 @@ pub mod boot;
 pub mod buffer;
 pub mod clock;
 pub mod database;
+pub mod datapage;
 pub mod error;
 pub mod errorlog;
 pub mod file;

@@ -1,0 +1,380 @@
+//! Data and index pages: records behind a slot array, free-space accounting, ghost records and
+//! compaction (reference §1.3, §1.5, §1.8).
+//!
+//! Layout: the 96-byte header, records from offset 96 upwards (the next one goes at
+//! m_freeData), and the slot array growing down from the end (slot i at 8190 - 2i, holding the
+//! record's offset). Deleting leaves a hole; m_freeCnt counts every free byte, holes included,
+//! and an insert that does not fit in the contiguous space compacts the page first.
+//!
+//! Invariants (checked by [`check`], asserted in debug builds after every change):
+//! 1. m_freeCnt = 8192 - 96 - (sum of record lengths) - 2 x m_slotCnt.
+//! 2. Every slot points inside [96, m_freeData) and no two records overlap.
+//! 3. m_freeData + 2 x m_slotCnt <= 8192.
+//! 4. m_ghostRecCnt equals the number of records of a ghost type.
+
+use crate::page::{PageBuf, PageHeader, PageType, slot_offset};
+use crate::record::{self, BadRecord, RecordType};
+use crate::units::{PAGE_HEADER_SIZE, PAGE_SIZE, PageId};
+
+const BODY_BYTES: usize = PAGE_SIZE - PAGE_HEADER_SIZE;
+
+/// Formats an empty data (level 0) or index page of an allocation unit.
+pub fn format(
+    buf: &mut PageBuf,
+    page_id: PageId,
+    page_type: PageType,
+    au_id: u64,
+    level: u8,
+    pminlen: u16,
+) {
+    buf.fill(0);
+    let mut header = PageHeader::new(page_type, page_id);
+    header.set_allocation_unit_id(au_id);
+    header.level = level;
+    header.pminlen = pminlen;
+    header.write(&mut buf[..]);
+}
+
+fn header(buf: &PageBuf) -> PageHeader {
+    PageHeader::read(&buf[..])
+}
+
+pub fn slot_count(buf: &PageBuf) -> u16 {
+    header(buf).slot_count
+}
+
+/// Free bytes (m_freeCnt), holes included.
+pub fn free_bytes(buf: &PageBuf) -> usize {
+    usize::from(header(buf).free_count)
+}
+
+/// Whether a record of `len` bytes fits (with its slot), possibly after compaction.
+pub fn fits(buf: &PageBuf, len: usize) -> bool {
+    free_bytes(buf) >= len + 2
+}
+
+fn contiguous_free(buf: &PageBuf) -> usize {
+    let h = header(buf);
+    PAGE_SIZE - usize::from(h.free_data) - 2 * usize::from(h.slot_count)
+}
+
+/// The record in `slot`.
+pub fn record(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
+    let h = header(buf);
+    if slot >= h.slot_count {
+        return Err(BadRecord("slot beyond m_slotCnt"));
+    }
+    let offset = usize::from(slot_offset(&buf[..], slot));
+    if offset < PAGE_HEADER_SIZE || offset >= usize::from(h.free_data) {
+        return Err(BadRecord("slot offset outside the record area"));
+    }
+    let len = record::record_len(&buf[offset..usize::from(h.free_data)])?;
+    Ok(&buf[offset..offset + len])
+}
+
+fn set_slot(buf: &mut PageBuf, slot: u16, offset: u16) {
+    let at = PAGE_SIZE - 2 * (usize::from(slot) + 1);
+    buf[at..at + 2].copy_from_slice(&offset.to_le_bytes());
+}
+
+/// Inserts a record as slot `slot` (later slots move up by one). False if it does not fit.
+pub fn insert(buf: &mut PageBuf, slot: u16, bytes: &[u8]) -> bool {
+    let mut h = header(buf);
+    assert!(slot <= h.slot_count, "inserting beyond the end of the slot array");
+    if !fits(buf, bytes.len()) {
+        return false;
+    }
+    if contiguous_free(buf) < bytes.len() + 2 {
+        compact(buf);
+        h = header(buf);
+    }
+    let at = usize::from(h.free_data);
+    buf[at..at + bytes.len()].copy_from_slice(bytes);
+    for moving in (slot..h.slot_count).rev() {
+        let offset = slot_offset(&buf[..], moving);
+        set_slot(buf, moving + 1, offset);
+    }
+    set_slot(buf, slot, at as u16);
+    h.slot_count += 1;
+    h.free_data += bytes.len() as u16;
+    h.free_count -= (bytes.len() + 2) as u16;
+    if is_ghost(bytes[0]) {
+        h.ghost_record_count += 1;
+    }
+    h.write(&mut buf[..]);
+    debug_assert_eq!(check(buf), Ok(()), "datapage invariants after insert");
+    true
+}
+
+fn is_ghost(status_a: u8) -> bool {
+    let kind = record::record_type(status_a);
+    kind == RecordType::GhostData as u8 || kind == RecordType::GhostIndex as u8
+}
+
+/// Removes a record and its slot (later slots move down by one). Its bytes become a hole.
+pub fn delete(buf: &mut PageBuf, slot: u16) -> Result<(), BadRecord> {
+    let (len, ghost) = {
+        let bytes = record(buf, slot)?;
+        (bytes.len(), is_ghost(bytes[0]))
+    };
+    let mut h = header(buf);
+    for moving in slot + 1..h.slot_count {
+        let offset = slot_offset(&buf[..], moving);
+        set_slot(buf, moving - 1, offset);
+    }
+    set_slot(buf, h.slot_count - 1, 0);
+    h.slot_count -= 1;
+    h.free_count += (len + 2) as u16;
+    if ghost {
+        h.ghost_record_count -= 1;
+    }
+    h.write(&mut buf[..]);
+    debug_assert_eq!(check(buf), Ok(()), "datapage invariants after delete");
+    Ok(())
+}
+
+/// Replaces the record in `slot`. False (and the page unchanged) if the new one does not fit.
+pub fn replace(buf: &mut PageBuf, slot: u16, bytes: &[u8]) -> Result<bool, BadRecord> {
+    let old = record(buf, slot)?.to_vec();
+    if bytes.len() <= old.len() {
+        let offset = usize::from(slot_offset(&buf[..], slot));
+        buf[offset..offset + bytes.len()].copy_from_slice(bytes);
+        let mut h = header(buf);
+        h.free_count += (old.len() - bytes.len()) as u16;
+        h.ghost_record_count =
+            h.ghost_record_count + u16::from(is_ghost(bytes[0])) - u16::from(is_ghost(old[0]));
+        h.write(&mut buf[..]);
+        // The tail of the old record becomes a hole; record_len no longer reaches it.
+        debug_assert_eq!(check(buf), Ok(()), "datapage invariants after replace");
+        return Ok(true);
+    }
+    delete(buf, slot)?;
+    if insert(buf, slot, bytes) {
+        return Ok(true);
+    }
+    assert!(insert(buf, slot, &old), "the old record fits where it was");
+    Ok(false)
+}
+
+/// Turns the record in `slot` into a ghost (deleted, not yet removed by ghost cleanup).
+pub fn make_ghost(buf: &mut PageBuf, slot: u16) -> Result<(), BadRecord> {
+    let offset = {
+        let bytes = record(buf, slot)?;
+        if is_ghost(bytes[0]) {
+            return Ok(());
+        }
+        usize::from(slot_offset(&buf[..], slot))
+    };
+    let kind = if record::record_type(buf[offset]) == RecordType::Index as u8 {
+        RecordType::GhostIndex
+    } else {
+        RecordType::GhostData
+    };
+    buf[offset] = (buf[offset] & !0x0E) | ((kind as u8) << 1);
+    let mut h = header(buf);
+    h.ghost_record_count += 1;
+    h.write(&mut buf[..]);
+    Ok(())
+}
+
+/// Rewrites the records contiguously in slot order, removing holes.
+pub fn compact(buf: &mut PageBuf) {
+    let h = header(buf);
+    let records: Vec<Vec<u8>> = (0..h.slot_count)
+        .map(|slot| record(buf, slot).expect("a valid page compacts").to_vec())
+        .collect();
+    let mut at = PAGE_HEADER_SIZE;
+    for (slot, bytes) in records.iter().enumerate() {
+        buf[at..at + bytes.len()].copy_from_slice(bytes);
+        set_slot(buf, slot as u16, at as u16);
+        at += bytes.len();
+    }
+    let slots_at = PAGE_SIZE - 2 * usize::from(h.slot_count);
+    buf[at..slots_at].fill(0);
+    let mut h = header(buf);
+    h.free_data = at as u16;
+    h.write(&mut buf[..]);
+}
+
+/// The PFS fullness bucket of a heap page: 0 empty, 1 up to 50 %, 2 up to 80 %, 3 up to 95 %,
+/// 4 above 95 % used (reference §2.4).
+pub fn pfs_fullness(buf: &PageBuf) -> u8 {
+    let h = header(buf);
+    if h.slot_count == 0 {
+        return 0;
+    }
+    let used_pct = (BODY_BYTES - usize::from(h.free_count)) * 100 / BODY_BYTES;
+    match used_pct {
+        0..=50 => 1,
+        51..=80 => 2,
+        81..=95 => 3,
+        _ => 4,
+    }
+}
+
+/// Free bytes that a page in a PFS fullness bucket is sure to have (what an insert may count
+/// on without reading the page).
+pub fn guaranteed_free_bytes(bucket: u8) -> usize {
+    match bucket {
+        0 => BODY_BYTES,
+        1 => BODY_BYTES / 2,
+        2 => BODY_BYTES * 20 / 100,
+        3 => BODY_BYTES * 5 / 100,
+        _ => 0,
+    }
+}
+
+/// Checks invariants 1-4.
+pub fn check(buf: &PageBuf) -> Result<(), BadRecord> {
+    let h = header(buf);
+    if usize::from(h.free_data) + 2 * usize::from(h.slot_count) > PAGE_SIZE
+        || usize::from(h.free_data) < PAGE_HEADER_SIZE
+    {
+        return Err(BadRecord("m_freeData and the slot array overlap"));
+    }
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(usize::from(h.slot_count));
+    let mut ghosts = 0;
+    for slot in 0..h.slot_count {
+        let bytes = record(buf, slot)?;
+        let start = usize::from(slot_offset(&buf[..], slot));
+        spans.push((start, start + bytes.len()));
+        ghosts += u16::from(is_ghost(bytes[0]));
+    }
+    spans.sort_unstable();
+    if spans.windows(2).any(|pair| pair[0].1 > pair[1].0) {
+        return Err(BadRecord("records overlap"));
+    }
+    let used: usize = spans.iter().map(|(start, end)| end - start).sum();
+    if usize::from(h.free_count) != BODY_BYTES - used - 2 * usize::from(h.slot_count) {
+        return Err(BadRecord("m_freeCnt does not match the records"));
+    }
+    if ghosts != h.ghost_record_count {
+        return Err(BadRecord("m_ghostRecCnt does not match the records"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Column, Layout, SqlType, Value, encode};
+    use proptest::prelude::*;
+
+    fn page() -> Box<PageBuf> {
+        let mut buf = crate::page::new_page_buf();
+        format(&mut buf, PageId::new(1, 100), PageType::Data, 72_057_594_045_792_256, 0, 12);
+        buf
+    }
+
+    fn row(n: i32, text_len: usize) -> Vec<u8> {
+        let columns = vec![
+            Column::new("a", SqlType::Int, false),
+            Column::new("b", SqlType::VarChar(8000), false),
+        ];
+        let layout = Layout::new(&columns);
+        encode(
+            &columns,
+            &layout,
+            &[Value::Int(n), Value::Text("x".repeat(text_len))],
+            RecordType::Primary,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_dbcc_demo_arithmetic_holds() {
+        // reference §1.3: two records of 2445 bytes -> m_freeData 4986, m_freeCnt 3202.
+        let mut buf = page();
+        let record = row(1, 2445 - 4 - 4 - 2 - 1 - 2 - 2);
+        assert_eq!(record.len(), 2445);
+        assert!(insert(&mut buf, 0, &record));
+        assert!(insert(&mut buf, 1, &record));
+        let h = PageHeader::read(&buf[..]);
+        assert_eq!((h.free_data, h.free_count, h.slot_count), (4986, 3202, 2));
+        assert_eq!(slot_offset(&buf[..], 1), 2541);
+        assert_eq!(pfs_fullness(&buf), 2, "60 % used: the 51-80 % bucket");
+    }
+
+    #[test]
+    fn inserting_in_the_middle_keeps_slot_order_and_a_full_page_compacts() {
+        let mut buf = page();
+        assert!(insert(&mut buf, 0, &row(1, 10)));
+        assert!(insert(&mut buf, 1, &row(3, 10)));
+        assert!(insert(&mut buf, 1, &row(2, 10)));
+        let first_int = |buf: &PageBuf, slot| {
+            i32::from_le_bytes(record(buf, slot).unwrap()[4..8].try_into().unwrap())
+        };
+        assert_eq!((first_int(&buf, 0), first_int(&buf, 1), first_int(&buf, 2)), (1, 2, 3));
+        let mut big = page();
+        let mut n = 0;
+        loop {
+            let next = slot_count(&big);
+            if !insert(&mut big, next, &row(n, 1000)) {
+                break;
+            }
+            n += 1;
+        }
+        assert_eq!(n, 7, "seven 1,015-byte rows fit in 8,096 bytes");
+        delete(&mut big, 2).unwrap();
+        delete(&mut big, 4).unwrap();
+        assert!(insert(&mut big, 0, &row(99, 1800)), "fits after compaction of the holes");
+        assert_eq!(check(&big), Ok(()));
+    }
+
+    #[test]
+    fn ghosts_are_counted_and_replace_keeps_the_page_valid() {
+        let mut buf = page();
+        for n in 0..5 {
+            assert!(insert(&mut buf, n, &row(i32::from(n), 20)));
+        }
+        make_ghost(&mut buf, 1).unwrap();
+        make_ghost(&mut buf, 1).unwrap();
+        assert_eq!(PageHeader::read(&buf[..]).ghost_record_count, 1);
+        assert_eq!(record::record_type(record(&buf, 1).unwrap()[0]), RecordType::GhostData as u8);
+        assert_eq!(replace(&mut buf, 3, &row(30, 500)), Ok(true));
+        assert_eq!(replace(&mut buf, 3, &row(31, 5)), Ok(true));
+        assert_eq!(replace(&mut buf, 0, &row(0, 8000)), Ok(false), "too big: nothing changes");
+        delete(&mut buf, 1).unwrap();
+        assert_eq!(PageHeader::read(&buf[..]).ghost_record_count, 0);
+        assert_eq!(check(&buf), Ok(()));
+    }
+
+    proptest! {
+        #[test]
+        fn random_changes_keep_every_invariant_and_every_record(ops in proptest::collection::vec((0u8..3, 0u16..40, 0usize..900), 1..200)) {
+            let mut buf = page();
+            let mut model: Vec<Vec<u8>> = Vec::new();
+            for (n, (op, at, len)) in ops.into_iter().enumerate() {
+                let slot = if model.is_empty() { 0 } else { at % (model.len() as u16 + 1) };
+                match op {
+                    0 => {
+                        let bytes = row(n as i32, len);
+                        if insert(&mut buf, slot, &bytes) {
+                            model.insert(usize::from(slot), bytes);
+                        } else {
+                            prop_assert!(!fits(&buf, bytes.len()));
+                        }
+                    }
+                    1 if !model.is_empty() => {
+                        let slot = slot.min(model.len() as u16 - 1);
+                        delete(&mut buf, slot).unwrap();
+                        model.remove(usize::from(slot));
+                    }
+                    _ if !model.is_empty() => {
+                        let slot = slot.min(model.len() as u16 - 1);
+                        let bytes = row(n as i32, len);
+                        if replace(&mut buf, slot, &bytes).unwrap() {
+                            model[usize::from(slot)] = bytes;
+                        }
+                    }
+                    _ => {}
+                }
+                prop_assert_eq!(check(&buf), Ok(()));
+            }
+            prop_assert_eq!(usize::from(slot_count(&buf)), model.len());
+            for (slot, bytes) in model.iter().enumerate() {
+                prop_assert_eq!(record(&buf, slot as u16).unwrap(), &bytes[..]);
+            }
+        }
+    }
+}
