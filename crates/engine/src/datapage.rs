@@ -6,9 +6,14 @@
 //! record's offset). Deleting leaves a hole; m_freeCnt counts every free byte, holes included,
 //! and an insert that does not fit in the contiguous space compacts the page first.
 //!
+//! Index pages keep slots in key order, so inserts and deletes shift the slots after them
+//! ([`insert`], [`delete`]). Heap pages keep every row's slot number (its RID) stable: a delete
+//! leaves an empty slot (offset 0) that a later insert reuses ([`remove_keeping_slots`],
+//! [`insert_anywhere`]).
+//!
 //! Invariants (checked by [`check`], asserted in debug builds after every change):
 //! 1. m_freeCnt = 8192 - 96 - (sum of record lengths) - 2 x m_slotCnt.
-//! 2. Every slot points inside [96, m_freeData) and no two records overlap.
+//! 2. Every non-empty slot points inside [96, m_freeData) and no two records overlap.
 //! 3. m_freeData + 2 x m_slotCnt <= 8192.
 //! 4. m_ghostRecCnt equals the number of records of a ghost type.
 
@@ -58,11 +63,19 @@ fn contiguous_free(buf: &PageBuf) -> usize {
     PAGE_SIZE - usize::from(h.free_data) - 2 * usize::from(h.slot_count)
 }
 
+/// Whether `slot` is an empty heap slot (a deleted row whose RID may be reused).
+pub fn is_empty_slot(buf: &PageBuf, slot: u16) -> bool {
+    slot < header(buf).slot_count && slot_offset(&buf[..], slot) == 0
+}
+
 /// The record in `slot`.
 pub fn record(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
     let h = header(buf);
     if slot >= h.slot_count {
         return Err(BadRecord("slot beyond m_slotCnt"));
+    }
+    if is_empty_slot(buf, slot) {
+        return Err(BadRecord("empty slot"));
     }
     let offset = usize::from(slot_offset(&buf[..], slot));
     if offset < PAGE_HEADER_SIZE || offset >= usize::from(h.free_data) {
@@ -104,6 +117,56 @@ pub fn insert(buf: &mut PageBuf, slot: u16, bytes: &[u8]) -> bool {
     h.write(&mut buf[..]);
     debug_assert_eq!(check(buf), Ok(()), "datapage invariants after insert");
     true
+}
+
+/// Heap insert: puts the record in the first empty slot, or in a new last slot. Returns the
+/// slot, or None if it does not fit.
+pub fn insert_anywhere(buf: &mut PageBuf, bytes: &[u8]) -> Option<u16> {
+    let h = header(buf);
+    let Some(slot) = (0..h.slot_count).find(|slot| is_empty_slot(buf, *slot)) else {
+        let slot = h.slot_count;
+        return insert(buf, slot, bytes).then_some(slot);
+    };
+    if free_bytes(buf) < bytes.len() {
+        return None;
+    }
+    if contiguous_free(buf) < bytes.len() {
+        compact(buf);
+    }
+    let mut h = header(buf);
+    let at = usize::from(h.free_data);
+    buf[at..at + bytes.len()].copy_from_slice(bytes);
+    set_slot(buf, slot, at as u16);
+    h.free_data += bytes.len() as u16;
+    h.free_count -= bytes.len() as u16;
+    if is_ghost(bytes[0]) {
+        h.ghost_record_count += 1;
+    }
+    h.write(&mut buf[..]);
+    debug_assert_eq!(check(buf), Ok(()), "datapage invariants after insert_anywhere");
+    Some(slot)
+}
+
+/// Heap delete: frees the record's bytes and leaves its slot empty, so that the other rows keep
+/// their RIDs. Trailing empty slots are dropped.
+pub fn remove_keeping_slots(buf: &mut PageBuf, slot: u16) -> Result<(), BadRecord> {
+    let (len, ghost) = {
+        let bytes = record(buf, slot)?;
+        (bytes.len(), is_ghost(bytes[0]))
+    };
+    set_slot(buf, slot, 0);
+    let mut h = header(buf);
+    h.free_count += len as u16;
+    if ghost {
+        h.ghost_record_count -= 1;
+    }
+    while h.slot_count > 0 && slot_offset(&buf[..], h.slot_count - 1) == 0 {
+        h.slot_count -= 1;
+        h.free_count += 2;
+    }
+    h.write(&mut buf[..]);
+    debug_assert_eq!(check(buf), Ok(()), "datapage invariants after remove_keeping_slots");
+    Ok(())
 }
 
 fn is_ghost(status_a: u8) -> bool {
@@ -180,11 +243,15 @@ pub fn make_ghost(buf: &mut PageBuf, slot: u16) -> Result<(), BadRecord> {
 /// Rewrites the records contiguously in slot order, removing holes.
 pub fn compact(buf: &mut PageBuf) {
     let h = header(buf);
-    let records: Vec<Vec<u8>> = (0..h.slot_count)
-        .map(|slot| record(buf, slot).expect("a valid page compacts").to_vec())
+    let records: Vec<Option<Vec<u8>>> = (0..h.slot_count)
+        .map(|slot| {
+            let empty = is_empty_slot(buf, slot);
+            (!empty).then(|| record(buf, slot).expect("a valid page compacts").to_vec())
+        })
         .collect();
     let mut at = PAGE_HEADER_SIZE;
     for (slot, bytes) in records.iter().enumerate() {
+        let Some(bytes) = bytes else { continue };
         buf[at..at + bytes.len()].copy_from_slice(bytes);
         set_slot(buf, slot as u16, at as u16);
         at += bytes.len();
@@ -200,7 +267,7 @@ pub fn compact(buf: &mut PageBuf) {
 /// 4 above 95 % used (reference §2.4).
 pub fn pfs_fullness(buf: &PageBuf) -> u8 {
     let h = header(buf);
-    if h.slot_count == 0 {
+    if usize::from(h.free_count) + 2 * usize::from(h.slot_count) == BODY_BYTES {
         return 0;
     }
     let used_pct = (BODY_BYTES - usize::from(h.free_count)) * 100 / BODY_BYTES;
@@ -234,7 +301,7 @@ pub fn check(buf: &PageBuf) -> Result<(), BadRecord> {
     }
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(usize::from(h.slot_count));
     let mut ghosts = 0;
-    for slot in 0..h.slot_count {
+    for slot in (0..h.slot_count).filter(|slot| !is_empty_slot(buf, *slot)) {
         let bytes = record(buf, slot)?;
         let start = usize::from(slot_offset(&buf[..], slot));
         spans.push((start, start + bytes.len()));
@@ -337,6 +404,26 @@ mod tests {
         delete(&mut buf, 1).unwrap();
         assert_eq!(PageHeader::read(&buf[..]).ghost_record_count, 0);
         assert_eq!(check(&buf), Ok(()));
+    }
+
+    #[test]
+    fn heap_deletes_keep_rids_stable_and_reuse_empty_slots() {
+        let mut buf = page();
+        for n in 0..4 {
+            assert_eq!(insert_anywhere(&mut buf, &row(n, 100)), Some(n as u16));
+        }
+        remove_keeping_slots(&mut buf, 1).unwrap();
+        assert!(is_empty_slot(&buf, 1));
+        assert_eq!(record(&buf, 2).unwrap()[4], 2, "row 2 keeps slot 2");
+        assert_eq!(insert_anywhere(&mut buf, &row(9, 50)), Some(1), "the empty slot is reused");
+        remove_keeping_slots(&mut buf, 3).unwrap();
+        remove_keeping_slots(&mut buf, 2).unwrap();
+        assert_eq!(slot_count(&buf), 2, "trailing empty slots are dropped");
+        compact(&mut buf);
+        assert_eq!(check(&buf), Ok(()));
+        remove_keeping_slots(&mut buf, 0).unwrap();
+        remove_keeping_slots(&mut buf, 1).unwrap();
+        assert_eq!((slot_count(&buf), pfs_fullness(&buf)), (0, 0));
     }
 
     proptest! {

@@ -27,6 +27,7 @@ pub mod error;
 pub mod errorlog;
 pub mod file;
 pub mod filegroup;
+pub mod heap;
 pub mod instance;
 pub mod io;
 pub mod latch;

@@ -235,6 +235,11 @@ impl Database {
         &self.instance
     }
 
+    /// The buffer pool every page of this database goes through.
+    pub fn buffer_pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
     fn io_err_create(err: &std::io::Error, path: &Path) -> SqlError {
         if err.kind() == std::io::ErrorKind::AlreadyExists {
             SqlError::file_exists(&path.display().to_string())
