@@ -41,7 +41,10 @@ impl Rid {
     }
 
     fn from_bytes(bytes: &[u8]) -> Rid {
-        Rid { page: PageId::from_bytes(&bytes[..6]), slot: u16::from_le_bytes([bytes[6], bytes[7]]) }
+        Rid {
+            page: PageId::from_bytes(&bytes[..6]),
+            slot: u16::from_le_bytes([bytes[6], bytes[7]]),
+        }
     }
 }
 
@@ -69,7 +72,12 @@ fn corrupt(database: &Database, page: PageId, what: &str) -> SqlError {
 
 impl Heap {
     /// Creates a heap (its allocation unit) in a filegroup (DEFAULT if None).
-    pub fn create(db: &Database, name: &str, columns: Vec<Column>, filegroup: Option<&str>) -> SqlResult<Heap> {
+    pub fn create(
+        db: &Database,
+        name: &str,
+        columns: Vec<Column>,
+        filegroup: Option<&str>,
+    ) -> SqlResult<Heap> {
         let au_id = db.create_allocation_unit(name, filegroup)?;
         Ok(Heap::attach(au_id, name, columns))
     }
@@ -103,14 +111,23 @@ impl Heap {
         }
         let page = db.allocate_page(self.au_id)?;
         let guard = db.buffer_pool().new_page(Self::key(db, page))?;
-        guard.write(|buf| datapage::format(buf, page, PageType::Data, self.au_id, 0, self.layout.pminlen() as u16));
-        let slot = self.insert_on(db, &guard, record)?.expect("a record of at most 8,060 bytes fits an empty page");
+        guard.write(|buf| {
+            datapage::format(buf, page, PageType::Data, self.au_id, 0, self.layout.pminlen() as u16)
+        });
+        let slot = self
+            .insert_on(db, &guard, record)?
+            .expect("a record of at most 8,060 bytes fits an empty page");
         *self.last_page.lock() = Some(page);
         Ok(Rid { page, slot })
     }
 
     /// Inserts on a latched page if it fits; updates the PFS bucket.
-    fn insert_on(&self, db: &Database, guard: &PageGuard<'_>, record: &[u8]) -> SqlResult<Option<u16>> {
+    fn insert_on(
+        &self,
+        db: &Database,
+        guard: &PageGuard<'_>,
+        record: &[u8],
+    ) -> SqlResult<Option<u16>> {
         let slot = guard.write(|buf| datapage::insert_anywhere(buf, record));
         if slot.is_some() {
             self.update_pfs(db, guard)?;
@@ -133,7 +150,9 @@ impl Heap {
 
     /// The heap's data pages, in IAM order.
     pub fn pages(&self, db: &Database) -> SqlResult<Vec<PageId>> {
-        let unit = db.allocation_unit(self.au_id).ok_or_else(|| SqlError::new(5204, 16, 1, format!("Could not find allocation unit ID {}.", self.au_id)))?;
+        let unit = db.allocation_unit(self.au_id).ok_or_else(|| {
+            SqlError::new(5204, 16, 1, format!("Could not find allocation unit ID {}.", self.au_id))
+        })?;
         let iam: std::collections::BTreeSet<PageId> = unit.iam_pages.iter().copied().collect();
         let mut pages: Vec<PageId> = unit.single_pages.clone();
         for extent in unit.extents {
@@ -170,7 +189,9 @@ impl Heap {
         let Some(bytes) = self.read_record(db, rid)? else { return Ok(None) };
         if record::record_type(bytes[0]) == RecordType::ForwardingStub as u8 {
             let target = Rid::from_bytes(&bytes[1..9]);
-            let moved = self.read_record(db, target)?.ok_or_else(|| corrupt(db, target.page, "forwarding stub points nowhere"))?;
+            let moved = self
+                .read_record(db, target)?
+                .ok_or_else(|| corrupt(db, target.page, "forwarding stub points nowhere"))?;
             return self.decode(db, target.page, &moved).map(Some);
         }
         self.decode(db, rid.page, &bytes).map(Some)
@@ -186,7 +207,9 @@ impl Heap {
             if rid.slot >= datapage::slot_count(buf) || datapage::is_empty_slot(buf, rid.slot) {
                 return Ok(None);
             }
-            datapage::record(buf, rid.slot).map(|r| Some(r.to_vec())).map_err(|bad| corrupt(db, rid.page, bad.0))
+            datapage::record(buf, rid.slot)
+                .map(|r| Some(r.to_vec()))
+                .map_err(|bad| corrupt(db, rid.page, bad.0))
         })
     }
 
@@ -196,13 +219,14 @@ impl Heap {
         for page in self.pages(db)? {
             let records: Vec<(u16, Vec<u8>)> = {
                 let guard = db.buffer_pool().fetch(Self::key(db, page), LatchMode::Sh)?;
-                guard.read(|buf| {
-                    (0..datapage::slot_count(buf))
-                        .filter(|slot| !datapage::is_empty_slot(buf, *slot))
-                        .map(|slot| datapage::record(buf, slot).map(|r| (slot, r.to_vec())))
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .map_err(|bad| corrupt(db, page, bad.0))?
+                guard
+                    .read(|buf| {
+                        (0..datapage::slot_count(buf))
+                            .filter(|slot| !datapage::is_empty_slot(buf, *slot))
+                            .map(|slot| datapage::record(buf, slot).map(|r| (slot, r.to_vec())))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .map_err(|bad| corrupt(db, page, bad.0))?
             };
             for (slot, bytes) in records {
                 let rid = Rid { page, slot };
@@ -222,13 +246,18 @@ impl Heap {
 
     /// Replaces the row at `rid`. If it no longer fits its page it moves, leaving a stub.
     pub fn update(&self, db: &Database, rid: Rid, values: &[Value]) -> SqlResult<()> {
-        let current = self.read_record(db, rid)?.ok_or_else(|| corrupt(db, rid.page, "updating an empty slot"))?;
-        let forwarded_to = (record::record_type(current[0]) == RecordType::ForwardingStub as u8).then(|| Rid::from_bytes(&current[1..9]));
+        let current = self
+            .read_record(db, rid)?
+            .ok_or_else(|| corrupt(db, rid.page, "updating an empty slot"))?;
+        let forwarded_to = (record::record_type(current[0]) == RecordType::ForwardingStub as u8)
+            .then(|| Rid::from_bytes(&current[1..9]));
         let home = forwarded_to.unwrap_or(rid);
         let kind = if forwarded_to.is_some() { RecordType::Forwarded } else { RecordType::Primary };
         let record = record::encode(&self.columns, &self.layout, values, kind)?;
         let guard = db.buffer_pool().fetch(Self::key(db, home.page), LatchMode::Ex)?;
-        let replaced = guard.write(|buf| datapage::replace(buf, home.slot, &record)).map_err(|bad| corrupt(db, home.page, bad.0))?;
+        let replaced = guard
+            .write(|buf| datapage::replace(buf, home.slot, &record))
+            .map_err(|bad| corrupt(db, home.page, bad.0))?;
         if replaced {
             return self.update_pfs(db, &guard);
         }
@@ -241,14 +270,18 @@ impl Heap {
         let mut stub = vec![(RecordType::ForwardingStub as u8) << 1];
         stub.extend_from_slice(&target.to_bytes());
         let guard = db.buffer_pool().fetch(Self::key(db, rid.page), LatchMode::Ex)?;
-        let written = guard.write(|buf| datapage::replace(buf, rid.slot, &stub)).map_err(|bad| corrupt(db, rid.page, bad.0))?;
+        let written = guard
+            .write(|buf| datapage::replace(buf, rid.slot, &stub))
+            .map_err(|bad| corrupt(db, rid.page, bad.0))?;
         assert!(written, "a 9-byte stub fits where a row was");
         self.update_pfs(db, &guard)
     }
 
     /// Deletes the row at `rid` (and its forwarded record). The other rows keep their RIDs.
     pub fn delete(&self, db: &Database, rid: Rid) -> SqlResult<()> {
-        let current = self.read_record(db, rid)?.ok_or_else(|| corrupt(db, rid.page, "deleting an empty slot"))?;
+        let current = self
+            .read_record(db, rid)?
+            .ok_or_else(|| corrupt(db, rid.page, "deleting an empty slot"))?;
         if record::record_type(current[0]) == RecordType::ForwardingStub as u8 {
             self.remove(db, Rid::from_bytes(&current[1..9]))?;
         }
@@ -258,7 +291,9 @@ impl Heap {
     /// Removes a record, keeping the RIDs of the page's other rows stable.
     fn remove(&self, db: &Database, rid: Rid) -> SqlResult<()> {
         let guard = db.buffer_pool().fetch(Self::key(db, rid.page), LatchMode::Ex)?;
-        guard.write(|buf| datapage::remove_keeping_slots(buf, rid.slot)).map_err(|bad| corrupt(db, rid.page, bad.0))?;
+        guard
+            .write(|buf| datapage::remove_keeping_slots(buf, rid.slot))
+            .map_err(|bad| corrupt(db, rid.page, bad.0))?;
         self.update_pfs(db, &guard)
     }
 }

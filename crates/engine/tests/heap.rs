@@ -19,7 +19,8 @@ fn row(id: i32, pad: usize) -> Vec<Value> {
 }
 
 fn ids(rows: &[(engine::heap::Rid, Vec<Value>)]) -> Vec<i32> {
-    let mut ids: Vec<i32> = rows.iter().map(|(_, v)| if let Value::Int(id) = v[0] { id } else { -1 }).collect();
+    let mut ids: Vec<i32> =
+        rows.iter().map(|(_, v)| if let Value::Int(id) = v[0] { id } else { -1 }).collect();
     ids.sort_unstable();
     ids
 }
@@ -46,14 +47,23 @@ fn free_space_left_by_deletes_is_found_again_through_pfs() {
     let rids: Vec<_> = (0..400).map(|n| heap.insert(&db, &row(n, 300)).unwrap()).collect();
     let pages = heap.pages(&db).unwrap();
     let pfs_of = |db: &Database, page: PageId| {
-        let buf = db.page_copy(PageId::new(page.file_id, alloc::pfs_page_for(page.page_no))).unwrap();
+        let buf =
+            db.page_copy(PageId::new(page.file_id, alloc::pfs_page_for(page.page_no))).unwrap();
         alloc::pfs_get(&buf, page.page_no)
     };
-    assert_eq!(pfs_of(&db, pages[0]) & pfs::FULLNESS_MASK, pfs::PCT_100, "a full page is 96-100 % in PFS");
+    assert_eq!(
+        pfs_of(&db, pages[0]) & pfs::FULLNESS_MASK,
+        pfs::PCT_100,
+        "a full page is 96-100 % in PFS"
+    );
     for rid in rids.iter().step_by(2) {
         heap.delete(&db, *rid).unwrap();
     }
-    assert_eq!(pfs_of(&db, pages[0]) & pfs::FULLNESS_MASK, pfs::PCT_50, "half the rows gone: the 1-50 % bucket");
+    assert_eq!(
+        pfs_of(&db, pages[0]) & pfs::FULLNESS_MASK,
+        pfs::PCT_50,
+        "half the rows gone: the 1-50 % bucket"
+    );
     for n in 1000..1200 {
         heap.insert(&db, &row(n, 300)).unwrap();
     }
@@ -77,11 +87,19 @@ fn a_row_that_outgrows_its_page_leaves_a_forwarding_stub() {
     assert_eq!((stub_record.len(), stub_record[0]), (9, 0x04), "a 9-byte forwarding stub");
     assert_eq!(heap.get(&db, rids[2]).unwrap(), Some(row(2, 3000)));
     heap.update(&db, rids[2], &row(2, 6000)).unwrap();
-    assert_eq!(heap.get(&db, rids[2]).unwrap(), Some(row(2, 6000)), "moved again: the stub was updated, not chained");
+    assert_eq!(
+        heap.get(&db, rids[2]).unwrap(),
+        Some(row(2, 6000)),
+        "moved again: the stub was updated, not chained"
+    );
     let rows = heap.scan(&db).unwrap();
     assert_eq!(ids(&rows), (0..7).collect::<Vec<_>>(), "the forwarded row is returned once");
     heap.update(&db, rids[2], &row(2, 10)).unwrap();
-    assert_eq!(heap.get(&db, rids[2]).unwrap(), Some(row(2, 10)), "a forwarded row that shrinks stays forwarded");
+    assert_eq!(
+        heap.get(&db, rids[2]).unwrap(),
+        Some(row(2, 10)),
+        "a forwarded row that shrinks stays forwarded"
+    );
     heap.delete(&db, rids[2]).unwrap();
     assert_eq!(heap.get(&db, rids[2]).unwrap(), None);
     assert_eq!(heap.scan(&db).unwrap().len(), 6);
@@ -97,7 +115,10 @@ fn a_heap_survives_close_and_reopen_and_memory_pressure() {
         heap.insert(&db, &row(n, 500)).unwrap();
     }
     let au = heap.au_id;
-    assert!(heap.pages(&db).unwrap().len() > lab.instance.buffer_pool.frame_count(), "more pages than frames");
+    assert!(
+        heap.pages(&db).unwrap().len() > lab.instance.buffer_pool.frame_count(),
+        "more pages than frames"
+    );
     lab.instance.waits.clear();
     assert_eq!(ids(&heap.scan(&db).unwrap()), (0..3000).collect::<Vec<_>>());
     assert!(lab.instance.waits.get("PAGEIOLATCH_SH").is_some(), "the scan read evicted pages back");
