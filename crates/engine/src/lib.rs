@@ -19,6 +19,7 @@
 
 pub mod alloc;
 pub mod boot;
+pub mod btree;
 pub mod buffer;
 pub mod clock;
 pub mod database;

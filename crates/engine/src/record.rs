@@ -798,3 +798,60 @@ mod properties {
         }
     }
 }
+
+/// SQL Server's ordering of two values of one column type: NULL first, numbers by value,
+/// uniqueidentifier by [`compare_guid`], strings and binaries byte by byte (a binary collation:
+/// a deviation from SQL Server's default case-insensitive collations), dates and times by time.
+pub fn compare_values(a: &Value, b: &Value) -> Ordering {
+    use Value::*;
+    match (a, b) {
+        (Null, Null) => Ordering::Equal,
+        (Null, _) => Ordering::Less,
+        (_, Null) => Ordering::Greater,
+        (TinyInt(x), TinyInt(y)) => x.cmp(y),
+        (SmallInt(x), SmallInt(y)) => x.cmp(y),
+        (Int(x), Int(y)) => x.cmp(y),
+        (BigInt(x), BigInt(y)) | (Money(x), Money(y)) => x.cmp(y),
+        (Bit(x), Bit(y)) => x.cmp(y),
+        (Decimal(x, _), Decimal(y, _)) => x.cmp(y),
+        (Float(x), Float(y)) => x.total_cmp(y),
+        (Real(x), Real(y)) => x.total_cmp(y),
+        (Text(x), Text(y)) => x.trim_end_matches(' ').cmp(y.trim_end_matches(' ')),
+        (Bytes(x), Bytes(y)) => x.cmp(y),
+        (Guid(x), Guid(y)) => compare_guid(x, y),
+        (Date(x), Date(y)) => x.cmp(y),
+        (Time(x), Time(y)) => x.cmp(y),
+        (DateTime(dx, tx), DateTime(dy, ty)) => (dx, tx).cmp(&(dy, ty)),
+        (DateTime2(dx, tx), DateTime2(dy, ty)) => (dx, tx).cmp(&(dy, ty)),
+        _ => panic!("comparing values of different types: {a:?} and {b:?}"),
+    }
+}
+
+/// Compares two keys column by column.
+pub fn compare_keys(a: &[Value], b: &[Value]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        match compare_values(x, y) {
+            Ordering::Equal => continue,
+            other => return other,
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// A key as SQL Server prints it in 2627/2601 messages: `(v1, v2)`.
+pub fn format_key(key: &[Value]) -> String {
+    let parts: Vec<String> = key
+        .iter()
+        .map(|v| match v {
+            Value::Null => "<NULL>".to_string(),
+            Value::Int(n) => n.to_string(),
+            Value::BigInt(n) => n.to_string(),
+            Value::SmallInt(n) => n.to_string(),
+            Value::TinyInt(n) => n.to_string(),
+            Value::Text(s) => s.trim_end_matches(' ').to_string(),
+            Value::Guid(g) => guid_to_string(g).to_ascii_lowercase(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    format!("({})", parts.join(", "))
+}

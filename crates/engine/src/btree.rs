@@ -1,0 +1,784 @@
+//! Clustered B-tree indexes (reference §1.4-§1.6): leaf pages (m_type 1, level 0) hold the rows
+//! in key order; index pages (m_type 2, level >= 1) hold one entry per child: the child's
+//! lowest key and its page id. Pages of a level are linked through m_prevPage / m_nextPage.
+//!
+//! Concurrency is latch coupling ("crabbing"):
+//! - readers descend with SH latches, latching a child before releasing its parent, and scan
+//!   forward along the leaf level the same way; backward scans release a page before latching
+//!   its left neighbour, so no two sessions ever wait for each other in opposite directions;
+//! - an insert first tries optimistically (SH down to the level above the leaves, EX on the
+//!   leaf); if the leaf is full it starts again with EX latches, releasing the ancestors of any
+//!   page that can take one more entry without splitting ("safe"), and splits bottom-up.
+//!
+//! Latch order (no deadlocks): down the tree, then left to right along a level, then allocation
+//! pages (a split allocates a page while holding its data pages), as the buffer pool requires.
+//!
+//! Splits: a middle split by bytes for keys that land inside a page, and the append-only split
+//! for a key beyond the end of the rightmost leaf (the new page gets only the new row), so an
+//! ascending key fills pages completely while random GUIDs leave them about half full.
+//!
+//! Deletes turn the row into a ghost (record type 6, m_ghostRecCnt, PFS ghost bit 0x08);
+//! [`BTree::ghost_cleanup`] removes ghosts later, leaving at least one record per page.
+//!
+//! Deviations: the root page never moves: when it splits, its records move to two new pages and
+//! it becomes their parent (SQL Server allocates a new root and updates the catalog), so the
+//! root's page id identifies the index until the catalog exists. Index records use the data
+//! record layout with record type 3 (SQL Server drops status byte B in index records).
+//! Non-unique clustered indexes (uniquifier) and nonclustered indexes are not built yet.
+//!
+//! Invariants (checked by [`BTree::check`]):
+//! 1. Keys ascend within every page and across each level's page chain.
+//! 2. Every key under an index entry is >= the entry's key and < the next entry's key.
+//! 3. Every leaf is at level 0 and every child is one level below its parent.
+//! 4. m_prevPage / m_nextPage agree at every level.
+
+use crate::alloc::{self, pfs};
+use crate::buffer::{PageGuard, PageKey};
+use crate::database::Database;
+use crate::datapage;
+use crate::error::{SqlError, SqlResult};
+use crate::latch::LatchMode;
+use crate::page::{PageBuf, PageHeader, PageType};
+use crate::record::{self, Column, Layout, RecordType, SqlType, Value, compare_keys};
+use crate::units::{PAGE_SIZE, PageId};
+use std::cmp::Ordering;
+
+/// How many times an insert may restart after finding a page changed under it.
+const MAX_RESTARTS: u32 = 1000;
+
+/// A clustered index.
+pub struct BTree {
+    pub au_id: u64,
+    pub root: PageId,
+    pub table: String,
+    pub index_name: String,
+    pub primary_key: bool,
+    columns: Vec<Column>,
+    layout: Layout,
+    key_columns: Vec<usize>,
+    entry_columns: Vec<Column>,
+    entry_layout: Layout,
+    /// The largest index entry, for the "safe page" test.
+    max_entry_bytes: usize,
+}
+
+/// Where a key falls in a leaf.
+enum LeafSlot {
+    /// A live row with this key.
+    Found(u16),
+    /// A ghost with this key.
+    Ghost(u16),
+    /// No row with this key; it would go at this slot.
+    Absent(u16),
+}
+
+fn bad_page(db: &Database, page: PageId, what: &str) -> SqlError {
+    SqlError::new(
+        5250,
+        16,
+        3,
+        format!(
+            "Database error: index page {page} for database '{}' (database ID {}) is invalid ({what}). This error cannot be repaired. You must restore from backup.",
+            db.name, db.database_id
+        ),
+    )
+}
+
+impl BTree {
+    /// Creates an empty unique clustered index on `key_columns` (positions in `columns`).
+    pub fn create(
+        db: &Database,
+        table: &str,
+        index_name: &str,
+        columns: Vec<Column>,
+        key_columns: Vec<usize>,
+        primary_key: bool,
+        filegroup: Option<&str>,
+    ) -> SqlResult<BTree> {
+        let au_id = db.create_allocation_unit(&format!("{table}.{index_name}"), filegroup)?;
+        let root = db.allocate_page(au_id)?;
+        let tree = BTree::attach(au_id, root, table, index_name, columns, key_columns, primary_key);
+        let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
+        guard.write(|buf| {
+            datapage::format(buf, root, PageType::Data, au_id, 0, tree.layout.pminlen() as u16)
+        });
+        Ok(tree)
+    }
+
+    /// An existing index: its allocation unit and root page.
+    pub fn attach(
+        au_id: u64,
+        root: PageId,
+        table: &str,
+        index_name: &str,
+        columns: Vec<Column>,
+        key_columns: Vec<usize>,
+        primary_key: bool,
+    ) -> BTree {
+        let layout = Layout::new(&columns);
+        let mut entry_columns: Vec<Column> =
+            key_columns.iter().map(|i| columns[*i].clone()).collect();
+        for column in &mut entry_columns {
+            column.nullable = true;
+        }
+        entry_columns.push(Column::new("child", SqlType::Binary(6), false));
+        let entry_layout = Layout::new(&entry_columns);
+        let key_bytes: usize = entry_columns
+            .iter()
+            .map(|c| c.sql_type.fixed_size().unwrap_or_else(|| c.sql_type.max_var_size() + 2))
+            .sum();
+        let max_entry_bytes = 4 + key_bytes + 2 + entry_columns.len().div_ceil(8) + 2;
+        BTree {
+            au_id,
+            root,
+            table: table.to_string(),
+            index_name: index_name.to_string(),
+            primary_key,
+            columns,
+            layout,
+            key_columns,
+            entry_columns,
+            entry_layout,
+            max_entry_bytes,
+        }
+    }
+
+    fn key(db: &Database, page: PageId) -> PageKey {
+        PageKey::new(db.database_id, page)
+    }
+
+    fn key_of(&self, values: &[Value]) -> Vec<Value> {
+        self.key_columns.iter().map(|i| values[*i].clone()).collect()
+    }
+
+    fn row_of(&self, db: &Database, page: PageId, bytes: &[u8]) -> SqlResult<Vec<Value>> {
+        record::decode(&self.columns, &self.layout, bytes).map_err(|bad| bad_page(db, page, bad.0))
+    }
+
+    fn entry_of(
+        &self,
+        db: &Database,
+        page: PageId,
+        bytes: &[u8],
+    ) -> SqlResult<(Vec<Value>, PageId)> {
+        let mut values = record::decode(&self.entry_columns, &self.entry_layout, bytes)
+            .map_err(|bad| bad_page(db, page, bad.0))?;
+        let Some(Value::Bytes(child)) = values.pop() else {
+            return Err(bad_page(db, page, "index entry without a child"));
+        };
+        Ok((values, PageId::from_bytes(&child)))
+    }
+
+    fn encode_entry(&self, key: &[Value], child: PageId) -> SqlResult<Vec<u8>> {
+        let mut values = key.to_vec();
+        values.push(Value::Bytes(child.to_bytes().to_vec()));
+        record::encode(&self.entry_columns, &self.entry_layout, &values, RecordType::Index)
+    }
+
+    /// The key of a record: a row on a leaf, an entry on an index page.
+    fn record_key(
+        &self,
+        db: &Database,
+        page: PageId,
+        level: u8,
+        bytes: &[u8],
+    ) -> SqlResult<Vec<Value>> {
+        if level == 0 {
+            Ok(self.key_of(&self.row_of(db, page, bytes)?))
+        } else {
+            Ok(self.entry_of(db, page, bytes)?.0)
+        }
+    }
+
+    fn level(buf: &PageBuf) -> u8 {
+        PageHeader::read(&buf[..]).level
+    }
+
+    fn records(db: &Database, page: PageId, buf: &PageBuf) -> SqlResult<Vec<Vec<u8>>> {
+        (0..datapage::slot_count(buf))
+            .map(|slot| {
+                datapage::record(buf, slot)
+                    .map(<[u8]>::to_vec)
+                    .map_err(|bad| bad_page(db, page, bad.0))
+            })
+            .collect()
+    }
+
+    /// Locates a key on a leaf by binary search.
+    fn find_in_leaf(
+        &self,
+        db: &Database,
+        page: PageId,
+        buf: &PageBuf,
+        key: &[Value],
+    ) -> SqlResult<LeafSlot> {
+        let (mut low, mut high) = (0u16, datapage::slot_count(buf));
+        while low < high {
+            let mid = (low + high) / 2;
+            let bytes = datapage::record(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
+            match compare_keys(&self.key_of(&self.row_of(db, page, bytes)?), key) {
+                Ordering::Less => low = mid + 1,
+                Ordering::Greater => high = mid,
+                Ordering::Equal => {
+                    let ghost = record::record_type(bytes[0]) == RecordType::GhostData as u8;
+                    return Ok(if ghost { LeafSlot::Ghost(mid) } else { LeafSlot::Found(mid) });
+                }
+            }
+        }
+        Ok(LeafSlot::Absent(low))
+    }
+
+    /// The entry of an index page whose subtree holds `key` (None: the leftmost, for scans);
+    /// entry 0 stands for minus infinity.
+    fn child_slot(
+        &self,
+        db: &Database,
+        page: PageId,
+        buf: &PageBuf,
+        key: Option<&[Value]>,
+        rightmost: bool,
+    ) -> SqlResult<u16> {
+        let count = datapage::slot_count(buf);
+        if count == 0 {
+            return Err(bad_page(db, page, "empty index page"));
+        }
+        let Some(key) = key else { return Ok(if rightmost { count - 1 } else { 0 }) };
+        let (mut low, mut high) = (1u16, count);
+        while low < high {
+            let mid = (low + high) / 2;
+            let bytes = datapage::record(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
+            if compare_keys(&self.entry_of(db, page, bytes)?.0, key) == Ordering::Greater {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        Ok(low - 1)
+    }
+
+    fn child_at(
+        &self,
+        db: &Database,
+        guard: &PageGuard<'_>,
+        key: Option<&[Value]>,
+        rightmost: bool,
+    ) -> SqlResult<PageId> {
+        let page = guard.key().page;
+        guard.read(|buf| {
+            let slot = self.child_slot(db, page, buf, key, rightmost)?;
+            let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
+            Ok(self.entry_of(db, page, bytes)?.1)
+        })
+    }
+
+    /// Descends with SH latch coupling to the leaf for `key` (leftmost or rightmost if None).
+    fn leaf_for_read<'p>(
+        &self,
+        db: &'p Database,
+        key: Option<&[Value]>,
+        rightmost: bool,
+    ) -> SqlResult<PageGuard<'p>> {
+        let mut guard = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Sh)?;
+        while guard.read(Self::level) > 0 {
+            let child = self.child_at(db, &guard, key, rightmost)?;
+            guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Sh)?;
+        }
+        Ok(guard)
+    }
+
+    fn duplicate(&self, key: &[Value]) -> SqlError {
+        let shown = record::format_key(key);
+        if self.primary_key {
+            SqlError::new(
+                2627,
+                14,
+                1,
+                format!(
+                    "Violation of PRIMARY KEY constraint '{}'. Cannot insert duplicate key in object '{}'. The duplicate key value is {shown}.",
+                    self.index_name, self.table
+                ),
+            )
+        } else {
+            SqlError::new(
+                2601,
+                14,
+                1,
+                format!(
+                    "Cannot insert duplicate key row in object '{}' with unique index '{}'. The duplicate key value is {shown}.",
+                    self.table, self.index_name
+                ),
+            )
+        }
+    }
+
+    /// Inserts a row; a duplicate key is error 2627 (primary key) or 2601 (unique index).
+    pub fn insert(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
+        let record = record::encode(&self.columns, &self.layout, values, RecordType::Primary)?;
+        let key = self.key_of(values);
+        for _ in 0..MAX_RESTARTS {
+            if self.insert_optimistic(db, &key, &record)? {
+                return Ok(());
+            }
+            if self.insert_pessimistic(db, &key, &record)? {
+                return Ok(());
+            }
+        }
+        panic!("insert into {} restarted {MAX_RESTARTS} times", self.index_name)
+    }
+
+    /// Puts a record on a latched leaf if it fits: a new row, or a row replacing its own ghost.
+    fn put_on_leaf(
+        &self,
+        db: &Database,
+        guard: &PageGuard<'_>,
+        key: &[Value],
+        record: &[u8],
+    ) -> SqlResult<bool> {
+        let page = guard.key().page;
+        let slot = guard.read(|buf| self.find_in_leaf(db, page, buf, key))?;
+        match slot {
+            LeafSlot::Found(_) => Err(self.duplicate(key)),
+            LeafSlot::Ghost(slot) => guard
+                .write(|buf| datapage::replace(buf, slot, record))
+                .map_err(|bad| bad_page(db, page, bad.0)),
+            LeafSlot::Absent(slot) => Ok(guard.write(|buf| datapage::insert(buf, slot, record))),
+        }
+    }
+
+    /// SH latches down to the level above the leaves, EX on the leaf. False if the leaf is full
+    /// (or the root is the leaf): the caller goes pessimistic.
+    fn insert_optimistic(&self, db: &Database, key: &[Value], record: &[u8]) -> SqlResult<bool> {
+        let mut guard = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Sh)?;
+        if guard.read(Self::level) == 0 {
+            return Ok(false);
+        }
+        loop {
+            let level = guard.read(Self::level);
+            let child = self.child_at(db, &guard, Some(key), false)?;
+            if level == 1 {
+                let leaf = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
+                drop(guard);
+                if leaf.read(Self::level) != 0 {
+                    return Ok(false);
+                }
+                return self.put_on_leaf(db, &leaf, key, record);
+            }
+            guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Sh)?;
+        }
+    }
+
+    /// EX latch coupling from the root, keeping the ancestors of unsafe pages, then a split.
+    fn insert_pessimistic(&self, db: &Database, key: &[Value], record: &[u8]) -> SqlResult<bool> {
+        let mut path: Vec<(PageGuard<'_>, u16)> = Vec::new();
+        let mut current = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Ex)?;
+        loop {
+            let level = current.read(Self::level);
+            if level == 0 {
+                break;
+            }
+            let page = current.key().page;
+            let slot = current.read(|buf| self.child_slot(db, page, buf, Some(key), false))?;
+            let child = self.child_at(db, &current, Some(key), false)?;
+            let child_guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
+            let child_level = child_guard.read(Self::level);
+            let safe = child_guard.read(|buf| {
+                if child_level == 0 {
+                    datapage::fits(buf, record.len())
+                } else {
+                    datapage::fits(buf, self.max_entry_bytes)
+                }
+            });
+            path.push((current, slot));
+            if safe {
+                path.clear();
+            }
+            current = child_guard;
+        }
+        if self.put_on_leaf(db, &current, key, record)? {
+            return Ok(true);
+        }
+        let page = current.key().page;
+        let slot = match current.read(|buf| self.find_in_leaf(db, page, buf, key))? {
+            LeafSlot::Absent(slot) => slot,
+            LeafSlot::Ghost(slot) => {
+                current
+                    .write(|buf| datapage::delete(buf, slot))
+                    .map_err(|bad| bad_page(db, page, bad.0))?;
+                slot
+            }
+            LeafSlot::Found(_) => return Err(self.duplicate(key)),
+        };
+        self.split(db, current, slot, record.to_vec(), &mut path)?;
+        Ok(true)
+    }
+
+    /// Splits a full page to add `record` at `slot`, and adds the new page's entry to the parent
+    /// (splitting it in turn if needed).
+    fn split<'p>(
+        &self,
+        db: &'p Database,
+        page: PageGuard<'p>,
+        slot: u16,
+        record: Vec<u8>,
+        path: &mut Vec<(PageGuard<'p>, u16)>,
+    ) -> SqlResult<()> {
+        let page_id = page.key().page;
+        let header = page.read(|buf| PageHeader::read(&buf[..]));
+        let mut records = page.read(|buf| Self::records(db, page_id, buf))?;
+        let append =
+            header.level == 0 && usize::from(slot) == records.len() && header.next_page.is_null();
+        records.insert(usize::from(slot), record);
+        let at = if append { records.len() - 1 } else { split_point(&records) };
+        if page_id == self.root {
+            return self.split_root(db, &page, header, records, at);
+        }
+        let right_id = db.allocate_page(self.au_id)?;
+        let right = db.buffer_pool().new_page(Self::key(db, right_id))?;
+        let page_type = if header.level == 0 { PageType::Data } else { PageType::Index };
+        right.write(|buf| {
+            datapage::format(buf, right_id, page_type, self.au_id, header.level, header.pminlen);
+            set_links(buf, page_id, header.next_page);
+            fill(buf, &records[at..]);
+        });
+        page.write(|buf| {
+            datapage::format(buf, page_id, page_type, self.au_id, header.level, header.pminlen);
+            set_links(buf, header.prev_page, right_id);
+            fill(buf, &records[..at]);
+        });
+        if !header.next_page.is_null() {
+            let next = db.buffer_pool().fetch(Self::key(db, header.next_page), LatchMode::Ex)?;
+            next.write(|buf| {
+                let mut h = PageHeader::read(&buf[..]);
+                h.prev_page = right_id;
+                h.write(&mut buf[..]);
+            });
+        }
+        let separator = self.record_key(db, right_id, header.level, &records[at])?;
+        let entry = self.encode_entry(&separator, right_id)?;
+        drop(right);
+        drop(page);
+        let (parent, child_slot) = path.pop().expect("the parent of an unsafe page stays latched");
+        let placed = parent.write(|buf| datapage::insert(buf, child_slot + 1, &entry));
+        if placed { Ok(()) } else { self.split(db, parent, child_slot + 1, entry, path) }
+    }
+
+    /// The root keeps its page id: its records move to two new pages and it becomes their parent.
+    fn split_root(
+        &self,
+        db: &Database,
+        root: &PageGuard<'_>,
+        header: PageHeader,
+        records: Vec<Vec<u8>>,
+        at: usize,
+    ) -> SqlResult<()> {
+        let page_type = if header.level == 0 { PageType::Data } else { PageType::Index };
+        let left_id = db.allocate_page(self.au_id)?;
+        let right_id = db.allocate_page(self.au_id)?;
+        for (id, part, prev, next) in [
+            (left_id, &records[..at], PageId::NULL, right_id),
+            (right_id, &records[at..], left_id, PageId::NULL),
+        ] {
+            let guard = db.buffer_pool().new_page(Self::key(db, id))?;
+            guard.write(|buf| {
+                datapage::format(buf, id, page_type, self.au_id, header.level, header.pminlen);
+                set_links(buf, prev, next);
+                fill(buf, part);
+            });
+        }
+        let left_key = self.record_key(db, self.root, header.level, &records[0])?;
+        let right_key = self.record_key(db, self.root, header.level, &records[at])?;
+        let entries =
+            [self.encode_entry(&left_key, left_id)?, self.encode_entry(&right_key, right_id)?];
+        root.write(|buf| {
+            datapage::format(
+                buf,
+                self.root,
+                PageType::Index,
+                self.au_id,
+                header.level + 1,
+                self.entry_layout.pminlen() as u16,
+            );
+            fill(buf, &entries);
+        });
+        Ok(())
+    }
+
+    /// The row with `key`, if any.
+    pub fn seek(&self, db: &Database, key: &[Value]) -> SqlResult<Option<Vec<Value>>> {
+        let leaf = self.leaf_for_read(db, Some(key), false)?;
+        let page = leaf.key().page;
+        leaf.read(|buf| match self.find_in_leaf(db, page, buf, key)? {
+            LeafSlot::Found(slot) => {
+                let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
+                self.row_of(db, page, bytes).map(Some)
+            }
+            _ => Ok(None),
+        })
+    }
+
+    /// Rows with `from <= key <= to` (unbounded where None), in key order, or in reverse order
+    /// when `descending`.
+    pub fn range(
+        &self,
+        db: &Database,
+        from: Option<&[Value]>,
+        to: Option<&[Value]>,
+        descending: bool,
+    ) -> SqlResult<Vec<Vec<Value>>> {
+        if descending {
+            return self.range_backward(db, from, to);
+        }
+        let mut rows = Vec::new();
+        let mut leaf = self.leaf_for_read(db, from, false)?;
+        loop {
+            let page = leaf.key().page;
+            let (page_rows, next) = leaf.read(|buf| -> SqlResult<_> {
+                let mut out = Vec::new();
+                for bytes in Self::records(db, page, buf)? {
+                    if record::record_type(bytes[0]) == RecordType::GhostData as u8 {
+                        continue;
+                    }
+                    out.push(self.row_of(db, page, &bytes)?);
+                }
+                Ok((out, PageHeader::read(&buf[..]).next_page))
+            })?;
+            for row in page_rows {
+                let key = self.key_of(&row);
+                if from.is_some_and(|f| compare_keys(&key, f) == Ordering::Less) {
+                    continue;
+                }
+                if to.is_some_and(|t| compare_keys(&key, t) == Ordering::Greater) {
+                    return Ok(rows);
+                }
+                rows.push(row);
+            }
+            if next.is_null() {
+                return Ok(rows);
+            }
+            leaf = db.buffer_pool().fetch(Self::key(db, next), LatchMode::Sh)?;
+        }
+    }
+
+    fn range_backward(
+        &self,
+        db: &Database,
+        from: Option<&[Value]>,
+        to: Option<&[Value]>,
+    ) -> SqlResult<Vec<Vec<Value>>> {
+        let mut rows = Vec::new();
+        let mut leaf = self.leaf_for_read(db, to, to.is_none())?;
+        loop {
+            let page = leaf.key().page;
+            let (mut page_rows, prev) = leaf.read(|buf| -> SqlResult<_> {
+                let mut out = Vec::new();
+                for bytes in Self::records(db, page, buf)? {
+                    if record::record_type(bytes[0]) != RecordType::GhostData as u8 {
+                        out.push(self.row_of(db, page, &bytes)?);
+                    }
+                }
+                Ok((out, PageHeader::read(&buf[..]).prev_page))
+            })?;
+            drop(leaf);
+            page_rows.reverse();
+            for row in page_rows {
+                let key = self.key_of(&row);
+                if to.is_some_and(|t| compare_keys(&key, t) == Ordering::Greater) {
+                    continue;
+                }
+                if from.is_some_and(|f| compare_keys(&key, f) == Ordering::Less) {
+                    return Ok(rows);
+                }
+                rows.push(row);
+            }
+            if prev.is_null() {
+                return Ok(rows);
+            }
+            leaf = db.buffer_pool().fetch(Self::key(db, prev), LatchMode::Sh)?;
+        }
+    }
+
+    /// Deletes the row with `key` by making it a ghost; false if there is none.
+    pub fn delete(&self, db: &Database, key: &[Value]) -> SqlResult<bool> {
+        let mut guard = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Ex)?;
+        while guard.read(Self::level) > 0 {
+            let child = self.child_at(db, &guard, Some(key), false)?;
+            guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
+        }
+        let page = guard.key().page;
+        let LeafSlot::Found(slot) = guard.read(|buf| self.find_in_leaf(db, page, buf, key))? else {
+            return Ok(false);
+        };
+        guard
+            .write(|buf| datapage::make_ghost(buf, slot))
+            .map_err(|bad| bad_page(db, page, bad.0))?;
+        set_pfs_ghost_bit(db, page, true)?;
+        Ok(true)
+    }
+
+    /// The ghost-cleanup task's work on this index: removes ghost rows from every leaf, keeping
+    /// at least one record on a page, and clears the PFS ghost bit of pages left without ghosts.
+    /// Returns how many ghosts it removed.
+    pub fn ghost_cleanup(&self, db: &Database) -> SqlResult<usize> {
+        let mut removed = 0;
+        let mut next = self.leaf_for_read(db, None, false)?.key().page;
+        while !next.is_null() {
+            let guard = db.buffer_pool().fetch(Self::key(db, next), LatchMode::Ex)?;
+            let page = next;
+            let (count, left) = guard.write(|buf| -> SqlResult<(usize, u16)> {
+                let mut count = 0;
+                let mut slot = datapage::slot_count(buf);
+                while slot > 0 && datapage::slot_count(buf) > 1 {
+                    slot -= 1;
+                    let ghost =
+                        datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?[0];
+                    if record::record_type(ghost) == RecordType::GhostData as u8 {
+                        datapage::delete(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
+                        count += 1;
+                    }
+                }
+                Ok((count, PageHeader::read(&buf[..]).ghost_record_count))
+            })?;
+            removed += count;
+            if left == 0 {
+                set_pfs_ghost_bit(db, page, false)?;
+            }
+            next = guard.read(|buf| PageHeader::read(&buf[..]).next_page);
+        }
+        Ok(removed)
+    }
+
+    /// Checks invariants 1-4; returns the number of live rows, or the first problem found.
+    pub fn check(&self, db: &Database) -> Result<usize, String> {
+        let mut rows = 0;
+        self.check_subtree(db, self.root, None, None, None, &mut rows)
+            .map_err(|e| e.to_string())?;
+        self.check_links(db).map_err(|e| e.to_string())?;
+        Ok(rows)
+    }
+
+    fn check_subtree(
+        &self,
+        db: &Database,
+        page: PageId,
+        low: Option<&[Value]>,
+        high: Option<&[Value]>,
+        expected_level: Option<u8>,
+        rows: &mut usize,
+    ) -> Result<(), SqlError> {
+        let buf = db.page_copy(page)?;
+        let level = Self::level(&buf);
+        let fail = |what: String| Err(bad_page(db, page, &what));
+        if expected_level.is_some_and(|l| l != level) {
+            return fail(format!(
+                "level {level} where {expected_level:?} was expected (invariant 3)"
+            ));
+        }
+        let mut previous: Option<Vec<Value>> = None;
+        for (slot, bytes) in Self::records(db, page, &buf)?.iter().enumerate() {
+            // The first entry of an index page stands for minus infinity: its stored key is the
+            // lowest key its child had when the entry was made, and means nothing after that.
+            if level > 0 && slot == 0 {
+                continue;
+            }
+            let key = self.record_key(db, page, level, bytes)?;
+            if previous.as_ref().is_some_and(|p| compare_keys(p, &key) != Ordering::Less) {
+                return fail("keys out of order (invariant 1)".into());
+            }
+            let below_low = low.is_some_and(|l| compare_keys(&key, l) == Ordering::Less);
+            if below_low || high.is_some_and(|h| compare_keys(&key, h) != Ordering::Less) {
+                return fail("key outside its parent's range (invariant 2)".into());
+            }
+            if level == 0 && record::record_type(bytes[0]) != RecordType::GhostData as u8 {
+                *rows += 1;
+            }
+            previous = Some(key);
+        }
+        if level == 0 {
+            return Ok(());
+        }
+        let entries: Vec<(Vec<Value>, PageId)> = Self::records(db, page, &buf)?
+            .iter()
+            .map(|b| self.entry_of(db, page, b))
+            .collect::<SqlResult<_>>()?;
+        for (index, (key, child)) in entries.iter().enumerate() {
+            let child_low = if index == 0 { low } else { Some(key.as_slice()) };
+            let child_high = entries.get(index + 1).map_or(high, |(k, _)| Some(k.as_slice()));
+            self.check_subtree(db, *child, child_low, child_high, Some(level - 1), rows)?;
+        }
+        Ok(())
+    }
+
+    /// Invariant 4 along every level.
+    fn check_links(&self, db: &Database) -> Result<(), SqlError> {
+        let mut leftmost = self.root;
+        loop {
+            let buf = db.page_copy(leftmost)?;
+            let level = Self::level(&buf);
+            let mut previous = PageId::NULL;
+            let mut page = leftmost;
+            while !page.is_null() {
+                let current = db.page_copy(page)?;
+                let header = PageHeader::read(&current[..]);
+                if header.prev_page != previous || header.level != level {
+                    return Err(bad_page(
+                        db,
+                        page,
+                        "m_prevPage or level disagrees along the level (invariant 4)",
+                    ));
+                }
+                previous = page;
+                page = header.next_page;
+            }
+            if level == 0 {
+                return Ok(());
+            }
+            let first = datapage::record(&buf, 0).map_err(|bad| bad_page(db, leftmost, bad.0))?;
+            leftmost = self.entry_of(db, leftmost, first)?.1;
+        }
+    }
+}
+
+fn set_links(buf: &mut PageBuf, prev: PageId, next: PageId) {
+    let mut header = PageHeader::read(&buf[..]);
+    header.prev_page = prev;
+    header.next_page = next;
+    header.write(&mut buf[..]);
+}
+
+fn fill(buf: &mut PageBuf, records: &[Vec<u8>]) {
+    for (slot, bytes) in records.iter().enumerate() {
+        assert!(datapage::insert(buf, slot as u16, bytes), "split halves fit their pages");
+    }
+}
+
+/// The split position that balances the two halves by bytes, with both halves fitting a page.
+fn split_point(records: &[Vec<u8>]) -> usize {
+    let body = PAGE_SIZE - crate::units::PAGE_HEADER_SIZE;
+    let sizes: Vec<usize> = records.iter().map(|r| r.len() + 2).collect();
+    let total: usize = sizes.iter().sum();
+    let mut best = (usize::MAX, 1);
+    let mut left = 0;
+    for at in 1..records.len() {
+        left += sizes[at - 1];
+        let right = total - left;
+        if left <= body && right <= body {
+            best = best.min((left.abs_diff(right), at));
+        }
+    }
+    assert!(
+        best.0 != usize::MAX,
+        "two pages hold any page's records plus one row of at most 8,060 bytes"
+    );
+    best.1
+}
+
+fn set_pfs_ghost_bit(db: &Database, page: PageId, on: bool) -> SqlResult<()> {
+    let pfs_key =
+        PageKey::new(db.database_id, PageId::new(page.file_id, alloc::pfs_page_for(page.page_no)));
+    let guard = db.buffer_pool().fetch(pfs_key, LatchMode::Up)?;
+    guard.write(|buf| {
+        let byte = alloc::pfs_get(buf, page.page_no);
+        alloc::pfs_set(buf, page.page_no, if on { byte | pfs::GHOST } else { byte & !pfs::GHOST });
+    });
+    Ok(())
+}

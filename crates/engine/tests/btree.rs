@@ -1,0 +1,279 @@
+//! Clustered B-trees: ascending and random (GUID) keys, SQL Server's GUID order, page splits,
+//! duplicate keys (2627/2601), ghosts and ghost cleanup, ranges in both directions, 16
+//! concurrent inserting sessions, memory pressure and reopening.
+
+mod common;
+
+use common::{Rng, lab, lab_with};
+use engine::alloc::{self, pfs};
+use engine::btree::BTree;
+use engine::database::Database;
+use engine::page::PageHeader;
+use engine::record::{Column, SqlType, Value, compare_guid};
+use engine::units::PageId;
+use std::sync::Arc;
+
+/// Seed 001's table: (c1 uniqueidentifier, c2 datetime, c3 char(111)), clustered on c1.
+fn seed_001_columns() -> Vec<Column> {
+    vec![
+        Column::new("c1", SqlType::UniqueIdentifier, false),
+        Column::new("c2", SqlType::DateTime, false),
+        Column::new("c3", SqlType::Char(111), false),
+    ]
+}
+
+fn seed_001_row(guid: [u8; 16], n: u32) -> Vec<Value> {
+    vec![Value::Guid(guid), Value::DateTime(45_000, n), Value::Text("a".into())]
+}
+
+fn int_columns() -> Vec<Column> {
+    vec![Column::new("id", SqlType::Int, false), Column::new("pad", SqlType::Char(200), false)]
+}
+
+/// A row as it reads back: char(200) is padded with spaces.
+fn int_row(id: i32) -> Vec<Value> {
+    vec![Value::Int(id), Value::Text(format!("{:<200}", format!("row {id}")))]
+}
+
+fn leaf_pages(db: &Database, tree: &BTree) -> Vec<PageId> {
+    let mut page = tree.root;
+    loop {
+        let buf = db.page_copy(page).unwrap();
+        if PageHeader::read(&buf[..]).level == 0 {
+            break;
+        }
+        // The child page id is the last fixed column of an index record.
+        let first = engine::datapage::record(&buf, 0).unwrap();
+        let fixed_end = usize::from(u16::from_le_bytes([first[2], first[3]]));
+        page = PageId::from_bytes(&first[fixed_end - 6..fixed_end]);
+    }
+    let mut leaves = Vec::new();
+    while !page.is_null() {
+        leaves.push(page);
+        page = PageHeader::read(&db.page_copy(page).unwrap()[..]).next_page;
+    }
+    leaves
+}
+
+#[test]
+fn ascending_keys_fill_pages_by_the_append_split() {
+    let lab = lab();
+    let db = lab.company();
+    let tree = BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap();
+    for id in 1..=5000 {
+        tree.insert(&db, &int_row(id)).unwrap();
+    }
+    assert_eq!(tree.check(&db), Ok(5000));
+    let leaves = leaf_pages(&db, &tree);
+    // 211-byte rows and their slots: 38 per page; appending fills every leaf but the last.
+    assert_eq!(leaves.len(), 5000usize.div_ceil(38));
+    assert_eq!(tree.seek(&db, &[Value::Int(4321)]).unwrap(), Some(int_row(4321)));
+    assert_eq!(tree.seek(&db, &[Value::Int(5001)]).unwrap(), None);
+    let ids: Vec<i32> = tree
+        .range(&db, None, None, false)
+        .unwrap()
+        .iter()
+        .map(|r| if let Value::Int(i) = r[0] { i } else { 0 })
+        .collect();
+    assert_eq!(ids, (1..=5000).collect::<Vec<_>>());
+    assert!(db.check_allocation().is_empty());
+}
+
+#[test]
+fn random_guids_split_in_the_middle_and_scan_in_sql_server_order() {
+    let lab = lab();
+    let db = lab.company();
+    let tree = BTree::create(
+        &db,
+        "dbo.MyBigTable",
+        "PK_MyBigTable",
+        seed_001_columns(),
+        vec![0],
+        true,
+        None,
+    )
+    .unwrap();
+    let mut rng = Rng::from_env("random_guids_split_in_the_middle");
+    let mut guids: Vec<[u8; 16]> = (0..5000).map(|_| rng.guid()).collect();
+    for (n, guid) in guids.iter().enumerate() {
+        tree.insert(&db, &seed_001_row(*guid, n as u32)).unwrap();
+    }
+    assert_eq!(tree.check(&db), Ok(5000));
+    guids.sort_by(compare_guid);
+    let scanned: Vec<[u8; 16]> = tree
+        .range(&db, None, None, false)
+        .unwrap()
+        .iter()
+        .map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] })
+        .collect();
+    assert_eq!(scanned, guids, "key order is SQL Server's uniqueidentifier order");
+    // Middle splits leave leaves 50-100 % full: between 57 rows (full) and about half that.
+    let leaves = leaf_pages(&db, &tree).len();
+    assert!(leaves > 5000 / 57 + 5 && leaves < 5000 / 28, "{leaves} leaves for 5,000 random keys");
+    let descending = tree
+        .range(&db, Some(&[Value::Guid(guids[100])]), Some(&[Value::Guid(guids[199])]), true)
+        .unwrap();
+    let expected: Vec<[u8; 16]> = guids[100..200].iter().rev().copied().collect();
+    assert_eq!(
+        descending
+            .iter()
+            .map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] })
+            .collect::<Vec<_>>(),
+        expected
+    );
+}
+
+#[test]
+fn duplicate_keys_get_2627_or_2601() {
+    let lab = lab();
+    let db = lab.company();
+    let pk = BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap();
+    pk.insert(&db, &int_row(7)).unwrap();
+    let error = pk.insert(&db, &int_row(7)).unwrap_err();
+    assert_eq!((error.number, error.severity), (2627, 14));
+    assert_eq!(
+        error.message,
+        "Violation of PRIMARY KEY constraint 'PK_T'. Cannot insert duplicate key in object 'dbo.T'. The duplicate key value is (7)."
+    );
+    let unique = BTree::create(&db, "dbo.U", "IX_U", int_columns(), vec![0], false, None).unwrap();
+    unique.insert(&db, &int_row(1)).unwrap();
+    let error = unique.insert(&db, &int_row(1)).unwrap_err();
+    assert_eq!(error.number, 2601);
+    assert_eq!(
+        error.message,
+        "Cannot insert duplicate key row in object 'dbo.U' with unique index 'IX_U'. The duplicate key value is (1)."
+    );
+}
+
+#[test]
+fn deletes_leave_ghosts_until_ghost_cleanup() {
+    let lab = lab();
+    let db = lab.company();
+    let tree = BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap();
+    for id in 0..200 {
+        tree.insert(&db, &int_row(id)).unwrap();
+    }
+    for id in (0..200).step_by(2) {
+        assert!(tree.delete(&db, &[Value::Int(id)]).unwrap());
+    }
+    assert!(!tree.delete(&db, &[Value::Int(0)]).unwrap(), "already a ghost");
+    assert_eq!(tree.check(&db), Ok(100));
+    assert_eq!(tree.seek(&db, &[Value::Int(10)]).unwrap(), None);
+    let leaf = leaf_pages(&db, &tree)[0];
+    let header = PageHeader::read(&db.page_copy(leaf).unwrap()[..]);
+    assert!(header.ghost_record_count > 0);
+    let pfs_byte = |db: &Database| {
+        alloc::pfs_get(&db.page_copy(PageId::new(leaf.file_id, 1)).unwrap(), leaf.page_no)
+    };
+    assert_ne!(pfs_byte(&db) & pfs::GHOST, 0, "PFS marks the page as having ghosts");
+    tree.insert(&db, &int_row(10)).unwrap();
+    assert_eq!(
+        tree.seek(&db, &[Value::Int(10)]).unwrap(),
+        Some(int_row(10)),
+        "an insert reuses the ghost of its key"
+    );
+    let removed = tree.ghost_cleanup(&db).unwrap();
+    assert_eq!(removed, 99);
+    assert_eq!(pfs_byte(&db) & pfs::GHOST, 0);
+    assert_eq!(tree.check(&db), Ok(101));
+}
+
+#[test]
+fn sixteen_sessions_inserting_random_guids_build_a_correct_tree() {
+    let lab = lab();
+    let db = Arc::new(lab.company());
+    let tree = Arc::new(
+        BTree::create(
+            &db,
+            "dbo.MyBigTable",
+            "PK_MyBigTable",
+            seed_001_columns(),
+            vec![0],
+            true,
+            None,
+        )
+        .unwrap(),
+    );
+    let mut seeds = Rng::from_env("sixteen_sessions");
+    let threads: Vec<_> = (0..16)
+        .map(|session| {
+            let (db, tree, seed) = (db.clone(), tree.clone(), seeds.next_u64());
+            std::thread::spawn(move || {
+                engine::instance::set_current_spid(51 + session);
+                let mut rng = Rng::seeded(seed);
+                let mut mine = Vec::new();
+                for n in 0..300 {
+                    let guid = rng.guid();
+                    tree.insert(&db, &seed_001_row(guid, n)).unwrap();
+                    mine.push(guid);
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut all: Vec<[u8; 16]> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    assert_eq!(
+        tree.check(&db),
+        Ok(4800),
+        "every row present once, keys ordered, links and levels right"
+    );
+    all.sort_by(compare_guid);
+    let scanned: Vec<[u8; 16]> = tree
+        .range(&db, None, None, false)
+        .unwrap()
+        .iter()
+        .map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] })
+        .collect();
+    assert_eq!(scanned, all);
+    assert!(db.check_allocation().is_empty());
+}
+
+#[test]
+fn a_tree_larger_than_memory_survives_close_and_reopen() {
+    let mut lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let db = lab.company();
+    let tree = BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap();
+    let mut rng = Rng::from_env("a_tree_larger_than_memory");
+    let mut ids: Vec<i32> = (0..8000).collect();
+    for i in (1..ids.len()).rev() {
+        ids.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    for id in &ids {
+        tree.insert(&db, &int_row(*id)).unwrap();
+    }
+    assert_eq!(tree.check(&db), Ok(8000));
+    assert!(lab.instance.buffer_pool.counters().page_reads > 0, "pages were evicted and read back");
+    let (au, root) = (tree.au_id, tree.root);
+    db.close().unwrap();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("Company_data.mdf")).unwrap();
+    let tree = BTree::attach(au, root, "dbo.T", "PK_T", int_columns(), vec![0], true);
+    assert_eq!(tree.check(&db), Ok(8000));
+    assert_eq!(tree.seek(&db, &[Value::Int(7777)]).unwrap(), Some(int_row(7777)));
+    assert!(db.check_allocation().is_empty());
+}
+
+#[test]
+fn every_invariant_holds_after_every_random_insert() {
+    let lab = lab();
+    let db = lab.company();
+    let tree = BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap();
+    let mut rng = Rng::from_env("every_invariant_holds_after_every_random_insert");
+    for n in 0..700 {
+        let id = (rng.next_u64() % 1_000_000) as i32;
+        let _ = tree.insert(&db, &int_row(id));
+        if let Err(e) = tree.check(&db) {
+            let root = db.page_copy(tree.root).unwrap();
+            let keys: Vec<(i32, u32)> = (0..engine::datapage::slot_count(&root))
+                .map(|s| {
+                    let r = engine::datapage::record(&root, s).unwrap();
+                    (
+                        i32::from_le_bytes(r[4..8].try_into().unwrap()),
+                        u32::from_le_bytes(r[8..12].try_into().unwrap()),
+                    )
+                })
+                .collect();
+            panic!("after insert {n} of {id}: {e}\nroot: {keys:?}");
+        }
+    }
+}
