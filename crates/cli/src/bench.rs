@@ -21,6 +21,8 @@ pub enum BenchCommand {
     Alloc(AllocBench),
     /// Growing a data file with IFI off, against raw sequential writes of the same size.
     Grow(GrowBench),
+    /// Seed 001: K sessions inserting into a clustered index over N data files.
+    Insert(crate::bench_insert::InsertBench),
 }
 
 #[derive(Args)]
@@ -64,6 +66,7 @@ pub fn run(command: &BenchCommand) -> Result<(), String> {
         BenchCommand::Plan(args) => bench_plan(args),
         BenchCommand::Alloc(args) => bench_alloc(args),
         BenchCommand::Grow(args) => bench_grow(args),
+        BenchCommand::Insert(args) => crate::bench_insert::run(args),
     }
 }
 

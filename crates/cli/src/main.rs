@@ -3,6 +3,7 @@
 //! - `bench storage`: the storage benchmarks of docs/benchmarks.md (release mode).
 
 mod bench;
+mod bench_insert;
 mod plan;
 
 use clap::{Parser, Subcommand};

@@ -6,9 +6,12 @@
 //! - readers descend with SH latches, latching a child before releasing its parent, and scan
 //!   forward along the leaf level the same way; backward scans release a page before latching
 //!   its left neighbour, so no two sessions ever wait for each other in opposite directions;
-//! - an insert first tries optimistically (SH down to the level above the leaves, EX on the
-//!   leaf); if the leaf is full it starts again with EX latches, releasing the ancestors of any
-//!   page that can take one more entry without splitting ("safe"), and splits bottom-up.
+//! - an insert first tries optimistically (SH down to the leaves' parent, EX on the leaf); if the
+//!   leaf is full it tries again with the parent EX and splits the leaf under it when the parent
+//!   has room for one more entry; only if the parent is full too does it start again from the
+//!   root with EX latches, releasing the ancestors of any page that can take one more entry
+//!   without splitting ("safe"), and split bottom-up. So the root is latched EX only when a
+//!   split climbs that high.
 //!
 //! Latch order (no deadlocks): down the tree, then left to right along a level, then allocation
 //! pages (a split allocates a page while holding its data pages), as the buffer pool requires.
@@ -316,7 +319,9 @@ impl BTree {
         let record = record::encode(&self.columns, &self.layout, values, RecordType::Primary)?;
         let key = self.key_of(values);
         for _ in 0..MAX_RESTARTS {
-            if self.insert_optimistic(db, &key, &record)? {
+            if self.insert_optimistic(db, &key, &record, false)?
+                || self.insert_optimistic(db, &key, &record, true)?
+            {
                 return Ok(());
             }
             if self.insert_pessimistic(db, &key, &record)? {
@@ -345,26 +350,93 @@ impl BTree {
         }
     }
 
-    /// SH latches down to the level above the leaves, EX on the leaf. False if the leaf is full
-    /// (or the root is the leaf): the caller goes pessimistic.
-    fn insert_optimistic(&self, db: &Database, key: &[Value], record: &[u8]) -> SqlResult<bool> {
-        let mut guard = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Sh)?;
-        if guard.read(Self::level) == 0 {
+    /// SH latches down to the leaves' parent, then EX on the leaf (`split_under_parent` false),
+    /// or EX on the parent and the leaf, splitting the leaf if the parent has room for one more
+    /// entry (`split_under_parent` true). False when the caller must go further: the leaf is
+    /// full, the parent is full too, or the root is the leaf.
+    fn insert_optimistic(
+        &self,
+        db: &Database,
+        key: &[Value],
+        record: &[u8],
+        split_under_parent: bool,
+    ) -> SqlResult<bool> {
+        let parent_mode = if split_under_parent { LatchMode::Ex } else { LatchMode::Sh };
+        let Some(parent) = self.leaf_parent(db, key, parent_mode)? else { return Ok(false) };
+        let page = parent.key().page;
+        let slot = parent.read(|buf| self.child_slot(db, page, buf, Some(key), false))?;
+        let child = self.child_at(db, &parent, Some(key), false)?;
+        let leaf = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
+        if leaf.read(Self::level) != 0 {
             return Ok(false);
         }
+        if !split_under_parent {
+            drop(parent);
+            return self.put_on_leaf(db, &leaf, key, record);
+        }
+        if self.put_on_leaf(db, &leaf, key, record)? {
+            return Ok(true);
+        }
+        if !parent.read(|buf| datapage::fits(buf, self.max_entry_bytes)) {
+            return Ok(false);
+        }
+        self.split_leaf(db, leaf, key, record, vec![(parent, slot)])?;
+        Ok(true)
+    }
+
+    /// The level-1 page whose subtree holds `key`, latched in `mode`, reached with SH coupling;
+    /// None if the root is a leaf or the tree changed shape under the descent.
+    fn leaf_parent<'p>(
+        &self,
+        db: &'p Database,
+        key: &[Value],
+        mode: LatchMode,
+    ) -> SqlResult<Option<PageGuard<'p>>> {
+        let root = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Sh)?;
+        let root_level = root.read(Self::level);
+        if root_level == 0 {
+            return Ok(None);
+        }
+        if root_level == 1 {
+            if mode == LatchMode::Sh {
+                return Ok(Some(root));
+            }
+            drop(root);
+            let root = db.buffer_pool().fetch(Self::key(db, self.root), mode)?;
+            return Ok((root.read(Self::level) == 1).then_some(root));
+        }
+        let mut guard = root;
         loop {
             let level = guard.read(Self::level);
             let child = self.child_at(db, &guard, Some(key), false)?;
-            if level == 1 {
-                let leaf = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
-                drop(guard);
-                if leaf.read(Self::level) != 0 {
-                    return Ok(false);
-                }
-                return self.put_on_leaf(db, &leaf, key, record);
+            if level == 2 {
+                let parent = db.buffer_pool().fetch(Self::key(db, child), mode)?;
+                return Ok((parent.read(Self::level) == 1).then_some(parent));
             }
             guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Sh)?;
         }
+    }
+
+    /// Splits a full, EX-latched leaf to add `record`; `path` holds the latched ancestors.
+    fn split_leaf<'p>(
+        &self,
+        db: &'p Database,
+        leaf: PageGuard<'p>,
+        key: &[Value],
+        record: &[u8],
+        mut path: Vec<(PageGuard<'p>, u16)>,
+    ) -> SqlResult<()> {
+        let page = leaf.key().page;
+        let slot = match leaf.read(|buf| self.find_in_leaf(db, page, buf, key))? {
+            LeafSlot::Absent(slot) => slot,
+            LeafSlot::Ghost(slot) => {
+                leaf.write(|buf| datapage::delete(buf, slot))
+                    .map_err(|bad| bad_page(db, page, bad.0))?;
+                slot
+            }
+            LeafSlot::Found(_) => return Err(self.duplicate(key)),
+        };
+        self.split(db, leaf, slot, record.to_vec(), &mut path)
     }
 
     /// EX latch coupling from the root, keeping the ancestors of unsafe pages, then a split.

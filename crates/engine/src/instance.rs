@@ -85,6 +85,7 @@ pub struct Instance {
     pub latches: Arc<LatchStats>,
     pub waiting_tasks: Arc<WaitingTasks>,
     pub buffer_pool: Arc<BufferPool>,
+    pub spids: crate::session::SpidAllocator,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
 }
@@ -115,6 +116,7 @@ impl Instance {
             clock,
             errorlog,
             spinlocks: Arc::new(SpinlockStats::default()),
+            spids: crate::session::SpidAllocator::default(),
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),
         };

@@ -71,15 +71,22 @@ pub fn compatible(held: LatchMode, requested: LatchMode) -> bool {
     }
 }
 
+/// A queued request.
+struct Waiter {
+    ticket: u64,
+    mode: LatchMode,
+    spid: u16,
+}
+
 #[derive(Default)]
 struct LatchState {
     held: [u32; 5],
     /// Session ids of the holders (for blocking_session_id), one entry per hold.
     holders: Vec<(u16, LatchMode)>,
-    queue: VecDeque<u64>,
+    queue: VecDeque<Waiter>,
+    /// Tickets granted by a releaser, with the moment they were granted (signalled).
+    granted: Vec<(u64, Instant)>,
     next_ticket: u64,
-    /// When the latch last became grantable for the head of the queue.
-    signalled_at: Option<Instant>,
 }
 
 impl LatchState {
@@ -92,13 +99,29 @@ impl LatchState {
         self.held[mode.index()] += 1;
         self.holders.push((spid, mode));
     }
+
+    /// Grants the head of the queue and every waiter behind it that is compatible too, in
+    /// order, stopping at the first that must keep waiting (invariant 2). True if any.
+    fn grant_waiters(&mut self) -> bool {
+        let mut any = false;
+        while let Some(head) = self.queue.front() {
+            if !self.grantable(head.mode) {
+                break;
+            }
+            let waiter = self.queue.pop_front().expect("the head exists");
+            self.grant(waiter.mode, waiter.spid);
+            self.granted.push((waiter.ticket, Instant::now()));
+            any = true;
+        }
+        any
+    }
 }
 
 /// What a waiting acquisition cost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LatchWait {
     pub waited: Duration,
-    /// From the moment the latch became grantable for this waiter to the moment it ran.
+    /// From the moment the latch was granted to this waiter (signalled) to the moment it ran.
     pub signal: Duration,
     /// A holder's session id when the wait began, if any.
     pub blocking_spid: Option<u16>,
@@ -124,7 +147,9 @@ impl Latch {
 
     /// Acquires in `mode`, waiting if needed. `on_wait_start` runs once, before blocking, with
     /// a holder's session id (it registers the waiting task); the return value says whether
-    /// and how long the caller waited.
+    /// and how long the caller waited. Releasers grant waiters in FIFO order, several at once
+    /// when their modes are compatible, so a queue of SH waiters drains in one step instead of
+    /// one context switch each.
     pub fn acquire(
         &self,
         mode: LatchMode,
@@ -139,21 +164,20 @@ impl Latch {
         let started = Instant::now();
         let ticket = state.next_ticket;
         state.next_ticket += 1;
-        state.queue.push_back(ticket);
+        state.queue.push_back(Waiter { ticket, mode, spid });
         let blocking_spid = state.holders.first().map(|(holder, _)| *holder);
         on_wait_start(blocking_spid);
-        while state.queue.front() != Some(&ticket) || !state.grantable(mode) {
+        loop {
+            if let Some(at) = state.granted.iter().position(|(t, _)| *t == ticket) {
+                let (_, granted_at) = state.granted.swap_remove(at);
+                return Some(LatchWait {
+                    waited: started.elapsed(),
+                    signal: granted_at.elapsed(),
+                    blocking_spid,
+                });
+            }
             self.cond.wait(&mut state);
         }
-        state.queue.pop_front();
-        let signal = state.signalled_at.map_or(Duration::ZERO, |at| at.max(started).elapsed());
-        state.grant(mode, spid);
-        // The next waiter may be compatible too (several SH waiters behind one another).
-        if !state.queue.is_empty() {
-            state.signalled_at = Some(Instant::now());
-            self.cond.notify_all();
-        }
-        Some(LatchWait { waited: started.elapsed(), signal, blocking_spid })
     }
 
     /// Releases one hold of `mode` by `spid`.
@@ -167,8 +191,7 @@ impl Latch {
         if let Some(at) = state.holders.iter().position(|h| *h == (spid, mode)) {
             state.holders.swap_remove(at);
         }
-        if !state.queue.is_empty() {
-            state.signalled_at = Some(Instant::now());
+        if state.grant_waiters() {
             self.cond.notify_all();
         }
     }
@@ -182,8 +205,7 @@ impl Latch {
         if let Some(holder) = state.holders.iter_mut().find(|h| **h == (spid, LatchMode::Ex)) {
             holder.1 = mode;
         }
-        if !state.queue.is_empty() {
-            state.signalled_at = Some(Instant::now());
+        if state.grant_waiters() {
             self.cond.notify_all();
         }
     }

@@ -35,6 +35,7 @@ pub mod latch;
 pub mod page;
 pub mod plan;
 pub mod record;
+pub mod session;
 pub mod traceflags;
 pub mod units;
 pub mod waits;

@@ -18,6 +18,8 @@ use crate::units::{
     GAM_INTERVAL_EXTENTS, GAM_INTERVAL_PAGES, extent_of_page, first_page_of_extent,
 };
 
+/// Attempts at taking a uniform page before giving up (each attempt adds an extent).
+const MAX_UNIFORM_ATTEMPTS: u32 = 1000;
 /// Single-page slots in the first IAM page.
 const SINGLE_PAGE_SLOTS: usize = 8;
 /// The idInd part of allocation-unit ids extentdb hands out (as in SQL Server's examples).
@@ -54,6 +56,15 @@ pub struct AllocUnitInfo {
     pub iam_pages: Vec<PageId>,
     pub extents: Vec<PageId>,
     pub single_pages: Vec<PageId>,
+}
+
+fn missing_unit(au_id: u64) -> SqlError {
+    SqlError::new(
+        5204,
+        16,
+        1,
+        format!("Could not find allocation unit ID {au_id}. Check sys.allocation_units."),
+    )
 }
 
 fn chain_error(page: PageId, database: &str, database_id: u16) -> SqlError {
@@ -232,17 +243,55 @@ impl Database {
 
     /// Allocates one page to the unit: from a mixed extent for its first eight pages when
     /// MIXED_PAGE_ALLOCATION is ON, else from its uniform extents.
+    ///
+    /// Uniform pages are taken under the PFS page's UP latch only; the unit's own mutex (an
+    /// in-memory list of its extents, not a SQL Server structure) is held just long enough to
+    /// read or update that list, so sessions allocating for one index really meet on the PFS
+    /// page, as in SQL Server (seed 001).
     pub fn allocate_page(&self, au_id: u64) -> SqlResult<PageId> {
-        self.with_unit(au_id, |inner, unit| {
+        let inner = self.inner.read();
+        let unit = inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?;
+        {
+            let mut locked = unit.lock();
             let mixed = inner.boot.mixed_page_allocation
-                && unit.extents.is_empty()
-                && unit.single_pages.len() < SINGLE_PAGE_SLOTS;
+                && locked.extents.is_empty()
+                && locked.single_pages.len() < SINGLE_PAGE_SLOTS;
             if mixed {
-                self.unit_mixed_page(inner, unit)
-            } else {
-                self.unit_uniform_page(inner, unit)
+                return self.unit_mixed_page(&inner, &mut locked);
             }
-        })
+        }
+        self.unit_uniform_page(&inner, unit)
+    }
+
+    fn unit_uniform_page(&self, inner: &DbInner, unit: &Mutex<AllocUnit>) -> SqlResult<PageId> {
+        for _ in 0..MAX_UNIFORM_ATTEMPTS {
+            let candidates: Vec<PageId> = {
+                let mut locked = unit.lock();
+                let mut candidates: Vec<PageId> = locked.hint.into_iter().collect();
+                if locked.freed_since_scan {
+                    candidates.extend(locked.extents.iter().copied());
+                    locked.freed_since_scan = false;
+                }
+                candidates
+            };
+            for extent in candidates {
+                if let Some(page) = self.take_unit_page(inner, extent)? {
+                    unit.lock().hint = Some(extent);
+                    return Ok(page);
+                }
+            }
+            let extent = {
+                let mut locked = unit.lock();
+                let extent = self.unit_extent(inner, &mut locked)?;
+                locked.hint = Some(extent);
+                extent
+            };
+            // Other sessions may take pages of the new extent first; then try again.
+            if let Some(page) = self.take_unit_page(inner, extent)? {
+                return Ok(page);
+            }
+        }
+        panic!("page allocation kept losing every new extent to other sessions")
     }
 
     fn unit_mixed_page(&self, inner: &DbInner, unit: &mut AllocUnit) -> SqlResult<PageId> {
@@ -259,28 +308,12 @@ impl Database {
         Ok(page)
     }
 
-    fn unit_uniform_page(&self, inner: &DbInner, unit: &mut AllocUnit) -> SqlResult<PageId> {
-        let mut candidates: Vec<PageId> = unit.hint.into_iter().collect();
-        if unit.freed_since_scan {
-            candidates.extend(unit.extents.iter().copied());
-            unit.freed_since_scan = false;
-        }
-        for extent in candidates {
-            let file = &inner.data_files[&extent.file_id];
-            if let Some(page_no) =
-                file.alloc.take_page_in_extent(&self.pool, extent_of_page(extent.page_no), 0)?
-            {
-                unit.hint = Some(extent);
-                return Ok(PageId::new(extent.file_id, page_no));
-            }
-        }
-        let extent = self.unit_extent(inner, unit)?;
+    /// A free page of one of the unit's extents, taken under its PFS page's UP latch.
+    fn take_unit_page(&self, inner: &DbInner, extent: PageId) -> SqlResult<Option<PageId>> {
         let file = &inner.data_files[&extent.file_id];
         let page_no =
             file.alloc.take_page_in_extent(&self.pool, extent_of_page(extent.page_no), 0)?;
-        assert_eq!(page_no, Some(extent.page_no), "a new extent's first page is free");
-        unit.hint = Some(extent);
-        Ok(extent)
+        Ok(page_no.map(|p| PageId::new(extent.file_id, p)))
     }
 
     /// A single page from a mixed extent of the filegroup, marked allocated with `extra_bits`.
