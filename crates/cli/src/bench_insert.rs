@@ -265,13 +265,13 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
 /// PFS / GAM / SGAM by position (as Microsoft's scripts classify), else the page's m_type.
 fn page_type(db: &Database, page: PageId) -> String {
     let p = page.page_no;
-    if p == 1 || p % 8088 == 0 {
+    if p == 1 || p.is_multiple_of(8088) {
         return "PFS_PAGE".into();
     }
-    if p == 2 || p % 511_232 == 0 {
+    if p == 2 || p.is_multiple_of(511_232) {
         return "GAM_PAGE".into();
     }
-    if p == 3 || (p > 1 && (p - 1) % 511_232 == 0) {
+    if p == 3 || (p > 1 && (p - 1).is_multiple_of(511_232)) {
         return "SGAM_PAGE".into();
     }
     match db.page_copy(page).map(|buf| buf[1]) {
@@ -354,7 +354,7 @@ fn print_report(report: &Report) {
     );
     let mut waits: Vec<&WaitJson> =
         report.waits.iter().filter(|w| w.waiting_tasks_count > 0).collect();
-    waits.sort_by(|a, b| b.wait_time_ms.cmp(&a.wait_time_ms));
+    waits.sort_by_key(|w| std::cmp::Reverse(w.wait_time_ms));
     let mut cumulative = 0.0;
     for wait in waits {
         if cumulative >= 95.0 {
