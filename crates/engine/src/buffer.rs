@@ -25,7 +25,9 @@
 //!
 //! Latch order (to avoid latch deadlocks), owned here and followed by callers:
 //! 1. Allocation pages: at most PFS, then SGAM, then GAM of the same file, nested in that order.
-//! 2. IAM pages are latched alone. Data pages (later issues) come before allocation pages.
+//! 2. IAM pages are latched alone. Data and index pages come before allocation pages.
+//! 3. A session that must evict pages to get a frame never waits for a latch: it writes only
+//!    unpinned pages it can latch at once.
 //!
 //! Invariants:
 //! 1. A frame with a pin count above 0 is never evicted or reused.
@@ -439,7 +441,7 @@ impl BufferPool {
                 break;
             }
             let index = (start + step) % self.frames.len();
-            if self.write_back(index, |_| true)? {
+            if self.write_back(index, false, |_| true)? {
                 written += 1;
                 if by_lazy_writer {
                     self.lazy_writer_writes.fetch_add(1, Ordering::Relaxed);
@@ -451,13 +453,22 @@ impl BufferPool {
 
     /// Writes one frame back if it is dirty, unpinned and its key passes `filter`. The frame is
     /// pinned and latched UP during the write (invariant 2).
-    fn write_back(&self, index: usize, filter: impl Fn(PageKey) -> bool) -> SqlResult<bool> {
+    /// `wait` is false when evicting: a session that needs a frame may hold latches of its own,
+    /// so it only writes pages that nobody pins and whose latch it gets at once (SQL Server's
+    /// gather write likewise stops at a page it cannot latch immediately). A checkpoint holds no
+    /// latch and waits.
+    fn write_back(
+        &self,
+        index: usize,
+        wait: bool,
+        filter: impl Fn(PageKey) -> bool,
+    ) -> SqlResult<bool> {
         let frame = &self.frames[index];
         let key = {
             let _table = self.table.lock();
             let mut meta = frame.meta.lock();
             match meta.key {
-                Some(key) if meta.dirty && filter(key) => {
+                Some(key) if meta.dirty && filter(key) && (wait || meta.pin_count == 0) => {
                     meta.pin_count += 1;
                     key
                 }
@@ -465,7 +476,12 @@ impl BufferPool {
             }
         };
         let spid = crate::instance::current_spid();
-        self.latch_frame(index, key, LatchMode::Up, spid);
+        if wait {
+            self.latch_frame(index, key, LatchMode::Up, spid);
+        } else if !frame.latch.try_acquire(LatchMode::Up, spid) {
+            self.unpin(index);
+            return Ok(false);
+        }
         // The page may have been discarded while this session waited for the latch.
         let still_mapped = frame.meta.lock().key == Some(key);
         let result = if still_mapped { self.write_frame(index, key) } else { Ok(()) };
@@ -498,7 +514,7 @@ impl BufferPool {
             key.database_id == database_id && file_id.is_none_or(|f| f == key.page.file_id)
         };
         for index in 0..self.frames.len() {
-            self.write_back(index, belongs)?;
+            self.write_back(index, true, belongs)?;
         }
         let files: Vec<Arc<BufferFile>> = self
             .files
@@ -511,6 +527,30 @@ impl BufferPool {
             file.handle
                 .sync_data()
                 .map_err(|err| SqlError::os_io_error(&err, true, 0, &file.path))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the given pages of a database if they are cached and dirty, then syncs their
+    /// files. Used where only allocation pages must be durable (a growth's commit, the boot
+    /// page), so that the caller never waits for the latch of a data page another session holds.
+    pub fn flush_pages(&self, database_id: u16, pages: &[PageId]) -> SqlResult<()> {
+        let mut files = std::collections::BTreeSet::new();
+        for page in pages {
+            let key = PageKey::new(database_id, *page);
+            let index = self.table.lock().get(&key).copied();
+            if let Some(index) = index {
+                self.write_back(index, true, |k| k == key)?;
+            }
+            files.insert(page.file_id);
+        }
+        for file_id in files {
+            let file = self.files.read().get(&(database_id, file_id)).cloned();
+            if let Some(file) = file {
+                file.handle
+                    .sync_data()
+                    .map_err(|err| SqlError::os_io_error(&err, true, 0, &file.path))?;
+            }
         }
         Ok(())
     }

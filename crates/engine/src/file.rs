@@ -560,6 +560,16 @@ impl FileAlloc {
         self.lay_out(pool, old_size, new_size_pages)
     }
 
+    /// The allocation pages of the file up to `size_pages`: what a growth must make durable
+    /// before its header commits it.
+    pub fn allocation_pages(&self, size_pages: u32) -> Vec<PageId> {
+        alloc::fixed_pages_in(0, size_pages, self.is_primary)
+            .into_iter()
+            .filter(|p| *p != 0 && !(self.is_primary && *p == alloc::BOOT_PAGE))
+            .map(|p| PageId::new(self.file_id, p))
+            .collect()
+    }
+
     pub fn publish_growth(&self, new_size_pages: u32, added_free_extents: u32) {
         self.size_pages.store(new_size_pages, Ordering::Release);
         self.free_extents.fetch_add(added_free_extents, Ordering::AcqRel);

@@ -326,7 +326,7 @@ impl Database {
     pub(super) fn save_boot(&self, inner: &mut DbInner, mut boot: BootInfo) -> SqlResult<()> {
         Self::fill_first_iams(inner, &mut boot);
         // Allocation pages first: the boot page must never point at an IAM page not yet on disk.
-        self.pool.flush(self.database_id, None)?;
+        self.flush_allocation_pages(inner)?;
         if !boot.fits() {
             return Err(SqlError::too_many_files(inner.boot.files.len() as u32));
         }

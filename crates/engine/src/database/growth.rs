@@ -31,7 +31,8 @@ impl Database {
             }
         };
         let durable = file.alloc.prepare_growth(&self.pool, new_size_pages).and_then(|added| {
-            self.pool.flush(self.database_id, Some(file.file_id))?;
+            self.pool
+                .flush_pages(self.database_id, &file.alloc.allocation_pages(new_size_pages))?;
             Self::write_file_header(file, self.database_id, self.binding_id, new_size_pages)?;
             Ok(added)
         });

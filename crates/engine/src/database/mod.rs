@@ -431,11 +431,13 @@ impl Database {
     }
 
     /// Writes every cached allocation page and the boot page, and makes them durable.
-    /// Holds the database write lock throughout, so that no allocation creates an IAM page
-    /// between the flush of the allocation pages and the write of the boot page.
+    /// Data pages are written first, holding no lock (sessions holding page latches may need
+    /// the database lock to allocate); then, under the database write lock, so that no
+    /// allocation creates an IAM page meanwhile, the allocation pages and the boot page.
     pub fn checkpoint(&self) -> SqlResult<()> {
-        let mut inner = self.inner.write();
         self.pool.flush(self.database_id, None)?;
+        let mut inner = self.inner.write();
+        self.flush_allocation_pages(&inner)?;
         // The boot page last: it must never point at an IAM page that is not on disk yet.
         let mut boot = inner.boot.clone();
         Self::fill_first_iams(&inner, &mut boot);
@@ -456,6 +458,21 @@ impl Database {
     /// Drops the in-memory state without writing anything, as a crash would (tests).
     pub fn crash(self) {
         self.release_from_instance();
+    }
+
+    /// Makes every allocation page (PFS, GAM, SGAM, DCM, BCM and the units' IAM pages) durable.
+    /// Callers hold the database write lock, so no session is inside the allocator and no
+    /// session waits for the lock while holding one of these pages' latches.
+    fn flush_allocation_pages(&self, inner: &DbInner) -> SqlResult<()> {
+        let mut pages: Vec<PageId> = inner
+            .data_files
+            .values()
+            .flat_map(|f| f.alloc.allocation_pages(f.size_pages()))
+            .collect();
+        for unit in inner.units.values() {
+            pages.extend(unit.lock().iam_pages());
+        }
+        self.pool.flush_pages(self.database_id, &pages)
     }
 
     /// Forgets the database's cached pages and files, and frees its name.

@@ -34,6 +34,12 @@ struct IamRef {
     interval: u32,
 }
 
+impl AllocUnit {
+    pub(super) fn iam_pages(&self) -> Vec<PageId> {
+        self.iams.iter().map(|iam| iam.page).collect()
+    }
+}
+
 pub(super) struct AllocUnit {
     au_id: u64,
     fg_id: u16,

@@ -1,0 +1,51 @@
+//! `extentdb bench insert --json` end to end: the command line of the issue, its JSON keys, and
+//! a correct row count (the command verifies the index itself before it reports).
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["bench", "insert"])
+        .args(args)
+        .args(["--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+#[test]
+fn guid_and_identity_loads_report_rows_waits_and_latch_resources() {
+    for key in ["guid", "identity"] {
+        let report = run(&["--sessions", "4", "--files", "2", "--rows", "3000", "--key", key]);
+        assert_eq!(report["rows"], 3000, "{report}");
+        assert_eq!(report["key"], key);
+        assert!(report["seconds"].as_f64().unwrap() > 0.0);
+        assert!(report["rows_per_s"].as_f64().unwrap() > 0.0);
+        assert!(report["size_on_disk_mb"].as_f64().unwrap() >= 16.0, "two files of at least 8 MB");
+        assert_eq!(report["durable"], false, "commits are not durable until the log exists");
+        for wait in report["waits"].as_array().unwrap() {
+            for field in ["wait_type", "waiting_tasks_count", "wait_time_ms", "signal_wait_time_ms"]
+            {
+                assert!(wait.get(field).is_some(), "{field} in {wait}");
+            }
+        }
+        for resource in report["latch_resources"].as_array().unwrap() {
+            let text = resource["resource"].as_str().unwrap();
+            assert_eq!(text.split(':').count(), 3, "db:file:page, got {text}");
+            assert!(resource["page_type"].as_str().unwrap().ends_with("_PAGE"));
+        }
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["bench", "insert", "--sessions", "0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("at least 1"));
+}
