@@ -337,12 +337,11 @@ impl BufferPool {
         let started = Instant::now();
         let registration =
             self.stats.waiting.begin(spid, io_wait, None, key.resource_description());
-        let result = self.read_from_disk(key);
+        let result = self.read_from_disk(key, frame);
         drop(registration);
         self.record_wait(key, io_wait, started.elapsed(), Duration::ZERO);
         match result {
-            Ok(buf) => {
-                *frame.data.write() = Some(buf);
+            Ok(()) => {
                 self.page_reads.fetch_add(1, Ordering::Relaxed);
                 frame.io_in_progress.store(false, Ordering::Release);
                 if mode != LatchMode::Ex {
@@ -366,9 +365,12 @@ impl BufferPool {
         }
     }
 
-    fn read_from_disk(&self, key: PageKey) -> SqlResult<Box<PageBuf>> {
+    /// Reads a page into its frame's own buffer (allocated once, on the frame's first use).
+    fn read_from_disk(&self, key: PageKey, frame: &Frame) -> SqlResult<()> {
         let file = self.file(key)?;
-        file::read_page(file.handle.as_ref(), key.page, key.database_id, &file.path)
+        let mut data = frame.data.write();
+        let buf = data.get_or_insert_with(crate::page::new_page_buf);
+        file::read_page_into(file.handle.as_ref(), buf, key.page, key.database_id, &file.path)
     }
 
     fn unpin(&self, index: usize) {

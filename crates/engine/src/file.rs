@@ -148,12 +148,23 @@ pub fn read_page(
     path: &str,
 ) -> SqlResult<Box<PageBuf>> {
     let mut buf = page::new_page_buf();
+    read_page_into(file, &mut buf, page_id, database_id, path)?;
+    Ok(buf)
+}
+
+/// Reads and verifies one page into an existing buffer (a buffer-pool frame's).
+pub fn read_page_into(
+    file: &dyn IoFile,
+    buf: &mut PageBuf,
+    page_id: PageId,
+    database_id: u16,
+    path: &str,
+) -> SqlResult<()> {
     let offset = u64::from(page_id.page_no) * PAGE_SIZE_U64;
     file.read_at(&mut buf[..], offset)
         .map_err(|err| SqlError::os_io_error(&err, false, offset, path))?;
-    page::verify(&buf, page_id)
-        .map_err(|bad| SqlError::logical_io_error(&bad.detail(), page_id, database_id, path))?;
-    Ok(buf)
+    page::verify(buf, page_id)
+        .map_err(|bad| SqlError::logical_io_error(&bad.detail(), page_id, database_id, path))
 }
 
 /// Seals and writes one page.
