@@ -684,37 +684,20 @@ impl BTree {
             .write(|buf| datapage::make_ghost(buf, slot))
             .map_err(|bad| bad_page(db, page, bad.0))?;
         set_pfs_ghost_bit(db, page, true)?;
+        db.note_ghost_page(page);
         Ok(true)
     }
 
-    /// The ghost-cleanup task's work on this index: removes ghost rows from every leaf, keeping
-    /// at least one record on a page, and clears the PFS ghost bit of pages left without ghosts.
-    /// Returns how many ghosts it removed.
+    /// The ghost-cleanup task's work on this index at once: removes ghost rows from every leaf
+    /// (keeping at least one record on a page) and clears the PFS ghost bit of pages left
+    /// without ghosts. Returns how many ghosts it removed. The background task
+    /// ([`Database::start_ghost_cleanup`]) does the same a few pages at a time.
     pub fn ghost_cleanup(&self, db: &Database) -> SqlResult<usize> {
         let mut removed = 0;
         let mut next = self.leaf_for_read(db, None, false)?.key().page;
         while !next.is_null() {
-            let guard = db.buffer_pool().fetch(Self::key(db, next), LatchMode::Ex)?;
-            let page = next;
-            let (count, left) = guard.write(|buf| -> SqlResult<(usize, u16)> {
-                let mut count = 0;
-                let mut slot = datapage::slot_count(buf);
-                while slot > 0 && datapage::slot_count(buf) > 1 {
-                    slot -= 1;
-                    let ghost =
-                        datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?[0];
-                    if record::record_type(ghost) == RecordType::GhostData as u8 {
-                        datapage::delete(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
-                        count += 1;
-                    }
-                }
-                Ok((count, PageHeader::read(&buf[..]).ghost_record_count))
-            })?;
-            removed += count;
-            if left == 0 {
-                set_pfs_ghost_bit(db, page, false)?;
-            }
-            next = guard.read(|buf| PageHeader::read(&buf[..]).next_page);
+            removed += db.clean_page(next)? as usize;
+            next = PageHeader::read(&db.page_copy(next)?[..]).next_page;
         }
         Ok(removed)
     }

@@ -4,6 +4,7 @@
 //!
 //! | flag | effect here                                                                 |
 //! |------|-----------------------------------------------------------------------------|
+//! | 661  | turn the ghost-cleanup task off                                             |
 //! | 1117 | grow every file of a filegroup together (as AUTOGROW_ALL_FILES)             |
 //! | 1165 | write proportional-fill recalculations (needs 3605 to reach the errorlog)   |
 //! | 1806 | disable instant file initialisation                                         |
@@ -16,6 +17,7 @@
 use parking_lot::RwLock;
 use std::collections::BTreeSet;
 
+pub const TF_DISABLE_GHOST_CLEANUP: u16 = 661;
 pub const TF_AUTOGROW_ALL_FILES: u16 = 1117;
 pub const TF_PROPORTIONAL_FILL_TRACE: u16 = 1165;
 pub const TF_DISABLE_IFI: u16 = 1806;

@@ -308,3 +308,40 @@ fn sixteen_sessions_on_a_small_buffer_pool_do_not_deadlock() {
     assert_eq!(tree.check(&db), Ok(24_000));
     assert!(lab.instance.buffer_pool.counters().evictions > 0);
 }
+
+#[test]
+fn the_ghost_cleanup_task_removes_ghosts_unless_trace_flag_661_is_on() {
+    let lab = lab();
+    let db = Arc::new(lab.company());
+    let tree = BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap();
+    for id in 0..300 {
+        tree.insert(&db, &int_row(id)).unwrap();
+    }
+    lab.instance.trace_flags.on(engine::traceflags::TF_DISABLE_GHOST_CLEANUP);
+    for id in (0..300).step_by(3) {
+        tree.delete(&db, &[Value::Int(id)]).unwrap();
+    }
+    let ghosts = |db: &Database| -> u32 {
+        leaf_pages(db, &tree)
+            .iter()
+            .map(|p| u32::from(PageHeader::read(&db.page_copy(*p).unwrap()[..]).ghost_record_count))
+            .sum()
+    };
+    assert_eq!(ghosts(&db), 100);
+    db.start_ghost_cleanup(std::time::Duration::from_millis(10));
+    let poll = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    poll("three runs skipped by TF 661", &|| db.ghost_cleanup_stats().runs_skipped_by_tf661 >= 3);
+    assert_eq!(ghosts(&db), 100, "TF 661: the task runs but removes nothing");
+    lab.instance.trace_flags.off(engine::traceflags::TF_DISABLE_GHOST_CLEANUP);
+    poll("the ghosts are cleaned", &|| ghosts(&db) == 0);
+    let stats = db.ghost_cleanup_stats();
+    assert_eq!(stats.ghosts_removed, 100);
+    assert!(stats.runs >= 1, "ten pages per run at most: {stats:?}");
+    assert_eq!(tree.check(&db), Ok(200));
+}

@@ -310,6 +310,8 @@ impl Database {
             inner: RwLock::new(DbInner { boot, data_files, log_files, filegroups, units }),
             growth_lock: Mutex::new(()),
             growth_events: Mutex::new(Vec::new()),
+            ghost_pages: Mutex::new(BTreeSet::new()),
+            ghost_stats: Mutex::new(ghosts::GhostCleanupStats::default()),
             closed: std::sync::atomic::AtomicBool::new(false),
         };
         let inner = db.inner.read();

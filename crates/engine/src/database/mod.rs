@@ -178,6 +178,9 @@ pub struct Database {
     inner: RwLock<DbInner>,
     growth_lock: Mutex<()>,
     growth_events: Mutex<Vec<GrowthEvent>>,
+    /// Pages holding ghost records, for the ghost-cleanup task.
+    ghost_pages: Mutex<BTreeSet<PageId>>,
+    ghost_stats: Mutex<ghosts::GhostCleanupStats>,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -301,8 +304,11 @@ impl Database {
 }
 
 mod create;
+mod ghosts;
 mod growth;
 mod open;
+
+pub use ghosts::{GHOST_CLEANUP_INTERVAL, GHOST_PAGES_PER_RUN, GhostCleanupStats};
 
 impl Database {
     /// Space of every data file, in file-id order.
