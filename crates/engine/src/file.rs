@@ -336,12 +336,21 @@ impl FileAlloc {
             };
             pfs_page.write(|buf| alloc::pfs_set(buf, page_no, byte));
         }
-        let sgam = self.latch(
-            pool,
-            alloc::map_page(extent / GAM_INTERVAL_EXTENTS, MapKind::Sgam),
-            LatchMode::Up,
-        )?;
-        sgam.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, has_free_page));
+        self.set_map_bit(pool, MapKind::Sgam, extent, has_free_page)?;
+        Ok(())
+    }
+
+    /// Sets one GAM-type map bit under an UP latch on its map page.
+    fn set_map_bit(
+        &self,
+        pool: &BufferPool,
+        kind: MapKind,
+        extent: u32,
+        value: bool,
+    ) -> SqlResult<()> {
+        let page =
+            self.latch(pool, alloc::map_page(extent / GAM_INTERVAL_EXTENTS, kind), LatchMode::Up)?;
+        page.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value));
         Ok(())
     }
 
@@ -405,8 +414,7 @@ impl FileAlloc {
                 alloc::pfs_set(buf, page_no, byte);
             }
         });
-        let sgam = self.latch(pool, alloc::map_page(interval, MapKind::Sgam), LatchMode::Up)?;
-        sgam.write(|buf| alloc::bitmap_set(buf, bit, false));
+        self.set_map_bit(pool, MapKind::Sgam, extent, false)?;
         let gam = self.latch(pool, alloc::map_page(interval, MapKind::Gam), LatchMode::Up)?;
         gam.write(|buf| {
             assert!(
@@ -436,12 +444,7 @@ impl FileAlloc {
             }
             alloc::pfs_set(buf, first, pfs::MIXED | pfs::ALLOCATED | extra_bits);
         });
-        let sgam = self.latch(
-            pool,
-            alloc::map_page(extent / GAM_INTERVAL_EXTENTS, MapKind::Sgam),
-            LatchMode::Up,
-        )?;
-        sgam.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, true));
+        self.set_map_bit(pool, MapKind::Sgam, extent, true)?;
         Ok(first)
     }
 
@@ -496,12 +499,7 @@ impl FileAlloc {
         });
         let Some((page_no, mixed_now_full)) = taken else { return Ok(None) };
         if mixed_now_full {
-            let sgam = self.latch(
-                pool,
-                alloc::map_page(extent / GAM_INTERVAL_EXTENTS, MapKind::Sgam),
-                LatchMode::Up,
-            )?;
-            sgam.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, false));
+            self.set_map_bit(pool, MapKind::Sgam, extent, false)?;
         }
         Ok(Some(page_no))
     }
@@ -521,12 +519,7 @@ impl FileAlloc {
             (before & pfs::MIXED != 0, all_free)
         });
         if was_mixed {
-            let sgam = self.latch(
-                pool,
-                alloc::map_page(extent / GAM_INTERVAL_EXTENTS, MapKind::Sgam),
-                LatchMode::Up,
-            )?;
-            sgam.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, true));
+            self.set_map_bit(pool, MapKind::Sgam, extent, true)?;
         }
         Ok(all_free)
     }
