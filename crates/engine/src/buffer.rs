@@ -110,6 +110,8 @@ pub struct BufferCounters {
     pub page_writes: u64,
     pub evictions: u64,
     pub lazy_writer_writes: u64,
+    /// 8 KB buffers allocated: at most one per frame, ever.
+    pub buffers_allocated: u64,
 }
 
 /// The shared statistics a pool records into.
@@ -132,6 +134,7 @@ pub struct BufferPool {
     page_writes: AtomicU64,
     evictions: AtomicU64,
     lazy_writer_writes: AtomicU64,
+    buffers_allocated: AtomicU64,
     lazy_writer: (Mutex<bool>, Condvar),
 }
 
@@ -161,6 +164,7 @@ impl BufferPool {
             page_writes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
+            buffers_allocated: AtomicU64::new(0),
             lazy_writer: (Mutex::new(false), Condvar::new()),
         });
         let weak = Arc::downgrade(&pool);
@@ -185,6 +189,7 @@ impl BufferPool {
             page_writes: self.page_writes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             lazy_writer_writes: self.lazy_writer_writes.load(Ordering::Relaxed),
+            buffers_allocated: self.buffers_allocated.load(Ordering::Relaxed),
         }
     }
 
@@ -231,7 +236,7 @@ impl BufferPool {
             }
             if let Some(index) = self.claim_frame(key)? {
                 let frame = &self.frames[index];
-                frame.data.write().get_or_insert_with(crate::page::new_page_buf).fill(0);
+                frame.data.write().get_or_insert_with(|| self.new_buffer()).fill(0);
                 frame.meta.lock().dirty = true;
                 frame.io_in_progress.store(false, Ordering::Release);
                 return Ok(PageGuard {
@@ -369,8 +374,14 @@ impl BufferPool {
     fn read_from_disk(&self, key: PageKey, frame: &Frame) -> SqlResult<()> {
         let file = self.file(key)?;
         let mut data = frame.data.write();
-        let buf = data.get_or_insert_with(crate::page::new_page_buf);
+        let buf = data.get_or_insert_with(|| self.new_buffer());
         file::read_page_into(file.handle.as_ref(), buf, key.page, key.database_id, &file.path)
+    }
+
+    /// A frame's 8 KB buffer, allocated on the frame's first use and kept for its life.
+    fn new_buffer(&self) -> Box<PageBuf> {
+        self.buffers_allocated.fetch_add(1, Ordering::Relaxed);
+        crate::page::new_page_buf()
     }
 
     fn unpin(&self, index: usize) {

@@ -291,6 +291,35 @@ mod tests {
         assert!(wait.signal <= wait.waited);
     }
 
+    /// Regression: waiters used to be granted one at a time, each after the previous one ran,
+    /// and sixteen sessions formed a convoy on a B-tree root.
+    #[test]
+    fn compatible_waiters_at_the_head_are_granted_together() {
+        let latch = Arc::new(Latch::default());
+        assert!(latch.try_acquire(Ex, 1));
+        let release = Arc::new(std::sync::Barrier::new(4));
+        let mut threads = Vec::new();
+        for spid in 2..5u16 {
+            let (shared, release) = (latch.clone(), release.clone());
+            threads.push(std::thread::spawn(move || {
+                shared.acquire(Sh, spid, |_| {});
+                release.wait();
+                shared.release(Sh, spid);
+            }));
+            while latch.waiter_count() < usize::from(spid - 1) {
+                std::thread::yield_now();
+            }
+        }
+        latch.release(Ex, 1);
+        // One release granted all three SH waiters: they hold the latch at the same time.
+        assert_eq!(latch.held_counts(), [0, 3, 0, 0, 0]);
+        assert_eq!(latch.waiter_count(), 0);
+        release.wait();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+
     #[test]
     fn waiters_are_granted_in_arrival_order() {
         let latch = Arc::new(Latch::default());

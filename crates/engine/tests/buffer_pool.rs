@@ -127,6 +127,8 @@ fn memory_pressure_evicts_dirty_pages_and_reads_them_back() {
     let counters = lab.instance.buffer_pool.counters();
     assert!(counters.page_reads > after_writes.page_reads, "{counters:?}");
     assert!(counters.evictions > 0);
+    // Regression: every read used to allocate a fresh buffer (RSS far above max server memory).
+    assert!(counters.buffers_allocated <= 128, "one buffer per frame: {counters:?}");
     let io_wait =
         lab.instance.waits.get("PAGEIOLATCH_SH").expect("reads from disk are PAGEIOLATCH_SH waits");
     assert_eq!(io_wait.waiting_tasks_count, counters.page_reads - after_writes.page_reads);
