@@ -27,7 +27,10 @@
 //! it becomes their parent (SQL Server allocates a new root and updates the catalog), so the
 //! root's page id identifies the index until the catalog exists. Index records use the data
 //! record layout with record type 3 (SQL Server drops status byte B in index records).
-//! Non-unique clustered indexes (uniquifier) and nonclustered indexes are not built yet.
+//! A non-unique clustered index keeps a hidden uniquifier column as the last key column, stored
+//! as a nullable varbinary(4) big-endian (NULL for 0, so the first row of a key stores nothing,
+//! as in SQL Server, where it is a 4-byte int in the variable section). Nonclustered indexes
+//! are not built yet.
 //!
 //! Invariants (checked by [`BTree::check`]):
 //! 1. Keys ascend within every page and across each level's page chain.
@@ -56,6 +59,8 @@ pub struct BTree {
     pub table: String,
     pub index_name: String,
     pub primary_key: bool,
+    /// False: a non-unique clustered index, whose rows carry a hidden uniquifier column.
+    pub unique: bool,
     columns: Vec<Column>,
     layout: Layout,
     key_columns: Vec<usize>,
@@ -108,7 +113,43 @@ impl BTree {
         Ok(tree)
     }
 
-    /// An existing index: its allocation unit and root page.
+    /// Creates an empty non-unique clustered index: rows with equal keys get a uniquifier
+    /// (0 for the first, stored as nothing; 1, 2, ... for the duplicates), as SQL Server does.
+    pub fn create_non_unique(
+        db: &Database,
+        table: &str,
+        index_name: &str,
+        columns: Vec<Column>,
+        key_columns: Vec<usize>,
+        filegroup: Option<&str>,
+    ) -> SqlResult<BTree> {
+        let au_id = db.create_allocation_unit(&format!("{table}.{index_name}"), filegroup)?;
+        let root = db.allocate_page(au_id)?;
+        let tree = BTree::attach_non_unique(au_id, root, table, index_name, columns, key_columns);
+        let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
+        guard.write(|buf| {
+            datapage::format(buf, root, PageType::Data, au_id, 0, tree.layout.pminlen() as u16)
+        });
+        Ok(tree)
+    }
+
+    /// An existing non-unique clustered index.
+    pub fn attach_non_unique(
+        au_id: u64,
+        root: PageId,
+        table: &str,
+        index_name: &str,
+        mut columns: Vec<Column>,
+        mut key_columns: Vec<usize>,
+    ) -> BTree {
+        columns.push(Column::new(UNIQUIFIER, SqlType::VarBinary(4), true));
+        key_columns.push(columns.len() - 1);
+        let mut tree = BTree::attach(au_id, root, table, index_name, columns, key_columns, false);
+        tree.unique = false;
+        tree
+    }
+
+    /// An existing unique index: its allocation unit and root page.
     pub fn attach(
         au_id: u64,
         root: PageId,
@@ -137,6 +178,7 @@ impl BTree {
             table: table.to_string(),
             index_name: index_name.to_string(),
             primary_key,
+            unique: true,
             columns,
             layout,
             key_columns,
@@ -314,8 +356,39 @@ impl BTree {
         }
     }
 
-    /// Inserts a row; a duplicate key is error 2627 (primary key) or 2601 (unique index).
+    /// Inserts a row; a duplicate key is error 2627 (primary key) or 2601 (unique index). In a
+    /// non-unique index the row gets the next uniquifier of its key instead.
     pub fn insert(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
+        if self.unique {
+            return self.insert_row(db, values);
+        }
+        let user_key: Vec<Value> = self.key_columns[..self.key_columns.len() - 1]
+            .iter()
+            .map(|i| values[*i].clone())
+            .collect();
+        for _ in 0..MAX_RESTARTS {
+            let taken = self.range_full(db, Some(&user_key), Some(&user_key), false)?;
+            let next = taken
+                .iter()
+                .filter_map(|row| uniquifier_of(row.last()?))
+                .max()
+                .map_or(0, |u| u + 1);
+            let mut full = values.to_vec();
+            full.push(if next == 0 {
+                Value::Null
+            } else {
+                Value::Bytes(next.to_be_bytes().to_vec())
+            });
+            match self.insert_row(db, &full) {
+                // Another session took the same uniquifier first: count again.
+                Err(error) if error.number == 2601 || error.number == 2627 => continue,
+                other => return other,
+            }
+        }
+        panic!("insert into {} kept losing uniquifiers", self.index_name)
+    }
+
+    fn insert_row(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
         let record = record::encode(&self.columns, &self.layout, values, RecordType::Primary)?;
         let key = self.key_of(values);
         for _ in 0..MAX_RESTARTS {
@@ -575,8 +648,11 @@ impl BTree {
         Ok(())
     }
 
-    /// The row with `key`, if any.
+    /// The row with `key`, if any (the first of its duplicates in a non-unique index).
     pub fn seek(&self, db: &Database, key: &[Value]) -> SqlResult<Option<Vec<Value>>> {
+        if !self.unique {
+            return Ok(self.range(db, Some(key), Some(key), false)?.into_iter().next());
+        }
         let leaf = self.leaf_for_read(db, Some(key), false)?;
         let page = leaf.key().page;
         leaf.read(|buf| match self.find_in_leaf(db, page, buf, key)? {
@@ -589,8 +665,25 @@ impl BTree {
     }
 
     /// Rows with `from <= key <= to` (unbounded where None), in key order, or in reverse order
-    /// when `descending`.
+    /// when `descending`. Bounds may be a prefix of the key; rows come without the hidden
+    /// uniquifier.
     pub fn range(
+        &self,
+        db: &Database,
+        from: Option<&[Value]>,
+        to: Option<&[Value]>,
+        descending: bool,
+    ) -> SqlResult<Vec<Vec<Value>>> {
+        let mut rows = self.range_full(db, from, to, descending)?;
+        if !self.unique {
+            for row in &mut rows {
+                row.pop();
+            }
+        }
+        Ok(rows)
+    }
+
+    fn range_full(
         &self,
         db: &Database,
         from: Option<&[Value]>,
@@ -616,10 +709,10 @@ impl BTree {
             })?;
             for row in page_rows {
                 let key = self.key_of(&row);
-                if from.is_some_and(|f| compare_keys(&key, f) == Ordering::Less) {
+                if from.is_some_and(|f| compare_prefix(&key, f) == Ordering::Less) {
                     continue;
                 }
-                if to.is_some_and(|t| compare_keys(&key, t) == Ordering::Greater) {
+                if to.is_some_and(|t| compare_prefix(&key, t) == Ordering::Greater) {
                     return Ok(rows);
                 }
                 rows.push(row);
@@ -638,7 +731,8 @@ impl BTree {
         to: Option<&[Value]>,
     ) -> SqlResult<Vec<Vec<Value>>> {
         let mut rows = Vec::new();
-        let mut leaf = self.leaf_for_read(db, to, to.is_none())?;
+        let upper = to.map(|t| self.upper_search_key(t));
+        let mut leaf = self.leaf_for_read(db, upper.as_deref(), to.is_none())?;
         loop {
             let page = leaf.key().page;
             let (mut page_rows, prev) = leaf.read(|buf| -> SqlResult<_> {
@@ -654,10 +748,10 @@ impl BTree {
             page_rows.reverse();
             for row in page_rows {
                 let key = self.key_of(&row);
-                if to.is_some_and(|t| compare_keys(&key, t) == Ordering::Greater) {
+                if to.is_some_and(|t| compare_prefix(&key, t) == Ordering::Greater) {
                     continue;
                 }
-                if from.is_some_and(|f| compare_keys(&key, f) == Ordering::Less) {
+                if from.is_some_and(|f| compare_prefix(&key, f) == Ordering::Less) {
                     return Ok(rows);
                 }
                 rows.push(row);
@@ -790,6 +884,36 @@ impl BTree {
             let first = datapage::record(&buf, 0).map_err(|bad| bad_page(db, leftmost, bad.0))?;
             leftmost = self.entry_of(db, leftmost, first)?.1;
         }
+    }
+}
+
+/// The hidden column of a non-unique clustered index.
+pub const UNIQUIFIER: &str = "UNIQUIFIER";
+
+/// A uniquifier's value: NULL is 0; stored values are 4 bytes big-endian, so that byte order
+/// is numeric order.
+fn uniquifier_of(value: &Value) -> Option<u32> {
+    match value {
+        Value::Null => Some(0),
+        Value::Bytes(bytes) => Some(u32::from_be_bytes(bytes.as_slice().try_into().ok()?)),
+        _ => None,
+    }
+}
+
+/// Compares a key with a bound that may be a prefix of it (only the bound's columns count).
+fn compare_prefix(key: &[Value], bound: &[Value]) -> Ordering {
+    compare_keys(&key[..bound.len().min(key.len())], bound)
+}
+
+impl BTree {
+    /// The search key for "at or before the last row with this prefix": for a non-unique index
+    /// a user key followed by the largest uniquifier.
+    fn upper_search_key(&self, bound: &[Value]) -> Vec<Value> {
+        let mut key = bound.to_vec();
+        if !self.unique && key.len() + 1 == self.key_columns.len() {
+            key.push(Value::Bytes(vec![0xFF; 4]));
+        }
+        key
     }
 }
 
