@@ -374,11 +374,7 @@ impl BTree {
                 .max()
                 .map_or(0, |u| u + 1);
             let mut full = values.to_vec();
-            full.push(if next == 0 {
-                Value::Null
-            } else {
-                Value::Bytes(next.to_be_bytes().to_vec())
-            });
+            full.push(if next == 0 { Value::Null } else { Value::Bytes(uniquifier_bytes(next)) });
             match self.insert_row(db, &full) {
                 // Another session took the same uniquifier first: count again.
                 Err(error) if error.number == 2601 || error.number == 2627 => continue,
@@ -890,8 +886,15 @@ impl BTree {
 /// The hidden column of a non-unique clustered index.
 pub const UNIQUIFIER: &str = "UNIQUIFIER";
 
-/// A uniquifier's value: NULL is 0; stored values are 4 bytes big-endian, so that byte order
-/// is numeric order.
+/// A stored uniquifier: 4 bytes big-endian, so that byte order is numeric order (the one place
+/// the crate writes big-endian on purpose).
+#[allow(clippy::big_endian_bytes)]
+fn uniquifier_bytes(value: u32) -> Vec<u8> {
+    value.to_be_bytes().to_vec()
+}
+
+/// A uniquifier's value: NULL is 0.
+#[allow(clippy::big_endian_bytes)]
 fn uniquifier_of(value: &Value) -> Option<u32> {
     match value {
         Value::Null => Some(0),
