@@ -29,8 +29,9 @@
 //! record layout with record type 3 (SQL Server drops status byte B in index records).
 //! A non-unique clustered index keeps a hidden uniquifier column as the last key column, stored
 //! as a nullable varbinary(4) big-endian (NULL for 0, so the first row of a key stores nothing,
-//! as in SQL Server, where it is a 4-byte int in the variable section). Nonclustered indexes
-//! are not built yet.
+//! as in SQL Server, where it is a 4-byte int in the variable section). Nonclustered indexes are
+//! trees of (index key, row locator) rows on index pages; keeping them in step with their table
+//! is the caller's job until tables exist in the catalog (the T-SQL issue).
 //!
 //! Invariants (checked by [`BTree::check`]):
 //! 1. Keys ascend within every page and across each level's page chain.
@@ -61,6 +62,8 @@ pub struct BTree {
     pub primary_key: bool,
     /// False: a non-unique clustered index, whose rows carry a hidden uniquifier column.
     pub unique: bool,
+    /// m_type of the leaves: data pages for a clustered index, index pages for a nonclustered one.
+    pub leaf_type: PageType,
     columns: Vec<Column>,
     layout: Layout,
     key_columns: Vec<usize>,
@@ -108,9 +111,60 @@ impl BTree {
         let tree = BTree::attach(au_id, root, table, index_name, columns, key_columns, primary_key);
         let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
         guard.write(|buf| {
-            datapage::format(buf, root, PageType::Data, au_id, 0, tree.layout.pminlen() as u16)
+            datapage::format(buf, root, tree.leaf_type, au_id, 0, tree.layout.pminlen() as u16)
         });
         Ok(tree)
+    }
+
+    /// Creates an empty nonclustered index. Its rows are the index key columns followed by the
+    /// row locator: the clustered key of a clustered table, or the 8-byte RID of a heap (as a
+    /// binary(8)). A unique index keys on the index columns alone (a duplicate is 2601); a
+    /// non-unique one keys on the whole row, locator included, as SQL Server does. Its leaves
+    /// are index pages (m_type 2).
+    pub fn create_nonclustered(
+        db: &Database,
+        table: &str,
+        index_name: &str,
+        key_columns: Vec<Column>,
+        locator_columns: Vec<Column>,
+        unique: bool,
+        filegroup: Option<&str>,
+    ) -> SqlResult<BTree> {
+        let au_id = db.create_allocation_unit(&format!("{table}.{index_name}"), filegroup)?;
+        let root = db.allocate_page(au_id)?;
+        let tree = BTree::attach_nonclustered(
+            au_id,
+            root,
+            table,
+            index_name,
+            key_columns,
+            locator_columns,
+            unique,
+        );
+        let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
+        guard.write(|buf| {
+            datapage::format(buf, root, PageType::Index, au_id, 0, tree.layout.pminlen() as u16)
+        });
+        Ok(tree)
+    }
+
+    /// An existing nonclustered index.
+    pub fn attach_nonclustered(
+        au_id: u64,
+        root: PageId,
+        table: &str,
+        index_name: &str,
+        key_columns: Vec<Column>,
+        locator_columns: Vec<Column>,
+        unique: bool,
+    ) -> BTree {
+        let keyed =
+            if unique { key_columns.len() } else { key_columns.len() + locator_columns.len() };
+        let columns: Vec<Column> = key_columns.into_iter().chain(locator_columns).collect();
+        let mut tree =
+            BTree::attach(au_id, root, table, index_name, columns, (0..keyed).collect(), false);
+        tree.leaf_type = PageType::Index;
+        tree
     }
 
     /// Creates an empty non-unique clustered index: rows with equal keys get a uniquifier
@@ -128,7 +182,7 @@ impl BTree {
         let tree = BTree::attach_non_unique(au_id, root, table, index_name, columns, key_columns);
         let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
         guard.write(|buf| {
-            datapage::format(buf, root, PageType::Data, au_id, 0, tree.layout.pminlen() as u16)
+            datapage::format(buf, root, tree.leaf_type, au_id, 0, tree.layout.pminlen() as u16)
         });
         Ok(tree)
     }
@@ -179,6 +233,7 @@ impl BTree {
             index_name: index_name.to_string(),
             primary_key,
             unique: true,
+            leaf_type: PageType::Data,
             columns,
             layout,
             key_columns,
@@ -265,7 +320,7 @@ impl BTree {
                 Ordering::Less => low = mid + 1,
                 Ordering::Greater => high = mid,
                 Ordering::Equal => {
-                    let ghost = record::record_type(bytes[0]) == RecordType::GhostData as u8;
+                    let ghost = is_ghost(bytes[0]);
                     return Ok(if ghost { LeafSlot::Ghost(mid) } else { LeafSlot::Found(mid) });
                 }
             }
@@ -385,7 +440,9 @@ impl BTree {
     }
 
     fn insert_row(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
-        let record = record::encode(&self.columns, &self.layout, values, RecordType::Primary)?;
+        let kind =
+            if self.leaf_type == PageType::Index { RecordType::Index } else { RecordType::Primary };
+        let record = record::encode(&self.columns, &self.layout, values, kind)?;
         let key = self.key_of(values);
         for _ in 0..MAX_RESTARTS {
             if self.insert_optimistic(db, &key, &record, false)?
@@ -575,7 +632,7 @@ impl BTree {
         }
         let right_id = db.allocate_page(self.au_id)?;
         let right = db.buffer_pool().new_page(Self::key(db, right_id))?;
-        let page_type = if header.level == 0 { PageType::Data } else { PageType::Index };
+        let page_type = if header.level == 0 { self.leaf_type } else { PageType::Index };
         right.write(|buf| {
             datapage::format(buf, right_id, page_type, self.au_id, header.level, header.pminlen);
             set_links(buf, page_id, header.next_page);
@@ -612,7 +669,7 @@ impl BTree {
         records: Vec<Vec<u8>>,
         at: usize,
     ) -> SqlResult<()> {
-        let page_type = if header.level == 0 { PageType::Data } else { PageType::Index };
+        let page_type = if header.level == 0 { self.leaf_type } else { PageType::Index };
         let left_id = db.allocate_page(self.au_id)?;
         let right_id = db.allocate_page(self.au_id)?;
         for (id, part, prev, next) in [
@@ -696,7 +753,7 @@ impl BTree {
             let (page_rows, next) = leaf.read(|buf| -> SqlResult<_> {
                 let mut out = Vec::new();
                 for bytes in Self::records(db, page, buf)? {
-                    if record::record_type(bytes[0]) == RecordType::GhostData as u8 {
+                    if is_ghost(bytes[0]) {
                         continue;
                     }
                     out.push(self.row_of(db, page, &bytes)?);
@@ -734,7 +791,7 @@ impl BTree {
             let (mut page_rows, prev) = leaf.read(|buf| -> SqlResult<_> {
                 let mut out = Vec::new();
                 for bytes in Self::records(db, page, buf)? {
-                    if record::record_type(bytes[0]) != RecordType::GhostData as u8 {
+                    if !is_ghost(bytes[0]) {
                         out.push(self.row_of(db, page, &bytes)?);
                     }
                 }
@@ -833,7 +890,7 @@ impl BTree {
             if below_low || high.is_some_and(|h| compare_keys(&key, h) != Ordering::Less) {
                 return fail("key outside its parent's range (invariant 2)".into());
             }
-            if level == 0 && record::record_type(bytes[0]) != RecordType::GhostData as u8 {
+            if level == 0 && !is_ghost(bytes[0]) {
                 *rows += 1;
             }
             previous = Some(key);
@@ -881,6 +938,12 @@ impl BTree {
             leftmost = self.entry_of(db, leftmost, first)?.1;
         }
     }
+}
+
+/// Whether a record's status byte marks a ghost (data or index).
+fn is_ghost(status_a: u8) -> bool {
+    let kind = record::record_type(status_a);
+    kind == RecordType::GhostData as u8 || kind == RecordType::GhostIndex as u8
 }
 
 /// The hidden column of a non-unique clustered index.

@@ -396,3 +396,81 @@ fn a_non_unique_clustered_index_numbers_duplicates_with_a_uniquifier() {
         "a duplicate stores its uniquifier"
     );
 }
+
+#[test]
+fn nonclustered_indexes_point_at_heap_rids_and_clustered_keys() {
+    let lab = lab();
+    let db = lab.company();
+    // A heap with a non-unique nonclustered index on `code`: rows are (code, RID).
+    let heap_columns =
+        vec![Column::new("id", SqlType::Int, false), Column::new("code", SqlType::Char(10), false)];
+    let heap = engine::heap::Heap::create(&db, "dbo.H", heap_columns, None).unwrap();
+    let nc = BTree::create_nonclustered(
+        &db,
+        "dbo.H",
+        "IX_H_code",
+        vec![Column::new("code", SqlType::Char(10), false)],
+        vec![Column::new("rid", SqlType::Binary(8), false)],
+        false,
+        None,
+    )
+    .unwrap();
+    for id in 0..600 {
+        let code = format!("c{}", id % 50);
+        let rid = heap.insert(&db, &[Value::Int(id), Value::Text(code.clone())]).unwrap();
+        let mut locator = rid.page.to_bytes().to_vec();
+        locator.extend_from_slice(&rid.slot.to_le_bytes());
+        nc.insert(&db, &[Value::Text(code), Value::Bytes(locator)]).unwrap();
+    }
+    assert_eq!(nc.check(&db), Ok(600));
+    let hits = nc
+        .range(&db, Some(&[Value::Text("c7".into())]), Some(&[Value::Text("c7".into())]), false)
+        .unwrap();
+    assert_eq!(hits.len(), 12);
+    for hit in &hits {
+        let Value::Bytes(locator) = &hit[1] else { panic!("a RID locator") };
+        let rid = engine::heap::Rid {
+            page: PageId::from_bytes(&locator[..6]),
+            slot: u16::from_le_bytes([locator[6], locator[7]]),
+        };
+        let row = heap.get(&db, rid).unwrap().unwrap();
+        assert_eq!(row[1], Value::Text(format!("{:<10}", "c7")));
+    }
+    let leaf = leaf_pages(&db, &nc)[0];
+    let header = PageHeader::read(&db.page_copy(leaf).unwrap()[..]);
+    assert_eq!((header.page_type, header.level), (2, 0), "nonclustered leaves are index pages");
+
+    // A clustered table with a unique nonclustered index on a GUID: rows are (guid, id).
+    let tree = BTree::create(&db, "dbo.C", "PK_C", int_columns(), vec![0], true, None).unwrap();
+    let unique = BTree::create_nonclustered(
+        &db,
+        "dbo.C",
+        "UX_C_guid",
+        vec![Column::new("g", SqlType::UniqueIdentifier, false)],
+        vec![Column::new("id", SqlType::Int, false)],
+        true,
+        None,
+    )
+    .unwrap();
+    let mut rng = Rng::from_env("nonclustered_indexes");
+    let mut guids = Vec::new();
+    for id in 0..300 {
+        let guid = rng.guid();
+        tree.insert(&db, &int_row(id)).unwrap();
+        unique.insert(&db, &[Value::Guid(guid), Value::Int(id)]).unwrap();
+        guids.push(guid);
+    }
+    let error = unique.insert(&db, &[Value::Guid(guids[5]), Value::Int(999)]).unwrap_err();
+    assert_eq!(error.number, 2601, "{error}");
+    let found = unique.seek(&db, &[Value::Guid(guids[123])]).unwrap().unwrap();
+    assert_eq!(found[1], Value::Int(123));
+    assert_eq!(tree.seek(&db, &[found[1].clone()]).unwrap(), Some(int_row(123)));
+    assert!(unique.delete(&db, &[Value::Guid(guids[123])]).unwrap());
+    assert_eq!(
+        unique.seek(&db, &[Value::Guid(guids[123])]).unwrap(),
+        None,
+        "an index ghost is not found"
+    );
+    assert_eq!(unique.check(&db), Ok(299));
+    assert!(db.check_allocation().is_empty());
+}
