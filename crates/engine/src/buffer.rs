@@ -40,8 +40,9 @@ use crate::file;
 use crate::io::IoFile;
 use crate::latch::{Latch, LatchMode};
 use crate::page::PageBuf;
+use crate::spinlock::SpinMutex;
 use crate::units::{PAGE_SIZE_U64, PageId};
-use crate::waits::{LatchStats, WaitStats, WaitingTasks};
+use crate::waits::{LatchStats, SpinlockStats, WaitStats, WaitingTasks};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -120,11 +121,13 @@ pub struct PoolStats {
     pub waits: Arc<WaitStats>,
     pub latches: Arc<LatchStats>,
     pub waiting: Arc<WaitingTasks>,
+    pub spinlocks: Arc<SpinlockStats>,
 }
 
 pub struct BufferPool {
     frames: Box<[Frame]>,
-    table: Mutex<HashMap<PageKey, usize>>,
+    /// The page table, under the BUF_HASH spinlock.
+    table: SpinMutex<HashMap<PageKey, usize>>,
     free: Mutex<Vec<usize>>,
     clock_hand: Mutex<usize>,
     files: RwLock<HashMap<(u16, u16), Arc<BufferFile>>>,
@@ -154,7 +157,7 @@ impl BufferPool {
         let frames = frames.max(MIN_FRAMES);
         let pool = Arc::new(BufferPool {
             frames: (0..frames).map(|_| Frame::default()).collect(),
-            table: Mutex::new(HashMap::with_capacity(frames)),
+            table: SpinMutex::new(HashMap::with_capacity(frames), "BUF_HASH", &stats.spinlocks),
             free: Mutex::new((0..frames).rev().collect()),
             clock_hand: Mutex::new(0),
             files: RwLock::new(HashMap::new()),

@@ -43,11 +43,11 @@
 //! 3. `pick` returns only a file with free extents.
 
 use crate::error::SqlResult;
-use crate::waits::{SpinlockCounters, SpinlockStats};
-use parking_lot::{Mutex, MutexGuard};
+use crate::spinlock::SpinMutex;
+use crate::waits::SpinlockStats;
+use parking_lot::MutexGuard;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::time::Instant;
 
 /// Extent allocations between two recalculations.
 pub const RECALC_INTERVAL_ALLOCS: u32 = 8192;
@@ -55,8 +55,6 @@ pub const RECALC_INTERVAL_ALLOCS: u32 = 8192;
 pub const E_OPTION_RUN_EXTENTS: u32 = 64;
 /// The spinlock's name in sys.dm_os_spinlock_stats.
 pub const FGCB_PRP_FILL: &str = "FGCB_PRP_FILL";
-/// Spins between two backoffs of the FGCB_PRP_FILL lock.
-const SPINS_PER_BACKOFF: u64 = 128;
 /// Growth rounds one allocation may trigger before it gives up (each round adds >= 1 extent).
 const MAX_GROWTH_ROUNDS: u32 = 64;
 /// Times one allocation may find its chosen file emptied by another thread.
@@ -200,49 +198,27 @@ fn most_free_slot(free_extents: &[u32]) -> usize {
 /// The FGCB_PRP_FILL lock with the state it guards, plus the lock-free round robin used while
 /// every skip target is 1.
 pub struct FillControl {
-    state: Mutex<ProportionalFill>,
+    state: SpinMutex<ProportionalFill>,
     all_targets_one: AtomicBool,
     round_robin: AtomicU64,
     allocs_since_recalc: AtomicU32,
     e_option: bool,
-    spinlock: Arc<SpinlockCounters>,
 }
 
 impl FillControl {
     pub fn new(e_option: bool, spinlocks: Arc<SpinlockStats>) -> FillControl {
         FillControl {
-            state: Mutex::new(ProportionalFill::new(e_option)),
+            state: SpinMutex::new(ProportionalFill::new(e_option), FGCB_PRP_FILL, &spinlocks),
             all_targets_one: AtomicBool::new(false),
             round_robin: AtomicU64::new(0),
             allocs_since_recalc: AtomicU32::new(0),
             e_option,
-            spinlock: spinlocks.register(FGCB_PRP_FILL),
         }
     }
 
-    /// Acquires FGCB_PRP_FILL: try, then spin, backing off (yielding the CPU) after each batch of
-    /// spins. Collisions, spins and backoffs are counted as they happen.
+    /// Acquires FGCB_PRP_FILL (a spinlock: collisions, spins and backoffs are counted).
     fn lock(&self) -> MutexGuard<'_, ProportionalFill> {
-        if let Some(guard) = self.state.try_lock() {
-            self.spinlock.record_acquire();
-            return guard;
-        }
-        self.spinlock.record_collision();
-        let mut spins = 0u64;
-        loop {
-            std::hint::spin_loop();
-            spins += 1;
-            if let Some(guard) = self.state.try_lock() {
-                self.spinlock.record_contended_acquire(spins);
-                return guard;
-            }
-            if spins == SPINS_PER_BACKOFF {
-                let started = Instant::now();
-                std::thread::yield_now();
-                self.spinlock.record_backoff(spins, started.elapsed());
-                spins = 0;
-            }
-        }
+        self.state.lock()
     }
 
     /// A copy of the skip-target state (for tests and the planner's report).
@@ -459,7 +435,7 @@ mod tests {
     fn a_held_fgcb_prp_fill_lock_counts_collisions_spins_and_backoffs() {
         let stats = Arc::new(SpinlockStats::default());
         let fill = Arc::new(FillControl::new(false, stats.clone()));
-        let held = fill.state.lock();
+        let held = fill.state.lock_uncounted();
         let waiter = {
             let fill = fill.clone();
             std::thread::spawn(move || fill.snapshot().cursor())
@@ -472,7 +448,7 @@ mod tests {
         waiter.join().unwrap();
         let row = stats.get(FGCB_PRP_FILL).unwrap();
         assert_eq!(row.collisions, 1);
-        assert!(row.spins >= SPINS_PER_BACKOFF);
+        assert!(row.spins >= crate::spinlock::SPINS_PER_BACKOFF);
         assert!(row.backoffs >= 1);
         assert_eq!(stats.acquires(FGCB_PRP_FILL), 1);
     }

@@ -115,7 +115,7 @@ impl Instance {
             io,
             clock,
             errorlog,
-            spinlocks: Arc::new(SpinlockStats::default()),
+            spinlocks: stats.spinlocks,
             spids: crate::session::SpidAllocator::default(),
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),

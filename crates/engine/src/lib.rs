@@ -36,6 +36,7 @@ pub mod page;
 pub mod plan;
 pub mod record;
 pub mod session;
+pub mod spinlock;
 pub mod traceflags;
 pub mod units;
 pub mod waits;
