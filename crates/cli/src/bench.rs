@@ -116,8 +116,8 @@ fn bench_plan(args: &PlanBench) -> Result<(), String> {
     let started = Instant::now();
     let baseline_done = baseline_round_robin(&mut free, args.allocations);
     let baseline = rate(baseline_done, started.elapsed());
-    println!("bench plan: {} extent allocations per run, one thread", args.allocations);
-    println!("  baseline round-robin loop: {:>14.0} allocations/s", baseline);
+    outln!("bench plan: {} extent allocations per run, one thread", args.allocations);
+    outln!("  baseline round-robin loop: {:>14.0} allocations/s", baseline);
     let mut equal_rate: Option<f64> = None;
     for (label, files) in shapes {
         let config = PlanConfig {
@@ -132,7 +132,7 @@ fn bench_plan(args: &PlanBench) -> Result<(), String> {
         let elapsed = started.elapsed();
         let per_s = rate(report.allocated, elapsed);
         let versus_equal = per_s / *equal_rate.get_or_insert(per_s);
-        println!(
+        outln!(
             "  {label}: {per_s:>12.0} allocations/s  ({:.3}x baseline, {versus_equal:.2}x equal files, {} recalculations)",
             per_s / baseline,
             report.recalculations.len()
@@ -196,7 +196,7 @@ fn alloc_database(
 fn bench_alloc(args: &AllocBench) -> Result<(), String> {
     let dir = bench_dir(&args.dir)?;
     let instance = Instance::start(InstanceConfig::new(&dir.path)).map_err(|e| e.to_string())?;
-    println!(
+    outln!(
         "bench alloc: {} extents x {} rounds per configuration, IFI on, in {}",
         args.extents,
         args.rounds,
@@ -230,7 +230,7 @@ fn bench_alloc(args: &AllocBench) -> Result<(), String> {
             } else {
                 latch_waits.join(", ")
             };
-            println!(
+            outln!(
                 "  {threads} thread(s), {files} file(s): {per_s:>12.0} extents/s  ({:.2}x 1 thread on 1 file; {latch_waits})",
                 per_s / base
             );
@@ -302,7 +302,7 @@ fn bench_grow(args: &GrowBench) -> Result<(), String> {
     let mut config = InstanceConfig::new(&dir.path);
     config.ifi_enabled = false;
     let instance = Instance::start(config).map_err(|e| e.to_string())?;
-    println!(
+    outln!(
         "bench grow: +{} MB with IFI off, against raw sequential writes, in {}",
         args.size_mb,
         dir.path.display()
@@ -328,7 +328,7 @@ fn bench_grow(args: &GrowBench) -> Result<(), String> {
         db.close().map_err(|e| e.to_string())?;
         remove_files(&dir.path, &name);
         eprint!("\r");
-        println!(
+        outln!(
             "  round {}: raw write {:>7.3} s ({:.0} MB/s), growth {:>7.3} s ({:.0} MB/s), ratio {:.2}",
             round + 1,
             raw.as_secs_f64(),
@@ -344,7 +344,7 @@ fn bench_grow(args: &GrowBench) -> Result<(), String> {
         .waits
         .get(engine::waits::wait_type::PREEMPTIVE_OS_WRITEFILEGATHER)
         .map_or(0, |w| w.wait_time_ms);
-    println!(
+    outln!(
         "  best of {}: growth bandwidth / raw bandwidth = {:.2} (PREEMPTIVE_OS_WRITEFILEGATHER {} ms in all)",
         args.rounds,
         best_raw.as_secs_f64() / best_grow.as_secs_f64(),

@@ -255,7 +255,7 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     }
     let report = build_report(args, &instance, &db, done.load(Ordering::Relaxed), seconds);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+        outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
     } else {
         print_report(&report);
     }
@@ -334,13 +334,18 @@ fn build_report(
 
 /// Paul Randal's top-waits shape: the waits making up 95 % of the wait time.
 fn print_report(report: &Report) {
-    println!(
+    outln!(
         "bench insert: {} sessions, {} file(s), key {:?}: {} rows in {:.2} s = {:.0} rows/s (not durable: no log yet)",
-        report.sessions, report.files, report.key, report.rows, report.seconds, report.rows_per_s
+        report.sessions,
+        report.files,
+        report.key,
+        report.rows,
+        report.seconds,
+        report.rows_per_s
     );
-    println!("size on disk {:.1} MB, {:.1} MB used", report.size_on_disk_mb, report.used_mb);
+    outln!("size on disk {:.1} MB, {:.1} MB used", report.size_on_disk_mb, report.used_mb);
     let total_ms: u64 = report.waits.iter().map(|w| w.wait_time_ms).sum();
-    println!(
+    outln!(
         "\n{:<24} {:>9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
         "WaitType",
         "Wait_S",
@@ -366,7 +371,7 @@ fn print_report(report: &Report) {
         let (wait_s, signal_s) =
             (wait.wait_time_ms as f64 / 1000.0, wait.signal_wait_time_ms as f64 / 1000.0);
         let count = wait.waiting_tasks_count as f64;
-        println!(
+        outln!(
             "{:<24} {:>9.2} {:>10.2} {:>9.2} {:>9} {:>10.2} {:>9.4} {:>9.4} {:>9.4}",
             wait.wait_type,
             wait_s,
@@ -379,12 +384,16 @@ fn print_report(report: &Report) {
             signal_s / count
         );
     }
-    println!(
+    outln!(
         "\n{:<16} {:<11} {:<16} {:>10} {:>12}",
-        "resource", "page_type", "wait_type", "waits", "wait_ms"
+        "resource",
+        "page_type",
+        "wait_type",
+        "waits",
+        "wait_ms"
     );
     for page in &report.latch_resources {
-        println!(
+        outln!(
             "{:<16} {:<11} {:<16} {:>10} {:>12.1}",
             page.resource,
             page.page_type,

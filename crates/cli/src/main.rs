@@ -2,6 +2,31 @@
 //! - `plan`: the what-if planner for proportional fill (seed 000), no I/O;
 //! - `bench storage`: the storage benchmarks of docs/benchmarks.md (release mode).
 
+/// Writes to standard output; a closed pipe (`extentdb ... | head`) ends the program quietly
+/// with success instead of a panic.
+pub fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(err) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("extentdb: cannot write the output: {err}");
+        std::process::exit(1);
+    }
+}
+
+/// `println!` through [`write_stdout`].
+macro_rules! outln {
+    () => { $crate::write_stdout("\n") };
+    ($($arg:tt)*) => { $crate::write_stdout(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` through [`write_stdout`].
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::write_stdout(&format!($($arg)*)) };
+}
+
 mod bench;
 mod bench_insert;
 mod plan;

@@ -174,11 +174,11 @@ fn build_config(args: &PlanArgs) -> Result<PlanConfig, String> {
 pub fn run(args: &PlanArgs) -> Result<(), String> {
     let config = build_config(args)?;
     let report = simulate(&config, false);
-    print!("{}", render(&config, &report, args.show_recalculations));
+    out!("{}", render(&config, &report, args.show_recalculations));
     if args.trace {
-        println!("\nTrace flag 1165 errorlog lines:");
+        outln!("\nTrace flag 1165 errorlog lines:");
         for line in report.trace_lines(&config.database) {
-            println!("{line}");
+            outln!("{line}");
         }
     }
     Ok(())

@@ -49,3 +49,31 @@ fn golden_cli_runs() {
     let failures: Vec<String> = cases.iter().filter_map(|case| run_case(case).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Regression: `extentdb plan ... | head` panicked with "failed printing to stdout: Broken pipe".
+#[test]
+fn a_closed_output_pipe_ends_the_program_quietly() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args([
+            "plan",
+            "--file",
+            "name=a,size=5MB",
+            "--file",
+            "name=b,size=250MB",
+            "--allocations",
+            "100000",
+            "--show-recalculations",
+            "400",
+            "--trace",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.status.success());
+}
