@@ -39,7 +39,6 @@
 //! 3. Every leaf is at level 0 and every child is one level below its parent.
 //! 4. m_prevPage / m_nextPage agree at every level.
 
-use crate::alloc::{self, pfs};
 use crate::buffer::{PageGuard, PageKey};
 use crate::database::Database;
 use crate::datapage;
@@ -830,7 +829,7 @@ impl BTree {
         guard
             .write(|buf| datapage::make_ghost(buf, slot))
             .map_err(|bad| bad_page(db, page, bad.0))?;
-        set_pfs_ghost_bit(db, page, true)?;
+        db.set_pfs_ghost_bit(page, true)?;
         db.note_ghost_page(page);
         Ok(true)
     }
@@ -1015,15 +1014,4 @@ fn split_point(records: &[Vec<u8>]) -> usize {
         "two pages hold any page's records plus one row of at most 8,060 bytes"
     );
     best.1
-}
-
-fn set_pfs_ghost_bit(db: &Database, page: PageId, on: bool) -> SqlResult<()> {
-    let pfs_key =
-        PageKey::new(db.database_id, PageId::new(page.file_id, alloc::pfs_page_for(page.page_no)));
-    let guard = db.buffer_pool().fetch(pfs_key, LatchMode::Up)?;
-    guard.write(|buf| {
-        let byte = alloc::pfs_get(buf, page.page_no);
-        alloc::pfs_set(buf, page.page_no, if on { byte | pfs::GHOST } else { byte & !pfs::GHOST });
-    });
-    Ok(())
 }

@@ -92,19 +92,23 @@ impl Database {
             Ok((removed, crate::page::PageHeader::read(&buf[..]).ghost_record_count))
         })?;
         if left == 0 {
-            let pfs_key = PageKey::new(
-                self.database_id,
-                PageId::new(page.file_id, alloc::pfs_page_for(page.page_no)),
-            );
-            let pfs_page = self.pool.fetch(pfs_key, LatchMode::Up)?;
-            pfs_page.write(|buf| {
-                let byte = alloc::pfs_get(buf, page.page_no);
-                alloc::pfs_set(buf, page.page_no, byte & !crate::alloc::pfs::GHOST);
-            });
+            self.set_pfs_ghost_bit(page, false)?;
         } else {
             self.note_ghost_page(page);
         }
         Ok(removed)
+    }
+
+    /// Sets or clears a page's PFS "has ghost records" bit (0x08), under the PFS page's UP latch.
+    pub fn set_pfs_ghost_bit(&self, page: PageId, on: bool) -> SqlResult<()> {
+        let pfs_id = PageId::new(page.file_id, alloc::pfs_page_for(page.page_no));
+        let pfs_page = self.pool.fetch(PageKey::new(self.database_id, pfs_id), LatchMode::Up)?;
+        pfs_page.write(|buf| {
+            let byte = alloc::pfs_get(buf, page.page_no);
+            let ghost = crate::alloc::pfs::GHOST;
+            alloc::pfs_set(buf, page.page_no, if on { byte | ghost } else { byte & !ghost });
+        });
+        Ok(())
     }
 
     /// Starts the background task: a run every `interval` until the database is dropped.
