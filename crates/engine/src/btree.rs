@@ -748,17 +748,8 @@ impl BTree {
         let mut rows = Vec::new();
         let mut leaf = self.leaf_for_read(db, from, false)?;
         loop {
-            let page = leaf.key().page;
-            let (page_rows, next) = leaf.read(|buf| -> SqlResult<_> {
-                let mut out = Vec::new();
-                for bytes in Self::records(db, page, buf)? {
-                    if is_ghost(bytes[0]) {
-                        continue;
-                    }
-                    out.push(self.row_of(db, page, &bytes)?);
-                }
-                Ok((out, PageHeader::read(&buf[..]).next_page))
-            })?;
+            let (page_rows, header) = self.live_rows(db, &leaf)?;
+            let next = header.next_page;
             for row in page_rows {
                 let key = self.key_of(&row);
                 if from.is_some_and(|f| compare_prefix(&key, f) == Ordering::Less) {
@@ -776,6 +767,24 @@ impl BTree {
         }
     }
 
+    /// The rows of a latched leaf that are not ghosts, in slot order, and the leaf's header.
+    fn live_rows(
+        &self,
+        db: &Database,
+        leaf: &PageGuard<'_>,
+    ) -> SqlResult<(Vec<Vec<Value>>, PageHeader)> {
+        let page = leaf.key().page;
+        leaf.read(|buf| {
+            let mut rows = Vec::new();
+            for bytes in Self::records(db, page, buf)? {
+                if !is_ghost(bytes[0]) {
+                    rows.push(self.row_of(db, page, &bytes)?);
+                }
+            }
+            Ok((rows, PageHeader::read(&buf[..])))
+        })
+    }
+
     fn range_backward(
         &self,
         db: &Database,
@@ -786,16 +795,8 @@ impl BTree {
         let upper = to.map(|t| self.upper_search_key(t));
         let mut leaf = self.leaf_for_read(db, upper.as_deref(), to.is_none())?;
         loop {
-            let page = leaf.key().page;
-            let (mut page_rows, prev) = leaf.read(|buf| -> SqlResult<_> {
-                let mut out = Vec::new();
-                for bytes in Self::records(db, page, buf)? {
-                    if !is_ghost(bytes[0]) {
-                        out.push(self.row_of(db, page, &bytes)?);
-                    }
-                }
-                Ok((out, PageHeader::read(&buf[..]).prev_page))
-            })?;
+            let (mut page_rows, header) = self.live_rows(db, &leaf)?;
+            let prev = header.prev_page;
             drop(leaf);
             page_rows.reverse();
             for row in page_rows {
