@@ -13,6 +13,7 @@ use engine::buffer::PageKey;
 use engine::database::{Database, DatabaseSpec, FileSpec};
 use engine::instance::{Instance, InstanceConfig};
 use engine::record::{Column, SqlType, Value};
+use engine::rng::SplitMix64;
 use engine::session::Session;
 use engine::units::{PageId, SizeSpec};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -91,29 +92,6 @@ struct Report {
     waits: Vec<WaitJson>,
     latch_resources: Vec<LatchResourceJson>,
     durable: bool,
-}
-
-/// SplitMix64, one per session, seeded from the run's seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A version-4 GUID in stored byte order (NEWID()'s shape).
-    fn guid(&mut self) -> [u8; 16] {
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&self.next_u64().to_le_bytes());
-        bytes[8..].copy_from_slice(&self.next_u64().to_le_bytes());
-        bytes[7] = (bytes[7] & 0x0F) | 0x40;
-        bytes[8] = (bytes[8] & 0x3F) | 0x80;
-        bytes
-    }
 }
 
 fn columns(key: KeyKind) -> Vec<Column> {
@@ -220,7 +198,7 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
                 (args.key, args.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(n)));
             std::thread::spawn(move || -> Result<(), String> {
                 session.enter();
-                let mut rng = Rng(seed);
+                let mut rng = SplitMix64::new(seed);
                 let mut batch = 0;
                 for row in 0..share {
                     let c1 = match key {

@@ -35,6 +35,7 @@ pub mod latch;
 pub mod page;
 pub mod plan;
 pub mod record;
+pub mod rng;
 pub mod session;
 pub mod spinlock;
 pub mod traceflags;

@@ -100,37 +100,27 @@ pub fn exists(path: &Path) -> bool {
     path.exists()
 }
 
-/// A seeded SplitMix64 generator: tests that use randomness print their seed, and
-/// `EXTENTDB_SEED=n` replays one.
-pub struct Rng(u64);
+/// A seeded generator (the engine's SplitMix64): tests that use randomness print their seed,
+/// and `EXTENTDB_SEED=n` replays one.
+pub struct Rng(engine::rng::SplitMix64);
 
 impl Rng {
     pub fn from_env(test: &str) -> Rng {
         let seed =
             std::env::var("EXTENTDB_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0001);
         eprintln!("{test}: seed {seed} (replay with EXTENTDB_SEED={seed})");
-        Rng(seed)
+        Rng::seeded(seed)
     }
 
     pub fn seeded(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(engine::rng::SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
-    /// A random (version 4) uniqueidentifier, in stored byte order.
     pub fn guid(&mut self) -> [u8; 16] {
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&self.next_u64().to_le_bytes());
-        bytes[8..].copy_from_slice(&self.next_u64().to_le_bytes());
-        bytes[7] = (bytes[7] & 0x0F) | 0x40;
-        bytes[8] = (bytes[8] & 0x3F) | 0x80;
-        bytes
+        self.0.guid()
     }
 }
