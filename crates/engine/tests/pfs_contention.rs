@@ -3,11 +3,11 @@
 //! insert allocates a page, as seed 000's one-row-per-page table does.
 //!
 //! What is asserted: the PFS waits happen. What is printed but not yet asserted: that they fall
-//! per row when the load is spread over eight files. On this 2-core machine the direction held
-//! in release builds (0.10 -> 0.02 waits per row) but not reliably in debug builds, because
-//! sessions take their pages from the index's current extent, so at any moment most of them
-//! meet on that extent's PFS page whatever the number of files. Which extent SQL Server hands
-//! each session is the open question behind seed 001's result (see the buffer-pool issue).
+//! per row when the load is spread over eight files. Allocations of one index rotate over its
+//! current extent in each file (the unit's allocation cache), so with eight files they spread
+//! over eight PFS pages; on this 2-core machine the waits per row fell in release builds (for
+//! example 0.12 -> 0.04) and in most debug runs, but 5 of 13 debug runs went the other way:
+//! with two cores, who waits depends mostly on which latch holder the scheduler preempts.
 
 mod common;
 

@@ -47,8 +47,11 @@ pub(super) struct AllocUnit {
     iams: Vec<IamRef>,
     extents: BTreeSet<PageId>,
     single_pages: Vec<PageId>,
-    /// The extent the last uniform page came from.
-    hint: Option<PageId>,
+    /// The allocation cache: the unit's current extent in each file it allocates in (at most
+    /// one per file), which allocations take pages from in turn.
+    current: Vec<PageId>,
+    /// Allocations made, to rotate over `current`.
+    rotation: usize,
     /// A page was freed since the last full search for room.
     freed_since_scan: bool,
 }
@@ -100,7 +103,8 @@ pub(super) fn load_units(
             iams: Vec::new(),
             extents: BTreeSet::new(),
             single_pages: Vec::new(),
-            hint: None,
+            current: Vec::new(),
+            rotation: 0,
             freed_since_scan: true,
         };
         let mut next = entry.first_iam;
@@ -185,7 +189,8 @@ impl Database {
             iams: Vec::new(),
             extents: BTreeSet::new(),
             single_pages: Vec::new(),
-            hint: None,
+            current: Vec::new(),
+            rotation: 0,
             freed_since_scan: false,
         };
         inner.units.insert(au_id, Mutex::new(unit));
@@ -250,6 +255,13 @@ impl Database {
     /// Allocates one page to the unit: from a mixed extent for its first eight pages when
     /// MIXED_PAGE_ALLOCATION is ON, else from its uniform extents.
     ///
+    /// The unit keeps an allocation cache: its current extent in each file, one per file since
+    /// proportional fill hands out new extents file by file, and successive allocations take
+    /// their page from those extents in turn. SQL Server's allocation cache is not documented
+    /// (seed 001 names it); this is extentdb's version, chosen so that allocations of one index
+    /// spread over the files' PFS pages as they do in seed 001, where PFS contention falls as
+    /// data files are added.
+    ///
     /// Uniform pages are taken under the PFS page's UP latch only; the unit's own mutex (an
     /// in-memory list of its extents, not a SQL Server structure) is held just long enough to
     /// read or update that list, so sessions allocating for one index really meet on the PFS
@@ -273,7 +285,12 @@ impl Database {
         for _ in 0..MAX_UNIFORM_ATTEMPTS {
             let candidates: Vec<PageId> = {
                 let mut locked = unit.lock();
-                let mut candidates: Vec<PageId> = locked.hint.into_iter().collect();
+                let mut candidates = locked.current.clone();
+                if !candidates.is_empty() {
+                    let start = locked.rotation % candidates.len();
+                    candidates.rotate_left(start);
+                }
+                locked.rotation = locked.rotation.wrapping_add(1);
                 if locked.freed_since_scan {
                     candidates.extend(locked.extents.iter().copied());
                     locked.freed_since_scan = false;
@@ -282,14 +299,14 @@ impl Database {
             };
             for extent in candidates {
                 if let Some(page) = self.take_unit_page(inner, extent)? {
-                    unit.lock().hint = Some(extent);
                     return Ok(page);
                 }
             }
             let extent = {
                 let mut locked = unit.lock();
                 let extent = self.unit_extent(inner, &mut locked)?;
-                locked.hint = Some(extent);
+                locked.current.retain(|e| e.file_id != extent.file_id);
+                locked.current.push(extent);
                 extent
             };
             // Other sessions may take pages of the new extent first; then try again.
@@ -479,9 +496,7 @@ impl Database {
         self.set_iam_bit(&iam, extent_no, false)?;
         inner.data_files[&extent.file_id].alloc.release_extent(&self.pool, extent_no)?;
         unit.extents.remove(&extent);
-        if unit.hint == Some(extent) {
-            unit.hint = None;
-        }
+        unit.current.retain(|e| *e != extent);
         Ok(())
     }
 
