@@ -250,6 +250,12 @@ impl BTree {
         self.key_columns.iter().map(|i| values[*i].clone()).collect()
     }
 
+    /// The key of a leaf row, decoding only the key columns.
+    fn leaf_key(&self, db: &Database, page: PageId, bytes: &[u8]) -> SqlResult<Vec<Value>> {
+        record::decode_columns(&self.columns, &self.layout, bytes, &self.key_columns)
+            .map_err(|bad| bad_page(db, page, bad.0))
+    }
+
     fn row_of(&self, db: &Database, page: PageId, bytes: &[u8]) -> SqlResult<Vec<Value>> {
         record::decode(&self.columns, &self.layout, bytes).map_err(|bad| bad_page(db, page, bad.0))
     }
@@ -283,7 +289,7 @@ impl BTree {
         bytes: &[u8],
     ) -> SqlResult<Vec<Value>> {
         if level == 0 {
-            Ok(self.key_of(&self.row_of(db, page, bytes)?))
+            self.leaf_key(db, page, bytes)
         } else {
             Ok(self.entry_of(db, page, bytes)?.0)
         }
@@ -315,7 +321,7 @@ impl BTree {
         while low < high {
             let mid = (low + high) / 2;
             let bytes = datapage::record(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
-            match compare_keys(&self.key_of(&self.row_of(db, page, bytes)?), key) {
+            match compare_keys(&self.leaf_key(db, page, bytes)?, key) {
                 Ordering::Less => low = mid + 1,
                 Ordering::Greater => high = mid,
                 Ordering::Equal => {

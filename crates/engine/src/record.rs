@@ -463,6 +463,32 @@ pub fn record_len(bytes: &[u8]) -> Result<usize, BadRecord> {
 
 /// Decodes a data record into one value per column.
 pub fn decode(columns: &[Column], layout: &Layout, record: &[u8]) -> Result<Vec<Value>, BadRecord> {
+    decode_selected(columns, layout, record, None)
+}
+
+/// Decodes only the columns at `wanted` positions, in that order (a B-tree reads its key
+/// columns this way on every comparison, without decoding the rest of the row).
+pub fn decode_columns(
+    columns: &[Column],
+    layout: &Layout,
+    record: &[u8],
+    wanted: &[usize],
+) -> Result<Vec<Value>, BadRecord> {
+    let mut mask = vec![false; columns.len()];
+    for index in wanted {
+        mask[*index] = true;
+    }
+    let mut all = decode_selected(columns, layout, record, Some(&mask))?;
+    Ok(wanted.iter().map(|index| std::mem::replace(&mut all[*index], Value::Null)).collect())
+}
+
+/// Decodes every column, or only those whose `wanted` flag is set (the others come back NULL).
+fn decode_selected(
+    columns: &[Column],
+    layout: &Layout,
+    record: &[u8],
+    wanted: Option<&[bool]>,
+) -> Result<Vec<Value>, BadRecord> {
     let fixed_end = u16_at(record, 2)?;
     if fixed_end != 4 + layout.fixed_len {
         return Err(BadRecord("fixed-length part does not match the table"));
@@ -484,7 +510,9 @@ pub fn decode(columns: &[Column], layout: &Layout, record: &[u8]) -> Result<Vec<
     let mut values = Vec::with_capacity(columns.len());
     let mut var_index = 0;
     for (index, column) in columns.iter().enumerate() {
-        let is_null = index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0;
+        let skipped = wanted.is_some_and(|w| !w[index]);
+        let is_null =
+            skipped || index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0;
         match layout.fixed[index] {
             Some((offset, bit)) => {
                 let value = if is_null {
