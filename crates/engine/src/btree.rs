@@ -741,6 +741,8 @@ impl BTree {
         Ok(rows)
     }
 
+    /// The scan behind [`BTree::range`]. Forward scans couple SH latches along the leaf level;
+    /// backward scans release a leaf before latching its left neighbour (module header).
     fn range_full(
         &self,
         db: &Database,
@@ -748,26 +750,40 @@ impl BTree {
         to: Option<&[Value]>,
         descending: bool,
     ) -> SqlResult<Vec<Vec<Value>>> {
-        if descending {
-            return self.range_backward(db, from, to);
-        }
+        let mut leaf = if descending {
+            let upper = to.map(|t| self.upper_search_key(t));
+            self.leaf_for_read(db, upper.as_deref(), to.is_none())?
+        } else {
+            self.leaf_for_read(db, from, false)?
+        };
+        // In scan order: rows before `near` are skipped, the first row past `far` ends the scan.
+        let (near, far, before, past) = if descending {
+            (to, from, Ordering::Greater, Ordering::Less)
+        } else {
+            (from, to, Ordering::Less, Ordering::Greater)
+        };
         let mut rows = Vec::new();
-        let mut leaf = self.leaf_for_read(db, from, false)?;
         loop {
-            let (page_rows, header) = self.live_rows(db, &leaf)?;
-            let next = header.next_page;
+            let (mut page_rows, header) = self.live_rows(db, &leaf)?;
+            let next = if descending { header.prev_page } else { header.next_page };
+            if descending {
+                page_rows.reverse();
+            }
             for row in page_rows {
                 let key = self.key_of(&row);
-                if from.is_some_and(|f| compare_prefix(&key, f) == Ordering::Less) {
+                if near.is_some_and(|n| compare_prefix(&key, n) == before) {
                     continue;
                 }
-                if to.is_some_and(|t| compare_prefix(&key, t) == Ordering::Greater) {
+                if far.is_some_and(|f| compare_prefix(&key, f) == past) {
                     return Ok(rows);
                 }
                 rows.push(row);
             }
             if next.is_null() {
                 return Ok(rows);
+            }
+            if descending {
+                drop(leaf);
             }
             leaf = db.buffer_pool().fetch(Self::key(db, next), LatchMode::Sh)?;
         }
@@ -789,37 +805,6 @@ impl BTree {
             }
             Ok((rows, PageHeader::read(&buf[..])))
         })
-    }
-
-    fn range_backward(
-        &self,
-        db: &Database,
-        from: Option<&[Value]>,
-        to: Option<&[Value]>,
-    ) -> SqlResult<Vec<Vec<Value>>> {
-        let mut rows = Vec::new();
-        let upper = to.map(|t| self.upper_search_key(t));
-        let mut leaf = self.leaf_for_read(db, upper.as_deref(), to.is_none())?;
-        loop {
-            let (mut page_rows, header) = self.live_rows(db, &leaf)?;
-            let prev = header.prev_page;
-            drop(leaf);
-            page_rows.reverse();
-            for row in page_rows {
-                let key = self.key_of(&row);
-                if to.is_some_and(|t| compare_prefix(&key, t) == Ordering::Greater) {
-                    continue;
-                }
-                if from.is_some_and(|f| compare_prefix(&key, f) == Ordering::Less) {
-                    return Ok(rows);
-                }
-                rows.push(row);
-            }
-            if prev.is_null() {
-                return Ok(rows);
-            }
-            leaf = db.buffer_pool().fetch(Self::key(db, prev), LatchMode::Sh)?;
-        }
     }
 
     /// Deletes the row with `key` by making it a ghost; false if there is none.
