@@ -139,6 +139,9 @@ pub struct BufferPool {
     lazy_writer_writes: AtomicU64,
     buffers_allocated: AtomicU64,
     lazy_writer: (Mutex<bool>, Condvar),
+    /// Test seam: microseconds a PFS change sleeps while it holds the PFS page's UP latch,
+    /// standing in for a slower CPU or a preempted latch holder (0 = none).
+    pfs_latch_hold_us: AtomicU64,
 }
 
 /// Frames below which the lazy writer starts working: 1/16 of the pool, at least 2.
@@ -152,6 +155,20 @@ pub const MIN_FRAMES: usize = 16;
 const MAX_EVICTION_ROUNDS: u32 = 64;
 
 impl BufferPool {
+    /// Test seam: every page allocation then holds its PFS latch at least `hold_us`
+    /// microseconds longer. Waits it causes are real waits of other sessions on that latch.
+    pub fn set_pfs_latch_hold_us(&self, hold_us: u64) {
+        self.pfs_latch_hold_us.store(hold_us, Ordering::Relaxed);
+    }
+
+    /// Sleeps for the PFS hold set by [`BufferPool::set_pfs_latch_hold_us`], if any.
+    pub(crate) fn hold_pfs_latch(&self) {
+        let hold_us = self.pfs_latch_hold_us.load(Ordering::Relaxed);
+        if hold_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(hold_us));
+        }
+    }
+
     /// A pool of `frames` frames (max server memory / 8 KB) with its lazy writer thread.
     pub fn new(frames: usize, stats: PoolStats) -> Arc<BufferPool> {
         let frames = frames.max(MIN_FRAMES);
@@ -165,6 +182,7 @@ impl BufferPool {
             page_waits: Mutex::new(HashMap::new()),
             page_reads: AtomicU64::new(0),
             page_writes: AtomicU64::new(0),
+            pfs_latch_hold_us: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
             buffers_allocated: AtomicU64::new(0),

@@ -498,6 +498,7 @@ impl FileAlloc {
             Some((page_no, before & pfs::MIXED != 0 && now_full))
         });
         let Some((page_no, mixed_now_full)) = taken else { return Ok(None) };
+        pool.hold_pfs_latch();
         if mixed_now_full {
             self.set_map_bit(pool, MapKind::Sgam, extent, false)?;
         }

@@ -47,8 +47,8 @@ pub(super) struct AllocUnit {
     iams: Vec<IamRef>,
     extents: BTreeSet<PageId>,
     single_pages: Vec<PageId>,
-    /// The allocation cache: the unit's current extent in each file it allocates in (at most
-    /// one per file), which allocations take pages from in turn.
+    /// The allocation cache: the unit's current extents (at most as many as its filegroup has
+    /// files), which allocations take pages from in turn.
     current: Vec<PageId>,
     /// Allocations made, to rotate over `current`.
     rotation: usize,
@@ -255,9 +255,11 @@ impl Database {
     /// Allocates one page to the unit: from a mixed extent for its first eight pages when
     /// MIXED_PAGE_ALLOCATION is ON, else from its uniform extents.
     ///
-    /// The unit keeps an allocation cache: its current extent in each file, one per file since
-    /// proportional fill hands out new extents file by file, and successive allocations take
-    /// their page from those extents in turn. SQL Server's allocation cache is not documented
+    /// The unit keeps an allocation cache: as many current extents as its filegroup has files;
+    /// since proportional fill hands out new extents file by file, they lie in different files,
+    /// and successive allocations take their page from them in turn. A session that finds its
+    /// turn's extent full replaces it with a new extent, so the cache stays spread over the
+    /// files instead of every session crowding onto the last extent with room. SQL Server's allocation cache is not documented
     /// (seed 001 names it); this is extentdb's version, chosen so that allocations of one index
     /// spread over the files' PFS pages as they do in seed 001, where PFS contention falls as
     /// data files are added.
@@ -282,30 +284,32 @@ impl Database {
     }
 
     fn unit_uniform_page(&self, inner: &DbInner, unit: &Mutex<AllocUnit>) -> SqlResult<PageId> {
+        if let Some(page) = self.unit_freed_page(inner, unit)? {
+            return Ok(page);
+        }
+        let fg_id = unit.lock().fg_id;
+        let cache_extents = inner.filegroups.get(&fg_id).map_or(1, |fg| fg.members.len().max(1));
         for _ in 0..MAX_UNIFORM_ATTEMPTS {
-            let candidates: Vec<PageId> = {
+            let choice = {
                 let mut locked = unit.lock();
-                let mut candidates = locked.current.clone();
-                if !candidates.is_empty() {
-                    let start = locked.rotation % candidates.len();
-                    candidates.rotate_left(start);
-                }
+                let len = locked.current.len();
                 locked.rotation = locked.rotation.wrapping_add(1);
-                if locked.freed_since_scan {
-                    candidates.extend(locked.extents.iter().copied());
-                    locked.freed_since_scan = false;
-                }
-                candidates
+                (len > 0).then(|| locked.current[locked.rotation % len])
             };
-            for extent in candidates {
+            if let Some(extent) = choice {
                 if let Some(page) = self.take_unit_page(inner, extent)? {
                     return Ok(page);
                 }
+                // Full: it leaves the cache, and this session refills the cache below rather
+                // than joining the others on the extents still in it.
+                unit.lock().current.retain(|e| *e != extent);
             }
             let extent = {
                 let mut locked = unit.lock();
+                if locked.current.len() >= cache_extents {
+                    continue; // another session refilled the cache
+                }
                 let extent = self.unit_extent(inner, &mut locked)?;
-                locked.current.retain(|e| e.file_id != extent.file_id);
                 locked.current.push(extent);
                 extent
             };
@@ -315,6 +319,28 @@ impl Database {
             }
         }
         panic!("page allocation kept losing every new extent to other sessions")
+    }
+
+    /// After a page of the unit was freed: the first free page of any of its extents.
+    fn unit_freed_page(
+        &self,
+        inner: &DbInner,
+        unit: &Mutex<AllocUnit>,
+    ) -> SqlResult<Option<PageId>> {
+        let extents: Vec<PageId> = {
+            let mut locked = unit.lock();
+            if !locked.freed_since_scan {
+                return Ok(None);
+            }
+            locked.freed_since_scan = false;
+            locked.extents.iter().copied().collect()
+        };
+        for extent in extents {
+            if let Some(page) = self.take_unit_page(inner, extent)? {
+                return Ok(Some(page));
+            }
+        }
+        Ok(None)
     }
 
     fn unit_mixed_page(&self, inner: &DbInner, unit: &mut AllocUnit) -> SqlResult<PageId> {
