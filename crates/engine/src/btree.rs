@@ -68,6 +68,8 @@ pub struct BTree {
     key_columns: Vec<usize>,
     entry_columns: Vec<Column>,
     entry_layout: Layout,
+    /// The key columns' positions in an index entry (all but the child pointer).
+    entry_key_columns: Vec<usize>,
     /// The largest index entry, for the "safe page" test.
     max_entry_bytes: usize,
 }
@@ -220,6 +222,7 @@ impl BTree {
         }
         entry_columns.push(Column::new("child", SqlType::Binary(6), false));
         let entry_layout = Layout::new(&entry_columns);
+        let entry_key_columns: Vec<usize> = (0..entry_columns.len() - 1).collect();
         let key_bytes: usize = entry_columns
             .iter()
             .map(|c| c.sql_type.fixed_size().unwrap_or_else(|| c.sql_type.max_var_size() + 2))
@@ -238,6 +241,7 @@ impl BTree {
             key_columns,
             entry_columns,
             entry_layout,
+            entry_key_columns,
             max_entry_bytes,
         }
     }
@@ -288,11 +292,18 @@ impl BTree {
         level: u8,
         bytes: &[u8],
     ) -> SqlResult<Vec<Value>> {
-        if level == 0 {
-            self.leaf_key(db, page, bytes)
-        } else {
-            Ok(self.entry_of(db, page, bytes)?.0)
-        }
+        if level == 0 { self.leaf_key(db, page, bytes) } else { self.entry_key(db, page, bytes) }
+    }
+
+    /// The key of an index entry, without its child pointer.
+    fn entry_key(&self, db: &Database, page: PageId, bytes: &[u8]) -> SqlResult<Vec<Value>> {
+        record::decode_columns(
+            &self.entry_columns,
+            &self.entry_layout,
+            bytes,
+            &self.entry_key_columns,
+        )
+        .map_err(|bad| bad_page(db, page, bad.0))
     }
 
     fn level(buf: &PageBuf) -> u8 {
@@ -352,7 +363,7 @@ impl BTree {
         while low < high {
             let mid = (low + high) / 2;
             let bytes = datapage::record(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
-            if compare_keys(&self.entry_of(db, page, bytes)?.0, key) == Ordering::Greater {
+            if compare_keys(&self.entry_key(db, page, bytes)?, key) == Ordering::Greater {
                 high = mid;
             } else {
                 low = mid + 1;

@@ -17,7 +17,7 @@
 //! 3. m_freeData + 2 x m_slotCnt <= 8192.
 //! 4. m_ghostRecCnt equals the number of records of a ghost type.
 
-use crate::page::{PageBuf, PageHeader, PageType, slot_offset};
+use crate::page::{self, PageBuf, PageHeader, PageType, slot_offset};
 use crate::record::{self, BadRecord, RecordType};
 use crate::units::{PAGE_HEADER_SIZE, PAGE_SIZE, PageId};
 
@@ -45,12 +45,12 @@ fn header(buf: &PageBuf) -> PageHeader {
 }
 
 pub fn slot_count(buf: &PageBuf) -> u16 {
-    header(buf).slot_count
+    page::header_slot_count(&buf[..])
 }
 
 /// Free bytes (m_freeCnt), holes included.
 pub fn free_bytes(buf: &PageBuf) -> usize {
-    usize::from(header(buf).free_count)
+    usize::from(page::header_free_count(&buf[..]))
 }
 
 /// Whether a record of `len` bytes fits (with its slot), possibly after compaction.
@@ -59,29 +59,29 @@ pub fn fits(buf: &PageBuf, len: usize) -> bool {
 }
 
 fn contiguous_free(buf: &PageBuf) -> usize {
-    let h = header(buf);
-    PAGE_SIZE - usize::from(h.free_data) - 2 * usize::from(h.slot_count)
+    let free_data = usize::from(page::header_free_data(&buf[..]));
+    PAGE_SIZE - free_data - 2 * usize::from(slot_count(buf))
 }
 
 /// Whether `slot` is an empty heap slot (a deleted row whose RID may be reused).
 pub fn is_empty_slot(buf: &PageBuf, slot: u16) -> bool {
-    slot < header(buf).slot_count && slot_offset(&buf[..], slot) == 0
+    slot < slot_count(buf) && slot_offset(&buf[..], slot) == 0
 }
 
 /// The record in `slot`.
 pub fn record(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
-    let h = header(buf);
-    if slot >= h.slot_count {
+    if slot >= slot_count(buf) {
         return Err(BadRecord("slot beyond m_slotCnt"));
     }
-    if is_empty_slot(buf, slot) {
+    let offset = usize::from(slot_offset(&buf[..], slot));
+    if offset == 0 {
         return Err(BadRecord("empty slot"));
     }
-    let offset = usize::from(slot_offset(&buf[..], slot));
-    if offset < PAGE_HEADER_SIZE || offset >= usize::from(h.free_data) {
+    let free_data = usize::from(page::header_free_data(&buf[..]));
+    if offset < PAGE_HEADER_SIZE || offset >= free_data {
         return Err(BadRecord("slot offset outside the record area"));
     }
-    let len = record::record_len(&buf[offset..usize::from(h.free_data)])?;
+    let len = record::record_len(&buf[offset..free_data])?;
     Ok(&buf[offset..offset + len])
 }
 

@@ -209,6 +209,21 @@ pub fn push_slot(buf: &mut [u8], record_offset: u16) -> u16 {
 }
 
 /// The record offset stored in slot `slot`.
+/// m_slotCnt, read without decoding the whole header (a hot path of every search).
+pub fn header_slot_count(buf: &[u8]) -> u16 {
+    u16_at(buf, 22)
+}
+
+/// m_freeCnt, read without decoding the whole header.
+pub fn header_free_count(buf: &[u8]) -> u16 {
+    u16_at(buf, 28)
+}
+
+/// m_freeData, read without decoding the whole header.
+pub fn header_free_data(buf: &[u8]) -> u16 {
+    u16_at(buf, 30)
+}
+
 pub fn slot_offset(buf: &[u8], slot: u16) -> u16 {
     u16_at(buf, PAGE_SIZE - 2 * (usize::from(slot) + 1))
 }
