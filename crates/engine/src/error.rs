@@ -274,6 +274,31 @@ impl SqlError {
         )
     }
 
+    /// 9002: the log is full and cannot grow; `reason` is log_reuse_wait_desc.
+    pub fn log_full(database: &str, reason: &str) -> SqlError {
+        SqlError::new(
+            9002,
+            17,
+            2,
+            format!("The transaction log for database '{database}' is full due to '{reason}'."),
+        )
+    }
+
+    /// 9004: the log could not be read back. State 1: a VLF header is damaged; state 4: a
+    /// log block failed its checks.
+    pub fn log_corrupt(database: &str, state: u8) -> SqlError {
+        SqlError::new(
+            9004,
+            21,
+            state,
+            format!(
+                "An error occurred while processing the log for database '{database}'.  If \
+                 possible, restore from backup. If a backup is not available, it might be \
+                 necessary to rebuild the log."
+            ),
+        )
+    }
+
     pub fn file_exists(path: &str) -> SqlError {
         SqlError::new(
             5170,

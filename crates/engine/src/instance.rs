@@ -60,6 +60,8 @@ pub struct InstanceConfig {
     /// 'max server memory (MB)': the buffer pool has this many MB of 8 KB frames. Frames get
     /// their memory when first used.
     pub max_server_memory_mb: u32,
+    /// Which version's VLF algorithm log creation and growth follow (2022 by default).
+    pub vlf_rule: crate::log::vlf::VlfRule,
 }
 
 impl InstanceConfig {
@@ -70,6 +72,7 @@ impl InstanceConfig {
             startup_e: false,
             startup_trace_flags: Vec::new(),
             max_server_memory_mb: DEFAULT_MAX_SERVER_MEMORY_MB,
+            vlf_rule: crate::log::vlf::VlfRule::default(),
         }
     }
 }

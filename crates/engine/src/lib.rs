@@ -32,6 +32,7 @@ pub mod heap;
 pub mod instance;
 pub mod io;
 pub mod latch;
+pub mod log;
 pub mod page;
 pub mod plan;
 pub mod record;

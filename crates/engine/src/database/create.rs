@@ -82,13 +82,10 @@ impl Database {
         }
         let mut created = CreatedFiles::new(instance);
         let mut data_files = BTreeMap::new();
-        let mut log_files = BTreeMap::new();
+        let mut new_logs = Vec::new();
         for file in &planned {
             if file.is_log {
-                log_files.insert(
-                    file.file_id,
-                    Self::create_log_file(instance, &boot, file, &mut created)?,
-                );
+                new_logs.push(Self::create_log_file(instance, &boot, file, &mut created)?);
             } else {
                 data_files.insert(
                     file.file_id,
@@ -96,11 +93,12 @@ impl Database {
                 );
             }
         }
+        let log =
+            LogManager::create(instance, boot.database_id, &boot.name, boot.binding_id, new_logs)?;
         let primary = &data_files[&1];
         Self::write_boot(primary, &boot)?;
         created.committed = true;
-        let db =
-            Self::assemble(instance, boot, primary_dir, data_files, log_files, BTreeMap::new());
+        let db = Self::assemble(instance, boot, primary_dir, data_files, log, BTreeMap::new());
         Ok(db)
     }
 
@@ -226,15 +224,16 @@ impl Database {
         boot: &BootInfo,
         file: &PlannedFile,
         created: &mut CreatedFiles<'_>,
-    ) -> SqlResult<LogFile> {
+    ) -> SqlResult<NewLogFile> {
         let path = &file.resolved.path;
         let handle = instance.io.create_new(path).map_err(|err| Self::io_err_create(&err, path))?;
         created.paths.push(path.clone());
-        let size_pages = file.resolved.size_pages;
-        // Log files are always zeroed (reference §4), with or without IFI.
+        let size_pages = file.resolved.size_pages.max(MIN_LOG_FILE_PAGES);
+        // Log files are always zeroed when created (reference §4), with or without IFI; the
+        // log manager then writes their header page and VLF headers.
         Self::zero_fill(instance, handle.as_ref(), path, 0, size_pages)
             .map_err(|err| SqlError::create_file_os_error(&err, &path.display().to_string()))?;
-        let log = LogFile {
+        Ok(NewLogFile {
             file_id: file.file_id,
             logical_name: file.resolved.logical_name.clone(),
             path: path.clone(),
@@ -243,17 +242,7 @@ impl Database {
             max_size_pages: file.resolved.max_size_pages,
             created_ms: boot.created_ms,
             handle,
-        };
-        let settings = FileSettings { growth: log.growth, max_size_pages: log.max_size_pages };
-        let header = header_for(
-            HeaderOf::Log(&log),
-            size_pages,
-            settings,
-            boot.database_id,
-            boot.binding_id,
-        );
-        write_header_page(log.handle.as_ref(), &header, &log.path)?;
-        Ok(log)
+        })
     }
 
     /// Writes a data file's header page with `size_pages` and syncs (the growth commit point).
@@ -281,7 +270,7 @@ impl Database {
         boot: BootInfo,
         primary_dir: PathBuf,
         data_files: BTreeMap<u16, Arc<DataFile>>,
-        log_files: BTreeMap<u16, LogFile>,
+        log: LogManager,
         units: BTreeMap<u64, Mutex<AllocUnit>>,
     ) -> Database {
         let mut filegroups = BTreeMap::new();
@@ -307,7 +296,8 @@ impl Database {
             instance: instance.clone(),
             pool: instance.buffer_pool.clone(),
             primary_dir,
-            inner: RwLock::new(DbInner { boot, data_files, log_files, filegroups, units }),
+            inner: RwLock::new(DbInner { boot, data_files, filegroups, units }),
+            log,
             growth_lock: Mutex::new(()),
             growth_events: Mutex::new(Vec::new()),
             ghost_pages: Mutex::new(BTreeSet::new()),
@@ -363,17 +353,18 @@ impl Database {
         for spec in specs {
             resolved.push(resolve(spec, false, self.instance.dir())?);
         }
+        let log_files = self.log.files();
         let existing_names: Vec<String> = inner
             .data_files
             .values()
             .map(|f| f.logical_name.clone())
-            .chain(inner.log_files.values().map(|l| l.logical_name.clone()))
+            .chain(log_files.iter().map(|l| l.1.clone()))
             .collect();
         let existing_paths: Vec<PathBuf> = inner
             .data_files
             .values()
             .map(|f| f.path.clone())
-            .chain(inner.log_files.values().map(|l| l.path.clone()))
+            .chain(log_files.iter().filter_map(|l| self.log.path_of(l.0)))
             .collect();
         check_unique(
             &self.instance,
@@ -401,7 +392,8 @@ impl Database {
         let mut new_logs = Vec::new();
         for file in &planned {
             if is_log {
-                new_logs.push(Self::create_log_file(&self.instance, &boot, file, &mut created)?);
+                let new = Self::create_log_file(&self.instance, &boot, file, &mut created)?;
+                new_logs.push(self.log.format_new_file(new)?);
             } else {
                 new_data.push(Arc::new(Self::create_data_file(
                     &self.instance,
@@ -414,7 +406,7 @@ impl Database {
         self.save_boot(&mut inner, boot)?;
         created.committed = true;
         for log in new_logs {
-            inner.log_files.insert(log.file_id, log);
+            self.log.insert_file(log);
         }
         if !is_log {
             for file in new_data {
@@ -440,15 +432,12 @@ impl Database {
             .values()
             .find(|f| f.logical_name.eq_ignore_ascii_case(logical_name))
             .map(|f| f.file_id);
-        let log_id = inner
-            .log_files
-            .values()
-            .find(|l| l.logical_name.eq_ignore_ascii_case(logical_name))
-            .map(|l| l.file_id);
+        let log_id = self.log.file_id_by_name(logical_name);
         let file_id = data_id.or(log_id).ok_or_else(SqlError::files_not_found)?;
         if file_id == 1 || file_id == 2 {
             return Err(SqlError::primary_file_removal());
         }
+        let mut removed_log = None;
         let path = if let Some(id) = data_id {
             let file = inner.data_files[&id].clone();
             if !file.alloc.is_empty_of_data(&self.pool)? {
@@ -460,18 +449,25 @@ impl Database {
             }
             file.path.clone()
         } else {
-            inner.log_files[&file_id].path.clone()
+            let log = self.log.remove_file(file_id)?;
+            let path = log.path.clone();
+            removed_log = Some(log);
+            path
         };
         let mut boot = inner.boot.clone();
         boot.files.retain(|entry| entry.file_id != file_id);
-        self.save_boot(&mut inner, boot)?;
+        if let Err(error) = self.save_boot(&mut inner, boot) {
+            if let Some(log) = removed_log {
+                self.log.insert_file(log);
+            }
+            return Err(error);
+        }
         if let Some(file) = inner.data_files.remove(&file_id) {
             self.refresh_members(&mut inner, file.fg_id);
             if !inner.filegroups[&file.fg_id].members.is_empty() {
                 self.recalculate(&inner, file.fg_id);
             }
         }
-        inner.log_files.remove(&file_id);
         self.pool.unregister_file(self.database_id, file_id);
         // The file is no longer part of the database; deleting it is best effort, as in SQL Server.
         let _ = self.instance.io.remove(&path);
@@ -614,7 +610,6 @@ fn relative_path(dir: &Path, path: &Path) -> String {
 /// The file whose header is being written.
 pub(super) enum HeaderOf<'a> {
     Data(&'a DataFile),
-    Log(&'a LogFile),
 }
 
 /// The header page content of a data or log file with the given size and settings.
@@ -629,7 +624,6 @@ pub(super) fn header_for(
         HeaderOf::Data(f) => {
             (f.file_id, FileType::Rows, f.is_primary, f.fg_id, f.created_ms, &f.logical_name)
         }
-        HeaderOf::Log(l) => (l.file_id, FileType::Log, false, 0, l.created_ms, &l.logical_name),
     };
     let (growth, is_percent_growth) = growth_to_header(settings.growth);
     FileHeader {
@@ -649,7 +643,7 @@ pub(super) fn header_for(
 }
 
 /// Writes a file header page and makes it durable.
-pub(super) fn write_header_page(
+pub(crate) fn write_header_page(
     handle: &dyn IoFile,
     header: &FileHeader,
     path: &Path,

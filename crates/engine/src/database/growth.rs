@@ -100,44 +100,43 @@ impl Database {
         }
     }
 
-    /// MODIFY FILE on a log file: SIZE grows it (log files are always zeroed, reference §4),
-    /// FILEGROWTH and MAXSIZE change its header. The log's VLFs come with the log milestone.
+    /// MODIFY FILE on a log file: SIZE grows it (zeroed, with new VLFs), FILEGROWTH and
+    /// MAXSIZE change its header.
     fn modify_log_file(&self, logical_name: &str, change: FileChange) -> SqlResult<()> {
-        let mut inner = self.inner.write();
-        let log = inner
-            .log_files
-            .values_mut()
-            .find(|l| l.logical_name.eq_ignore_ascii_case(logical_name))
+        let file_id = self
+            .log
+            .file_id_by_name(logical_name)
             .ok_or_else(|| SqlError::modify_file_missing(logical_name))?;
-        let mut updated = (log.size_pages, log.growth, log.max_size_pages);
-        match change {
-            FileChange::Size(size) => {
-                let pages = checked_new_size(size, log.size_pages, log.max_size_pages)?;
-                let path = log.path.clone();
-                Self::zero_fill(&self.instance, log.handle.as_ref(), &path, log.size_pages, pages)
-                    .map_err(|err| {
-                        SqlError::expand_file_os_error(&err, &path.display().to_string())
-                    })?;
-                updated.0 = pages;
-            }
-            FileChange::Growth(growth) => {
-                updated.1 = resolve_growth(Some(growth), &log.logical_name, log.max_size_pages)?;
-            }
-            FileChange::MaxSize(max) => {
-                updated.2 = checked_max_size(max, log.size_pages, &log.logical_name)?
-            }
+        if let FileChange::Size(size) = change {
+            let (size_pages, max_size_pages) =
+                self.log.with_file(file_id, |f| (f.size_pages, f.max_size_pages)).expect("found");
+            let pages = checked_new_size(size, size_pages, max_size_pages)?;
+            return self.log.grow_manually(file_id, pages);
         }
-        let settings = FileSettings { growth: updated.1, max_size_pages: updated.2 };
-        let header = create::header_for(
-            create::HeaderOf::Log(log),
-            updated.0,
-            settings,
-            self.database_id,
-            self.binding_id,
-        );
-        create::write_header_page(log.handle.as_ref(), &header, &log.path)?;
-        (log.size_pages, log.growth, log.max_size_pages) = updated;
-        Ok(())
+        let (database_id, binding_id) = (self.database_id, self.binding_id);
+        self.log
+            .with_file(file_id, |log| {
+                let mut changed = (log.growth, log.max_size_pages);
+                match change {
+                    FileChange::Growth(growth) => {
+                        changed.0 =
+                            resolve_growth(Some(growth), &log.logical_name, log.max_size_pages)?
+                    }
+                    FileChange::MaxSize(max) => {
+                        changed.1 = checked_max_size(max, log.size_pages, &log.logical_name)?
+                    }
+                    FileChange::Size(_) => unreachable!("handled above"),
+                }
+                let previous = (log.growth, log.max_size_pages);
+                (log.growth, log.max_size_pages) = changed;
+                let header = log.header(log.size_pages, database_id, binding_id);
+                let written = create::write_header_page(log.io(), &header, &log.path);
+                if written.is_err() {
+                    (log.growth, log.max_size_pages) = previous;
+                }
+                written
+            })
+            .expect("found")
     }
 
     fn store_settings(&self, file: &DataFile, settings: FileSettings) -> SqlResult<()> {

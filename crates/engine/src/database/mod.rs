@@ -57,6 +57,9 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 use units::AllocUnit;
 
+use crate::log::{LogManager, MIN_LOG_FILE_PAGES, NewLogFile};
+pub(crate) use create::write_header_page;
+
 /// Bytes written per call while zeroing (a bounded buffer).
 const ZERO_CHUNK_BYTES: usize = 1 << 20;
 static ZEROS: [u8; ZERO_CHUNK_BYTES] = [0; ZERO_CHUNK_BYTES];
@@ -100,18 +103,6 @@ impl DataFile {
     fn path_text(&self) -> String {
         self.path.display().to_string()
     }
-}
-
-/// A log file. Its content (VLFs, log blocks) is the log issue's; here it has a header and size.
-pub struct LogFile {
-    pub file_id: u16,
-    pub logical_name: String,
-    pub path: PathBuf,
-    pub size_pages: u32,
-    pub growth: Growth,
-    pub max_size_pages: Option<u32>,
-    created_ms: i64,
-    handle: Box<dyn IoFile>,
 }
 
 /// A filegroup of an open database.
@@ -162,7 +153,6 @@ pub enum FileChange {
 struct DbInner {
     boot: BootInfo,
     data_files: BTreeMap<u16, Arc<DataFile>>,
-    log_files: BTreeMap<u16, LogFile>,
     filegroups: BTreeMap<u16, Filegroup>,
     units: BTreeMap<u64, Mutex<AllocUnit>>,
 }
@@ -176,6 +166,8 @@ pub struct Database {
     pool: Arc<BufferPool>,
     primary_dir: PathBuf,
     inner: RwLock<DbInner>,
+    /// The transaction log: log files, VLFs, appends and flushes.
+    log: LogManager,
     growth_lock: Mutex<()>,
     growth_events: Mutex<Vec<GrowthEvent>>,
     /// Pages holding ghost records, for the ghost-cleanup task.
@@ -251,8 +243,6 @@ impl Database {
         }
     }
 
-    /// Writes zeros over `[from_page, to_page)` of a file and syncs, recording the time as
-    /// PREEMPTIVE_OS_WRITEFILEGATHER and, with TF 3004, the errorlog lines.
     fn zero_fill(
         instance: &Instance,
         handle: &dyn IoFile,
@@ -260,28 +250,7 @@ impl Database {
         from_page: u32,
         to_page: u32,
     ) -> std::io::Result<()> {
-        let from = u64::from(from_page) * PAGE_SIZE_U64;
-        let to = u64::from(to_page) * PAGE_SIZE_U64;
-        let shown = path.display();
-        instance.trace(
-            traceflags::TF_FILE_ZEROING_TRACE,
-            &format!("Zeroing {shown} from page {from_page} to {to_page} ({from:#x} to {to:#x})"),
-        );
-        let started = Instant::now();
-        let mut offset = from;
-        while offset < to {
-            let len = (to - offset).min(ZERO_CHUNK_BYTES as u64) as usize;
-            handle.write_at(&ZEROS[..len], offset)?;
-            offset += len as u64;
-        }
-        handle.sync_data()?;
-        instance.waits.record(
-            wait_type::PREEMPTIVE_OS_WRITEFILEGATHER,
-            started.elapsed(),
-            std::time::Duration::ZERO,
-        );
-        instance.trace(traceflags::TF_FILE_ZEROING_TRACE, &format!("Zeroing completed on {shown}"));
-        Ok(())
+        zero_fill(instance, handle, path, from_page, to_page)
     }
 
     /// Makes `[from_page, to_page)` of a data file usable: fallocate with IFI, zeros without.
@@ -301,6 +270,39 @@ impl Database {
         Self::zero_fill(instance, handle, path, from_page, to_page)?;
         Ok(true)
     }
+}
+
+/// Writes zeros over `[from_page, to_page)` of a file and syncs, recording the time as
+/// PREEMPTIVE_OS_WRITEFILEGATHER and, with TF 3004, the errorlog lines.
+pub(crate) fn zero_fill(
+    instance: &Instance,
+    handle: &dyn IoFile,
+    path: &Path,
+    from_page: u32,
+    to_page: u32,
+) -> std::io::Result<()> {
+    let from = u64::from(from_page) * PAGE_SIZE_U64;
+    let to = u64::from(to_page) * PAGE_SIZE_U64;
+    let shown = path.display();
+    instance.trace(
+        traceflags::TF_FILE_ZEROING_TRACE,
+        &format!("Zeroing {shown} from page {from_page} to {to_page} ({from:#x} to {to:#x})"),
+    );
+    let started = Instant::now();
+    let mut offset = from;
+    while offset < to {
+        let len = (to - offset).min(ZERO_CHUNK_BYTES as u64) as usize;
+        handle.write_at(&ZEROS[..len], offset)?;
+        offset += len as u64;
+    }
+    handle.sync_data()?;
+    instance.waits.record(
+        wait_type::PREEMPTIVE_OS_WRITEFILEGATHER,
+        started.elapsed(),
+        std::time::Duration::ZERO,
+    );
+    instance.trace(traceflags::TF_FILE_ZEROING_TRACE, &format!("Zeroing completed on {shown}"));
+    Ok(())
 }
 
 mod create;
@@ -335,12 +337,12 @@ impl Database {
 
     /// (file id, logical name, size in pages) of every log file.
     pub fn log_files(&self) -> Vec<(u16, String, u32)> {
-        let inner = self.inner.read();
-        inner
-            .log_files
-            .values()
-            .map(|log| (log.file_id, log.logical_name.clone(), log.size_pages))
-            .collect()
+        self.log.files()
+    }
+
+    /// The database's transaction log.
+    pub fn log(&self) -> &LogManager {
+        &self.log
     }
 
     /// (id, name, is_default, autogrow_all_files, visit order) of every filegroup.
@@ -377,7 +379,8 @@ impl Database {
         if let Some(file) = inner.data_files.get(&file_id) {
             return Some(file.path.clone());
         }
-        inner.log_files.get(&file_id).map(|log| log.path.clone())
+        drop(inner);
+        self.log.path_of(file_id)
     }
 
     /// A copy of a page as the buffer pool has it (read from disk if not cached), taken under
@@ -457,6 +460,7 @@ impl Database {
     /// Checkpoints and closes the database.
     pub fn close(self) -> SqlResult<()> {
         self.checkpoint()?;
+        self.log.flush_all()?;
         self.release_from_instance();
         Ok(())
     }

@@ -47,7 +47,7 @@ impl Database {
         let name = boot.name.clone();
         let fail = |error: SqlError| (error, name.clone());
         let mut data_files = BTreeMap::new();
-        let mut log_files = BTreeMap::new();
+        let mut log_files = Vec::new();
         let mut primary_handle = Some(primary_handle);
         let mut registered = Registered {
             instance,
@@ -75,19 +75,16 @@ impl Database {
                 max_size_pages: u32::try_from(header.max_size_pages).ok(),
             };
             if entry.is_log {
-                log_files.insert(
+                log_files.push(LogManager::file_from_disk(
                     entry.file_id,
-                    LogFile {
-                        file_id: entry.file_id,
-                        logical_name: header.logical_name.clone(),
-                        path,
-                        size_pages: header.size_pages,
-                        growth: settings.growth,
-                        max_size_pages: settings.max_size_pages,
-                        created_ms: header.created_ms,
-                        handle,
-                    },
-                );
+                    header.logical_name.clone(),
+                    path,
+                    header.size_pages,
+                    settings.growth,
+                    settings.max_size_pages,
+                    header.created_ms,
+                    handle,
+                ));
                 continue;
             }
             let handle = Arc::new(BufferFile { handle, path: path_text });
@@ -111,8 +108,11 @@ impl Database {
             );
         }
         let units = units::load_units(&instance.buffer_pool, &boot, &data_files).map_err(&fail)?;
+        let log =
+            LogManager::open(instance, boot.database_id, &boot.name, boot.binding_id, log_files)
+                .map_err(&fail)?;
         registered.keep = true;
-        Ok(Self::assemble(instance, boot, primary_dir, data_files, log_files, units))
+        Ok(Self::assemble(instance, boot, primary_dir, data_files, log, units))
     }
 }
 

@@ -1,0 +1,199 @@
+//! Log blocks: the unit of log I/O, 512 bytes to 60 KB (reference §5.1).
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 2 | flag bits: 0x40 valid |
+//! | 2 | 2 | record count |
+//! | 4 | 4 | FSeqNo of the VLF the block belongs to |
+//! | 8 | 4 | block offset in the VLF, 512-byte units |
+//! | 12 | 4 | block size, bytes (a multiple of 512) |
+//! | 16 | 4 | bytes used by header and records |
+//! | 20 | 4 | CRC-32C of the previous block of the log (0 for the log's first block) |
+//! | 24 | 4 | CRC-32C of the whole block with this field zero |
+//! | 28 | 4 | reserved (0) |
+//! | 32 | n | records, each a multiple of 4 bytes |
+//! | size - 2k | 2k | record offsets, slot i at size - 2(i + 1), as on data pages |
+//!
+//! Invariants:
+//! 1. Blocks are written once and never rewritten; a flush closes the open block.
+//! 2. A block is valid only if its checksum holds, its FSeqNo and offset are where it is read,
+//!    and its previous-block checksum is that of the block before it. Stale blocks of an
+//!    earlier pass over the VLF, torn blocks, and blocks left behind a torn one all fail this,
+//!    so reading stops at the true end of the log.
+
+use super::record::LogRecord;
+
+pub const BLOCK_HEADER_BYTES: usize = 32;
+pub const SECTOR_BYTES: usize = 512;
+pub const MAX_BLOCK_BYTES: usize = 60 * 1024;
+const FLAG_VALID: u16 = 0x40;
+
+/// The open block: records appended, not yet written.
+#[derive(Default)]
+pub struct BlockBuilder {
+    records: Vec<u8>,
+    offsets: Vec<u16>,
+}
+
+impl BlockBuilder {
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    pub fn record_count(&self) -> u16 {
+        self.offsets.len() as u16
+    }
+
+    /// The block's size on disk if it held one more record of `len` bytes.
+    pub fn size_with(&self, len: usize) -> usize {
+        block_size(self.records.len() + len, self.offsets.len() + 1)
+    }
+
+    /// The block's size on disk as it is.
+    pub fn size(&self) -> usize {
+        block_size(self.records.len(), self.offsets.len())
+    }
+
+    /// Appends a record; returns its slot.
+    pub fn push(&mut self, record: &LogRecord) -> u16 {
+        let slot = self.offsets.len() as u16;
+        self.offsets.push((BLOCK_HEADER_BYTES + self.records.len()) as u16);
+        record.encode_into(&mut self.records);
+        slot
+    }
+
+    /// The sealed bytes of the block, emptying the builder.
+    pub fn seal(&mut self, fseqno: u32, block_offset: u32, prev_crc: u32) -> Vec<u8> {
+        let size = self.size();
+        let mut buf = vec![0u8; size];
+        buf[0..2].copy_from_slice(&FLAG_VALID.to_le_bytes());
+        buf[2..4].copy_from_slice(&self.record_count().to_le_bytes());
+        buf[4..8].copy_from_slice(&fseqno.to_le_bytes());
+        buf[8..12].copy_from_slice(&block_offset.to_le_bytes());
+        buf[12..16].copy_from_slice(&(size as u32).to_le_bytes());
+        let used = BLOCK_HEADER_BYTES + self.records.len();
+        buf[16..20].copy_from_slice(&(used as u32).to_le_bytes());
+        buf[20..24].copy_from_slice(&prev_crc.to_le_bytes());
+        buf[BLOCK_HEADER_BYTES..used].copy_from_slice(&self.records);
+        for (slot, offset) in self.offsets.iter().enumerate() {
+            let at = size - 2 * (slot + 1);
+            buf[at..at + 2].copy_from_slice(&offset.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&buf);
+        buf[24..28].copy_from_slice(&crc.to_le_bytes());
+        self.records.clear();
+        self.offsets.clear();
+        buf
+    }
+}
+
+fn block_size(record_bytes: usize, records: usize) -> usize {
+    (BLOCK_HEADER_BYTES + record_bytes + 2 * records).next_multiple_of(SECTOR_BYTES)
+}
+
+/// The checksum a block carries (and the next block names as its predecessor).
+pub fn block_crc(block: &[u8]) -> u32 {
+    u32::from_le_bytes([block[24], block[25], block[26], block[27]])
+}
+
+/// What a block's header says, before its body is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockHeader {
+    pub record_count: u16,
+    pub fseqno: u32,
+    pub block_offset: u32,
+    pub size_bytes: usize,
+    pub used_bytes: usize,
+    pub prev_crc: u32,
+    pub crc: u32,
+}
+
+/// The header at the start of `bytes` if it could be a block of VLF `fseqno` at
+/// `block_offset`; its size tells how many bytes to read for [`check_block`].
+pub fn read_header(bytes: &[u8], fseqno: u32, block_offset: u32) -> Option<BlockHeader> {
+    if bytes.len() < BLOCK_HEADER_BYTES {
+        return None;
+    }
+    let u32_at =
+        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let header = BlockHeader {
+        record_count: u16::from_le_bytes([bytes[2], bytes[3]]),
+        fseqno: u32_at(4),
+        block_offset: u32_at(8),
+        size_bytes: u32_at(12) as usize,
+        used_bytes: u32_at(16) as usize,
+        prev_crc: u32_at(20),
+        crc: u32_at(24),
+    };
+    let flags = u16::from_le_bytes([bytes[0], bytes[1]]);
+    let plausible = flags == FLAG_VALID
+        && header.fseqno == fseqno
+        && header.block_offset == block_offset
+        && header.size_bytes >= SECTOR_BYTES
+        && header.size_bytes <= MAX_BLOCK_BYTES
+        && header.size_bytes.is_multiple_of(SECTOR_BYTES)
+        && header.used_bytes >= BLOCK_HEADER_BYTES
+        && header.used_bytes + 2 * usize::from(header.record_count) <= header.size_bytes;
+    plausible.then_some(header)
+}
+
+/// The records of a whole block whose header [`read_header`] accepted, if its checksum and
+/// chain hold (invariant 2).
+pub fn check_block(block: &[u8], header: &BlockHeader, prev_crc: u32) -> Option<Vec<LogRecord>> {
+    if block.len() != header.size_bytes || header.prev_crc != prev_crc {
+        return None;
+    }
+    let mut copy = block.to_vec();
+    copy[24..28].fill(0);
+    if crc32c::crc32c(&copy) != header.crc {
+        return None;
+    }
+    let mut records = Vec::with_capacity(usize::from(header.record_count));
+    for slot in 0..usize::from(header.record_count) {
+        let at = header.size_bytes - 2 * (slot + 1);
+        let start = usize::from(u16::from_le_bytes([block[at], block[at + 1]]));
+        let len = usize::from(u16::from_le_bytes([*block.get(start)?, *block.get(start + 1)?]));
+        if start < BLOCK_HEADER_BYTES || start + len > header.used_bytes {
+            return None;
+        }
+        records.push(LogRecord::decode(&block[start..start + len]).ok()?);
+    }
+    Some(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::record::{Context, Operation};
+
+    fn record(n: u8) -> LogRecord {
+        LogRecord::new(Operation::InsertRows, Context::Heap, 7, vec![n; usize::from(n)])
+    }
+
+    #[test]
+    fn a_sealed_block_reads_back_and_rejects_a_wrong_place_chain_or_bit() {
+        let mut builder = BlockBuilder::default();
+        assert_eq!(builder.push(&record(3)), 0);
+        assert_eq!(builder.push(&record(40)), 1);
+        let block = builder.seal(5, 16, 0xABCD);
+        assert_eq!(block.len(), 512);
+        assert!(builder.is_empty());
+        let header = read_header(&block, 5, 16).unwrap();
+        assert_eq!(check_block(&block, &header, 0xABCD), Some(vec![record(3), record(40)]));
+        assert!(read_header(&block, 6, 16).is_none(), "a block of another pass over the VLF");
+        assert!(read_header(&block, 5, 17).is_none());
+        assert!(check_block(&block, &header, 1).is_none(), "a block behind a torn one");
+        let mut torn = block.clone();
+        torn[100] ^= 0x10;
+        assert!(check_block(&torn, &header, 0xABCD).is_none());
+    }
+
+    #[test]
+    fn blocks_round_up_to_sectors() {
+        let mut builder = BlockBuilder::default();
+        let big = LogRecord::new(Operation::InsertRows, Context::Heap, 1, vec![1; 600]);
+        assert_eq!(builder.size_with(big.encoded_len()), 1024);
+        builder.push(&big);
+        assert_eq!(builder.size(), 1024);
+    }
+}

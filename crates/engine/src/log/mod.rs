@@ -1,0 +1,1009 @@
+//! The transaction log of a database: its log files and their virtual log files, log records
+//! appended into log blocks, and the flush that makes them durable (reference §5).
+//!
+//! What it owns and reproduces:
+//! - Log files: an 8 KB header page, then VLFs made at creation and at every growth by the
+//!   instance's VLF rule ([`vlf`], 2019 or 2022). Growth writes zeros (PREEMPTIVE_OS_WRITEFILEGATHER,
+//!   TF 3004), except that under the 2022 rule an autogrowth of 64 MB or less uses instant file
+//!   initialisation and writes nothing (reference §4).
+//! - VLF discovery on open: the VLF headers are read one after another from offset 8192, so a
+//!   log with many VLFs is slower to open, as in SQL Server.
+//! - Appending: records go into the open block ([`block`], up to 60 KB); LSN = FSeqNo : block
+//!   offset : slot ([`lsn`]). When a VLF is full the log moves to the next reusable VLF in
+//!   file order (wrapping round, across several log files), giving it the next FSeqNo and
+//!   flipping its parity; when none is reusable the log autogrows, and when it cannot grow the
+//!   append fails with 9002 naming the reuse wait.
+//! - Flushing with group commit: one session writes every sealed block and fdatasyncs while the
+//!   others whose records it covers wait on it. The time each committing session spends
+//!   waiting for its LSN to be durable is its WRITELOG wait.
+//! - Truncation: [`LogManager::truncate`] marks VLFs wholly before MinLSN reusable.
+//!
+//! Deviations: the VLF header, block and record layouts are extentdb's (SQL Server's are
+//! undocumented; docs/format/log-file.md); FSeqNo starts at 1 in a new database (SQL Server
+//! continues model's); end-of-log detection uses block checksums chained from block to block
+//! instead of per-sector parity bits; a log write or sync failure stops the log for good
+//! (every later flush reports it), where SQL Server takes the database offline.
+//!
+//! Latch and lock order: `state` (the log's append mutex) before `flush`; a flusher holds
+//! `flush`'s writing flag, never the mutex, while it writes.
+//!
+//! Invariants:
+//! 1. Every record with LSN <= `flushed_lsn` is durable (fdatasync returned after its write).
+//! 2. The current VLF is never reusable; VLFs between MinLSN's and the current one are active.
+//! 3. FSeqNos of used VLFs are distinct, and the VLF with FSeqNo n + 1 follows n in the log.
+
+pub mod block;
+pub mod lsn;
+pub mod record;
+pub mod vlf;
+
+use crate::error::{SqlError, SqlResult};
+use crate::file::{FileHeader, FileType};
+use crate::filegroup::{Growth, grown_size_pages};
+use crate::instance::Instance;
+use crate::io::IoFile;
+use crate::units::PAGE_SIZE_U64;
+use block::{BlockBuilder, MAX_BLOCK_BYTES, SECTOR_BYTES};
+use lsn::Lsn;
+use parking_lot::{Condvar, Mutex};
+use record::{Context, LogRecord, Operation};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vlf::{FIRST_VLF_OFFSET, VLF_HEADER_BYTES, VlfHeader, VlfRule};
+
+/// Wait type of a session waiting for its log records to become durable.
+pub const WRITELOG: &str = "WRITELOG";
+/// The smallest log file: 512 KB, as in SQL Server.
+pub const MIN_LOG_FILE_PAGES: u32 = 64;
+/// Autogrowths up to this size use IFI under the 2022 rule.
+const LOG_IFI_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Why the log cannot be truncated (sys.databases.log_reuse_wait_desc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReuseWait {
+    Nothing,
+    Checkpoint,
+    LogBackup,
+    ActiveTransaction,
+}
+
+impl ReuseWait {
+    pub fn desc(self) -> &'static str {
+        match self {
+            ReuseWait::Nothing => "NOTHING",
+            ReuseWait::Checkpoint => "CHECKPOINT",
+            ReuseWait::LogBackup => "LOG_BACKUP",
+            ReuseWait::ActiveTransaction => "ACTIVE_TRANSACTION",
+        }
+    }
+}
+
+/// A VLF as the log keeps it in memory.
+#[derive(Clone, Copy, Debug)]
+struct Vlf {
+    header: VlfHeader,
+    /// Bytes from the VLF's start to the end of its last block (8192 when it has none).
+    end_bytes: u64,
+}
+
+/// A log file of an open database.
+pub struct LogFile {
+    pub file_id: u16,
+    pub logical_name: String,
+    pub path: PathBuf,
+    pub size_pages: u32,
+    pub growth: Growth,
+    pub max_size_pages: Option<u32>,
+    pub created_ms: i64,
+    /// Shared with a flush, which writes blocks without holding the log's mutex.
+    handle: Arc<dyn IoFile>,
+    vlfs: Vec<Vlf>,
+}
+
+impl LogFile {
+    /// The file's header page content with the given size.
+    pub fn header(&self, size_pages: u32, database_id: u16, binding_id: u64) -> FileHeader {
+        let (growth, is_percent_growth) = match self.growth {
+            Growth::None => (0, false),
+            Growth::Pages(pages) => (pages, false),
+            Growth::Percent(pct) => (pct, true),
+        };
+        FileHeader {
+            file_id: self.file_id,
+            file_type: FileType::Log,
+            is_primary: false,
+            data_space_id: 0,
+            size_pages,
+            max_size_pages: self.max_size_pages.map_or(-1, |p| p as i32),
+            growth,
+            is_percent_growth,
+            database_id,
+            binding_id,
+            created_ms: self.created_ms,
+            logical_name: self.logical_name.clone(),
+        }
+    }
+
+    pub fn io(&self) -> &dyn IoFile {
+        self.handle.as_ref()
+    }
+
+    fn path_text(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn size_bytes(&self) -> u64 {
+        u64::from(self.size_pages) * PAGE_SIZE_U64
+    }
+}
+
+/// What a new log file is made of.
+pub struct NewLogFile {
+    pub file_id: u16,
+    pub logical_name: String,
+    pub path: PathBuf,
+    pub size_pages: u32,
+    pub growth: Growth,
+    pub max_size_pages: Option<u32>,
+    pub created_ms: i64,
+    pub handle: Box<dyn IoFile>,
+}
+
+/// One row of sys.dm_db_log_info (reference §5.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogInfoRow {
+    pub database_id: u16,
+    pub file_id: u16,
+    pub vlf_begin_offset: u64,
+    pub vlf_size_mb: f64,
+    pub vlf_sequence_number: u32,
+    pub vlf_active: bool,
+    /// 0 inactive, 1 initialised but unused, 2 active.
+    pub vlf_status: u8,
+    pub vlf_parity: u8,
+    pub vlf_first_lsn: String,
+    pub vlf_create_lsn: String,
+}
+
+/// One row of DBCC LOGINFO.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogInfoDbccRow {
+    pub recovery_unit_id: u32,
+    pub file_id: u16,
+    pub file_size: u64,
+    pub start_offset: u64,
+    pub fseqno: u32,
+    /// 0 reusable, 2 active.
+    pub status: u8,
+    pub parity: u8,
+    pub create_lsn: u128,
+}
+
+/// A log file growth, as the default trace records it (EventClass 93 when automatic).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogGrowth {
+    pub file_id: u16,
+    pub logical_name: String,
+    pub old_size_pages: u32,
+    pub new_size_pages: u32,
+    pub duration_us: u64,
+    pub is_automatic: bool,
+    pub zeroed: bool,
+    pub vlfs_added: usize,
+}
+
+/// Log flush figures (I/O statistics of the log).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogFlushStats {
+    pub flushes: u64,
+    pub bytes_flushed: u64,
+    pub largest_flush_bytes: u64,
+    pub records_appended: u64,
+}
+
+/// A write the next flush makes: a sealed block or a VLF header.
+struct PendingWrite {
+    file_id: u16,
+    offset: u64,
+    bytes: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct VlfPos {
+    file_id: u16,
+    index: usize,
+}
+
+struct LogState {
+    files: BTreeMap<u16, LogFile>,
+    current: VlfPos,
+    open: BlockBuilder,
+    /// Where the open block goes, in bytes from the current VLF's start.
+    open_offset: u64,
+    /// Checksum of the last sealed block (the next block's predecessor).
+    prev_crc: u32,
+    pending: Vec<PendingWrite>,
+    /// The last record appended.
+    end_lsn: Lsn,
+    /// MinLSN: VLFs whose FSeqNo is below its FSeqNo are reusable.
+    min_lsn: Lsn,
+    reuse_wait: ReuseWait,
+    growths: Vec<LogGrowth>,
+    stats: LogFlushStats,
+}
+
+struct FlushState {
+    flushed_lsn: Lsn,
+    writing: bool,
+    failed: Option<SqlError>,
+}
+
+/// The log of one database.
+pub struct LogManager {
+    instance: Arc<Instance>,
+    database_id: u16,
+    database_name: String,
+    binding_id: u64,
+    rule: VlfRule,
+    state: Mutex<LogState>,
+    flush: Mutex<FlushState>,
+    flushed: Condvar,
+}
+
+fn os_write_error(err: &std::io::Error, offset: u64, path: &str) -> SqlError {
+    SqlError::os_io_error(err, true, offset, path)
+}
+
+/// 9004, with the place and the reason in the errorlog.
+fn log_corrupt(
+    instance: &Instance,
+    database: &str,
+    state: u8,
+    path: &str,
+    offset: u64,
+    why: &str,
+) -> SqlError {
+    let error = SqlError::log_corrupt(database, state);
+    let process_info = crate::instance::current_process_info();
+    instance.errorlog.write_error(&process_info, &error);
+    instance
+        .errorlog
+        .write(&process_info, &format!("Log file '{path}', offset {offset:#x}: {why}."));
+    error
+}
+
+fn elapsed_us(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+impl LogManager {
+    /// Formats new log files (already zeroed by the caller: creation always zeroes) with their
+    /// VLFs, and starts the log in the first VLF of the first file with FSeqNo 1.
+    pub fn create(
+        instance: &Arc<Instance>,
+        database_id: u16,
+        database_name: &str,
+        binding_id: u64,
+        files: Vec<NewLogFile>,
+    ) -> SqlResult<LogManager> {
+        assert!(!files.is_empty(), "a database has at least one log file");
+        let rule = instance.config.vlf_rule;
+        let mut formatted = BTreeMap::new();
+        for new in files {
+            let file = Self::format_file(rule, new, database_id, binding_id)?;
+            formatted.insert(file.file_id, file);
+        }
+        let first = *formatted.keys().next().expect("checked above");
+        let mut state = LogState {
+            files: formatted,
+            current: VlfPos { file_id: first, index: 0 },
+            open: BlockBuilder::default(),
+            open_offset: VLF_HEADER_BYTES,
+            prev_crc: 0,
+            pending: Vec::new(),
+            end_lsn: Lsn::NULL,
+            min_lsn: Lsn::new(1, 0, 0),
+            reuse_wait: ReuseWait::Nothing,
+            growths: Vec::new(),
+            stats: LogFlushStats::default(),
+        };
+        let first_vlf = state.current;
+        Self::enter_vlf(&mut state, first_vlf, 1);
+        let log = Self::assemble(instance, database_id, database_name, binding_id, state);
+        log.flush_all()?;
+        Ok(log)
+    }
+
+    fn assemble(
+        instance: &Arc<Instance>,
+        database_id: u16,
+        database_name: &str,
+        binding_id: u64,
+        state: LogState,
+    ) -> LogManager {
+        let flushed_lsn = state.end_lsn;
+        LogManager {
+            instance: instance.clone(),
+            database_id,
+            database_name: database_name.to_string(),
+            binding_id,
+            rule: instance.config.vlf_rule,
+            state: Mutex::new(state),
+            flush: Mutex::new(FlushState { flushed_lsn, writing: false, failed: None }),
+            flushed: Condvar::new(),
+        }
+    }
+
+    /// Writes the header page and the VLF headers of a new, zeroed log file, and syncs.
+    fn format_file(
+        rule: VlfRule,
+        new: NewLogFile,
+        database_id: u16,
+        binding_id: u64,
+    ) -> SqlResult<LogFile> {
+        let mut file = LogFile {
+            file_id: new.file_id,
+            logical_name: new.logical_name,
+            path: new.path,
+            size_pages: new.size_pages,
+            growth: new.growth,
+            max_size_pages: new.max_size_pages,
+            created_ms: new.created_ms,
+            handle: Arc::from(new.handle),
+            vlfs: Vec::new(),
+        };
+        let vlf_bytes = file.size_bytes() - FIRST_VLF_OFFSET;
+        let sizes = vlf::vlf_sizes(rule, 0, vlf_bytes);
+        Self::write_vlf_headers(&mut file, FIRST_VLF_OFFSET, &sizes, Lsn::NULL)?;
+        let header = file.header(file.size_pages, database_id, binding_id);
+        crate::database::write_header_page(file.io(), &header, &file.path)?;
+        Ok(file)
+    }
+
+    /// Writes headers for new VLFs of `sizes` from `start` (FSeqNo 0) and syncs; adds them.
+    fn write_vlf_headers(
+        file: &mut LogFile,
+        start: u64,
+        sizes: &[u64],
+        create_lsn: Lsn,
+    ) -> SqlResult<()> {
+        let mut offset = start;
+        let mut added = Vec::with_capacity(sizes.len());
+        for size in sizes {
+            let header = VlfHeader {
+                fseqno: 0,
+                parity: 0,
+                file_id: file.file_id,
+                start_offset: offset,
+                size_bytes: *size,
+                create_lsn,
+            };
+            file.io()
+                .write_at(&header.encode(), offset)
+                .map_err(|err| os_write_error(&err, offset, &file.path_text()))?;
+            added.push(Vlf { header, end_bytes: VLF_HEADER_BYTES });
+            offset += size;
+        }
+        file.io().sync_data().map_err(|err| os_write_error(&err, start, &file.path_text()))?;
+        file.vlfs.extend(added);
+        Ok(())
+    }
+
+    /// Opens the log: discovers each file's VLFs from their headers and finds the end of the
+    /// log by reading blocks along their checksum chain (block invariant 2).
+    pub fn open(
+        instance: &Arc<Instance>,
+        database_id: u16,
+        database_name: &str,
+        binding_id: u64,
+        files: Vec<LogFile>,
+    ) -> SqlResult<LogManager> {
+        let mut discovered = BTreeMap::new();
+        for mut file in files {
+            file.vlfs = Self::discover_vlfs(instance, &file, database_name)?;
+            discovered.insert(file.file_id, file);
+        }
+        let mut state = LogState {
+            files: discovered,
+            current: VlfPos { file_id: 0, index: 0 },
+            open: BlockBuilder::default(),
+            open_offset: VLF_HEADER_BYTES,
+            prev_crc: 0,
+            pending: Vec::new(),
+            end_lsn: Lsn::NULL,
+            min_lsn: Lsn::NULL,
+            reuse_wait: ReuseWait::Nothing,
+            growths: Vec::new(),
+            stats: LogFlushStats::default(),
+        };
+        Self::find_end(instance, &mut state, database_name)?;
+        let log = Self::assemble(instance, database_id, database_name, binding_id, state);
+        // A new block after every open: the log's timeline continues from here, so blocks a
+        // crash left beyond the end can never join the chain.
+        let lsn =
+            log.append(&LogRecord::new(Operation::BeginCkpt, Context::Null, 0, Vec::new()))?;
+        log.flush_to(lsn)?;
+        Ok(log)
+    }
+
+    /// A log file as the database found it on disk, before VLF discovery.
+    #[allow(clippy::too_many_arguments)]
+    pub fn file_from_disk(
+        file_id: u16,
+        logical_name: String,
+        path: PathBuf,
+        size_pages: u32,
+        growth: Growth,
+        max_size_pages: Option<u32>,
+        created_ms: i64,
+        handle: Box<dyn IoFile>,
+    ) -> LogFile {
+        LogFile {
+            file_id,
+            logical_name,
+            path,
+            size_pages,
+            growth,
+            max_size_pages,
+            created_ms,
+            handle: Arc::from(handle),
+            vlfs: Vec::new(),
+        }
+    }
+
+    /// Reads VLF headers one after another from offset 8192 (VLF invariant 1).
+    fn discover_vlfs(
+        instance: &Instance,
+        file: &LogFile,
+        database_name: &str,
+    ) -> SqlResult<Vec<Vlf>> {
+        let mut vlfs = Vec::new();
+        let mut offset = FIRST_VLF_OFFSET;
+        let mut buf = [0u8; vlf::VLF_HEADER_SEALED_BYTES];
+        while offset < file.size_bytes() {
+            file.io()
+                .read_at(&mut buf, offset)
+                .map_err(|err| SqlError::os_io_error(&err, false, offset, &file.path_text()))?;
+            let header = VlfHeader::decode(&buf).map_err(|why| {
+                log_corrupt(instance, database_name, 1, &file.path_text(), offset, why)
+            })?;
+            let fits = header.start_offset == offset
+                && header.file_id == file.file_id
+                && header.size_bytes >= vlf::MIN_VLF_BYTES
+                && offset + header.size_bytes <= file.size_bytes();
+            if !fits {
+                let why = "VLF header does not tile the file";
+                return Err(log_corrupt(
+                    instance,
+                    database_name,
+                    1,
+                    &file.path_text(),
+                    offset,
+                    why,
+                ));
+            }
+            vlfs.push(Vlf { header, end_bytes: VLF_HEADER_BYTES });
+            offset += header.size_bytes;
+        }
+        Ok(vlfs)
+    }
+
+    /// Positions of every VLF in use, by FSeqNo.
+    fn used_by_fseqno(state: &LogState) -> Vec<(u32, VlfPos)> {
+        let mut used = Vec::new();
+        for (file_id, file) in &state.files {
+            for (index, vlf) in file.vlfs.iter().enumerate() {
+                if vlf.header.fseqno > 0 {
+                    used.push((vlf.header.fseqno, VlfPos { file_id: *file_id, index }));
+                }
+            }
+        }
+        used.sort_by_key(|(fseqno, _)| *fseqno);
+        used
+    }
+
+    /// Walks the newest run of consecutive FSeqNos block by block; the last valid block is the
+    /// end of the log, and the log continues after it.
+    fn find_end(instance: &Instance, state: &mut LogState, database_name: &str) -> SqlResult<()> {
+        let used = Self::used_by_fseqno(state);
+        let Some(&(last_fseqno, last_pos)) = used.last() else {
+            let path = state.files.values().next().map_or(String::new(), |f| f.path_text());
+            return Err(log_corrupt(instance, database_name, 1, &path, 0, "no VLF in use"));
+        };
+        let mut run_start = used.len() - 1;
+        while run_start > 0 && used[run_start - 1].0 + 1 == used[run_start].0 {
+            run_start -= 1;
+        }
+        let mut prev_crc = None;
+        let mut end = (last_pos, VLF_HEADER_BYTES, Lsn::NULL);
+        for &(fseqno, pos) in &used[run_start..] {
+            let (vlf_end, last_lsn, crc) = Self::scan_vlf(state, pos, prev_crc)?;
+            state.vlf_mut(pos).end_bytes = vlf_end;
+            if let Some(lsn) = last_lsn {
+                end = (pos, vlf_end, lsn);
+            }
+            if crc.is_some() {
+                prev_crc = crc;
+            }
+            if fseqno == last_fseqno || vlf_end == VLF_HEADER_BYTES {
+                end.0 = pos;
+                end.1 = vlf_end;
+                break;
+            }
+        }
+        state.current = end.0;
+        state.open_offset = end.1;
+        state.prev_crc = prev_crc.unwrap_or(0);
+        state.end_lsn = end.2;
+        state.min_lsn = Lsn::new(used[run_start].0, 0, 0);
+        Ok(())
+    }
+
+    /// Reads a VLF's blocks until one is invalid: (end offset, last record's LSN, last block's
+    /// checksum). `prev_crc` None accepts whatever the first block names as predecessor.
+    fn scan_vlf(
+        state: &LogState,
+        pos: VlfPos,
+        mut prev_crc: Option<u32>,
+    ) -> SqlResult<(u64, Option<Lsn>, Option<u32>)> {
+        let file = &state.files[&pos.file_id];
+        let vlf = file.vlfs[pos.index];
+        let fseqno = vlf.header.fseqno;
+        let mut at = VLF_HEADER_BYTES;
+        let mut last_lsn = None;
+        let mut last_crc = None;
+        let mut head = [0u8; SECTOR_BYTES];
+        while at + SECTOR_BYTES as u64 <= vlf.header.size_bytes {
+            let offset = vlf.header.start_offset + at;
+            let block_no = (at / SECTOR_BYTES as u64) as u32;
+            file.io()
+                .read_at(&mut head, offset)
+                .map_err(|err| SqlError::os_io_error(&err, false, offset, &file.path_text()))?;
+            let Some(header) = block::read_header(&head, fseqno, block_no) else { break };
+            if at + header.size_bytes as u64 > vlf.header.size_bytes {
+                break;
+            }
+            let mut whole = vec![0u8; header.size_bytes];
+            file.io()
+                .read_at(&mut whole, offset)
+                .map_err(|err| SqlError::os_io_error(&err, false, offset, &file.path_text()))?;
+            let expected = prev_crc.unwrap_or(header.prev_crc);
+            let Some(records) = block::check_block(&whole, &header, expected) else { break };
+            if !records.is_empty() {
+                last_lsn = Some(Lsn::new(fseqno, block_no, records.len() as u16 - 1));
+            }
+            prev_crc = Some(header.crc);
+            last_crc = Some(header.crc);
+            at += header.size_bytes as u64;
+        }
+        Ok((at, last_lsn, last_crc))
+    }
+
+    /// Makes `pos` the current VLF with `fseqno`, queueing its header for the next flush.
+    fn enter_vlf(state: &mut LogState, pos: VlfPos, fseqno: u32) {
+        let vlf = state.vlf_mut(pos);
+        vlf.header.fseqno = fseqno;
+        vlf.header.parity = vlf::next_parity(vlf.header.parity);
+        vlf.end_bytes = VLF_HEADER_BYTES;
+        let header = vlf.header;
+        state.pending.push(PendingWrite {
+            file_id: pos.file_id,
+            offset: header.start_offset,
+            bytes: header.encode().to_vec(),
+        });
+        state.current = pos;
+        state.open_offset = VLF_HEADER_BYTES;
+    }
+
+    /// Appends a record to the open block; returns its LSN. The record is durable once
+    /// [`LogManager::flush_to`] has returned for an LSN at or after it.
+    pub fn append(&self, record: &LogRecord) -> SqlResult<Lsn> {
+        let len = record.encoded_len();
+        let mut state = self.state.lock();
+        if !state.open.is_empty() && state.open.size_with(len) > MAX_BLOCK_BYTES {
+            state.seal_open();
+        }
+        let vlf_size = state.vlf(state.current).header.size_bytes;
+        if state.open_offset + state.open.size_with(len) as u64 > vlf_size {
+            state.seal_open();
+            self.next_vlf(&mut state)?;
+        }
+        let slot = state.open.push(record);
+        let fseqno = state.vlf(state.current).header.fseqno;
+        let lsn = Lsn::new(fseqno, (state.open_offset / SECTOR_BYTES as u64) as u32, slot);
+        state.end_lsn = lsn;
+        state.stats.records_appended += 1;
+        Ok(lsn)
+    }
+
+    /// Moves the log to the next reusable VLF, growing the log when there is none.
+    fn next_vlf(&self, state: &mut LogState) -> SqlResult<()> {
+        let fseqno = state.vlf(state.current).header.fseqno + 1;
+        let next = match state.next_reusable() {
+            Some(pos) => pos,
+            None => self.autogrow(state)?,
+        };
+        Self::enter_vlf(state, next, fseqno);
+        Ok(())
+    }
+
+    /// Grows a log file by its FILEGROWTH (the current VLF's file first, then the others in
+    /// file order); returns the first new VLF. 9002 when no file can grow.
+    fn autogrow(&self, state: &mut LogState) -> SqlResult<VlfPos> {
+        let mut order: Vec<u16> = vec![state.current.file_id];
+        order.extend(state.files.keys().copied().filter(|id| *id != state.current.file_id));
+        for file_id in order {
+            let file = &state.files[&file_id];
+            let Some(new_size) =
+                grown_size_pages(file.size_pages, file.growth, file.max_size_pages)
+            else {
+                continue;
+            };
+            let first_new = file.vlfs.len();
+            self.grow_file(state, file_id, new_size, true)?;
+            return Ok(VlfPos { file_id, index: first_new });
+        }
+        let reason = state.reuse_wait.desc();
+        let error = SqlError::log_full(&self.database_name, reason);
+        self.instance.errorlog.write_error(&crate::instance::current_process_info(), &error);
+        Err(error)
+    }
+
+    /// Grows a log file to `new_size_pages`: zeros (or IFI for a 2022-rule autogrowth of 64 MB
+    /// or less), VLF headers, then the file header as the commit point.
+    fn grow_file(
+        &self,
+        state: &mut LogState,
+        file_id: u16,
+        new_size_pages: u32,
+        is_automatic: bool,
+    ) -> SqlResult<()> {
+        let started = Instant::now();
+        let create_lsn = state.end_lsn;
+        let file = state.files.get_mut(&file_id).expect("growing a log file that exists");
+        let old_size_pages = file.size_pages;
+        let old_bytes = file.size_bytes();
+        // Every VLF holds at least one largest block (VLF invariant 2).
+        let new_size_pages = new_size_pages.max(old_size_pages + vlf::MIN_VLF_PAGES);
+        let growth_bytes = u64::from(new_size_pages - old_size_pages) * PAGE_SIZE_U64;
+        let use_ifi =
+            is_automatic && self.rule == VlfRule::Sql2022 && growth_bytes <= LOG_IFI_MAX_BYTES;
+        let path = file.path.clone();
+        let extended = if use_ifi {
+            file.io().allocate(old_bytes, growth_bytes)
+        } else {
+            crate::database::zero_fill(
+                &self.instance,
+                file.io(),
+                &path,
+                old_size_pages,
+                new_size_pages,
+            )
+        };
+        let sizes = vlf::vlf_sizes(self.rule, old_bytes, growth_bytes);
+        let vlfs_before = file.vlfs.len();
+        let durable = extended
+            .map_err(|err| SqlError::expand_file_os_error(&err, &file.path_text()))
+            .and_then(|()| Self::write_vlf_headers(file, old_bytes, &sizes, create_lsn))
+            .and_then(|()| {
+                let header = file.header(new_size_pages, self.database_id, self.binding_id);
+                crate::database::write_header_page(file.io(), &header, &file.path)
+            });
+        if let Err(error) = durable {
+            file.vlfs.truncate(vlfs_before);
+            let _ = file.io().set_len(old_bytes);
+            return Err(error);
+        }
+        file.size_pages = new_size_pages;
+        state.growths.push(LogGrowth {
+            file_id,
+            logical_name: state.files[&file_id].logical_name.clone(),
+            old_size_pages,
+            new_size_pages,
+            duration_us: elapsed_us(started),
+            is_automatic,
+            zeroed: !use_ifi,
+            vlfs_added: sizes.len(),
+        });
+        Ok(())
+    }
+
+    /// ALTER DATABASE MODIFY FILE (SIZE = larger) on a log file: a manual, zeroed growth.
+    pub fn grow_manually(&self, file_id: u16, new_size_pages: u32) -> SqlResult<()> {
+        let mut state = self.state.lock();
+        self.grow_file(&mut state, file_id, new_size_pages, false)
+    }
+
+    /// Waits until every record up to `lsn` is durable, writing the log itself when no other
+    /// session is (group commit). Time spent waiting is recorded as WRITELOG.
+    pub fn flush_to(&self, lsn: Lsn) -> SqlResult<()> {
+        let started = Instant::now();
+        let mut waited = false;
+        let mut flush = self.flush.lock();
+        loop {
+            if let Some(error) = &flush.failed {
+                return Err(error.clone());
+            }
+            if flush.flushed_lsn >= lsn {
+                break;
+            }
+            waited = true;
+            if flush.writing {
+                self.flushed.wait(&mut flush);
+                continue;
+            }
+            flush.writing = true;
+            drop(flush);
+            let written = self.write_pending();
+            flush = self.flush.lock();
+            flush.writing = false;
+            match written {
+                Ok(upto) => flush.flushed_lsn = flush.flushed_lsn.max(upto),
+                Err(error) => flush.failed = Some(error),
+            }
+            self.flushed.notify_all();
+        }
+        drop(flush);
+        if waited {
+            self.instance.waits.record(WRITELOG, started.elapsed(), Duration::ZERO);
+        }
+        Ok(())
+    }
+
+    /// Flushes everything appended so far.
+    pub fn flush_all(&self) -> SqlResult<()> {
+        let end = self.state.lock().end_lsn;
+        if end.is_null() {
+            // Only VLF headers may be pending (a new log): write them.
+            self.write_pending()?;
+            return Ok(());
+        }
+        self.flush_to(end)
+    }
+
+    /// Seals the open block and writes every pending write, then syncs each file written.
+    /// Returns the LSN now durable.
+    fn write_pending(&self) -> SqlResult<Lsn> {
+        let (writes, upto, targets) = {
+            let mut state = self.state.lock();
+            state.seal_open();
+            let writes = std::mem::take(&mut state.pending);
+            let bytes: u64 = writes.iter().map(|w| w.bytes.len() as u64).sum();
+            state.stats.flushes += 1;
+            state.stats.bytes_flushed += bytes;
+            state.stats.largest_flush_bytes = state.stats.largest_flush_bytes.max(bytes);
+            let mut targets: BTreeMap<u16, (Arc<dyn IoFile>, String)> = BTreeMap::new();
+            for write in &writes {
+                let file = &state.files[&write.file_id];
+                targets
+                    .entry(write.file_id)
+                    .or_insert_with(|| (file.handle.clone(), file.path_text()));
+            }
+            (writes, state.end_lsn, targets)
+        };
+        // Appenders carry on filling the next block while this session writes.
+        for write in &writes {
+            let (handle, path) = &targets[&write.file_id];
+            handle
+                .write_at(&write.bytes, write.offset)
+                .map_err(|err| os_write_error(&err, write.offset, path))?;
+        }
+        for (handle, path) in targets.values() {
+            handle.sync_data().map_err(|err| os_write_error(&err, 0, path))?;
+        }
+        Ok(upto)
+    }
+
+    /// Marks VLFs wholly before `min_lsn` reusable, and records why the log could not be
+    /// truncated further.
+    pub fn truncate(&self, min_lsn: Lsn, reuse_wait: ReuseWait) {
+        let mut state = self.state.lock();
+        state.min_lsn = state.min_lsn.max(min_lsn);
+        state.reuse_wait = reuse_wait;
+    }
+
+    /// The last LSN appended.
+    pub fn end_lsn(&self) -> Lsn {
+        self.state.lock().end_lsn
+    }
+
+    /// The last LSN known durable.
+    pub fn flushed_lsn(&self) -> Lsn {
+        self.flush.lock().flushed_lsn
+    }
+
+    pub fn reuse_wait(&self) -> ReuseWait {
+        self.state.lock().reuse_wait
+    }
+
+    pub fn stats(&self) -> LogFlushStats {
+        self.state.lock().stats
+    }
+
+    pub fn growths(&self) -> Vec<LogGrowth> {
+        self.state.lock().growths.clone()
+    }
+
+    /// sys.dm_db_log_info rows, in file and offset order.
+    pub fn log_info(&self) -> Vec<LogInfoRow> {
+        let state = self.state.lock();
+        let mut rows = Vec::new();
+        for file in state.files.values() {
+            for vlf in &file.vlfs {
+                let status = state.status_of(vlf);
+                let first_lsn = if vlf.header.fseqno == 0 {
+                    Lsn::NULL
+                } else {
+                    Lsn::new(vlf.header.fseqno, (VLF_HEADER_BYTES / 512) as u32, 1)
+                };
+                let size_mb = vlf.header.size_bytes as f64 / (1024.0 * 1024.0);
+                rows.push(LogInfoRow {
+                    database_id: self.database_id,
+                    file_id: file.file_id,
+                    vlf_begin_offset: vlf.header.start_offset,
+                    vlf_size_mb: (size_mb * 100.0).round() / 100.0,
+                    vlf_sequence_number: vlf.header.fseqno,
+                    vlf_active: status == 2,
+                    vlf_status: status,
+                    vlf_parity: vlf.header.parity,
+                    vlf_first_lsn: first_lsn.to_hex(),
+                    vlf_create_lsn: vlf.header.create_lsn.to_hex(),
+                });
+            }
+        }
+        rows
+    }
+
+    /// DBCC LOGINFO rows.
+    pub fn dbcc_loginfo(&self) -> Vec<LogInfoDbccRow> {
+        let state = self.state.lock();
+        let mut rows = Vec::new();
+        for file in state.files.values() {
+            for vlf in &file.vlfs {
+                rows.push(LogInfoDbccRow {
+                    recovery_unit_id: 0,
+                    file_id: file.file_id,
+                    file_size: vlf.header.size_bytes,
+                    start_offset: vlf.header.start_offset,
+                    fseqno: vlf.header.fseqno,
+                    status: if state.status_of(vlf) == 2 { 2 } else { 0 },
+                    parity: vlf.header.parity,
+                    create_lsn: vlf.header.create_lsn.to_numeric(),
+                });
+            }
+        }
+        rows
+    }
+
+    /// DBCC SQLPERF(LOGSPACE): (log size MB, log space used %). Used space is what the active
+    /// VLFs hold: whole VLFs before the current one, and the current one up to its end.
+    pub fn space(&self) -> (f64, f64) {
+        let state = self.state.lock();
+        let mut size_bytes = 0u64;
+        let mut used_bytes = 0u64;
+        for file in state.files.values() {
+            size_bytes += file.size_bytes();
+            for vlf in &file.vlfs {
+                if state.status_of(vlf) == 2 {
+                    used_bytes += vlf.end_bytes;
+                }
+            }
+        }
+        let open = state.open.size() as u64;
+        used_bytes += open;
+        let size_mb = size_bytes as f64 / (1024.0 * 1024.0);
+        (size_mb, 100.0 * used_bytes as f64 / size_bytes.max(1) as f64)
+    }
+
+    /// Log files: (file id, logical name, size in pages).
+    pub fn files(&self) -> Vec<(u16, String, u32)> {
+        let state = self.state.lock();
+        state.files.values().map(|f| (f.file_id, f.logical_name.clone(), f.size_pages)).collect()
+    }
+
+    /// Runs `f` on a log file (settings, header writes).
+    pub fn with_file<T>(&self, file_id: u16, f: impl FnOnce(&mut LogFile) -> T) -> Option<T> {
+        let mut state = self.state.lock();
+        state.files.get_mut(&file_id).map(f)
+    }
+
+    /// The id of the log file with this logical name.
+    pub fn file_id_by_name(&self, logical_name: &str) -> Option<u16> {
+        let state = self.state.lock();
+        state
+            .files
+            .values()
+            .find(|f| f.logical_name.eq_ignore_ascii_case(logical_name))
+            .map(|f| f.file_id)
+    }
+
+    /// Formats a new, zeroed log file with its VLFs (ALTER DATABASE ADD LOG FILE); it joins
+    /// the log with [`LogManager::insert_file`] once the boot page lists it.
+    pub fn format_new_file(&self, new: NewLogFile) -> SqlResult<LogFile> {
+        Self::format_file(self.rule, new, self.database_id, self.binding_id)
+    }
+
+    /// Adds a formatted log file; the log uses its VLFs when it next needs one.
+    pub fn insert_file(&self, file: LogFile) {
+        self.state.lock().files.insert(file.file_id, file);
+    }
+
+    /// Removes a log file none of whose VLFs is active (5042 otherwise).
+    pub fn remove_file(&self, file_id: u16) -> SqlResult<LogFile> {
+        let mut state = self.state.lock();
+        let file = &state.files[&file_id];
+        let active = file.vlfs.iter().any(|vlf| state.status_of(vlf) == 2);
+        if active || state.current.file_id == file_id {
+            return Err(SqlError::file_not_empty(&file.logical_name));
+        }
+        Ok(state.files.remove(&file_id).expect("checked above"))
+    }
+
+    pub fn path_of(&self, file_id: u16) -> Option<PathBuf> {
+        self.state.lock().files.get(&file_id).map(|f| f.path.clone())
+    }
+}
+
+impl LogState {
+    fn vlf(&self, pos: VlfPos) -> &Vlf {
+        &self.files[&pos.file_id].vlfs[pos.index]
+    }
+
+    fn vlf_mut(&mut self, pos: VlfPos) -> &mut Vlf {
+        &mut self.files.get_mut(&pos.file_id).expect("VLF position of a known file").vlfs[pos.index]
+    }
+
+    /// 2 active, 1 never used, 0 reusable (dm_db_log_info's vlf_status).
+    fn status_of(&self, vlf: &Vlf) -> u8 {
+        let fseqno = vlf.header.fseqno;
+        if fseqno == 0 {
+            1
+        } else if fseqno >= self.min_lsn.seqno {
+            2
+        } else {
+            0
+        }
+    }
+
+    /// VLF positions in physical order: files by id, VLFs by offset.
+    fn ring(&self) -> Vec<VlfPos> {
+        let mut ring = Vec::new();
+        for (file_id, file) in &self.files {
+            for index in 0..file.vlfs.len() {
+                ring.push(VlfPos { file_id: *file_id, index });
+            }
+        }
+        ring
+    }
+
+    /// The first VLF after the current one, wrapping round, that is not active.
+    fn next_reusable(&self) -> Option<VlfPos> {
+        let ring = self.ring();
+        let at = ring.iter().position(|pos| *pos == self.current).expect("current is in the ring");
+        (1..ring.len())
+            .map(|step| ring[(at + step) % ring.len()])
+            .find(|pos| self.status_of(self.vlf(*pos)) != 2)
+    }
+
+    /// Closes the open block: it becomes a pending write, and the next block follows it.
+    fn seal_open(&mut self) {
+        if self.open.is_empty() {
+            return;
+        }
+        let pos = self.current;
+        let header = self.vlf(pos).header;
+        let block_no = (self.open_offset / SECTOR_BYTES as u64) as u32;
+        let bytes = self.open.seal(header.fseqno, block_no, self.prev_crc);
+        self.prev_crc = block::block_crc(&bytes);
+        let len = bytes.len() as u64;
+        self.pending.push(PendingWrite {
+            file_id: pos.file_id,
+            offset: header.start_offset + self.open_offset,
+            bytes,
+        });
+        self.open_offset += len;
+        self.vlf_mut(pos).end_bytes = self.open_offset;
+    }
+}
