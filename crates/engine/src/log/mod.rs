@@ -519,7 +519,7 @@ impl LogManager {
         let mut prev_crc = None;
         let mut end = (last_pos, VLF_HEADER_BYTES, Lsn::NULL);
         for &(fseqno, pos) in &used[run_start..] {
-            let (vlf_end, last_lsn, crc) = Self::scan_vlf(state, pos, prev_crc)?;
+            let (vlf_end, last_lsn, crc) = Self::scan_vlf(state, pos, prev_crc, &mut |_, _| {})?;
             state.vlf_mut(pos).end_bytes = vlf_end;
             if let Some(lsn) = last_lsn {
                 end = (pos, vlf_end, lsn);
@@ -547,6 +547,7 @@ impl LogManager {
         state: &LogState,
         pos: VlfPos,
         mut prev_crc: Option<u32>,
+        sink: &mut dyn FnMut(Lsn, LogRecord),
     ) -> SqlResult<(u64, Option<Lsn>, Option<u32>)> {
         let file = &state.files[&pos.file_id];
         let vlf = file.vlfs[pos.index];
@@ -574,11 +575,41 @@ impl LogManager {
             if !records.is_empty() {
                 last_lsn = Some(Lsn::new(fseqno, block_no, records.len() as u16 - 1));
             }
+            for (slot, record) in records.into_iter().enumerate() {
+                sink(Lsn::new(fseqno, block_no, slot as u16), record);
+            }
             prev_crc = Some(header.crc);
             last_crc = Some(header.crc);
             at += header.size_bytes as u64;
         }
         Ok((at, last_lsn, last_crc))
+    }
+
+    /// The durable records of the active log (from MinLSN's VLF on), in LSN order, read from
+    /// the log files (fn_dblog's source; tests use it to see what reached the disk).
+    pub fn read_durable(&self) -> SqlResult<Vec<(Lsn, LogRecord)>> {
+        let state = self.state.lock();
+        let mut records = Vec::new();
+        let mut prev_crc = None;
+        let mut expected = state.min_lsn.seqno.max(1);
+        for (fseqno, pos) in Self::used_by_fseqno(&state) {
+            if fseqno < expected {
+                continue;
+            }
+            if fseqno != expected {
+                break;
+            }
+            let mut sink = |lsn: Lsn, record: LogRecord| records.push((lsn, record));
+            let (end, _, crc) = Self::scan_vlf(&state, pos, prev_crc, &mut sink)?;
+            if crc.is_some() {
+                prev_crc = crc;
+            }
+            if end < state.vlf(pos).end_bytes || pos == state.current {
+                break;
+            }
+            expected += 1;
+        }
+        Ok(records)
     }
 
     /// Makes `pos` the current VLF with `fseqno`, queueing its header for the next flush.

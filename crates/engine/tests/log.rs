@@ -1,0 +1,321 @@
+//! The transaction log: VLFs made by creation and growth under the 2019 and 2022 rules, log
+//! growth zeroing and its 2022 exception, VLF reuse with FSeqNo and parity, 9002, group commit
+//! with WRITELOG, and reading the log back after a crash or a torn write.
+
+mod common;
+
+use common::{Lab, lab_with, size};
+use engine::database::{Database, DatabaseSpec, FileChange, FileSpec};
+use engine::log::ReuseWait;
+use engine::log::lsn::Lsn;
+use engine::log::record::{Context, LogRecord, Operation};
+use engine::log::vlf::VlfRule;
+use std::sync::Arc;
+
+const MB: u64 = 1024 * 1024;
+
+fn lab_for(rule: VlfRule) -> Lab {
+    lab_with(|config| config.vlf_rule = rule)
+}
+
+/// A database whose one log file is `log_size` and grows by `log_growth`.
+fn db_with_log(lab: &Lab, log_size: &str, log_growth: &str) -> Database {
+    let spec = DatabaseSpec {
+        name: "Ifi".into(),
+        primary: vec![FileSpec::new("ifi_data", "ifi.mdf").size(size("3MB"))],
+        filegroups: Vec::new(),
+        logs: vec![
+            FileSpec::new("ifi_log", "ifi.ldf").size(size(log_size)).growth(size(log_growth)),
+        ],
+        mixed_page_allocation: false,
+    };
+    Database::create(&lab.instance, &spec).unwrap()
+}
+
+fn vlf_sizes_mb(db: &Database) -> Vec<f64> {
+    db.log().log_info().iter().map(|row| row.vlf_size_mb).collect()
+}
+
+fn record(bytes: usize) -> LogRecord {
+    LogRecord::new(Operation::InsertRows, Context::Clustered, 1, vec![0x5A; bytes])
+}
+
+/// Appends records of `bytes` until the log has made `growths` growths (or fails).
+fn fill_until_growths(db: &Database, growths: usize) -> engine::SqlResult<()> {
+    while db.log().growths().len() < growths {
+        db.log().append(&record(30_000))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn creation_and_manual_growth_make_the_vlfs_of_each_rule() {
+    let lab = lab_for(VlfRule::Sql2019);
+    let db = db_with_log(&lab, "32MB", "64MB");
+    // 32 MB less the 8 KB header: under 64 MB, 4 VLFs of 1,023 pages; the last takes the
+    // remainder (1,026 pages).
+    assert_eq!(vlf_sizes_mb(&db), vec![7.99, 7.99, 7.99, 8.02]);
+    db.modify_file("ifi_log", FileChange::Size(size("96MB"))).unwrap();
+    // 64 MB exactly: 8 VLFs under 2019.
+    assert_eq!(vlf_sizes_mb(&db)[4..], [8.0; 8]);
+    db.modify_file("ifi_log", FileChange::Size(size("104MB"))).unwrap();
+    // 8 MB is less than 1/8 of 96 MB: 1 VLF.
+    assert_eq!(vlf_sizes_mb(&db)[12..], [8.0]);
+    assert_eq!(db.log().log_info().len(), 13);
+
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "32MB", "64MB");
+    assert_eq!(vlf_sizes_mb(&db), vec![31.99]);
+    db.modify_file("ifi_log", FileChange::Size(size("96MB"))).unwrap();
+    assert_eq!(vlf_sizes_mb(&db), vec![31.99, 64.0]);
+    db.modify_file("ifi_log", FileChange::Size(size("200MB"))).unwrap();
+    // 104 MB is over 64 MB and over 1/8: 8 VLFs of 13 MB.
+    assert_eq!(vlf_sizes_mb(&db)[2..], [13.0; 8]);
+}
+
+#[test]
+fn a_new_log_starts_in_its_first_vlf_with_fseqno_1() {
+    let lab = lab_for(VlfRule::Sql2019);
+    let db = db_with_log(&lab, "4MB", "1MB");
+    let rows = db.log().dbcc_loginfo();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(
+        (rows[0].fseqno, rows[0].status, rows[0].parity, rows[0].start_offset),
+        (1, 2, 64, 8192)
+    );
+    for row in &rows[1..] {
+        assert_eq!((row.fseqno, row.status, row.parity, row.create_lsn), (0, 0, 0, 0));
+    }
+    let info = db.log().log_info();
+    assert_eq!((info[0].vlf_status, info[0].vlf_active), (2, true));
+    assert_eq!((info[1].vlf_status, info[1].vlf_active), (1, false));
+}
+
+#[test]
+fn under_2022_a_64_mb_autogrowth_writes_no_zeros_and_records_no_writefilegather() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "1MB", "64MB");
+    let zero_waits_before = lab.instance.waits.get("PREEMPTIVE_OS_WRITEFILEGATHER");
+    let written_before = lab.faults.lock().counters.bytes_written;
+    fill_until_growths(&db, 1).unwrap();
+    let growth = &db.log().growths()[0];
+    assert!(growth.is_automatic && !growth.zeroed);
+    assert_eq!(growth.new_size_pages - growth.old_size_pages, 64 * 128);
+    assert_eq!(growth.vlfs_added, 1);
+    assert_eq!(lab.instance.waits.get("PREEMPTIVE_OS_WRITEFILEGATHER"), zero_waits_before);
+    let written = lab.faults.lock().counters.bytes_written - written_before;
+    assert!(written < 2 * MB, "{written} bytes written: log blocks and headers only");
+}
+
+#[test]
+fn under_2019_the_same_autogrowth_is_zeroed() {
+    let lab = lab_for(VlfRule::Sql2019);
+    let db = db_with_log(&lab, "1MB", "64MB");
+    let written_before = lab.faults.lock().counters.bytes_written;
+    fill_until_growths(&db, 1).unwrap();
+    let growth = &db.log().growths()[0];
+    assert!(growth.is_automatic && growth.zeroed);
+    assert_eq!(growth.vlfs_added, 8);
+    let zeroing = lab.instance.waits.get("PREEMPTIVE_OS_WRITEFILEGATHER").unwrap();
+    assert!(zeroing.waiting_tasks_count >= 2, "creation and growth both zero the log");
+    let written = lab.faults.lock().counters.bytes_written - written_before;
+    assert!(written >= 64 * MB, "{written} bytes written");
+}
+
+#[test]
+fn a_1_gb_growth_writes_zeros_on_disk_and_records_the_wait() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "1MB", "1GB");
+    // Stale bytes where the growth will go: zeroing must overwrite them.
+    let path = db.file_path(2).unwrap();
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.seek(SeekFrom::Start(512 * MB)).unwrap();
+        file.write_all(&[0xEE; 8192]).unwrap();
+    }
+    let waits_before = lab.instance.waits.get("PREEMPTIVE_OS_WRITEFILEGATHER").unwrap();
+    fill_until_growths(&db, 1).unwrap();
+    let growth = &db.log().growths()[0];
+    assert!(growth.zeroed, "a growth over 64 MB is zeroed under 2022 too");
+    assert_eq!(growth.vlfs_added, 8, "exactly 1 GB: 8 VLFs (reference §5.2)");
+    let waits = lab.instance.waits.get("PREEMPTIVE_OS_WRITEFILEGATHER").unwrap();
+    assert_eq!(waits.waiting_tasks_count, waits_before.waiting_tasks_count + 1);
+    assert!(waits.wait_time_ms > waits_before.wait_time_ms || waits.wait_time_ms > 0);
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len() as u64, MB + 1024 * MB);
+    let stale = &bytes[(512 * MB) as usize..(512 * MB) as usize + 8192];
+    assert!(stale.iter().all(|b| *b == 0), "the stale bytes were zeroed");
+}
+
+#[test]
+fn vlfs_are_reused_after_truncation_with_the_next_fseqno_and_flipped_parity() {
+    let lab = lab_for(VlfRule::Sql2019);
+    let db = db_with_log(&lab, "1MB", "0");
+    // Four VLFs of about 254 KB; fill three of them.
+    let mut last = Lsn::NULL;
+    while last.seqno < 4 {
+        last = db.log().append(&record(20_000)).unwrap();
+    }
+    db.log().flush_to(last).unwrap();
+    db.log().truncate(Lsn::new(4, 0, 0), ReuseWait::Nothing);
+    let before: Vec<u32> = db.log().dbcc_loginfo().iter().map(|r| r.fseqno).collect();
+    assert_eq!(before, vec![1, 2, 3, 4]);
+    while last.seqno < 6 {
+        last = db.log().append(&record(20_000)).unwrap();
+    }
+    db.log().flush_to(last).unwrap();
+    let rows = db.log().dbcc_loginfo();
+    let seen: Vec<(u32, u8, u8)> = rows.iter().map(|r| (r.fseqno, r.status, r.parity)).collect();
+    assert_eq!(seen, vec![(5, 2, 128), (6, 2, 128), (3, 0, 64), (4, 2, 64)]);
+    assert!(db.log().growths().is_empty(), "reuse, not growth");
+}
+
+#[test]
+fn a_full_log_that_cannot_grow_fails_with_9002_naming_the_reuse_wait() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "1MB", "0");
+    db.log().truncate(Lsn::new(1, 0, 0), ReuseWait::ActiveTransaction);
+    let error = loop {
+        if let Err(error) = db.log().append(&record(20_000)) {
+            break error;
+        }
+    };
+    assert_eq!((error.number, error.severity, error.state), (9002, 17, 2));
+    assert_eq!(
+        error.message,
+        "The transaction log for database 'Ifi' is full due to 'ACTIVE_TRANSACTION'."
+    );
+    assert!(lab.errorlog_texts().iter().any(|line| line.contains("is full due to")));
+}
+
+#[test]
+fn concurrent_commits_share_flushes_and_wait_on_writelog() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = Arc::new(db_with_log(&lab, "8MB", "8MB"));
+    let flushes_before = db.log().stats().flushes;
+    let threads: Vec<_> = (0..8)
+        .map(|n| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..50u64 {
+                    let commit = LogRecord::new(
+                        Operation::CommitXact,
+                        Context::Null,
+                        n * 1000 + i,
+                        Vec::new(),
+                    );
+                    let lsn = db.log().append(&commit).unwrap();
+                    db.log().flush_to(lsn).unwrap();
+                    assert!(db.log().flushed_lsn() >= lsn);
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let flushes = db.log().stats().flushes - flushes_before;
+    let writelog = lab.instance.waits.get("WRITELOG").unwrap();
+    eprintln!("400 commits: {flushes} flushes, {} WRITELOG waits", writelog.waiting_tasks_count);
+    assert!(flushes <= 400, "never more flushes than commits");
+    assert!(writelog.waiting_tasks_count >= flushes.min(400));
+    let durable = db.log().read_durable().unwrap();
+    let commits = durable.iter().filter(|(_, r)| r.operation == Operation::CommitXact).count();
+    assert_eq!(commits, 400, "every acknowledged commit is in the log on disk");
+}
+
+#[test]
+fn after_a_crash_the_log_continues_after_its_last_durable_record() {
+    let mut lab = lab_for(VlfRule::Sql2019);
+    let db = db_with_log(&lab, "1MB", "1MB");
+    let mut durable = Lsn::NULL;
+    for _ in 0..30 {
+        durable = db.log().append(&record(3_000)).unwrap();
+    }
+    db.log().flush_to(durable).unwrap();
+    db.log().append(&record(3_000)).unwrap(); // never flushed
+    db.crash();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("ifi.mdf")).unwrap();
+    let records = db.log().read_durable().unwrap();
+    let inserts: Vec<Lsn> = records
+        .iter()
+        .filter(|(_, r)| r.operation == Operation::InsertRows)
+        .map(|(lsn, _)| *lsn)
+        .collect();
+    assert_eq!(inserts.len(), 30);
+    assert_eq!(*inserts.last().unwrap(), durable);
+    // The open wrote a record of its own after them.
+    assert!(db.log().end_lsn() > durable);
+}
+
+#[test]
+fn a_torn_log_write_ends_the_log_and_stale_blocks_behind_it_are_never_read() {
+    let mut lab = lab_for(VlfRule::Sql2019);
+    let db = db_with_log(&lab, "1MB", "1MB");
+    let first = db.log().append(&record(3_000)).unwrap();
+    db.log().flush_to(first).unwrap();
+    // The next flush's block write is torn after 700 bytes: the flush fails, and so does
+    // every later one (the log stops, as SQL Server takes the database offline).
+    lab.faults.lock().tear_write_after = Some((0, 700));
+    let torn = db.log().append(&record(3_000)).unwrap();
+    let error = db.log().flush_to(torn).unwrap_err();
+    assert_eq!(error.number, 823);
+    assert_eq!(db.log().flush_to(torn).unwrap_err().number, 823);
+    db.crash();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("ifi.mdf")).unwrap();
+    let inserts = db
+        .log()
+        .read_durable()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, r)| r.operation == Operation::InsertRows)
+        .count();
+    assert_eq!(inserts, 1, "only the record whose flush completed");
+    // Write over the torn block, crash again: the log reads back the new timeline only.
+    let next = db.log().append(&record(100)).unwrap();
+    db.log().flush_to(next).unwrap();
+    db.crash();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("ifi.mdf")).unwrap();
+    let sizes: Vec<usize> = db
+        .log()
+        .read_durable()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, r)| r.operation == Operation::InsertRows)
+        .map(|(_, r)| r.payload.len())
+        .collect();
+    assert_eq!(sizes, vec![3_000, 100]);
+}
+
+#[test]
+fn log_space_reports_size_and_use_like_sqlperf_logspace() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "8MB", "8MB");
+    let (size_mb, used_before) = db.log().space();
+    assert_eq!(size_mb, 8.0);
+    let mut lsn = Lsn::NULL;
+    for _ in 0..100 {
+        lsn = db.log().append(&record(10_000)).unwrap();
+    }
+    db.log().flush_to(lsn).unwrap();
+    let (_, used_after) = db.log().space();
+    assert!(used_after > used_before + 10.0, "{used_before}% -> {used_after}%");
+}
+
+#[test]
+fn paul_randals_1_gb_plus_512_mb_growths_example_counts_455_vlfs_under_2019() {
+    // Log created at 1 GB, autogrowth 512 MB up to 200 GB (reference §5.2), computed with the
+    // rule itself: growths at 1, 1.5, ... 4 GB use the formula (8 each), later ones make 1.
+    let gb = 1024 * MB;
+    let mut size_bytes = gb;
+    let mut vlfs = engine::log::vlf::vlf_sizes(VlfRule::Sql2019, 0, gb - 8192).len();
+    while size_bytes < 200 * gb {
+        vlfs += engine::log::vlf::vlf_sizes(VlfRule::Sql2019, size_bytes, 512 * MB).len();
+        size_bytes += 512 * MB;
+    }
+    assert_eq!(vlfs, 8 + 7 * 8 + 391);
+}
