@@ -1,6 +1,7 @@
 //! `extentdb`: the command line. Subcommands:
 //! - `plan`: the what-if planner for proportional fill (seed 000), no I/O;
-//! - `bench storage`: the storage benchmarks of docs/benchmarks.md (release mode).
+//! - `log`: seed 002's log growth on a real log (VLFs, zeroing, growth events);
+//! - `bench ...`: the benchmarks of docs/benchmarks.md (release mode).
 
 /// Writes to standard output; a closed pipe (`extentdb ... | head`) ends the program quietly
 /// with success instead of a panic.
@@ -29,6 +30,7 @@ macro_rules! out {
 
 mod bench;
 mod bench_insert;
+mod log_growth;
 mod plan;
 
 use clap::{Parser, Subcommand};
@@ -49,6 +51,8 @@ struct Cli {
 enum Command {
     /// Simulate extent allocations in a filegroup with the engine's proportional-fill allocator.
     Plan(plan::PlanArgs),
+    /// Grow a real log by autogrowth and show its VLFs, zeroing waits and growth events (seed 002).
+    Log(log_growth::LogArgs),
     /// Run a benchmark (build with --release).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
+        Command::Log(args) => log_growth::run(&args),
         Command::Bench(command) => bench::run(&command),
     };
     match result {

@@ -14,6 +14,7 @@
 //! - [`file`]: the file header page (page 0), the layout of a new file, a data file's allocation state.
 //! - [`filegroup`]: skip targets, the round robin, `-E`, the FGCB_PRP_FILL lock, growth policy.
 //! - [`database`]: create/open/alter a database, allocate and free pages and extents, autogrow.
+//! - [`log`]: log files and their VLFs, log blocks and records, LSNs, group-commit flushes.
 //! - [`errorlog`], [`traceflags`], [`waits`], [`clock`]: the instance's observable surfaces.
 //! - [`plan`]: the what-if planner, which drives the filegroup code above without any I/O.
 

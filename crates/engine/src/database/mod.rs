@@ -11,8 +11,10 @@
 //!   PREEMPTIVE_OS_WRITEFILEGATHER and TF 3004, and 1105 when no file can grow.
 //! - Allocation units with IAM chains, mixed and uniform extents ([`units`]).
 //!
+//! - The transaction log through [`crate::log::LogManager`]: log files are zeroed here when
+//!   created, then formatted with VLFs by the log.
+//!
 //! Deviations, until later issues land:
-//! - Log files are created and zeroed with their size; their content (VLFs) is the log issue's.
 //! - Allocation pages live in the buffer pool and reach disk when the lazy writer, a
 //!   [`Database::checkpoint`] or [`Database::close`] writes them; there is no write-ahead log
 //!   yet, so a crash loses allocations made since the last checkpoint, and a page written by the
