@@ -13,6 +13,7 @@
 //! | flags                   | u8: 0x01 MIXED_PAGE_ALLOCATION ON                            |
 //! | next_file_id, next_fg_id| u16, u16                                                     |
 //! | next_au_seq             | u32                                                          |
+//! | checkpoint LSN          | 10 bytes: where recovery's redo starts (null: the log's start) |
 //! | name                    | u8 len + UTF-8                                               |
 //! | filegroups              | u16 count, then {id u16, flags u8 (1 DEFAULT, 2 AUTOGROW_ALL_FILES, 4 READ_ONLY), name} |
 //! | files                   | u16 count, then {file_id u16, type u8, path (u16 len + UTF-8)} |
@@ -62,6 +63,8 @@ pub struct BootInfo {
     pub next_file_id: u16,
     pub next_fg_id: u16,
     pub next_au_seq: u32,
+    /// The LSN of the last checkpoint's begin record: recovery redoes from here.
+    pub checkpoint_lsn: crate::log::lsn::Lsn,
     pub name: String,
     pub filegroups: Vec<FilegroupEntry>,
     pub files: Vec<FileEntry>,
@@ -143,6 +146,7 @@ impl BootInfo {
         w.u16(self.next_file_id);
         w.u16(self.next_fg_id);
         w.u32(self.next_au_seq);
+        w.bytes.extend_from_slice(&self.checkpoint_lsn.to_bytes());
         w.name(&self.name);
         w.u16(self.filegroups.len() as u16);
         for fg in &self.filegroups {
@@ -201,6 +205,7 @@ impl BootInfo {
         let next_file_id = r.u16()?;
         let next_fg_id = r.u16()?;
         let next_au_seq = r.u32()?;
+        let checkpoint_lsn = crate::log::lsn::Lsn::from_bytes(r.take(10)?);
         let name = r.name()?;
         let mut filegroups = Vec::new();
         for _ in 0..r.u16()? {
@@ -232,6 +237,7 @@ impl BootInfo {
             next_file_id,
             next_fg_id,
             next_au_seq,
+            checkpoint_lsn,
             name,
             filegroups,
             files,
@@ -254,6 +260,7 @@ mod tests {
             next_file_id: 5,
             next_fg_id: 3,
             next_au_seq: 2,
+            checkpoint_lsn: crate::log::lsn::Lsn::new(3, 16, 2),
             name: "Company".into(),
             filegroups: vec![FilegroupEntry {
                 id: 1,

@@ -113,7 +113,7 @@ impl BTree {
         let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
         guard.write(|buf| {
             datapage::format(buf, root, tree.leaf_type, au_id, 0, tree.layout.pminlen() as u16)
-        });
+        })?;
         Ok(tree)
     }
 
@@ -145,7 +145,7 @@ impl BTree {
         let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
         guard.write(|buf| {
             datapage::format(buf, root, PageType::Index, au_id, 0, tree.layout.pminlen() as u16)
-        });
+        })?;
         Ok(tree)
     }
 
@@ -184,7 +184,7 @@ impl BTree {
         let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
         guard.write(|buf| {
             datapage::format(buf, root, tree.leaf_type, au_id, 0, tree.layout.pminlen() as u16)
-        });
+        })?;
         Ok(tree)
     }
 
@@ -460,13 +460,15 @@ impl BTree {
             if self.leaf_type == PageType::Index { RecordType::Index } else { RecordType::Primary };
         let record = record::encode(&self.columns, &self.layout, values, kind)?;
         let key = self.key_of(values);
+        let pool = db.buffer_pool();
         for _ in 0..MAX_RESTARTS {
-            if self.insert_optimistic(db, &key, &record, false)?
-                || self.insert_optimistic(db, &key, &record, true)?
+            // Each attempt is one mini-transaction: a split is logged and replayed whole.
+            if pool.in_mtr(|| self.insert_optimistic(db, &key, &record, false))?
+                || pool.in_mtr(|| self.insert_optimistic(db, &key, &record, true))?
             {
                 return Ok(());
             }
-            if self.insert_pessimistic(db, &key, &record)? {
+            if pool.in_mtr(|| self.insert_pessimistic(db, &key, &record))? {
                 return Ok(());
             }
         }
@@ -486,9 +488,9 @@ impl BTree {
         match slot {
             LeafSlot::Found(_) => Err(self.duplicate(key)),
             LeafSlot::Ghost(slot) => guard
-                .write(|buf| datapage::replace(buf, slot, record))
+                .write(|buf| datapage::replace(buf, slot, record))?
                 .map_err(|bad| bad_page(db, page, bad.0)),
-            LeafSlot::Absent(slot) => Ok(guard.write(|buf| datapage::insert(buf, slot, record))),
+            LeafSlot::Absent(slot) => Ok(guard.write(|buf| datapage::insert(buf, slot, record))?),
         }
     }
 
@@ -572,7 +574,7 @@ impl BTree {
         let slot = match leaf.read(|buf| self.find_in_leaf(db, page, buf, key))? {
             LeafSlot::Absent(slot) => slot,
             LeafSlot::Ghost(slot) => {
-                leaf.write(|buf| datapage::delete(buf, slot))
+                leaf.write(|buf| datapage::delete(buf, slot))?
                     .map_err(|bad| bad_page(db, page, bad.0))?;
                 slot
             }
@@ -616,7 +618,7 @@ impl BTree {
             LeafSlot::Absent(slot) => slot,
             LeafSlot::Ghost(slot) => {
                 current
-                    .write(|buf| datapage::delete(buf, slot))
+                    .write(|buf| datapage::delete(buf, slot))?
                     .map_err(|bad| bad_page(db, page, bad.0))?;
                 slot
             }
@@ -653,26 +655,26 @@ impl BTree {
             datapage::format(buf, right_id, page_type, self.au_id, header.level, header.pminlen);
             set_links(buf, page_id, header.next_page);
             fill(buf, &records[at..]);
-        });
+        })?;
         page.write(|buf| {
             datapage::format(buf, page_id, page_type, self.au_id, header.level, header.pminlen);
             set_links(buf, header.prev_page, right_id);
             fill(buf, &records[..at]);
-        });
+        })?;
         if !header.next_page.is_null() {
             let next = db.buffer_pool().fetch(Self::key(db, header.next_page), LatchMode::Ex)?;
             next.write(|buf| {
                 let mut h = PageHeader::read(&buf[..]);
                 h.prev_page = right_id;
                 h.write(&mut buf[..]);
-            });
+            })?;
         }
         let separator = self.record_key(db, right_id, header.level, &records[at])?;
         let entry = self.encode_entry(&separator, right_id)?;
         drop(right);
         drop(page);
         let (parent, child_slot) = path.pop().expect("the parent of an unsafe page stays latched");
-        let placed = parent.write(|buf| datapage::insert(buf, child_slot + 1, &entry));
+        let placed = parent.write(|buf| datapage::insert(buf, child_slot + 1, &entry))?;
         if placed { Ok(()) } else { self.split(db, parent, child_slot + 1, entry, path) }
     }
 
@@ -697,7 +699,7 @@ impl BTree {
                 datapage::format(buf, id, page_type, self.au_id, header.level, header.pminlen);
                 set_links(buf, prev, next);
                 fill(buf, part);
-            });
+            })?;
         }
         let left_key = self.record_key(db, self.root, header.level, &records[0])?;
         let right_key = self.record_key(db, self.root, header.level, &records[at])?;
@@ -713,7 +715,7 @@ impl BTree {
                 self.entry_layout.pminlen() as u16,
             );
             fill(buf, &entries);
-        });
+        })?;
         Ok(())
     }
 
@@ -830,7 +832,7 @@ impl BTree {
             return Ok(false);
         };
         guard
-            .write(|buf| datapage::make_ghost(buf, slot))
+            .write(|buf| datapage::make_ghost(buf, slot))?
             .map_err(|bad| bad_page(db, page, bad.0))?;
         db.set_pfs_ghost_bit(page, true)?;
         db.note_ghost_page(page);

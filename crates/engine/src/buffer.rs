@@ -39,6 +39,10 @@ use crate::error::{SqlError, SqlResult};
 use crate::file;
 use crate::io::IoFile;
 use crate::latch::{Latch, LatchMode};
+use crate::log::LogManager;
+use crate::log::lsn::Lsn;
+use crate::log::mtr::{self, PageChange};
+use crate::log::record::{Context, LogRecord, Operation};
 use crate::page::PageBuf;
 use crate::spinlock::SpinMutex;
 use crate::units::{PAGE_SIZE_U64, PageId};
@@ -142,6 +146,10 @@ pub struct BufferPool {
     /// Test seam: microseconds a PFS change sleeps while it holds the PFS page's UP latch,
     /// standing in for a slower CPU or a preempted latch holder (0 = none).
     pfs_latch_hold_us: AtomicU64,
+    /// Each database's log: page changes are logged to it, and a page is written only after
+    /// its log records are durable (WAL). A database with no log registered (while it is being
+    /// created or recovered) changes pages without logging.
+    logs: RwLock<HashMap<u16, Arc<LogManager>>>,
 }
 
 /// Frames below which the lazy writer starts working: 1/16 of the pool, at least 2.
@@ -183,6 +191,7 @@ impl BufferPool {
             page_reads: AtomicU64::new(0),
             page_writes: AtomicU64::new(0),
             pfs_latch_hold_us: AtomicU64::new(0),
+            logs: RwLock::new(HashMap::new()),
             evictions: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
             buffers_allocated: AtomicU64::new(0),
@@ -212,6 +221,19 @@ impl BufferPool {
             lazy_writer_writes: self.lazy_writer_writes.load(Ordering::Relaxed),
             buffers_allocated: self.buffers_allocated.load(Ordering::Relaxed),
         }
+    }
+
+    /// From now on, changes to the database's pages are logged to `log`.
+    pub fn register_log(&self, database_id: u16, log: Arc<LogManager>) {
+        self.logs.write().insert(database_id, log);
+    }
+
+    pub fn unregister_log(&self, database_id: u16) {
+        self.logs.write().remove(&database_id);
+    }
+
+    fn log_of(&self, database_id: u16) -> Option<Arc<LogManager>> {
+        self.logs.read().get(&database_id).cloned()
     }
 
     pub fn register_file(&self, database_id: u16, file_id: u16, file: Arc<BufferFile>) {
@@ -252,7 +274,11 @@ impl BufferPool {
     pub fn new_page(&self, key: PageKey) -> SqlResult<PageGuard<'_>> {
         for _ in 0..MAX_EVICTION_ROUNDS {
             if let Some(guard) = self.fetch_cached(key, LatchMode::Ex) {
-                guard.write(|buf| buf.fill(0));
+                // Not logged: the first logged change of a new page is a format record, whose
+                // redo starts from zeros.
+                self.frames[guard.index].data.write().as_mut().expect("latched").fill(0);
+                self.frames[guard.index].meta.lock().dirty = true;
+                guard.fresh.set(true);
                 return Ok(guard);
             }
             if let Some(index) = self.claim_frame(key)? {
@@ -266,6 +292,8 @@ impl BufferPool {
                     mode: LatchMode::Ex,
                     key,
                     spid: crate::instance::current_spid(),
+                    fresh: std::cell::Cell::new(true),
+                    borrowed: false,
                 });
             }
         }
@@ -277,6 +305,21 @@ impl BufferPool {
         let table = self.table.lock();
         let index = *table.get(&key)?;
         let frame = &self.frames[index];
+        if let Some(held_mode) = mtr::held_mode(index) {
+            // This session's open mtr still holds the page: use its latch.
+            drop(table);
+            let spid = crate::instance::current_spid();
+            let fresh = std::cell::Cell::new(false);
+            return Some(PageGuard {
+                pool: self,
+                index,
+                mode: held_mode,
+                key,
+                spid,
+                fresh,
+                borrowed: true,
+            });
+        }
         {
             let mut meta = frame.meta.lock();
             meta.pin_count += 1;
@@ -291,7 +334,15 @@ impl BufferPool {
             self.unpin(index);
             return None;
         }
-        Some(PageGuard { pool: self, index, mode, key, spid })
+        Some(PageGuard {
+            pool: self,
+            index,
+            mode,
+            key,
+            spid,
+            fresh: std::cell::Cell::new(false),
+            borrowed: false,
+        })
     }
 
     /// Acquires a frame's latch, recording the wait if there was one.
@@ -373,7 +424,15 @@ impl BufferPool {
                 if mode != LatchMode::Ex {
                     frame.latch.downgrade(mode, spid);
                 }
-                Ok(PageGuard { pool: self, index, mode, key, spid })
+                Ok(PageGuard {
+                    pool: self,
+                    index,
+                    mode,
+                    key,
+                    spid,
+                    fresh: std::cell::Cell::new(false),
+                    borrowed: false,
+                })
             }
             Err(error) => {
                 {
@@ -533,6 +592,14 @@ impl BufferPool {
             crate::page::seal(buf);
             buf.clone()
         };
+        // The WAL rule: the log records of every change the page holds are durable first.
+        let page_lsn = Lsn::from_bytes(&copy[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10]);
+        if let Some(log) = self.log_of(key.database_id)
+            && !page_lsn.is_null()
+        {
+            log.flush_to(page_lsn)?;
+            assert!(log.flushed_lsn() >= page_lsn, "WAL: page {key:?} written before its log");
+        }
         let offset = u64::from(key.page.page_no) * PAGE_SIZE_U64;
         file.handle
             .write_at(&copy[..], offset)
@@ -683,13 +750,18 @@ fn lazy_writer_loop(pool: &Weak<BufferPool>) {
     }
 }
 
-/// A latched, pinned page. Dropping it releases the latch and the pin.
+/// A latched, pinned page. Dropping it releases the latch and the pin, unless an open mtr
+/// changed the page: then the mtr keeps both until it commits ([`crate::log::mtr`]).
 pub struct PageGuard<'a> {
     pool: &'a BufferPool,
     index: usize,
     mode: LatchMode,
     key: PageKey,
     spid: u16,
+    /// Made by `new_page` and not changed yet: its first change is logged as a format.
+    fresh: std::cell::Cell<bool>,
+    /// A second guard on a page this session's mtr holds: dropping it releases nothing.
+    borrowed: bool,
 }
 
 impl PageGuard<'_> {
@@ -707,8 +779,11 @@ impl PageGuard<'_> {
         f(data.as_ref().expect("a latched frame has bytes"))
     }
 
-    /// Changes the page's bytes (UP or EX latch only) and marks it dirty.
-    pub fn write<R>(&self, f: impl FnOnce(&mut PageBuf) -> R) -> R {
+    /// Changes the page's bytes (UP or EX latch only) and marks it dirty. With the database's
+    /// log registered, the change is logged: in the open mtr, or in an mtr of its own that
+    /// commits before this returns (an error then means the change was undone: the log could
+    /// not take it, 9002).
+    pub fn write<R>(&self, f: impl FnOnce(&mut PageBuf) -> R) -> SqlResult<R> {
         assert!(
             matches!(self.mode, LatchMode::Up | LatchMode::Ex),
             "invariant 2: writing under a {:?} latch",
@@ -716,14 +791,131 @@ impl PageGuard<'_> {
         );
         let frame = &self.pool.frames[self.index];
         frame.meta.lock().dirty = true;
-        let mut data = frame.data.write();
-        f(data.as_mut().expect("a latched frame has bytes"))
+        if !self.pool.logs.read().contains_key(&self.key.database_id) {
+            let mut data = frame.data.write();
+            return Ok(f(data.as_mut().expect("a latched frame has bytes")));
+        }
+        let own_mtr = !mtr::active();
+        if own_mtr {
+            mtr::begin();
+        }
+        let result = {
+            let mut data = frame.data.write();
+            let buf = data.as_mut().expect("a latched frame has bytes");
+            let before: PageBuf = **buf;
+            let result = f(buf);
+            let runs = mtr::diff(&before, buf);
+            let fresh = self.fresh.replace(false);
+            if fresh || !runs.is_empty() {
+                let change = PageChange {
+                    database_id: self.key.database_id,
+                    page: self.key.page,
+                    kind: if fresh { mtr::KIND_FORMAT } else { mtr::KIND_XOR },
+                    runs,
+                    page_type: buf[1],
+                    frame: self.index,
+                };
+                mtr::with_top(|m| m.changes.push(change));
+            }
+            result
+        };
+        if own_mtr {
+            self.pool.commit_mtr()?;
+        }
+        Ok(result)
     }
 }
 
 impl Drop for PageGuard<'_> {
     fn drop(&mut self) {
-        self.pool.frames[self.index].latch.release(self.mode, self.spid);
-        self.pool.unpin(self.index);
+        if self.borrowed {
+            return;
+        }
+        let index = self.index;
+        let (mode, spid) = (self.mode, self.spid);
+        if !mtr::keep_if_changed(index, mode, spid) {
+            self.pool.frames[index].latch.release(mode, spid);
+            self.pool.unpin(index);
+        }
     }
+}
+
+/// Where the page LSN lies in the page header (m_lsn).
+const PAGE_LSN_OFFSET: usize = 40;
+
+impl BufferPool {
+    /// Runs `f` as one mini-transaction: its page changes are logged as one group when it
+    /// succeeds, and undone when it fails (or when the log cannot take them).
+    pub fn in_mtr<R>(&self, f: impl FnOnce() -> SqlResult<R>) -> SqlResult<R> {
+        mtr::begin();
+        match f() {
+            Ok(value) => self.commit_mtr().map(|()| value),
+            Err(error) => {
+                self.abort_mtr();
+                Err(error)
+            }
+        }
+    }
+
+    /// Undoes every change of this thread's innermost mtr and releases what it held.
+    pub fn abort_mtr(&self) {
+        let state = mtr::take_top();
+        self.undo_changes(&state.changes);
+        self.release_held(state.held);
+    }
+
+    fn undo_changes(&self, changes: &[PageChange]) {
+        for change in changes.iter().rev() {
+            let mut data = self.frames[change.frame].data.write();
+            mtr::apply_xor(data.as_mut().expect("held frames have bytes"), &change.runs);
+        }
+    }
+
+    fn release_held(&self, held: Vec<mtr::HeldPage>) {
+        for page in held {
+            self.frames[page.frame].latch.release(page.mode, page.spid);
+            self.unpin(page.frame);
+        }
+    }
+
+    /// Commits this thread's innermost mtr: appends its page changes to the log as one group,
+    /// stamps each changed page with the group's last LSN, then releases the pages it held.
+    /// If the log cannot take the group, every change is undone and the error returned.
+    pub fn commit_mtr(&self) -> SqlResult<()> {
+        let state = mtr::take_top();
+        let result = self.log_mtr(&state.changes);
+        if result.is_err() {
+            self.undo_changes(&state.changes);
+        }
+        self.release_held(state.held);
+        result
+    }
+
+    fn log_mtr(&self, changes: &[PageChange]) -> SqlResult<()> {
+        let Some(first) = changes.first() else { return Ok(()) };
+        let Some(log) = self.log_of(first.database_id) else { return Ok(()) };
+        let records: Vec<LogRecord> = changes.iter().map(page_record).collect();
+        let last = log.append_group(&records)?;
+        for change in changes {
+            let mut data = self.frames[change.frame].data.write();
+            let buf = data.as_mut().expect("held frames have bytes");
+            buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10].copy_from_slice(&last.to_bytes());
+        }
+        Ok(())
+    }
+}
+
+/// The log record of a page change, labelled as fn_dblog would label it.
+fn page_record(change: &PageChange) -> LogRecord {
+    let (operation, context) = match (change.kind, change.page_type) {
+        (mtr::KIND_FORMAT, _) => (Operation::FormatPage, Context::Null),
+        (_, 11) => (Operation::SetBits, Context::Pfs),
+        (_, 8) => (Operation::SetBits, Context::Gam),
+        (_, 9) => (Operation::SetBits, Context::Sgam),
+        (_, 10) => (Operation::SetBits, Context::Iam),
+        (_, 2) => (Operation::ModifyRow, Context::IndexInterior),
+        _ => (Operation::ModifyRow, Context::Heap),
+    };
+    let payload = mtr::encode_page_payload(change.page, change.kind, &change.runs);
+    LogRecord::new(operation, context, 0, payload)
 }

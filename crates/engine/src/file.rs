@@ -294,9 +294,9 @@ impl FileAlloc {
             for extent in interval_start..interval_end {
                 let bit = extent % GAM_INTERVAL_EXTENTS;
                 let is_system = layout.system_extents.contains(&extent);
-                gam.write(|buf| alloc::bitmap_set(buf, bit, !is_system));
+                gam.write(|buf| alloc::bitmap_set(buf, bit, !is_system))?;
                 if !is_system {
-                    sgam.write(|buf| alloc::bitmap_set(buf, bit, false));
+                    sgam.write(|buf| alloc::bitmap_set(buf, bit, false))?;
                     added += 1;
                 }
             }
@@ -317,7 +317,7 @@ impl FileAlloc {
         guard.write(|buf| match kind {
             Some(kind) => alloc::format_map_page(buf, page_id, kind.page_type()),
             None => alloc::format_pfs_page(buf, page_id),
-        });
+        })?;
         Ok(())
     }
 
@@ -334,7 +334,7 @@ impl FileAlloc {
                 has_free_page = true;
                 pfs::MIXED
             };
-            pfs_page.write(|buf| alloc::pfs_set(buf, page_no, byte));
+            pfs_page.write(|buf| alloc::pfs_set(buf, page_no, byte))?;
         }
         self.set_map_bit(pool, MapKind::Sgam, extent, has_free_page)?;
         Ok(())
@@ -350,7 +350,7 @@ impl FileAlloc {
     ) -> SqlResult<()> {
         let page =
             self.latch(pool, alloc::map_page(extent / GAM_INTERVAL_EXTENTS, kind), LatchMode::Up)?;
-        page.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value));
+        page.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value))?;
         Ok(())
     }
 
@@ -392,7 +392,7 @@ impl FileAlloc {
                 let bit = alloc::bitmap_find_set(buf, extent - base, interval_end - base)?;
                 alloc::bitmap_set(buf, bit, false);
                 Some(base + bit)
-            });
+            })?;
             if let Some(found) = found {
                 self.free_extents.fetch_sub(1, Ordering::AcqRel);
                 return Ok(Some(found));
@@ -413,7 +413,7 @@ impl FileAlloc {
                 let byte = alloc::pfs_get(buf, page_no) & !(pfs::ALLOCATED | pfs::MIXED | pfs::IAM);
                 alloc::pfs_set(buf, page_no, byte);
             }
-        });
+        })?;
         self.set_map_bit(pool, MapKind::Sgam, extent, false)?;
         let gam = self.latch(pool, alloc::map_page(interval, MapKind::Gam), LatchMode::Up)?;
         gam.write(|buf| {
@@ -422,7 +422,7 @@ impl FileAlloc {
                 "alloc invariant 1: extent {extent} is already free"
             );
             alloc::bitmap_set(buf, bit, true);
-        });
+        })?;
         self.free_extents.fetch_add(1, Ordering::AcqRel);
         self.gam_hint.fetch_min(extent, Ordering::Relaxed);
         Ok(())
@@ -443,7 +443,7 @@ impl FileAlloc {
                 alloc::pfs_set(buf, page_no, pfs::MIXED);
             }
             alloc::pfs_set(buf, first, pfs::MIXED | pfs::ALLOCATED | extra_bits);
-        });
+        })?;
         self.set_map_bit(pool, MapKind::Sgam, extent, true)?;
         Ok(first)
     }
@@ -496,7 +496,7 @@ impl FileAlloc {
             let now_full = (first..first + PAGES_PER_EXTENT)
                 .all(|p| alloc::pfs_get(buf, p) & pfs::ALLOCATED != 0);
             Some((page_no, before & pfs::MIXED != 0 && now_full))
-        });
+        })?;
         let Some((page_no, mixed_now_full)) = taken else { return Ok(None) };
         pool.hold_pfs_latch();
         if mixed_now_full {
@@ -518,7 +518,7 @@ impl FileAlloc {
             let all_free = (first..first + PAGES_PER_EXTENT)
                 .all(|p| alloc::pfs_get(buf, p) & pfs::ALLOCATED == 0);
             (before & pfs::MIXED != 0, all_free)
-        });
+        })?;
         if was_mixed {
             self.set_map_bit(pool, MapKind::Sgam, extent, true)?;
         }

@@ -113,7 +113,7 @@ impl Heap {
         let guard = db.buffer_pool().new_page(Self::key(db, page))?;
         guard.write(|buf| {
             datapage::format(buf, page, PageType::Data, self.au_id, 0, self.layout.pminlen() as u16)
-        });
+        })?;
         let slot = self
             .insert_on(db, &guard, record)?
             .expect("a record of at most 8,060 bytes fits an empty page");
@@ -128,7 +128,7 @@ impl Heap {
         guard: &PageGuard<'_>,
         record: &[u8],
     ) -> SqlResult<Option<u16>> {
-        let slot = guard.write(|buf| datapage::insert_anywhere(buf, record));
+        let slot = guard.write(|buf| datapage::insert_anywhere(buf, record))?;
         if slot.is_some() {
             self.update_pfs(db, guard)?;
         }
@@ -137,6 +137,8 @@ impl Heap {
 
     /// Writes a latched page's fullness bucket into its PFS byte (PFS UP, after the page).
     fn update_pfs(&self, db: &Database, guard: &PageGuard<'_>) -> SqlResult<()> {
+        // A nested top action: the PFS latch is not kept while other data pages are latched.
+        let _autocommit = crate::log::mtr::autocommit();
         let page = guard.key().page;
         let bucket = guard.read(datapage::pfs_fullness);
         let pfs_key = Self::key(db, PageId::new(page.file_id, alloc::pfs_page_for(page.page_no)));
@@ -144,7 +146,7 @@ impl Heap {
         pfs_guard.write(|buf| {
             let byte = alloc::pfs_get(buf, page.page_no);
             alloc::pfs_set(buf, page.page_no, (byte & !pfs::FULLNESS_MASK) | bucket);
-        });
+        })?;
         Ok(())
     }
 
@@ -256,7 +258,7 @@ impl Heap {
         let record = record::encode(&self.columns, &self.layout, values, kind)?;
         let guard = db.buffer_pool().fetch(Self::key(db, home.page), LatchMode::Ex)?;
         let replaced = guard
-            .write(|buf| datapage::replace(buf, home.slot, &record))
+            .write(|buf| datapage::replace(buf, home.slot, &record))?
             .map_err(|bad| corrupt(db, home.page, bad.0))?;
         if replaced {
             return self.update_pfs(db, &guard);
@@ -271,7 +273,7 @@ impl Heap {
         stub.extend_from_slice(&target.to_bytes());
         let guard = db.buffer_pool().fetch(Self::key(db, rid.page), LatchMode::Ex)?;
         let written = guard
-            .write(|buf| datapage::replace(buf, rid.slot, &stub))
+            .write(|buf| datapage::replace(buf, rid.slot, &stub))?
             .map_err(|bad| corrupt(db, rid.page, bad.0))?;
         assert!(written, "a 9-byte stub fits where a row was");
         self.update_pfs(db, &guard)
@@ -292,7 +294,7 @@ impl Heap {
     fn remove(&self, db: &Database, rid: Rid) -> SqlResult<()> {
         let guard = db.buffer_pool().fetch(Self::key(db, rid.page), LatchMode::Ex)?;
         guard
-            .write(|buf| datapage::remove_keeping_slots(buf, rid.slot))
+            .write(|buf| datapage::remove_keeping_slots(buf, rid.slot))?
             .map_err(|bad| corrupt(db, rid.page, bad.0))?;
         self.update_pfs(db, &guard)
     }

@@ -26,10 +26,12 @@ fn eventually(what: &str, condition: impl Fn() -> bool) {
 /// Formats `page` as a data page carrying `mark` at offset 200, through the pool.
 fn write_data_page(lab: &common::Lab, database_id: u16, page: PageId, mark: u64) {
     let guard = lab.instance.buffer_pool.new_page(PageKey::new(database_id, page)).unwrap();
-    guard.write(|buf| {
-        PageHeader::new(PageType::Data, page).write(&mut buf[..]);
-        buf[200..208].copy_from_slice(&mark.to_le_bytes());
-    });
+    guard
+        .write(|buf| {
+            PageHeader::new(PageType::Data, page).write(&mut buf[..]);
+            buf[200..208].copy_from_slice(&mark.to_le_bytes());
+        })
+        .unwrap();
 }
 
 fn read_mark(lab: &common::Lab, database_id: u16, page: PageId) -> u64 {

@@ -63,6 +63,7 @@ impl Database {
             next_file_id: planned.iter().map(|p| p.file_id).max().unwrap_or(2) + 1,
             next_fg_id: filegroups.iter().map(|fg| fg.id).max().unwrap_or(1) + 1,
             next_au_seq: 1,
+            checkpoint_lsn: crate::log::lsn::Lsn::NULL,
             name: spec.name.clone(),
             filegroups,
             files: Vec::new(),
@@ -98,7 +99,10 @@ impl Database {
         let primary = &data_files[&1];
         Self::write_boot(primary, &boot)?;
         created.committed = true;
-        let db = Self::assemble(instance, boot, primary_dir, data_files, log, BTreeMap::new());
+        let db =
+            Self::assemble(instance, boot, primary_dir, data_files, Arc::new(log), BTreeMap::new());
+        db.pool.register_log(db.database_id, db.log.clone());
+        db.checkpoint()?;
         Ok(db)
     }
 
@@ -270,7 +274,7 @@ impl Database {
         boot: BootInfo,
         primary_dir: PathBuf,
         data_files: BTreeMap<u16, Arc<DataFile>>,
-        log: LogManager,
+        log: Arc<LogManager>,
         units: BTreeMap<u64, Mutex<AllocUnit>>,
     ) -> Database {
         let mut filegroups = BTreeMap::new();
@@ -289,6 +293,8 @@ impl Database {
             );
         }
         instance.note_database_id(boot.database_id);
+        let boot_first_iams: Vec<(u64, PageId)> =
+            boot.units.iter().map(|u| (u.au_id, u.first_iam)).collect();
         let db = Database {
             name: boot.name.clone(),
             database_id: boot.database_id,
@@ -298,6 +304,9 @@ impl Database {
             primary_dir,
             inner: RwLock::new(DbInner { boot, data_files, filegroups, units }),
             log,
+            first_iams: Mutex::new(
+                boot_first_iams.into_iter().filter(|(_, page)| !page.is_null()).collect(),
+            ),
             growth_lock: Mutex::new(()),
             growth_events: Mutex::new(Vec::new()),
             ghost_pages: Mutex::new(BTreeSet::new()),
@@ -316,7 +325,7 @@ impl Database {
 
     /// Persists the boot page after a change to `boot` (files, filegroups, units, options).
     pub(super) fn save_boot(&self, inner: &mut DbInner, mut boot: BootInfo) -> SqlResult<()> {
-        Self::fill_first_iams(inner, &mut boot);
+        self.fill_first_iams(&mut boot);
         // Allocation pages first: the boot page must never point at an IAM page not yet on disk.
         self.flush_allocation_pages(inner)?;
         if !boot.fits() {

@@ -90,7 +90,7 @@ impl Database {
                 }
             }
             Ok((removed, crate::page::PageHeader::read(&buf[..]).ghost_record_count))
-        })?;
+        })??;
         if left == 0 {
             self.set_pfs_ghost_bit(page, false)?;
         } else {
@@ -101,13 +101,14 @@ impl Database {
 
     /// Sets or clears a page's PFS "has ghost records" bit (0x08), under the PFS page's UP latch.
     pub fn set_pfs_ghost_bit(&self, page: PageId, on: bool) -> SqlResult<()> {
+        let _autocommit = crate::log::mtr::autocommit();
         let pfs_id = PageId::new(page.file_id, alloc::pfs_page_for(page.page_no));
         let pfs_page = self.pool.fetch(PageKey::new(self.database_id, pfs_id), LatchMode::Up)?;
         pfs_page.write(|buf| {
             let byte = alloc::pfs_get(buf, page.page_no);
             let ghost = crate::alloc::pfs::GHOST;
             alloc::pfs_set(buf, page.page_no, if on { byte | ghost } else { byte & !ghost });
-        });
+        })?;
         Ok(())
     }
 

@@ -59,6 +59,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 use units::AllocUnit;
 
+use crate::log::record::{Context, LogRecord, Operation};
 use crate::log::{LogManager, MIN_LOG_FILE_PAGES, NewLogFile};
 pub(crate) use create::write_header_page;
 
@@ -168,8 +169,12 @@ pub struct Database {
     pool: Arc<BufferPool>,
     primary_dir: PathBuf,
     inner: RwLock<DbInner>,
-    /// The transaction log: log files, VLFs, appends and flushes.
-    log: LogManager,
+    /// The transaction log: log files, VLFs, appends and flushes (shared with the buffer pool,
+    /// which logs page changes to it and flushes it before writing a page).
+    log: Arc<LogManager>,
+    /// Each allocation unit's first IAM page, as the boot page records it (written at once
+    /// when a unit gets its first IAM page; see `persist_first_iam`).
+    first_iams: Mutex<BTreeMap<u64, PageId>>,
     growth_lock: Mutex<()>,
     growth_events: Mutex<Vec<GrowthEvent>>,
     /// Pages holding ghost records, for the ghost-cleanup task.
@@ -311,6 +316,7 @@ mod create;
 mod ghosts;
 mod growth;
 mod open;
+mod recovery;
 
 pub use ghosts::{GHOST_CLEANUP_INTERVAL, GHOST_PAGES_PER_RUN, GhostCleanupStats};
 
@@ -446,16 +452,29 @@ impl Database {
     /// the database lock to allocate); then, under the database write lock, so that no
     /// allocation creates an IAM page meanwhile, the allocation pages and the boot page.
     pub fn checkpoint(&self) -> SqlResult<()> {
+        let begin =
+            self.log.append(&LogRecord::new(Operation::BeginCkpt, Context::Null, 0, vec![]))?;
+        // Every page dirtied before `begin` is written (after its log records: the WAL rule).
         self.pool.flush(self.database_id, None)?;
         let mut inner = self.inner.write();
         self.flush_allocation_pages(&inner)?;
-        // The boot page last: it must never point at an IAM page that is not on disk yet.
+        let end = self.log.append(&LogRecord::new(
+            Operation::EndCkpt,
+            Context::Null,
+            0,
+            begin.to_bytes().to_vec(),
+        ))?;
+        self.log.flush_to(end)?;
+        // The boot page last: it must never point at an IAM page that is not on disk yet, and
+        // its checkpoint LSN is where recovery starts.
         let mut boot = inner.boot.clone();
-        Self::fill_first_iams(&inner, &mut boot);
-        if boot != inner.boot {
-            Self::write_boot(&inner.data_files[&1], &boot)?;
-            inner.boot = boot;
-        }
+        self.fill_first_iams(&mut boot);
+        boot.checkpoint_lsn = begin;
+        Self::write_boot(&inner.data_files[&1], &boot)?;
+        inner.boot = boot;
+        drop(inner);
+        // SIMPLE recovery: the log before the checkpoint is no longer needed.
+        self.log.truncate(begin, crate::log::ReuseWait::Nothing);
         Ok(())
     }
 
@@ -490,6 +509,7 @@ impl Database {
     /// Forgets the database's cached pages and files, and frees its name.
     fn release_from_instance(&self) {
         self.closed.store(true, Ordering::Release);
+        self.pool.unregister_log(self.database_id);
         for file_id in self.inner.read().data_files.keys() {
             self.pool.unregister_file(self.database_id, *file_id);
         }

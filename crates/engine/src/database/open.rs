@@ -48,6 +48,7 @@ impl Database {
         let fail = |error: SqlError| (error, name.clone());
         let mut data_files = BTreeMap::new();
         let mut log_files = Vec::new();
+        let mut data_pending = Vec::new();
         let mut primary_handle = Some(primary_handle);
         let mut registered = Registered {
             instance,
@@ -90,12 +91,22 @@ impl Database {
             let handle = Arc::new(BufferFile { handle, path: path_text });
             instance.buffer_pool.register_file(boot.database_id, entry.file_id, handle.clone());
             registered.file_ids.push(entry.file_id);
+            data_pending.push((entry.file_id, header, path, settings, handle));
+        }
+        let log =
+            LogManager::open(instance, boot.database_id, &boot.name, boot.binding_id, log_files)
+                .map_err(&fail)?;
+        // Redo before anything reads the allocation pages: they are as the log says.
+        let sizes: BTreeMap<u16, u32> =
+            data_pending.iter().map(|(id, header, ..)| (*id, header.size_pages)).collect();
+        let redone = recovery::redo(instance, &boot, &log, &sizes).map_err(&fail)?;
+        for (file_id, header, path, settings, handle) in data_pending {
             let state =
                 FileAlloc::open(&instance.buffer_pool, &header, boot.database_id).map_err(&fail)?;
             data_files.insert(
-                entry.file_id,
+                file_id,
                 Arc::new(DataFile {
-                    file_id: entry.file_id,
+                    file_id,
                     logical_name: header.logical_name.clone(),
                     path,
                     fg_id: header.data_space_id,
@@ -108,11 +119,24 @@ impl Database {
             );
         }
         let units = units::load_units(&instance.buffer_pool, &boot, &data_files).map_err(&fail)?;
-        let log =
-            LogManager::open(instance, boot.database_id, &boot.name, boot.binding_id, log_files)
-                .map_err(&fail)?;
         registered.keep = true;
-        Ok(Self::assemble(instance, boot, primary_dir, data_files, log, units))
+        let db = Self::assemble(instance, boot, primary_dir, data_files, Arc::new(log), units);
+        db.pool.register_log(db.database_id, db.log.clone());
+        let freed = db.free_orphaned_allocations().map_err(|e| (e, db.name.clone()))?;
+        if freed != (0, 0) {
+            let text = format!(
+                "Recovery freed {} extent(s) and {} page(s) in database '{}' allocated by \
+                 allocations the log did not complete.",
+                freed.0, freed.1, db.name
+            );
+            db.instance.errorlog.write(&crate::instance::current_process_info(), &text);
+        }
+        // The end of recovery is a checkpoint, as in SQL Server.
+        db.checkpoint().map_err(|e| (e, db.name.clone()))?;
+        if let Some(report) = redone {
+            recovery::report(&db, &report);
+        }
+        Ok(db)
     }
 }
 

@@ -155,6 +155,7 @@ impl Database {
     /// Creates an allocation unit (the storage of one index or heap) in a filegroup (DEFAULT if
     /// None). It owns nothing until its first allocation creates its first IAM page.
     pub fn create_allocation_unit(&self, name: &str, filegroup: Option<&str>) -> SqlResult<u64> {
+        let _autocommit = crate::log::mtr::autocommit();
         let mut inner = self.inner.write();
         let fg_id = match filegroup {
             Some(fg) => self.filegroup_by_name(&inner, fg)?.id,
@@ -232,6 +233,7 @@ impl Database {
     /// Allocates a uniform extent to the unit and returns its first page. Its pages stay free
     /// in PFS until [`Database::allocate_page`] uses them.
     pub fn allocate_extent(&self, au_id: u64) -> SqlResult<PageId> {
+        let _autocommit = crate::log::mtr::autocommit();
         self.with_unit(au_id, |inner, unit| self.unit_extent(inner, unit))
     }
 
@@ -269,6 +271,7 @@ impl Database {
     /// read or update that list, so sessions allocating for one index really meet on the PFS
     /// page, as in SQL Server (seed 001).
     pub fn allocate_page(&self, au_id: u64) -> SqlResult<PageId> {
+        let _autocommit = crate::log::mtr::autocommit();
         let inner = self.inner.read();
         let unit = inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?;
         {
@@ -425,8 +428,11 @@ impl Database {
             header.prev_page = previous;
             header.write(&mut buf[..]);
             alloc::set_iam_header(buf, &iam_header);
-        });
+        })?;
         drop(guard);
+        if previous.is_null() {
+            self.persist_first_iam(inner, unit.au_id, page)?;
+        }
         if !previous.is_null() {
             self.edit_page(previous, |buf| {
                 let mut prev_header = PageHeader::read(&buf[..]);
@@ -445,8 +451,7 @@ impl Database {
         edit: impl FnOnce(&mut crate::page::PageBuf),
     ) -> SqlResult<()> {
         let guard = self.pool.fetch(PageKey::new(self.database_id, page), LatchMode::Up)?;
-        guard.write(edit);
-        Ok(())
+        guard.write(edit)
     }
 
     fn set_iam_bit(&self, iam: &IamRef, extent: u32, value: bool) -> SqlResult<()> {
@@ -471,6 +476,7 @@ impl Database {
     /// Frees one page of the unit. The extent goes back to the filegroup when its last used
     /// page is freed.
     pub fn free_page(&self, au_id: u64, page: PageId) -> SqlResult<()> {
+        let _autocommit = crate::log::mtr::autocommit();
         self.with_unit(au_id, |inner, unit| {
             if let Some(index) = unit.single_pages.iter().position(|p| *p == page) {
                 unit.single_pages.remove(index);
@@ -495,6 +501,7 @@ impl Database {
 
     /// Gives a uniform extent of the unit back to the filegroup, with any pages it still used.
     pub fn free_extent(&self, au_id: u64, extent_first_page: PageId) -> SqlResult<()> {
+        let _autocommit = crate::log::mtr::autocommit();
         self.with_unit(au_id, |inner, unit| {
             assert!(
                 unit.extents.contains(&extent_first_page),
@@ -528,6 +535,7 @@ impl Database {
 
     /// Drops an allocation unit: every page, extent and IAM page goes back to the filegroup.
     pub fn drop_allocation_unit(&self, au_id: u64) -> SqlResult<()> {
+        let _autocommit = crate::log::mtr::autocommit();
         self.with_unit(au_id, |inner, unit| {
             for page in std::mem::take(&mut unit.single_pages) {
                 self.free_single_page(inner, page)?;
@@ -542,18 +550,81 @@ impl Database {
         })?;
         let mut inner = self.inner.write();
         inner.units.remove(&au_id);
+        self.first_iams.lock().remove(&au_id);
         let mut boot = inner.boot.clone();
         boot.units.retain(|entry| entry.au_id != au_id);
         self.save_boot(&mut inner, boot)
     }
 
     /// Brings each unit's first IAM page in `boot` up to date with the units in memory.
-    pub(super) fn fill_first_iams(inner: &DbInner, boot: &mut BootInfo) {
+    pub(super) fn fill_first_iams(&self, boot: &mut BootInfo) {
+        let first_iams = self.first_iams.lock();
         for entry in &mut boot.units {
-            if let Some(unit) = inner.units.get(&entry.au_id) {
-                entry.first_iam = unit.lock().iams.first().map_or(PageId::NULL, |iam| iam.page);
+            entry.first_iam = first_iams.get(&entry.au_id).copied().unwrap_or(PageId::NULL);
+        }
+    }
+
+    /// Records a unit's new first IAM page in the boot page at once (the boot page is not
+    /// logged): after the log holds the IAM page's format, so that recovery can rebuild it.
+    fn persist_first_iam(&self, inner: &DbInner, au_id: u64, page: PageId) -> SqlResult<()> {
+        let mut first_iams = self.first_iams.lock();
+        first_iams.insert(au_id, page);
+        let mut boot = inner.boot.clone();
+        for entry in &mut boot.units {
+            entry.first_iam = first_iams.get(&entry.au_id).copied().unwrap_or(PageId::NULL);
+        }
+        self.log.flush_all()?;
+        Self::write_boot(&inner.data_files[&1], &boot)
+    }
+
+    /// After redo: frees what a crash left allocated to nobody. An allocation is logged as
+    /// several nested top actions (the extent in GAM, then the IAM page and bit, then the page),
+    /// so the durable log can end between them: an extent allocated in GAM that no IAM page
+    /// owns, or a page of a mixed extent that no unit uses. Both go back to free space, through
+    /// logged changes. Returns (extents freed, pages freed). Deviation: SQL Server undoes the
+    /// allocation with the transaction that made it.
+    pub(super) fn free_orphaned_allocations(&self) -> SqlResult<(u32, u32)> {
+        let _autocommit = crate::log::mtr::autocommit();
+        let inner = self.inner.read();
+        let mut owned = BTreeSet::new();
+        let mut used_single = BTreeSet::new();
+        for unit in inner.units.values() {
+            let unit = unit.lock();
+            owned.extend(unit.extents.iter().copied());
+            used_single.extend(unit.single_pages.iter().copied());
+            used_single.extend(unit.iams.iter().map(|iam| iam.page));
+        }
+        let (mut extents, mut pages) = (0, 0);
+        for file in inner.data_files.values() {
+            let state = &file.alloc;
+            let fixed: BTreeSet<u32> =
+                alloc::fixed_pages_in(0, state.size_pages(), state.is_primary)
+                    .into_iter()
+                    .collect();
+            for extent in 0..extents_in_file(state.size_pages()) {
+                let first = first_page_of_extent(extent);
+                if state.map_bit(&self.pool, crate::alloc::MapKind::Gam, extent)? {
+                    continue; // free in GAM
+                }
+                let mixed = state.pfs(&self.pool, first)? & pfs::MIXED != 0;
+                if !mixed {
+                    if !owned.contains(&PageId::new(file.file_id, first)) {
+                        state.release_extent(&self.pool, extent)?;
+                        extents += 1;
+                    }
+                    continue;
+                }
+                for page_no in first..first + crate::units::PAGES_PER_EXTENT {
+                    let allocated = state.pfs(&self.pool, page_no)? & pfs::ALLOCATED != 0;
+                    let page = PageId::new(file.file_id, page_no);
+                    if allocated && !fixed.contains(&page_no) && !used_single.contains(&page) {
+                        self.free_single_page(&inner, page)?;
+                        pages += 1;
+                    }
+                }
             }
         }
+        Ok((extents, pages))
     }
 
     /// Checks every allocation invariant across all maps and units, as DBCC CHECKALLOC will;

@@ -31,6 +31,9 @@ pub struct FaultPlan {
     pub tear_write_after: Option<(u64, usize)>,
     /// Bytes that may still be written or allocated before ENOSPC.
     pub enospc_after_bytes: Option<u64>,
+    /// When set, faults (and their countdowns) apply only to files whose path ends with this
+    /// (for example ".mdf" to leave the log alone); counters still count every file.
+    pub only_paths_ending: Option<String>,
     /// While set and closed, every page read waits for it to open: a read "in flight" that a
     /// test controls.
     pub read_gate: Option<Arc<ReadGate>>,
@@ -79,6 +82,14 @@ pub struct FaultIo {
 struct FaultFile {
     inner: Box<dyn IoFile>,
     plan: Arc<Mutex<FaultPlan>>,
+    path: String,
+}
+
+impl FaultFile {
+    /// Whether armed faults apply to this file.
+    fn targeted(&self, plan: &FaultPlan) -> bool {
+        plan.only_paths_ending.as_ref().is_none_or(|suffix| self.path.ends_with(suffix.as_str()))
+    }
 }
 
 impl FaultIo {
@@ -91,8 +102,8 @@ impl FaultIo {
         self.plan.clone()
     }
 
-    fn wrap(&self, inner: Box<dyn IoFile>) -> Box<dyn IoFile> {
-        Box::new(FaultFile { inner, plan: self.plan.clone() })
+    fn wrap(&self, inner: Box<dyn IoFile>, path: &Path) -> Box<dyn IoFile> {
+        Box::new(FaultFile { inner, plan: self.plan.clone(), path: path.display().to_string() })
     }
 }
 
@@ -133,10 +144,10 @@ fn take_space(plan: &mut FaultPlan, len: u64) -> bool {
 
 impl Io for FaultIo {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
-        Ok(self.wrap(self.inner.create_new(path)?))
+        Ok(self.wrap(self.inner.create_new(path)?, path))
     }
     fn open(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
-        Ok(self.wrap(self.inner.open(path)?))
+        Ok(self.wrap(self.inner.open(path)?, path))
     }
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
         // The errorlog is not subject to injected faults: tests inject faults into data files.
@@ -170,6 +181,12 @@ impl IoFile for FaultFile {
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut plan = self.plan.lock();
+        if !self.targeted(&plan) {
+            plan.counters.writes += 1;
+            plan.counters.bytes_written += buf.len() as u64;
+            drop(plan);
+            return self.inner.write_at(buf, offset);
+        }
         if fires(&mut plan.fail_write_after) {
             return Err(eio("write"));
         }
@@ -197,7 +214,7 @@ impl IoFile for FaultFile {
 
     fn sync_data(&self) -> io::Result<()> {
         let mut plan = self.plan.lock();
-        if fires(&mut plan.fail_sync_after) {
+        if self.targeted(&plan) && fires(&mut plan.fail_sync_after) {
             return Err(eio("fsync"));
         }
         plan.counters.syncs += 1;
@@ -209,7 +226,7 @@ impl IoFile for FaultFile {
         let mut plan = self.plan.lock();
         let current = self.inner.size_bytes()?;
         let growth = (offset + len).saturating_sub(current);
-        if !take_space(&mut plan, growth) {
+        if self.targeted(&plan) && !take_space(&mut plan, growth) {
             return Err(enospc());
         }
         plan.counters.bytes_allocated += growth;

@@ -54,11 +54,11 @@ impl BlockBuilder {
         block_size(self.records.len(), self.offsets.len())
     }
 
-    /// Appends a record; returns its slot.
-    pub fn push(&mut self, record: &LogRecord) -> u16 {
+    /// Appends a record with `extra_flags` added to its own; returns its slot.
+    pub fn push(&mut self, record: &LogRecord, extra_flags: u16) -> u16 {
         let slot = self.offsets.len() as u16;
         self.offsets.push((BLOCK_HEADER_BYTES + self.records.len()) as u16);
-        record.encode_into(&mut self.records);
+        record.encode_into(&mut self.records, extra_flags);
         slot
     }
 
@@ -173,8 +173,8 @@ mod tests {
     #[test]
     fn a_sealed_block_reads_back_and_rejects_a_wrong_place_chain_or_bit() {
         let mut builder = BlockBuilder::default();
-        assert_eq!(builder.push(&record(3)), 0);
-        assert_eq!(builder.push(&record(40)), 1);
+        assert_eq!(builder.push(&record(3), 0), 0);
+        assert_eq!(builder.push(&record(40), 0), 1);
         let block = builder.seal(5, 16, 0xABCD);
         assert_eq!(block.len(), 512);
         assert!(builder.is_empty());
@@ -193,7 +193,7 @@ mod tests {
         let mut builder = BlockBuilder::default();
         let big = LogRecord::new(Operation::InsertRows, Context::Heap, 1, vec![1; 600]);
         assert_eq!(builder.size_with(big.encoded_len()), 1024);
-        builder.push(&big);
+        builder.push(&big, 0);
         assert_eq!(builder.size(), 1024);
     }
 }

@@ -34,6 +34,7 @@
 
 pub mod block;
 pub mod lsn;
+pub mod mtr;
 pub mod record;
 pub mod vlf;
 
@@ -232,6 +233,8 @@ struct LogState {
     reuse_wait: ReuseWait,
     growths: Vec<LogGrowth>,
     stats: LogFlushStats,
+    /// A group failed part way: an abort marker goes before the next record.
+    group_broken: bool,
 }
 
 struct FlushState {
@@ -308,6 +311,7 @@ impl LogManager {
             reuse_wait: ReuseWait::Nothing,
             growths: Vec::new(),
             stats: LogFlushStats::default(),
+            group_broken: false,
         };
         let first_vlf = state.current;
         Self::enter_vlf(&mut state, first_vlf, 1);
@@ -417,6 +421,7 @@ impl LogManager {
             reuse_wait: ReuseWait::Nothing,
             growths: Vec::new(),
             stats: LogFlushStats::default(),
+            group_broken: false,
         };
         Self::find_end(instance, &mut state, database_name)?;
         let log = Self::assemble(instance, database_id, database_name, binding_id, state);
@@ -588,18 +593,30 @@ impl LogManager {
     /// The durable records of the active log (from MinLSN's VLF on), in LSN order, read from
     /// the log files (fn_dblog's source; tests use it to see what reached the disk).
     pub fn read_durable(&self) -> SqlResult<Vec<(Lsn, LogRecord)>> {
+        let from = Lsn::new(self.state.lock().min_lsn.seqno.max(1), 0, 0);
+        self.read_from(from)
+    }
+
+    /// The durable records from `from` (the log's oldest VLF when null) to the end.
+    pub fn read_from(&self, from: Lsn) -> SqlResult<Vec<(Lsn, LogRecord)>> {
         let state = self.state.lock();
         let mut records = Vec::new();
         let mut prev_crc = None;
-        let mut expected = state.min_lsn.seqno.max(1);
-        for (fseqno, pos) in Self::used_by_fseqno(&state) {
+        let used = Self::used_by_fseqno(&state);
+        let oldest = used.first().map_or(1, |(fseqno, _)| *fseqno);
+        let mut expected = if from.is_null() { oldest } else { from.seqno };
+        for (fseqno, pos) in used {
             if fseqno < expected {
                 continue;
             }
             if fseqno != expected {
                 break;
             }
-            let mut sink = |lsn: Lsn, record: LogRecord| records.push((lsn, record));
+            let mut sink = |lsn: Lsn, record: LogRecord| {
+                if lsn >= from {
+                    records.push((lsn, record));
+                }
+            };
             let (end, _, crc) = Self::scan_vlf(&state, pos, prev_crc, &mut sink)?;
             if crc.is_some() {
                 prev_crc = crc;
@@ -631,22 +648,63 @@ impl LogManager {
     /// Appends a record to the open block; returns its LSN. The record is durable once
     /// [`LogManager::flush_to`] has returned for an LSN at or after it.
     pub fn append(&self, record: &LogRecord) -> SqlResult<Lsn> {
-        let len = record.encoded_len();
         let mut state = self.state.lock();
+        self.append_locked(&mut state, record, 0)
+    }
+
+    fn append_locked(
+        &self,
+        state: &mut LogState,
+        record: &LogRecord,
+        extra_flags: u16,
+    ) -> SqlResult<Lsn> {
+        if state.group_broken {
+            let abort = LogRecord {
+                flags: record::FLAG_GROUP_ABORT,
+                ..LogRecord::new(Operation::AbortXact, Context::Null, 0, Vec::new())
+            };
+            self.place(state, &abort, 0)?;
+            state.group_broken = false;
+        }
+        self.place(state, record, extra_flags)
+    }
+
+    fn place(&self, state: &mut LogState, record: &LogRecord, extra_flags: u16) -> SqlResult<Lsn> {
+        let len = record.encoded_len();
         if !state.open.is_empty() && state.open.size_with(len) > MAX_BLOCK_BYTES {
             state.seal_open();
         }
         let vlf_size = state.vlf(state.current).header.size_bytes;
         if state.open_offset + state.open.size_with(len) as u64 > vlf_size {
             state.seal_open();
-            self.next_vlf(&mut state)?;
+            self.next_vlf(state)?;
         }
-        let slot = state.open.push(record);
+        let slot = state.open.push(record, extra_flags);
         let fseqno = state.vlf(state.current).header.fseqno;
         let lsn = Lsn::new(fseqno, (state.open_offset / SECTOR_BYTES as u64) as u32, slot);
         state.end_lsn = lsn;
         state.stats.records_appended += 1;
         Ok(lsn)
+    }
+
+    /// Appends records as one group: recovery replays all of them or none (every record but
+    /// the last carries [`record::FLAG_GROUP_CONTINUES`]). Returns the last record's LSN.
+    pub fn append_group(&self, records: &[LogRecord]) -> SqlResult<Lsn> {
+        assert!(!records.is_empty(), "a group has records");
+        let mut state = self.state.lock();
+        let mut last = Lsn::NULL;
+        for (i, record) in records.iter().enumerate() {
+            let continues = if i + 1 < records.len() { record::FLAG_GROUP_CONTINUES } else { 0 };
+            match self.append_locked(&mut state, record, continues) {
+                Ok(lsn) => last = lsn,
+                Err(error) => {
+                    // Records of the group already appended must never join a later group.
+                    state.group_broken = i > 0;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(last)
     }
 
     /// Moves the log to the next reusable VLF, growing the log when there is none.

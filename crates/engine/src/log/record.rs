@@ -16,6 +16,10 @@
 use super::lsn::{LSN_BYTES, Lsn};
 
 pub const RECORD_HEADER_BYTES: usize = 24;
+/// Flag bit: more records of the same group follow (see [`super::mtr`]).
+pub const FLAG_GROUP_CONTINUES: u16 = 0x0001;
+/// Flag bit: the group before this record is incomplete and must be ignored.
+pub const FLAG_GROUP_ABORT: u16 = 0x0002;
 
 /// fn_dblog's Operation column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -157,7 +161,7 @@ impl LogRecord {
         (RECORD_HEADER_BYTES + self.payload.len()).next_multiple_of(4)
     }
 
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
+    pub fn encode_into(&self, out: &mut Vec<u8>, extra_flags: u16) {
         assert!(self.payload.len() <= MAX_PAYLOAD_BYTES, "log record payload over the limit");
         let len = self.encoded_len();
         let record_len = RECORD_HEADER_BYTES + self.payload.len();
@@ -166,7 +170,7 @@ impl LogRecord {
         out.push(self.context as u8);
         out.extend_from_slice(&self.xact_id.to_le_bytes());
         out.extend_from_slice(&self.prev_lsn.to_bytes());
-        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&(self.flags | extra_flags).to_le_bytes());
         out.extend_from_slice(&self.payload);
         out.resize(out.len() + len - RECORD_HEADER_BYTES - self.payload.len(), 0);
     }

@@ -1,0 +1,253 @@
+//! Mini-transactions: the unit in which page changes reach the log (docs/format/log-file.md).
+//!
+//! Every change to a page in the buffer pool happens inside a mini-transaction (mtr). While it
+//! runs, each page it changes stays latched, even after the code that changed it drops its
+//! guard: the guard's latch and pin move into the mtr's memo. At commit the mtr appends one log
+//! record per page change, all at once and flagged as one group, stamps each changed page with
+//! the group's last LSN, and only then releases the latches. So:
+//! - no other session sees a change before its log records exist (they latch the page after);
+//! - a page is never written before its log records are durable (write-back latches the page,
+//!   then flushes the log up to its page LSN: the WAL rule);
+//! - records of one page appear in the log in the order the changes were made;
+//! - recovery replays a group only if the whole group reached the disk, so a page split is
+//!   replayed whole or not at all.
+//!
+//! A page change is logged as the runs of bytes that differ, XOR-ed with their old value
+//! ([`diff`]): applied once it redoes the change, applied again it undoes it. A page created by
+//! [`crate::buffer::BufferPool::new_page`] is logged as a format record: redo starts from a
+//! zeroed page. The page LSN (header bytes 40..50) and checksum (60..64) are not part of a diff.
+//!
+//! Allocation-map changes run in their own mtr, committed before the caller's continues (a
+//! nested top action): latches on PFS, GAM, SGAM and IAM pages are not held while data pages
+//! are latched afterwards, which keeps the latch order of [`crate::buffer`]. Deviation: if a
+//! crash comes after an allocation's group but before the group that uses the page, the page
+//! stays allocated to its object without being linked (SQL Server undoes it).
+//!
+//! A write outside any mtr is an mtr of its own.
+
+use super::lsn::Lsn;
+use crate::units::{PAGE_SIZE, PageId};
+use std::cell::RefCell;
+
+/// Byte ranges of the page header a diff leaves out: the page LSN and the checksum field.
+const SKIPPED: [(usize, usize); 2] = [(40, 50), (60, 64)];
+/// Runs closer than this are merged (fewer run headers).
+const MERGE_GAP_BYTES: usize = 8;
+/// A run of changed bytes: its offset in the page and the XOR of old and new bytes.
+pub type Run = (u16, Vec<u8>);
+pub type Runs = Vec<Run>;
+/// Payload kinds of a page record.
+pub const KIND_XOR: u8 = 1;
+pub const KIND_FORMAT: u8 = 2;
+
+/// The runs of bytes in which `after` differs from `before`, as XOR deltas.
+pub fn diff(before: &[u8; PAGE_SIZE], after: &[u8; PAGE_SIZE]) -> Runs {
+    let mut xor = [0u8; PAGE_SIZE];
+    for (i, byte) in xor.iter_mut().enumerate() {
+        *byte = before[i] ^ after[i];
+    }
+    for (from, to) in SKIPPED {
+        xor[from..to].fill(0);
+    }
+    let mut runs: Runs = Vec::new();
+    let mut at = next_changed(&xor, 0);
+    while at < PAGE_SIZE {
+        let start = at;
+        let mut end = at + 1;
+        let mut scan = end;
+        while scan < PAGE_SIZE && scan - end < MERGE_GAP_BYTES {
+            if xor[scan] != 0 {
+                end = scan + 1;
+            }
+            scan += 1;
+        }
+        runs.push((start as u16, xor[start..end].to_vec()));
+        at = next_changed(&xor, end);
+    }
+    runs
+}
+
+/// The first non-zero byte at or after `from` (PAGE_SIZE if none), skipping zero words.
+fn next_changed(xor: &[u8; PAGE_SIZE], from: usize) -> usize {
+    let mut at = from;
+    while at < PAGE_SIZE && !at.is_multiple_of(8) && xor[at] == 0 {
+        at += 1;
+    }
+    while at + 8 <= PAGE_SIZE && xor[at..at + 8] == [0u8; 8] {
+        at += 8;
+    }
+    while at < PAGE_SIZE && xor[at] == 0 {
+        at += 1;
+    }
+    at
+}
+
+/// XORs runs into a page: redo of a change, or its undo.
+pub fn apply_xor(buf: &mut [u8; PAGE_SIZE], runs: &[Run]) {
+    for (offset, delta) in runs {
+        let start = usize::from(*offset);
+        for (i, byte) in delta.iter().enumerate() {
+            buf[start + i] ^= byte;
+        }
+    }
+}
+
+/// A page record's payload: page id, kind, runs.
+pub fn encode_page_payload(page: PageId, kind: u8, runs: &[Run]) -> Vec<u8> {
+    let bytes: usize = runs.iter().map(|(_, d)| 4 + d.len()).sum();
+    let mut out = Vec::with_capacity(9 + bytes);
+    out.extend_from_slice(&page.to_bytes());
+    out.push(kind);
+    out.extend_from_slice(&(runs.len() as u16).to_le_bytes());
+    for (offset, delta) in runs {
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&(delta.len() as u16).to_le_bytes());
+        out.extend_from_slice(delta);
+    }
+    out
+}
+
+/// The page, kind and runs of a page record's payload.
+pub fn decode_page_payload(payload: &[u8]) -> Option<(PageId, u8, Runs)> {
+    if payload.len() < 9 {
+        return None;
+    }
+    let page = PageId::from_bytes(&payload[0..6]);
+    let kind = payload[6];
+    let count = u16::from_le_bytes([payload[7], payload[8]]);
+    let mut at = 9;
+    let mut runs = Vec::with_capacity(usize::from(count));
+    for _ in 0..count {
+        let head = payload.get(at..at + 4)?;
+        let offset = u16::from_le_bytes([head[0], head[1]]);
+        let len = usize::from(u16::from_le_bytes([head[2], head[3]]));
+        let delta = payload.get(at + 4..at + 4 + len)?.to_vec();
+        if usize::from(offset) + len > PAGE_SIZE {
+            return None;
+        }
+        runs.push((offset, delta));
+        at += 4 + len;
+    }
+    (at == payload.len()).then_some((page, kind, runs))
+}
+
+/// One page change made in an mtr, waiting for its commit.
+pub struct PageChange {
+    pub database_id: u16,
+    pub page: PageId,
+    pub kind: u8,
+    pub runs: Runs,
+    /// m_type of the page after the change (for the record's context).
+    pub page_type: u8,
+    /// The buffer frame holding the page (latched by this session until commit).
+    pub frame: usize,
+}
+
+/// A page kept latched by an mtr after its guard was dropped.
+pub struct HeldPage {
+    pub frame: usize,
+    pub mode: crate::latch::LatchMode,
+    pub spid: u16,
+}
+
+#[derive(Default)]
+pub struct MtrState {
+    pub changes: Vec<PageChange>,
+    pub held: Vec<HeldPage>,
+    /// An autocommit scope: each change inside commits on its own (nested top actions).
+    pub autocommit: bool,
+}
+
+thread_local! {
+    static STACK: RefCell<Vec<MtrState>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Opens an mtr on this thread (nested mtrs are independent: each commits on its own).
+pub fn begin() {
+    STACK.with(|s| s.borrow_mut().push(MtrState::default()));
+}
+
+/// Whether an mtr that groups changes is open on this thread (an autocommit scope is not).
+pub fn active() -> bool {
+    STACK.with(|s| s.borrow().last().is_some_and(|m| !m.autocommit))
+}
+
+/// A scope in which every page change is an mtr of its own, even inside an open mtr: used by
+/// allocation, so that PFS, GAM, SGAM and IAM latches are never kept while the caller goes on
+/// to latch data pages (latch order, [`crate::buffer`]).
+pub struct AutocommitScope(());
+
+pub fn autocommit() -> AutocommitScope {
+    STACK.with(|s| s.borrow_mut().push(MtrState { autocommit: true, ..MtrState::default() }));
+    AutocommitScope(())
+}
+
+impl Drop for AutocommitScope {
+    fn drop(&mut self) {
+        let state = STACK.with(|s| s.borrow_mut().pop().expect("the scope's level"));
+        assert!(state.autocommit && state.changes.is_empty(), "autocommit scopes hold no changes");
+    }
+}
+
+/// Runs `f` on the innermost open mtr, if any.
+pub fn with_top<R>(f: impl FnOnce(&mut MtrState) -> R) -> Option<R> {
+    STACK.with(|s| s.borrow_mut().last_mut().map(f))
+}
+
+/// If an open mtr of this thread changed `frame`, it keeps the page's latch and pin (true).
+pub fn keep_if_changed(frame: usize, mode: crate::latch::LatchMode, spid: u16) -> bool {
+    STACK.with(|s| {
+        let mut stack = s.borrow_mut();
+        let level = stack.iter_mut().rev().find(|m| m.changes.iter().any(|c| c.frame == frame));
+        match level {
+            Some(m) => {
+                m.held.push(HeldPage { frame, mode, spid });
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// The latch mode in which an open mtr of this thread holds `frame`, if it does.
+pub fn held_mode(frame: usize) -> Option<crate::latch::LatchMode> {
+    STACK.with(|s| {
+        s.borrow().iter().flat_map(|m| m.held.iter()).find(|h| h.frame == frame).map(|h| h.mode)
+    })
+}
+
+/// Closes the innermost mtr and hands over what it collected.
+pub fn take_top() -> MtrState {
+    STACK.with(|s| s.borrow_mut().pop().expect("an mtr is open"))
+}
+
+/// The LSN recovery compares a page with: the last LSN of the group that changed it.
+pub type GroupLsn = Lsn;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_diff_redoes_and_undoes_a_change_and_leaves_the_lsn_and_checksum_out() {
+        let mut before = [0u8; PAGE_SIZE];
+        before[100] = 7;
+        let mut after = before;
+        after[100] = 9;
+        after[103] = 1;
+        after[5000..5010].fill(0xAB);
+        after[42] = 0xFF; // page LSN: not logged
+        after[61] = 0xFF; // checksum: not logged
+        let runs = diff(&before, &after);
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        let mut redo = before;
+        apply_xor(&mut redo, &runs);
+        assert_eq!(redo[100..104], after[100..104]);
+        assert_eq!(redo[5000..5010], after[5000..5010]);
+        assert_eq!((redo[42], redo[61]), (0, 0));
+        apply_xor(&mut redo, &runs);
+        assert_eq!(redo, before, "applying the runs again undoes them");
+        let payload = encode_page_payload(PageId::new(3, 77), KIND_XOR, &runs);
+        assert_eq!(decode_page_payload(&payload), Some((PageId::new(3, 77), KIND_XOR, runs)));
+    }
+}
