@@ -28,6 +28,14 @@
 //! 2. IAM pages are latched alone. Data and index pages come before allocation pages.
 //! 3. A session that must evict pages to get a frame never waits for a latch: it writes only
 //!    unpinned pages it can latch at once.
+//! 4. An open mini-transaction keeps the latches of the pages it changed until it commits
+//!    ([`crate::log::mtr`]); allocation steps run as nested top actions that commit at once, so
+//!    allocation-page latches are never kept while data pages are latched afterwards.
+//!
+//! Logging: with the database's log registered, [`PageGuard::write`] records the change (XOR
+//! of old and new bytes) in the open mtr, or in one of its own; at commit the page is stamped
+//! with its group's LSN. Write-back flushes the log up to a page's LSN before writing it (the
+//! WAL rule, asserted at the write path).
 //!
 //! Invariants:
 //! 1. A frame with a pin count above 0 is never evicted or reused.

@@ -14,13 +14,17 @@
 //! - The transaction log through [`crate::log::LogManager`]: log files are zeroed here when
 //!   created, then formatted with VLFs by the log.
 //!
+//! - Write-ahead logging: every page change is logged in mini-transactions
+//!   ([`crate::log::mtr`]); a checkpoint writes every dirty page and records where redo starts in
+//!   the boot page; opening a database redoes the log from there ([`recovery`]) before it reads
+//!   any allocation page, then frees allocations the log did not complete.
+//!
 //! Deviations, until later issues land:
-//! - Allocation pages live in the buffer pool and reach disk when the lazy writer, a
-//!   [`Database::checkpoint`] or [`Database::close`] writes them; there is no write-ahead log
-//!   yet, so a crash loses allocations made since the last checkpoint, and a page written by the
-//!   lazy writer between checkpoints may disagree with another not yet written (the log
-//!   milestone's recovery closes both gaps). File headers and the boot page are written directly,
-//!   never through the pool.
+//! - File headers and the boot page are written directly and synced, never through the pool,
+//!   and are not logged: each such write is its own commit point (growth, ADD/REMOVE FILE, a
+//!   unit's first IAM page), made after the log holds the page changes it depends on.
+//! - No user transactions yet: a page change is durable once the log is flushed past it, and
+//!   nothing is rolled back at recovery but incomplete allocations.
 //!
 //! Order of a growth, so that a crash or an I/O error at any step leaves a consistent file:
 //! 1. extend the OS file (fallocate with IFI, else write zeros and fdatasync);
