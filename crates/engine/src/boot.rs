@@ -14,10 +14,11 @@
 //! | next_file_id, next_fg_id| u16, u16                                                     |
 //! | next_au_seq             | u32                                                          |
 //! | checkpoint LSN          | 10 bytes: where recovery's redo starts (null: the log's start) |
+//! | MinLSN                  | 10 bytes: where recovery's analysis starts (the oldest open transaction's begin, or the checkpoint) |
 //! | name                    | u8 len + UTF-8                                               |
 //! | filegroups              | u16 count, then {id u16, flags u8 (1 DEFAULT, 2 AUTOGROW_ALL_FILES, 4 READ_ONLY), name} |
 //! | files                   | u16 count, then {file_id u16, type u8, path (u16 len + UTF-8)} |
-//! | allocation units        | u16 count, then {au_id u64, fg_id u16, first IAM (6 bytes), name} |
+//! | allocation units        | u16 count, then {au_id u64, fg_id u16, first IAM (6 bytes), name, descriptor (u16 len + bytes)} |
 //!
 //! Paths of files in the primary file's directory are stored relative to it, so a database
 //! directory can be moved. Deviation: SQL Server keeps files, filegroups and allocation units
@@ -52,6 +53,9 @@ pub struct UnitEntry {
     pub fg_id: u16,
     pub first_iam: PageId,
     pub name: String,
+    /// What the unit stores (a B-tree's or heap's schema), for recovery's logical undo; empty
+    /// until the object registers it. Deviation: SQL Server keeps this in its catalog.
+    pub descriptor: Vec<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +69,8 @@ pub struct BootInfo {
     pub next_au_seq: u32,
     /// The LSN of the last checkpoint's begin record: recovery redoes from here.
     pub checkpoint_lsn: crate::log::lsn::Lsn,
+    /// MinLSN at that checkpoint: the oldest open transaction's begin, or the checkpoint's.
+    pub min_lsn: crate::log::lsn::Lsn,
     pub name: String,
     pub filegroups: Vec<FilegroupEntry>,
     pub files: Vec<FileEntry>,
@@ -147,6 +153,7 @@ impl BootInfo {
         w.u16(self.next_fg_id);
         w.u32(self.next_au_seq);
         w.bytes.extend_from_slice(&self.checkpoint_lsn.to_bytes());
+        w.bytes.extend_from_slice(&self.min_lsn.to_bytes());
         w.name(&self.name);
         w.u16(self.filegroups.len() as u16);
         for fg in &self.filegroups {
@@ -169,6 +176,8 @@ impl BootInfo {
             w.u16(unit.fg_id);
             w.bytes.extend_from_slice(&unit.first_iam.to_bytes());
             w.name(&unit.name);
+            w.u16(unit.descriptor.len() as u16);
+            w.bytes.extend_from_slice(&unit.descriptor);
         }
         w.bytes
     }
@@ -206,6 +215,7 @@ impl BootInfo {
         let next_fg_id = r.u16()?;
         let next_au_seq = r.u32()?;
         let checkpoint_lsn = crate::log::lsn::Lsn::from_bytes(r.take(10)?);
+        let min_lsn = crate::log::lsn::Lsn::from_bytes(r.take(10)?);
         let name = r.name()?;
         let mut filegroups = Vec::new();
         for _ in 0..r.u16()? {
@@ -227,7 +237,10 @@ impl BootInfo {
             let au_id = r.u64()?;
             let fg_id = r.u16()?;
             let first_iam = PageId::from_bytes(r.take(6)?);
-            units.push(UnitEntry { au_id, fg_id, first_iam, name: r.name()? });
+            let name = r.name()?;
+            let len = usize::from(r.u16()?);
+            let descriptor = r.take(len)?.to_vec();
+            units.push(UnitEntry { au_id, fg_id, first_iam, name, descriptor });
         }
         Some(BootInfo {
             database_id,
@@ -238,6 +251,7 @@ impl BootInfo {
             next_fg_id,
             next_au_seq,
             checkpoint_lsn,
+            min_lsn,
             name,
             filegroups,
             files,
@@ -261,6 +275,7 @@ mod tests {
             next_fg_id: 3,
             next_au_seq: 2,
             checkpoint_lsn: crate::log::lsn::Lsn::new(3, 16, 2),
+            min_lsn: crate::log::lsn::Lsn::new(2, 16, 0),
             name: "Company".into(),
             filegroups: vec![FilegroupEntry {
                 id: 1,
@@ -275,6 +290,7 @@ mod tests {
                 fg_id: 1,
                 first_iam: PageId::new(1, 10),
                 name: "t".into(),
+                descriptor: vec![1, 2, 3],
             }],
         };
         let buf = boot.encode();

@@ -47,6 +47,7 @@ use crate::latch::LatchMode;
 use crate::page::{PageBuf, PageHeader, PageType};
 use crate::record::{self, Column, Layout, RecordType, SqlType, Value, compare_keys};
 use crate::units::{PAGE_SIZE, PageId};
+use crate::xact;
 use std::cmp::Ordering;
 
 /// How many times an insert may restart after finding a page changed under it.
@@ -73,6 +74,9 @@ pub struct BTree {
     /// The largest index entry, for the "safe page" test.
     max_entry_bytes: usize,
 }
+
+/// The first byte of a B-tree's unit descriptor.
+pub const DESCRIPTOR_BTREE: u8 = 1;
 
 /// Where a key falls in a leaf.
 enum LeafSlot {
@@ -114,6 +118,7 @@ impl BTree {
         guard.write(|buf| {
             datapage::format(buf, root, tree.leaf_type, au_id, 0, tree.layout.pminlen() as u16)
         })?;
+        db.set_unit_descriptor(au_id, tree.descriptor())?;
         Ok(tree)
     }
 
@@ -146,6 +151,7 @@ impl BTree {
         guard.write(|buf| {
             datapage::format(buf, root, PageType::Index, au_id, 0, tree.layout.pminlen() as u16)
         })?;
+        db.set_unit_descriptor(au_id, tree.descriptor())?;
         Ok(tree)
     }
 
@@ -185,6 +191,7 @@ impl BTree {
         guard.write(|buf| {
             datapage::format(buf, root, tree.leaf_type, au_id, 0, tree.layout.pminlen() as u16)
         })?;
+        db.set_unit_descriptor(au_id, tree.descriptor())?;
         Ok(tree)
     }
 
@@ -244,6 +251,61 @@ impl BTree {
             entry_key_columns,
             max_entry_bytes,
         }
+    }
+
+    /// The index's schema, kept with its allocation unit in the boot page so that recovery can
+    /// undo row changes without a catalog: kind 1, table, index name, flags (primary key,
+    /// unique), leaf m_type, root page, columns, key column positions.
+    pub fn descriptor(&self) -> Vec<u8> {
+        let mut out = vec![DESCRIPTOR_BTREE];
+        for name in [&self.table, &self.index_name] {
+            out.push(name.len().min(255) as u8);
+            out.extend_from_slice(&name.as_bytes()[..name.len().min(255)]);
+        }
+        out.push(u8::from(self.primary_key) | u8::from(self.unique) << 1);
+        out.push(self.leaf_type as u8);
+        out.extend_from_slice(&self.root.to_bytes());
+        record::encode_columns(&self.columns, &mut out);
+        out.extend_from_slice(&(self.key_columns.len() as u16).to_le_bytes());
+        for key in &self.key_columns {
+            out.extend_from_slice(&(*key as u16).to_le_bytes());
+        }
+        out
+    }
+
+    /// The index a descriptor describes (None if it is not a B-tree's).
+    pub fn from_descriptor(au_id: u64, bytes: &[u8]) -> Option<BTree> {
+        if bytes.first() != Some(&DESCRIPTOR_BTREE) {
+            return None;
+        }
+        let mut at = 1;
+        let mut names = Vec::new();
+        for _ in 0..2 {
+            let len = usize::from(*bytes.get(at)?);
+            names.push(String::from_utf8(bytes.get(at + 1..at + 1 + len)?.to_vec()).ok()?);
+            at += 1 + len;
+        }
+        let flags = *bytes.get(at)?;
+        let leaf_type = if *bytes.get(at + 1)? == PageType::Index as u8 {
+            PageType::Index
+        } else {
+            PageType::Data
+        };
+        let root = PageId::from_bytes(bytes.get(at + 2..at + 8)?);
+        at += 8;
+        let columns = record::decode_columns_desc(bytes, &mut at)?;
+        let count = usize::from(u16::from_le_bytes([*bytes.get(at)?, *bytes.get(at + 1)?]));
+        at += 2;
+        let mut key_columns = Vec::with_capacity(count);
+        for i in 0..count {
+            let b = bytes.get(at + 2 * i..at + 2 * i + 2)?;
+            key_columns.push(usize::from(u16::from_le_bytes([b[0], b[1]])));
+        }
+        let mut tree =
+            BTree::attach(au_id, root, &names[0], &names[1], columns, key_columns, flags & 1 != 0);
+        tree.unique = flags & 2 != 0;
+        tree.leaf_type = leaf_type;
+        Some(tree)
     }
 
     fn key(db: &Database, page: PageId) -> PageKey {
@@ -461,14 +523,23 @@ impl BTree {
         let record = record::encode(&self.columns, &self.layout, values, kind)?;
         let key = self.key_of(values);
         let pool = db.buffer_pool();
+        // The row's logical record joins the mini-transaction that placed it.
+        let logged = |placed: bool| {
+            if placed {
+                let op = xact::RowOp::Insert { au_id: self.au_id, record: record.clone() };
+                xact::log_row_op(db.database_id, op);
+            }
+            Ok(placed)
+        };
         for _ in 0..MAX_RESTARTS {
             // Each attempt is one mini-transaction: a split is logged and replayed whole.
-            if pool.in_mtr(|| self.insert_optimistic(db, &key, &record, false))?
-                || pool.in_mtr(|| self.insert_optimistic(db, &key, &record, true))?
+            if pool.in_mtr(|| self.insert_optimistic(db, &key, &record, false).and_then(logged))?
+                || pool
+                    .in_mtr(|| self.insert_optimistic(db, &key, &record, true).and_then(logged))?
             {
                 return Ok(());
             }
-            if pool.in_mtr(|| self.insert_pessimistic(db, &key, &record))? {
+            if pool.in_mtr(|| self.insert_pessimistic(db, &key, &record).and_then(logged))? {
                 return Ok(());
             }
         }
@@ -822,6 +893,24 @@ impl BTree {
 
     /// Deletes the row with `key` by making it a ghost; false if there is none.
     pub fn delete(&self, db: &Database, key: &[Value]) -> SqlResult<bool> {
+        db.buffer_pool().in_mtr(|| self.delete_in_mtr(db, key))
+    }
+
+    /// Undoes a transaction's insert of `record` (a compensation: deletes its key).
+    pub(crate) fn undo_insert(&self, db: &Database, record: &[u8]) -> SqlResult<()> {
+        let values = self.row_of(db, self.root, record)?;
+        let key = self.key_of(&values);
+        self.delete(db, &key).map(|_| ())
+    }
+
+    /// Undoes a transaction's delete of `record` (a compensation: inserts it again, over its
+    /// ghost if that is still there).
+    pub(crate) fn undo_delete(&self, db: &Database, record: &[u8]) -> SqlResult<()> {
+        let values = self.row_of(db, self.root, record)?;
+        self.insert_row(db, &values)
+    }
+
+    fn delete_in_mtr(&self, db: &Database, key: &[Value]) -> SqlResult<bool> {
         let mut guard = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Ex)?;
         while guard.read(Self::level) > 0 {
             let child = self.child_at(db, &guard, Some(key), false)?;
@@ -831,9 +920,12 @@ impl BTree {
         let LeafSlot::Found(slot) = guard.read(|buf| self.find_in_leaf(db, page, buf, key))? else {
             return Ok(false);
         };
+        let record = guard.read(|buf| datapage::record(buf, slot).map(<[u8]>::to_vec));
+        let record = record.map_err(|bad| bad_page(db, page, bad.0))?;
         guard
             .write(|buf| datapage::make_ghost(buf, slot))?
             .map_err(|bad| bad_page(db, page, bad.0))?;
+        xact::log_row_op(db.database_id, xact::RowOp::Delete { au_id: self.au_id, record });
         db.set_pfs_ghost_bit(page, true)?;
         db.note_ghost_page(page);
         Ok(true)

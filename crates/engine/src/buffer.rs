@@ -891,7 +891,7 @@ impl BufferPool {
     /// If the log cannot take the group, every change is undone and the error returned.
     pub fn commit_mtr(&self) -> SqlResult<()> {
         let state = mtr::take_top();
-        let result = self.log_mtr(&state.changes);
+        let result = self.log_mtr(&state.changes, &state.extra);
         if result.is_err() {
             self.undo_changes(&state.changes);
         }
@@ -899,11 +899,18 @@ impl BufferPool {
         result
     }
 
-    fn log_mtr(&self, changes: &[PageChange]) -> SqlResult<()> {
+    fn log_mtr(
+        &self,
+        changes: &[PageChange],
+        extra: &[(LogRecord, crate::xact::RowOp)],
+    ) -> SqlResult<()> {
         let Some(first) = changes.first() else { return Ok(()) };
         let Some(log) = self.log_of(first.database_id) else { return Ok(()) };
-        let records: Vec<LogRecord> = changes.iter().map(page_record).collect();
-        let last = log.append_group(&records)?;
+        let mut records: Vec<LogRecord> = changes.iter().map(page_record).collect();
+        records.extend(extra.iter().map(|(record, _)| record.clone()));
+        let lsns = log.append_group(&records)?;
+        let last = *lsns.last().expect("a group has records");
+        crate::xact::logged(extra, &lsns[changes.len()..]);
         for change in changes {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");
@@ -925,5 +932,7 @@ fn page_record(change: &PageChange) -> LogRecord {
         _ => (Operation::ModifyRow, Context::Heap),
     };
     let payload = mtr::encode_page_payload(change.page, change.kind, &change.runs);
-    LogRecord::new(operation, context, 0, payload)
+    let mut record = LogRecord::new(operation, context, 0, payload);
+    record.flags |= crate::log::record::FLAG_PAGE;
+    record
 }

@@ -43,5 +43,6 @@ pub mod spinlock;
 pub mod traceflags;
 pub mod units;
 pub mod waits;
+pub mod xact;
 
 pub use error::{SqlError, SqlResult};

@@ -135,6 +135,97 @@ pub struct Column {
     pub nullable: bool,
 }
 
+/// Encodes columns for a unit descriptor: u16 count, then per column a u8-length name, the
+/// type (tag u8, length or precision u16, scale u8) and nullable u8.
+pub fn encode_columns(columns: &[Column], out: &mut Vec<u8>) {
+    out.extend_from_slice(&(columns.len() as u16).to_le_bytes());
+    for column in columns {
+        let name = &column.name.as_bytes()[..column.name.len().min(255)];
+        out.push(name.len() as u8);
+        out.extend_from_slice(name);
+        let (tag, size, scale) = column.sql_type.code();
+        out.push(tag);
+        out.extend_from_slice(&size.to_le_bytes());
+        out.push(scale);
+        out.push(u8::from(column.nullable));
+    }
+}
+
+/// Decodes what [`encode_columns`] wrote at `bytes[*at..]`, advancing `at`.
+pub fn decode_columns_desc(bytes: &[u8], at: &mut usize) -> Option<Vec<Column>> {
+    let count = u16::from_le_bytes([*bytes.get(*at)?, *bytes.get(*at + 1)?]);
+    *at += 2;
+    let mut columns = Vec::with_capacity(usize::from(count));
+    for _ in 0..count {
+        let len = usize::from(*bytes.get(*at)?);
+        let name = String::from_utf8(bytes.get(*at + 1..*at + 1 + len)?.to_vec()).ok()?;
+        *at += 1 + len;
+        let spec = bytes.get(*at..*at + 5)?;
+        let sql_type =
+            SqlType::from_code(spec[0], u16::from_le_bytes([spec[1], spec[2]]), spec[3])?;
+        let nullable = spec[4] != 0;
+        *at += 5;
+        columns.push(Column { name, sql_type, nullable });
+    }
+    Some(columns)
+}
+
+impl SqlType {
+    /// (tag, length or precision, scale) for descriptors.
+    fn code(self) -> (u8, u16, u8) {
+        use SqlType::*;
+        match self {
+            TinyInt => (1, 0, 0),
+            SmallInt => (2, 0, 0),
+            Int => (3, 0, 0),
+            BigInt => (4, 0, 0),
+            Bit => (5, 0, 0),
+            Decimal { precision, scale } => (6, u16::from(precision), scale),
+            Float => (7, 0, 0),
+            Real => (8, 0, 0),
+            Money => (9, 0, 0),
+            Char(n) => (10, n, 0),
+            VarChar(n) => (11, n, 0),
+            NChar(n) => (12, n, 0),
+            NVarChar(n) => (13, n, 0),
+            Binary(n) => (14, n, 0),
+            VarBinary(n) => (15, n, 0),
+            UniqueIdentifier => (16, 0, 0),
+            Date => (17, 0, 0),
+            Time(s) => (18, 0, s),
+            DateTime => (19, 0, 0),
+            DateTime2(s) => (20, 0, s),
+        }
+    }
+
+    fn from_code(tag: u8, size: u16, scale: u8) -> Option<SqlType> {
+        use SqlType::*;
+        Some(match tag {
+            1 => TinyInt,
+            2 => SmallInt,
+            3 => Int,
+            4 => BigInt,
+            5 => Bit,
+            6 => Decimal { precision: size as u8, scale },
+            7 => Float,
+            8 => Real,
+            9 => Money,
+            10 => Char(size),
+            11 => VarChar(size),
+            12 => NChar(size),
+            13 => NVarChar(size),
+            14 => Binary(size),
+            15 => VarBinary(size),
+            16 => UniqueIdentifier,
+            17 => Date,
+            18 => Time(scale),
+            19 => DateTime,
+            20 => DateTime2(scale),
+            _ => return None,
+        })
+    }
+}
+
 impl Column {
     pub fn new(name: &str, sql_type: SqlType, nullable: bool) -> Column {
         Column { name: name.to_string(), sql_type, nullable }

@@ -64,6 +64,7 @@ impl Database {
             next_fg_id: filegroups.iter().map(|fg| fg.id).max().unwrap_or(1) + 1,
             next_au_seq: 1,
             checkpoint_lsn: crate::log::lsn::Lsn::NULL,
+            min_lsn: crate::log::lsn::Lsn::NULL,
             name: spec.name.clone(),
             filegroups,
             files: Vec::new(),
@@ -307,6 +308,8 @@ impl Database {
             first_iams: Mutex::new(
                 boot_first_iams.into_iter().filter(|(_, page)| !page.is_null()).collect(),
             ),
+            active_xacts: Mutex::new(BTreeMap::new()),
+            delayed_durability: std::sync::atomic::AtomicBool::new(false),
             growth_lock: Mutex::new(()),
             growth_events: Mutex::new(Vec::new()),
             ghost_pages: Mutex::new(BTreeSet::new()),

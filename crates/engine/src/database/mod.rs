@@ -179,6 +179,10 @@ pub struct Database {
     /// Each allocation unit's first IAM page, as the boot page records it (written at once
     /// when a unit gets its first IAM page; see `persist_first_iam`).
     first_iams: Mutex<BTreeMap<u64, PageId>>,
+    /// Open transactions: id -> LSN of LOP_BEGIN_XACT (MinLSN and log_reuse_wait_desc).
+    active_xacts: Mutex<BTreeMap<u64, crate::log::lsn::Lsn>>,
+    /// ALTER DATABASE SET DELAYED_DURABILITY = FORCED (off by default).
+    delayed_durability: std::sync::atomic::AtomicBool,
     growth_lock: Mutex<()>,
     growth_events: Mutex<Vec<GrowthEvent>>,
     /// Pages holding ghost records, for the ghost-cleanup task.
@@ -357,6 +361,28 @@ impl Database {
         &self.log
     }
 
+    pub(crate) fn note_xact_begin(&self, xact_id: u64, begin: crate::log::lsn::Lsn) {
+        self.active_xacts.lock().insert(xact_id, begin);
+    }
+
+    pub(crate) fn note_xact_end(&self, xact_id: u64) {
+        self.active_xacts.lock().remove(&xact_id);
+    }
+
+    /// The LSN of the oldest open transaction's begin record, if any.
+    pub fn oldest_active_begin(&self) -> Option<crate::log::lsn::Lsn> {
+        self.active_xacts.lock().values().min().copied()
+    }
+
+    /// DELAYED_DURABILITY: commits return before their log records are durable.
+    pub fn set_delayed_durability(&self, on: bool) {
+        self.delayed_durability.store(on, Ordering::Relaxed);
+    }
+
+    pub fn delayed_durability(&self) -> bool {
+        self.delayed_durability.load(Ordering::Relaxed)
+    }
+
     /// (id, name, is_default, autogrow_all_files, visit order) of every filegroup.
     pub fn filegroups(&self) -> Vec<(u16, String, bool, bool, Vec<u16>)> {
         let inner = self.inner.read();
@@ -471,14 +497,22 @@ impl Database {
         self.log.flush_to(end)?;
         // The boot page last: it must never point at an IAM page that is not on disk yet, and
         // its checkpoint LSN is where recovery starts.
+        let oldest = self.oldest_active_begin();
+        let min_lsn = oldest.map_or(begin, |oldest| oldest.min(begin));
         let mut boot = inner.boot.clone();
         self.fill_first_iams(&mut boot);
         boot.checkpoint_lsn = begin;
+        boot.min_lsn = min_lsn;
         Self::write_boot(&inner.data_files[&1], &boot)?;
         inner.boot = boot;
         drop(inner);
-        // SIMPLE recovery: the log before the checkpoint is no longer needed.
-        self.log.truncate(begin, crate::log::ReuseWait::Nothing);
+        // SIMPLE recovery: the log before MinLSN is no longer needed.
+        let reuse_wait = if min_lsn < begin {
+            crate::log::ReuseWait::ActiveTransaction
+        } else {
+            crate::log::ReuseWait::Nothing
+        };
+        self.log.truncate(min_lsn, reuse_wait);
         Ok(())
     }
 

@@ -99,7 +99,7 @@ impl Database {
         // Redo before anything reads the allocation pages: they are as the log says.
         let sizes: BTreeMap<u16, u32> =
             data_pending.iter().map(|(id, header, ..)| (*id, header.size_pages)).collect();
-        let redone = recovery::redo(instance, &boot, &log, &sizes).map_err(&fail)?;
+        let mut recovered = recovery::redo(instance, &boot, &log, &sizes).map_err(&fail)?;
         for (file_id, header, path, settings, handle) in data_pending {
             let state =
                 FileAlloc::open(&instance.buffer_pool, &header, boot.database_id).map_err(&fail)?;
@@ -122,6 +122,7 @@ impl Database {
         registered.keep = true;
         let db = Self::assemble(instance, boot, primary_dir, data_files, Arc::new(log), units);
         db.pool.register_log(db.database_id, db.log.clone());
+        let rolled_back = recovery::undo(&db, &mut recovered).map_err(|e| (e, db.name.clone()))?;
         let freed = db.free_orphaned_allocations().map_err(|e| (e, db.name.clone()))?;
         if freed != (0, 0) {
             let text = format!(
@@ -133,9 +134,7 @@ impl Database {
         }
         // The end of recovery is a checkpoint, as in SQL Server.
         db.checkpoint().map_err(|e| (e, db.name.clone()))?;
-        if let Some(report) = redone {
-            recovery::report(&db, &report);
-        }
+        recovery::report(&db, &recovered, rolled_back);
         Ok(db)
     }
 }

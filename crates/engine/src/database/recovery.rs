@@ -9,39 +9,63 @@
 //! never committed). Redo changes pages without logging: the log is not registered with the
 //! buffer pool until recovery ends, and the database's open then takes a checkpoint.
 //!
-//! Phases: analysis finds the redo start and the end of the log (the log's open), redo replays,
-//! and undo has nothing to do until user transactions exist (deviation: transactions are the
-//! next part of the log issue, so there is no loser to roll back yet).
+//! Phases: analysis reads from MinLSN (the oldest open transaction's begin at the checkpoint)
+//! and builds the transaction table; redo replays page changes from the checkpoint; undo rolls
+//! back every transaction that never ended, newest change first, through the indexes' logical
+//! undo, logging compensation records ([`crate::xact`]), and ends each with LOP_ABORT_XACT.
 
 use super::*;
 use crate::log::lsn::Lsn;
 use crate::log::mtr;
 use crate::log::record::FLAG_GROUP_ABORT;
 use crate::log::record::FLAG_GROUP_CONTINUES;
+use crate::log::record::{Context, Operation};
 
-/// What redo did, for the errorlog and tests.
+/// What recovery found and did, for undo, the errorlog and tests.
 pub(super) struct RedoReport {
     /// Mini-transaction groups with at least one page change applied.
     pub groups_redone: u64,
     pub pages_changed: u64,
     pub analysis_ms: u64,
     pub redo_ms: u64,
+    pub undo_ms: u64,
+    /// Transactions that committed after the checkpoint (rolled forward).
+    pub committed: u64,
+    /// Transactions begun and never ended: xact id -> LSN of their last record.
+    pub losers: BTreeMap<u64, Lsn>,
+    /// The losers' records by LSN (their chains are walked backwards by undo).
+    pub loser_records: BTreeMap<Lsn, LogRecord>,
 }
 
-/// Replays the log from the checkpoint; None when there was nothing after it to replay.
+/// Analysis and redo: reads the log from MinLSN, finds the transactions that never ended, and
+/// replays page changes from the checkpoint on.
 pub(super) fn redo(
     instance: &Arc<Instance>,
     boot: &BootInfo,
     log: &LogManager,
     file_sizes: &BTreeMap<u16, u32>,
-) -> SqlResult<Option<RedoReport>> {
+) -> SqlResult<RedoReport> {
     let started = Instant::now();
-    let records = log.read_from(boot.checkpoint_lsn)?;
-    let analysis_ms = elapsed_ms(started);
+    let start = if boot.min_lsn.is_null() { boot.checkpoint_lsn } else { boot.min_lsn };
+    let records = log.read_from(start.min(boot.checkpoint_lsn))?;
+    let mut report = RedoReport {
+        groups_redone: 0,
+        pages_changed: 0,
+        analysis_ms: 0,
+        redo_ms: 0,
+        undo_ms: 0,
+        committed: 0,
+        losers: BTreeMap::new(),
+        loser_records: BTreeMap::new(),
+    };
+    analyse(&records, boot.checkpoint_lsn, log, &mut report);
+    report.analysis_ms = elapsed_ms(started);
     let redo_started = Instant::now();
-    let mut report = RedoReport { groups_redone: 0, pages_changed: 0, analysis_ms, redo_ms: 0 };
     let mut group: Vec<(Lsn, LogRecord)> = Vec::new();
     for (lsn, record) in records {
+        if lsn < boot.checkpoint_lsn {
+            continue;
+        }
         if record.flags & FLAG_GROUP_ABORT != 0 {
             group.clear();
             continue;
@@ -51,7 +75,7 @@ pub(super) fn redo(
         if continues {
             continue;
         }
-        let changed = redo_group(instance, boot.database_id, &group, file_sizes)?;
+        let changed = redo_group(instance, boot, &group, file_sizes)?;
         if changed > 0 {
             report.groups_redone += 1;
             report.pages_changed += changed;
@@ -59,26 +83,91 @@ pub(super) fn redo(
         group.clear();
     }
     report.redo_ms = elapsed_ms(redo_started);
-    Ok((report.groups_redone > 0).then_some(report))
+    Ok(report)
+}
+
+/// Builds the transaction table: which transactions began and never ended, with their records.
+fn analyse(records: &[(Lsn, LogRecord)], checkpoint: Lsn, log: &LogManager, out: &mut RedoReport) {
+    let mut chains: BTreeMap<u64, Vec<(Lsn, LogRecord)>> = BTreeMap::new();
+    let mut highest = 0;
+    for (lsn, record) in records {
+        if record.xact_id == 0 {
+            continue;
+        }
+        highest = highest.max(record.xact_id);
+        match record.operation {
+            Operation::CommitXact | Operation::AbortXact => {
+                chains.remove(&record.xact_id);
+                if record.operation == Operation::CommitXact && *lsn >= checkpoint {
+                    out.committed += 1;
+                }
+            }
+            _ => chains.entry(record.xact_id).or_default().push((*lsn, record.clone())),
+        }
+    }
+    log.continue_xact_ids_after(highest);
+    for (xact_id, chain) in chains {
+        // A transaction whose BEGIN is before MinLSN cannot be open (MinLSN covers them all).
+        if chain.first().is_none_or(|(_, r)| r.operation != Operation::BeginXact) {
+            continue;
+        }
+        out.losers.insert(xact_id, chain.last().expect("non-empty").0);
+        out.loser_records.extend(chain);
+    }
+}
+
+/// Undo: rolls back every loser by walking its chain backwards, logging CLRs, then ends it
+/// with LOP_ABORT_XACT. Returns how many were rolled back.
+pub(super) fn undo(db: &Database, report: &mut RedoReport) -> SqlResult<u64> {
+    let started = Instant::now();
+    let losers = std::mem::take(&mut report.losers);
+    for (xact_id, last) in &losers {
+        let mut chain_last = *last;
+        let mut next = *last;
+        while let Some(record) = report.loser_records.get(&next) {
+            if record.operation == Operation::BeginXact {
+                break;
+            }
+            match crate::xact::RowOp::decode(record) {
+                Some((_, undo_next)) if record.flags & crate::xact::FLAG_CLR != 0 => {
+                    next = undo_next;
+                }
+                Some((op, _)) => {
+                    chain_last =
+                        db.recovery_compensate(*xact_id, chain_last, &op, record.prev_lsn)?;
+                    next = record.prev_lsn;
+                }
+                None => next = record.prev_lsn,
+            }
+        }
+        let mut abort = LogRecord::new(Operation::AbortXact, Context::Null, *xact_id, Vec::new());
+        abort.prev_lsn = chain_last;
+        db.log.append(&abort)?;
+    }
+    report.undo_ms = elapsed_ms(started);
+    Ok(losers.len() as u64)
 }
 
 /// Redoes one complete group; returns how many page changes it applied.
 fn redo_group(
     instance: &Arc<Instance>,
-    database_id: u16,
+    boot: &BootInfo,
     group: &[(Lsn, LogRecord)],
     file_sizes: &BTreeMap<u16, u32>,
 ) -> SqlResult<u64> {
     let group_lsn = group.last().expect("a group has records").0;
     let mut changed = 0;
     for (_, record) in group {
+        if record.flags & crate::log::record::FLAG_PAGE == 0 {
+            continue; // checkpoint and transaction records: nothing to redo on a page
+        }
         let Some((page, kind, runs)) = mtr::decode_page_payload(&record.payload) else {
-            continue; // not a page record (begin/end checkpoint, transaction records)
+            return Err(SqlError::log_corrupt(&boot.name, 4));
         };
         if file_sizes.get(&page.file_id).is_none_or(|size| page.page_no >= *size) {
             continue;
         }
-        let key = PageKey::new(database_id, page);
+        let key = PageKey::new(boot.database_id, page);
         let pool = &instance.buffer_pool;
         let guard = if kind == mtr::KIND_FORMAT {
             pool.new_page(key)?
@@ -98,8 +187,11 @@ fn redo_group(
     Ok(changed)
 }
 
-/// The errorlog lines of a recovery that redid work (reference §5.7).
-pub(super) fn report(db: &Database, report: &RedoReport) {
+/// The errorlog lines of a recovery that redid or undid work (reference §5.7).
+pub(super) fn report(db: &Database, report: &RedoReport, rolled_back: u64) {
+    if report.groups_redone == 0 && rolled_back == 0 {
+        return;
+    }
     let info = crate::instance::current_process_info();
     let errorlog = &db.instance.errorlog;
     let (name, id) = (&db.name, db.database_id);
@@ -111,14 +203,29 @@ pub(super) fn report(db: &Database, report: &RedoReport) {
              required."
         ),
     );
-    let seconds = (report.analysis_ms + report.redo_ms) / 1000;
+    errorlog.write(
+        &info,
+        &format!(
+            "{} transactions rolled forward in database '{name}' ({id}:0). This is an \
+             informational message only. No user action is required.",
+            report.committed
+        ),
+    );
+    errorlog.write(
+        &info,
+        &format!(
+            "{rolled_back} transactions rolled back in database '{name}' ({id}:0). This is an \
+             informational message only. No user action is required."
+        ),
+    );
+    let seconds = (report.analysis_ms + report.redo_ms + report.undo_ms) / 1000;
     errorlog.write(
         &info,
         &format!(
             "Recovery completed for database {name} (database ID {id}) in {seconds} second(s) \
-             (analysis {} ms, redo {} ms, undo 0 ms.) This is an informational message only. \
+             (analysis {} ms, redo {} ms, undo {} ms.) This is an informational message only. \
              No user action is required.",
-            report.analysis_ms, report.redo_ms
+            report.analysis_ms, report.redo_ms, report.undo_ms
         ),
     );
 }

@@ -181,6 +181,7 @@ impl Database {
             fg_id,
             first_iam: PageId::NULL,
             name: name.to_string(),
+            descriptor: Vec::new(),
         });
         self.save_boot(&mut inner, boot)?;
         let unit = AllocUnit {
@@ -575,6 +576,23 @@ impl Database {
         }
         self.log.flush_all()?;
         Self::write_boot(&inner.data_files[&1], &boot)
+    }
+
+    /// Records what a unit stores (its object's schema) in the boot page, for recovery.
+    pub fn set_unit_descriptor(&self, au_id: u64, descriptor: Vec<u8>) -> SqlResult<()> {
+        let mut inner = self.inner.write();
+        let mut boot = inner.boot.clone();
+        let entry =
+            boot.units.iter_mut().find(|u| u.au_id == au_id).ok_or_else(|| missing_unit(au_id))?;
+        entry.descriptor = descriptor;
+        self.save_boot(&mut inner, boot)
+    }
+
+    /// The descriptor a unit's object registered, if any.
+    pub fn unit_descriptor(&self, au_id: u64) -> Option<Vec<u8>> {
+        let inner = self.inner.read();
+        let entry = inner.boot.units.iter().find(|u| u.au_id == au_id)?;
+        (!entry.descriptor.is_empty()).then(|| entry.descriptor.clone())
     }
 
     /// After redo: frees what a crash left allocated to nobody. An allocation is logged as

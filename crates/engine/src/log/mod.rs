@@ -253,6 +253,7 @@ pub struct LogManager {
     state: Mutex<LogState>,
     flush: Mutex<FlushState>,
     flushed: Condvar,
+    next_xact_id: std::sync::atomic::AtomicU64,
 }
 
 fn os_write_error(err: &std::io::Error, offset: u64, path: &str) -> SqlError {
@@ -337,6 +338,7 @@ impl LogManager {
             state: Mutex::new(state),
             flush: Mutex::new(FlushState { flushed_lsn, writing: false, failed: None }),
             flushed: Condvar::new(),
+            next_xact_id: std::sync::atomic::AtomicU64::new(1),
         }
     }
 
@@ -688,15 +690,15 @@ impl LogManager {
     }
 
     /// Appends records as one group: recovery replays all of them or none (every record but
-    /// the last carries [`record::FLAG_GROUP_CONTINUES`]). Returns the last record's LSN.
-    pub fn append_group(&self, records: &[LogRecord]) -> SqlResult<Lsn> {
+    /// the last carries [`record::FLAG_GROUP_CONTINUES`]). Returns each record's LSN.
+    pub fn append_group(&self, records: &[LogRecord]) -> SqlResult<Vec<Lsn>> {
         assert!(!records.is_empty(), "a group has records");
         let mut state = self.state.lock();
-        let mut last = Lsn::NULL;
+        let mut lsns = Vec::with_capacity(records.len());
         for (i, record) in records.iter().enumerate() {
             let continues = if i + 1 < records.len() { record::FLAG_GROUP_CONTINUES } else { 0 };
             match self.append_locked(&mut state, record, continues) {
-                Ok(lsn) => last = lsn,
+                Ok(lsn) => lsns.push(lsn),
                 Err(error) => {
                     // Records of the group already appended must never join a later group.
                     state.group_broken = i > 0;
@@ -704,7 +706,7 @@ impl LogManager {
                 }
             }
         }
-        Ok(last)
+        Ok(lsns)
     }
 
     /// Moves the log to the next reusable VLF, growing the log when there is none.
@@ -891,6 +893,16 @@ impl LogManager {
         let mut state = self.state.lock();
         state.min_lsn = state.min_lsn.max(min_lsn);
         state.reuse_wait = reuse_wait;
+    }
+
+    /// A new transaction id.
+    pub fn next_xact_id(&self) -> u64 {
+        self.next_xact_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Recovery: transaction ids continue after the highest one the log holds.
+    pub fn continue_xact_ids_after(&self, highest: u64) {
+        self.next_xact_id.fetch_max(highest + 1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The last LSN appended.

@@ -153,6 +153,8 @@ pub struct HeldPage {
 #[derive(Default)]
 pub struct MtrState {
     pub changes: Vec<PageChange>,
+    /// Logical records of a transaction's row change, appended last in the group.
+    pub extra: Vec<(super::record::LogRecord, crate::xact::RowOp)>,
     pub held: Vec<HeldPage>,
     /// An autocommit scope: each change inside commits on its own (nested top actions).
     pub autocommit: bool,

@@ -20,6 +20,8 @@ pub const RECORD_HEADER_BYTES: usize = 24;
 pub const FLAG_GROUP_CONTINUES: u16 = 0x0001;
 /// Flag bit: the group before this record is incomplete and must be ignored.
 pub const FLAG_GROUP_ABORT: u16 = 0x0002;
+/// Flag bit: a page record (physical redo: [`super::mtr`] payload).
+pub const FLAG_PAGE: u16 = 0x0004;
 
 /// fn_dblog's Operation column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,0 +1,354 @@
+//! Transactions: BEGIN TRAN, COMMIT, ROLLBACK and savepoints on a session's thread, with the
+//! log records that make them durable and undoable (reference §5.5, §5.7).
+//!
+//! What it reproduces:
+//! - A transaction is a chain of log records linked by Previous LSN: LOP_BEGIN_XACT, one
+//!   logical record per row change (LOP_INSERT_ROWS, LOP_DELETE_ROWS, with the allocation unit
+//!   and the row), then LOP_COMMIT_XACT or LOP_ABORT_XACT. A row change's logical record is
+//!   appended in the same group as its page changes (one mini-transaction), so it exists exactly
+//!   when the change does.
+//! - Commit appends LOP_COMMIT_XACT and waits until the log is durable up to it (fdatasync,
+//!   group commit; the wait is WRITELOG). With delayed durability it does not wait.
+//! - Rollback (whole, or to a savepoint) undoes the row changes newest first by logical
+//!   operations on the index (an insert is undone by deleting the key, a delete by inserting the
+//!   row again). Each undo logs compensation records (CLRs): flag [`FLAG_CLR`] and an undo-next
+//!   LSN, so an undo is never undone and a rollback cut short by a crash resumes where it was.
+//! - Recovery undoes every transaction the log shows begun but not ended, the same way.
+//!
+//! Deviations: row operations made outside a transaction are logged and redone but never undone
+//! (the T-SQL layer wraps every statement in a transaction, as SQL Server's autocommit does);
+//! there are no locks yet, so concurrent transactions must not change the same rows; heaps are
+//! not transactional yet (their changes are redone, not undone).
+
+use crate::btree::BTree;
+use crate::database::Database;
+use crate::error::{SqlError, SqlResult};
+use crate::log::lsn::{LSN_BYTES, Lsn};
+use crate::log::mtr;
+use crate::log::record::{Context, LogRecord, Operation};
+use std::cell::RefCell;
+
+/// Flag bit of a compensation log record (the undo of a row change).
+pub const FLAG_CLR: u16 = 0x0008;
+
+/// A row change a transaction made, as its logical log record carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RowOp {
+    /// A B-tree row inserted (undo: delete its key).
+    Insert { au_id: u64, record: Vec<u8> },
+    /// A B-tree row deleted (undo: insert it again).
+    Delete { au_id: u64, record: Vec<u8> },
+}
+
+impl RowOp {
+    fn operation(&self) -> Operation {
+        match self {
+            RowOp::Insert { .. } => Operation::InsertRows,
+            RowOp::Delete { .. } => Operation::DeleteRows,
+        }
+    }
+
+    /// Payload: au_id u64, undo-next LSN (CLRs; null otherwise), record bytes.
+    fn payload(&self, undo_next: Lsn) -> Vec<u8> {
+        let (RowOp::Insert { au_id, record } | RowOp::Delete { au_id, record }) = self;
+        let mut out = Vec::with_capacity(8 + LSN_BYTES + record.len());
+        out.extend_from_slice(&au_id.to_le_bytes());
+        out.extend_from_slice(&undo_next.to_bytes());
+        out.extend_from_slice(record);
+        out
+    }
+
+    /// The row change and undo-next LSN of a logical record.
+    pub fn decode(record: &LogRecord) -> Option<(RowOp, Lsn)> {
+        let payload = &record.payload;
+        if payload.len() < 8 + LSN_BYTES {
+            return None;
+        }
+        let au_id = u64::from_le_bytes(payload[0..8].try_into().ok()?);
+        let undo_next = Lsn::from_bytes(&payload[8..8 + LSN_BYTES]);
+        let row = payload[8 + LSN_BYTES..].to_vec();
+        let op = match record.operation {
+            Operation::InsertRows => RowOp::Insert { au_id, record: row },
+            Operation::DeleteRows => RowOp::Delete { au_id, record: row },
+            _ => return None,
+        };
+        Some((op, undo_next))
+    }
+
+    fn au_id(&self) -> u64 {
+        match self {
+            RowOp::Insert { au_id, .. } | RowOp::Delete { au_id, .. } => *au_id,
+        }
+    }
+}
+
+/// One undoable change of the open transaction.
+struct UndoEntry {
+    prev_lsn: Lsn,
+    op: RowOp,
+}
+
+struct OpenXact {
+    database_id: u16,
+    xact_id: u64,
+    last_lsn: Lsn,
+    undo: Vec<UndoEntry>,
+    savepoints: Vec<(String, usize)>,
+    /// @@TRANCOUNT: nested BEGIN TRAN counts up, COMMIT counts down, the outermost commits.
+    depth: u32,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<OpenXact>> = const { RefCell::new(None) };
+    /// Set while this thread undoes a change: records it logs are CLRs with this undo-next.
+    static COMPENSATING: RefCell<Option<Lsn>> = const { RefCell::new(None) };
+}
+
+/// Whether this thread has an open transaction in `database_id`.
+pub fn is_open(database_id: u16) -> bool {
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|x| x.database_id == database_id))
+}
+
+/// Called by an index inside the mini-transaction of a row change: adds the change's logical
+/// record to that mini-transaction when a transaction (or an undo) is under way.
+pub fn log_row_op(database_id: u16, op: RowOp) {
+    let compensating = COMPENSATING.with(|c| *c.borrow());
+    let record = CURRENT.with(|c| {
+        let current = c.borrow();
+        let xact = current.as_ref().filter(|x| x.database_id == database_id)?;
+        let mut record = LogRecord::new(
+            op.operation(),
+            Context::Clustered,
+            xact.xact_id,
+            op.payload(compensating.unwrap_or(Lsn::NULL)),
+        );
+        record.prev_lsn = xact.last_lsn;
+        if compensating.is_some() {
+            record.flags |= FLAG_CLR;
+        }
+        Some(record)
+    });
+    if let Some(record) = record {
+        mtr::with_top(|m| m.extra.push((record, op)));
+    }
+}
+
+/// Called when a mini-transaction's group is in the log: the transaction's chain advances,
+/// and its row changes (not CLRs) join its undo list.
+pub fn logged(records: &[(LogRecord, RowOp)], lsns: &[Lsn]) {
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        let Some(xact) = current.as_mut() else { return };
+        for ((record, op), lsn) in records.iter().zip(lsns) {
+            if record.flags & FLAG_CLR == 0 {
+                xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op: op.clone() });
+            }
+            xact.last_lsn = *lsn;
+        }
+    });
+}
+
+impl Database {
+    /// BEGIN TRAN on this thread (the session's transaction); inside an open transaction it
+    /// only counts up @@TRANCOUNT, as in SQL Server.
+    pub fn begin_tran(&self) -> SqlResult<()> {
+        let nested = CURRENT.with(|c| {
+            let mut current = c.borrow_mut();
+            match current.as_mut() {
+                Some(xact) if xact.database_id == self.database_id => {
+                    xact.depth += 1;
+                    Ok(true)
+                }
+                Some(_) => Err(SqlError::new(
+                    50000,
+                    16,
+                    1,
+                    "This session has a transaction open in another database.",
+                )),
+                None => Ok(false),
+            }
+        })?;
+        if nested {
+            return Ok(());
+        }
+        let xact_id = self.log().next_xact_id();
+        let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
+        let lsn = self.log().append(&begin)?;
+        self.note_xact_begin(xact_id, lsn);
+        CURRENT.with(|c| {
+            *c.borrow_mut() = Some(OpenXact {
+                database_id: self.database_id,
+                xact_id,
+                last_lsn: lsn,
+                undo: Vec::new(),
+                savepoints: Vec::new(),
+                depth: 1,
+            })
+        });
+        Ok(())
+    }
+
+    /// @@TRANCOUNT of this session.
+    pub fn trancount(&self) -> u32 {
+        CURRENT.with(|c| c.borrow().as_ref().map_or(0, |x| x.depth))
+    }
+
+    /// COMMIT TRAN: the outermost one is durable when this returns (unless delayed durability
+    /// is on); an inner one only counts down @@TRANCOUNT.
+    pub fn commit_tran(&self) -> SqlResult<()> {
+        let mut xact = self.take_open_xact(3902)?;
+        if xact.depth > 1 {
+            xact.depth -= 1;
+            CURRENT.with(|c| *c.borrow_mut() = Some(xact));
+            return Ok(());
+        }
+        let mut commit = LogRecord::new(Operation::CommitXact, Context::Null, xact.xact_id, vec![]);
+        commit.prev_lsn = xact.last_lsn;
+        let lsn = self.log().append(&commit)?;
+        self.note_xact_end(xact.xact_id);
+        if !self.delayed_durability() {
+            self.log().flush_to(lsn)?;
+        }
+        Ok(())
+    }
+
+    /// SAVE TRAN name.
+    pub fn save_tran(&self, name: &str) -> SqlResult<()> {
+        CURRENT.with(|c| {
+            let mut current = c.borrow_mut();
+            let xact = current.as_mut().ok_or_else(|| {
+                SqlError::new(
+                    628,
+                    16,
+                    0,
+                    "Cannot issue SAVE TRANSACTION when there is no active transaction.",
+                )
+            })?;
+            let at = xact.undo.len();
+            xact.savepoints.push((name.to_string(), at));
+            Ok(())
+        })
+    }
+
+    /// ROLLBACK TRAN: undoes every change of the transaction and ends it.
+    pub fn rollback_tran(&self) -> SqlResult<()> {
+        let mut xact = self.take_open_xact(3903)?;
+        let result = self.undo_entries(&mut xact, 0);
+        let mut abort = LogRecord::new(Operation::AbortXact, Context::Null, xact.xact_id, vec![]);
+        abort.prev_lsn = xact.last_lsn;
+        self.log().append(&abort)?;
+        self.note_xact_end(xact.xact_id);
+        result
+    }
+
+    /// ROLLBACK TRAN savepoint: undoes the changes made since SAVE TRAN; the transaction stays
+    /// open. 6401 if there is no such savepoint.
+    pub fn rollback_tran_to(&self, savepoint: &str) -> SqlResult<()> {
+        let mut xact = self.take_open_xact(3903)?;
+        let Some(index) = xact.savepoints.iter().rposition(|(name, _)| name == savepoint) else {
+            CURRENT.with(|c| *c.borrow_mut() = Some(xact));
+            return Err(SqlError::new(
+                6401,
+                16,
+                1,
+                format!(
+                    "Cannot roll back {savepoint}. No transaction or savepoint of that name was found."
+                ),
+            ));
+        };
+        let keep = xact.savepoints[index].1;
+        xact.savepoints.truncate(index + 1);
+        let result = self.undo_entries(&mut xact, keep);
+        CURRENT.with(|c| *c.borrow_mut() = Some(xact));
+        result
+    }
+
+    fn take_open_xact(&self, error: i32) -> SqlResult<OpenXact> {
+        CURRENT.with(|c| {
+            let mut current = c.borrow_mut();
+            match current.take() {
+                Some(xact) if xact.database_id == self.database_id => Ok(xact),
+                other => {
+                    *current = other;
+                    Err(no_transaction(error))
+                }
+            }
+        })
+    }
+
+    /// Undoes `xact`'s changes after the first `keep`, newest first, logging CLRs.
+    fn undo_entries(&self, xact: &mut OpenXact, keep: usize) -> SqlResult<()> {
+        while xact.undo.len() > keep {
+            let entry = xact.undo.pop().expect("checked");
+            // While undoing, the transaction is current again so that its CLRs join its chain.
+            let last_lsn = xact.last_lsn;
+            CURRENT.with(|c| {
+                *c.borrow_mut() = Some(OpenXact {
+                    database_id: xact.database_id,
+                    xact_id: xact.xact_id,
+                    last_lsn,
+                    undo: Vec::new(),
+                    savepoints: Vec::new(),
+                    depth: 1,
+                })
+            });
+            let result = self.compensate(&entry.op, entry.prev_lsn);
+            let after = CURRENT.with(|c| c.borrow_mut().take());
+            if let Some(after) = after {
+                xact.last_lsn = after.last_lsn;
+            }
+            result?;
+        }
+        Ok(())
+    }
+
+    /// Performs the undo of one row change as a compensation (its records are CLRs whose
+    /// undo-next is `undo_next`).
+    pub(crate) fn compensate(&self, op: &RowOp, undo_next: Lsn) -> SqlResult<()> {
+        let descriptor =
+            self.unit_descriptor(op.au_id()).ok_or_else(|| SqlError::log_corrupt(&self.name, 4))?;
+        let tree = BTree::from_descriptor(op.au_id(), &descriptor)
+            .ok_or_else(|| SqlError::log_corrupt(&self.name, 4))?;
+        COMPENSATING.with(|c| *c.borrow_mut() = Some(undo_next));
+        let result = match op {
+            RowOp::Insert { record, .. } => tree.undo_insert(self, record),
+            RowOp::Delete { record, .. } => tree.undo_delete(self, record),
+        };
+        COMPENSATING.with(|c| *c.borrow_mut() = None);
+        result
+    }
+
+    /// Runs recovery's undo of one loser change as the transaction `xact_id` (its CLRs chain
+    /// from `last_lsn`); returns the new last LSN of the transaction.
+    pub(crate) fn recovery_compensate(
+        &self,
+        xact_id: u64,
+        last_lsn: Lsn,
+        op: &RowOp,
+        undo_next: Lsn,
+    ) -> SqlResult<Lsn> {
+        CURRENT.with(|c| {
+            *c.borrow_mut() = Some(OpenXact {
+                database_id: self.database_id,
+                xact_id,
+                last_lsn,
+                undo: Vec::new(),
+                savepoints: Vec::new(),
+                depth: 1,
+            })
+        });
+        let result = self.compensate(op, undo_next);
+        let after = CURRENT.with(|c| c.borrow_mut().take()).map_or(last_lsn, |x| x.last_lsn);
+        result.map(|()| after)
+    }
+}
+
+/// 3902 (COMMIT) / 3903 (ROLLBACK) without BEGIN TRANSACTION.
+fn no_transaction(number: i32) -> SqlError {
+    let text = if number == 3902 {
+        "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION."
+    } else {
+        "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION."
+    };
+    SqlError::new(number, 16, 1, text)
+}

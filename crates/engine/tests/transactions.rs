@@ -1,0 +1,200 @@
+//! Transactions: commit is durable, rollback and savepoints undo by compensation, and recovery
+//! rolls back what never committed, once, even after a partial rollback.
+
+mod common;
+
+use common::{Lab, lab_with, size};
+use engine::btree::BTree;
+use engine::database::{Database, DatabaseSpec, FileSpec};
+use engine::record::{Column, SqlType, Value};
+
+fn spec() -> DatabaseSpec {
+    DatabaseSpec {
+        name: "Bank".into(),
+        primary: vec![FileSpec::new("bank_data", "bank.mdf").size(size("4MB"))],
+        filegroups: Vec::new(),
+        logs: vec![FileSpec::new("bank_log", "bank.ldf").size(size("4MB")).growth(size("4MB"))],
+        mixed_page_allocation: false,
+    }
+}
+
+fn accounts(db: &Database) -> BTree {
+    let columns = vec![
+        Column::new("id", SqlType::Int, false),
+        Column::new("owner", SqlType::Char(200), false),
+    ];
+    BTree::create(db, "dbo.Accounts", "PK_Accounts", columns, vec![0], true, None).unwrap()
+}
+
+fn row(id: i32) -> Vec<Value> {
+    vec![Value::Int(id), Value::Text(format!("owner {id}"))]
+}
+
+fn ids(tree: &BTree, db: &Database) -> Vec<i32> {
+    tree.range(db, None, None, false)
+        .unwrap()
+        .into_iter()
+        .map(|r| match r[0] {
+            Value::Int(id) => id,
+            ref other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+fn crash_and_open(lab: &mut Lab, db: Database, tree: &BTree) -> (Database, BTree) {
+    db.crash();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("bank.mdf")).unwrap();
+    let descriptor = db.unit_descriptor(tree.au_id).expect("the index registered its schema");
+    let tree = BTree::from_descriptor(tree.au_id, &descriptor).unwrap();
+    (db, tree)
+}
+
+#[test]
+fn a_committed_transaction_survives_a_crash_and_commit_waits_on_writelog() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    db.begin_tran().unwrap();
+    for id in 0..300 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    db.commit_tran().unwrap();
+    assert!(lab.instance.waits.get("WRITELOG").is_some_and(|w| w.waiting_tasks_count >= 1));
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(ids(&tree, &db), (0..300).collect::<Vec<_>>());
+    assert_eq!(tree.check(&db), Ok(300));
+    let texts = lab.errorlog_texts();
+    assert!(
+        texts.iter().any(|t| t.starts_with("1 transactions rolled forward in database 'Bank'")),
+        "{texts:?}"
+    );
+}
+
+#[test]
+fn rollback_undoes_inserts_and_deletes_and_savepoints_undo_part() {
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    for id in 0..100 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    db.begin_tran().unwrap();
+    for id in 100..400 {
+        tree.insert(&db, &row(id)).unwrap(); // splits pages on the way
+    }
+    for id in 0..50 {
+        assert!(tree.delete(&db, &[Value::Int(id)]).unwrap());
+    }
+    db.rollback_tran().unwrap();
+    assert_eq!(ids(&tree, &db), (0..100).collect::<Vec<_>>());
+    assert_eq!(tree.check(&db), Ok(100));
+
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(500)).unwrap();
+    db.save_tran("half").unwrap();
+    tree.insert(&db, &row(501)).unwrap();
+    assert!(tree.delete(&db, &[Value::Int(7)]).unwrap());
+    db.rollback_tran_to("half").unwrap();
+    assert_eq!(db.trancount(), 1);
+    db.commit_tran().unwrap();
+    let mut expected: Vec<i32> = (0..100).collect();
+    expected.push(500);
+    assert_eq!(ids(&tree, &db), expected);
+}
+
+#[test]
+fn an_open_transaction_is_rolled_back_by_recovery() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    db.begin_tran().unwrap();
+    for id in 0..200 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    db.commit_tran().unwrap();
+    db.begin_tran().unwrap();
+    for id in 200..400 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    for id in 0..20 {
+        assert!(tree.delete(&db, &[Value::Int(id)]).unwrap());
+    }
+    // The uncommitted changes reach the disk: a checkpoint writes the pages, the log is flushed.
+    db.checkpoint().unwrap();
+    db.log().flush_all().unwrap();
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(ids(&tree, &db), (0..200).collect::<Vec<_>>());
+    assert_eq!(tree.check(&db), Ok(200));
+    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+    let texts = lab.errorlog_texts();
+    assert!(
+        texts.iter().any(|t| t.starts_with("1 transactions rolled back in database 'Bank'")),
+        "{texts:?}"
+    );
+}
+
+#[test]
+fn recovery_skips_changes_a_partial_rollback_already_compensated() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    for id in 0..10 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    db.begin_tran().unwrap();
+    db.save_tran("before").unwrap();
+    assert!(tree.delete(&db, &[Value::Int(3)]).unwrap());
+    db.rollback_tran_to("before").unwrap(); // a CLR re-inserts 3
+    assert!(tree.delete(&db, &[Value::Int(4)]).unwrap());
+    db.log().flush_all().unwrap();
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(ids(&tree, &db), (0..10).collect::<Vec<_>>());
+    // Recovery compensated the delete of 4 only: the CLR of the savepoint rollback sent it
+    // past the delete of 3. Two CLRs in all (one per undone change), not four.
+    let clrs = db
+        .log()
+        .read_durable()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, r)| r.flags & engine::xact::FLAG_CLR != 0)
+        .count();
+    assert_eq!(clrs, 2);
+}
+
+#[test]
+fn transaction_errors_and_nesting_follow_sql_server() {
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let error = db.commit_tran().unwrap_err();
+    assert_eq!((error.number, error.severity), (3902, 16));
+    assert_eq!(
+        error.message,
+        "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION."
+    );
+    assert_eq!(db.rollback_tran().unwrap_err().number, 3903);
+    assert_eq!(db.save_tran("x").unwrap_err().number, 628);
+    db.begin_tran().unwrap();
+    db.begin_tran().unwrap();
+    assert_eq!(db.trancount(), 2);
+    db.commit_tran().unwrap();
+    assert_eq!(db.trancount(), 1);
+    let missing = db.rollback_tran_to("nowhere").unwrap_err();
+    assert_eq!(missing.number, 6401);
+    db.rollback_tran().unwrap();
+    assert_eq!(db.trancount(), 0);
+}
+
+#[test]
+fn with_delayed_durability_commit_does_not_wait_for_the_log() {
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    db.set_delayed_durability(true);
+    lab.instance.waits.clear();
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(1)).unwrap();
+    db.commit_tran().unwrap();
+    assert!(db.log().flushed_lsn() < db.log().end_lsn(), "the commit record is not durable yet");
+    assert!(lab.instance.waits.get("WRITELOG").is_none());
+}
