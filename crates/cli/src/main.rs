@@ -30,6 +30,7 @@ macro_rules! out {
 
 mod bench;
 mod bench_insert;
+mod crash_load;
 mod log_growth;
 mod plan;
 
@@ -53,6 +54,9 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Grow a real log by autogrowth and show its VLFs, zeroing waits and growth events (seed 002).
     Log(log_growth::LogArgs),
+    /// The child process of the crash tests: a transactional load, run until killed.
+    #[command(hide = true)]
+    CrashLoad(crash_load::CrashLoadArgs),
     /// Run a benchmark (build with --release).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
         Command::Log(args) => log_growth::run(&args),
+        Command::CrashLoad(args) => crash_load::run(&args),
         Command::Bench(command) => bench::run(&command),
     };
     match result {

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The crash soak: the SIGKILL crash test with many more kills than CI runs (default 1,000),
+# in release mode. Usage: scripts/soak.sh [kills]. A failure prints EXTENTDB_SEED to replay it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EXTENTDB_CRASH_ITERATIONS="${1:-1000}" cargo test --release --locked -p extentdb --test crash -- --nocapture
