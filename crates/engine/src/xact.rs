@@ -209,6 +209,7 @@ impl Database {
         if !self.delayed_durability() {
             self.log().flush_to(lsn)?;
         }
+        self.maybe_checkpoint()?;
         Ok(())
     }
 

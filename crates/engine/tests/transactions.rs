@@ -198,3 +198,30 @@ fn with_delayed_durability_commit_does_not_wait_for_the_log() {
     assert!(db.log().flushed_lsn() < db.log().end_lsn(), "the commit record is not durable yet");
     assert!(lab.instance.waits.get("WRITELOG").is_none());
 }
+
+#[test]
+fn a_log_70_percent_full_checkpoints_automatically_and_reuses_its_vlfs() {
+    let lab = lab_with(|_| {});
+    let mut spec = spec();
+    spec.logs = vec![FileSpec::new("bank_log", "bank.ldf").size(size("1MB")).growth(size("1MB"))];
+    let db = Database::create(&lab.instance, &spec).unwrap();
+    let tree = accounts(&db);
+    let mut batches = 0;
+    while !db.log().dbcc_loginfo().iter().any(|r| r.parity == 128) {
+        assert!(batches < 2000, "no VLF was reused");
+        db.begin_tran().unwrap();
+        for n in 0..20 {
+            tree.insert(&db, &row(batches * 20 + n)).unwrap();
+        }
+        db.commit_tran().unwrap();
+        batches += 1;
+    }
+    assert!(db.auto_checkpoints() > 0);
+    let logged_mb = db.log().stats().bytes_flushed as f64 / 1048576.0;
+    let log_pages: u32 = db.log_files().iter().map(|f| f.2).sum();
+    // More log was written than the log holds, yet it grew once at most: checkpoints made its
+    // VLFs reusable and the log wrapped round.
+    assert!(logged_mb > 1.5, "{logged_mb} MB logged");
+    assert!(log_pages <= 256, "the log grew to {log_pages} pages");
+    assert_eq!(tree.check(&db), Ok(batches as usize * 20));
+}

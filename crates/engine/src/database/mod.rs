@@ -70,6 +70,8 @@ pub(crate) use create::write_header_page;
 /// Bytes written per call while zeroing (a bounded buffer).
 const ZERO_CHUNK_BYTES: usize = 1 << 20;
 static ZEROS: [u8; ZERO_CHUNK_BYTES] = [0; ZERO_CHUNK_BYTES];
+/// Log written since the last checkpoint that triggers an automatic one.
+const AUTO_CHECKPOINT_LOG_BYTES: u64 = 256 * 1024 * 1024;
 /// The PRIMARY filegroup's id.
 pub const PRIMARY_FILEGROUP_ID: u16 = 1;
 
@@ -183,6 +185,10 @@ pub struct Database {
     active_xacts: Mutex<BTreeMap<u64, crate::log::lsn::Lsn>>,
     /// ALTER DATABASE SET DELAYED_DURABILITY = FORCED (off by default).
     delayed_durability: std::sync::atomic::AtomicBool,
+    /// Log bytes flushed when the last checkpoint ended (automatic checkpoints).
+    checkpoint_log_bytes: std::sync::atomic::AtomicU64,
+    checkpoint_running: Mutex<()>,
+    auto_checkpoints: std::sync::atomic::AtomicU64,
     growth_lock: Mutex<()>,
     growth_events: Mutex<Vec<GrowthEvent>>,
     /// Pages holding ghost records, for the ghost-cleanup task.
@@ -374,6 +380,32 @@ impl Database {
         self.active_xacts.lock().values().min().copied()
     }
 
+    /// An automatic checkpoint when one is due (reference §5.6): the log is 70 % full (SIMPLE
+    /// recovery), or 256 MB of log have been written since the last checkpoint (extentdb's
+    /// stand-in for the recovery interval's one minute of redo). Runs on the calling session
+    /// (SQL Server's checkpoint is a background task); a session finding another checkpoint
+    /// under way does not wait for it.
+    pub fn maybe_checkpoint(&self) -> SqlResult<bool> {
+        let (_, used_pct) = self.log.space();
+        let since = self
+            .log
+            .stats()
+            .bytes_flushed
+            .saturating_sub(self.checkpoint_log_bytes.load(Ordering::Relaxed));
+        if used_pct < 70.0 && since < AUTO_CHECKPOINT_LOG_BYTES {
+            return Ok(false);
+        }
+        let Some(_running) = self.checkpoint_running.try_lock() else { return Ok(false) };
+        self.checkpoint()?;
+        self.auto_checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Automatic checkpoints taken so far.
+    pub fn auto_checkpoints(&self) -> u64 {
+        self.auto_checkpoints.load(Ordering::Relaxed)
+    }
+
     /// DELAYED_DURABILITY: commits return before their log records are durable.
     pub fn set_delayed_durability(&self, on: bool) {
         self.delayed_durability.store(on, Ordering::Relaxed);
@@ -513,6 +545,7 @@ impl Database {
             crate::log::ReuseWait::Nothing
         };
         self.log.truncate(min_lsn, reuse_wait);
+        self.checkpoint_log_bytes.store(self.log.stats().bytes_flushed, Ordering::Relaxed);
         Ok(())
     }
 
