@@ -908,9 +908,10 @@ impl BufferPool {
         let Some(log) = self.log_of(first.database_id) else { return Ok(()) };
         let mut records: Vec<LogRecord> = changes.iter().map(page_record).collect();
         records.extend(extra.iter().map(|(record, _)| record.clone()));
-        let lsns = log.append_group(&records)?;
+        let lsns = log.append_group(&records, crate::xact::compensating())?;
         let last = *lsns.last().expect("a group has records");
-        crate::xact::logged(extra, &lsns[changes.len()..]);
+        let group_bytes = records.iter().map(|r| r.encoded_len() as u64).sum();
+        crate::xact::logged(extra, &lsns[changes.len()..], group_bytes, &log);
         for change in changes {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");

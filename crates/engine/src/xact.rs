@@ -23,6 +23,7 @@
 use crate::btree::BTree;
 use crate::database::Database;
 use crate::error::{SqlError, SqlResult};
+use crate::log::LogManager;
 use crate::log::lsn::{LSN_BYTES, Lsn};
 use crate::log::mtr;
 use crate::log::record::{Context, LogRecord, Operation};
@@ -96,12 +97,19 @@ struct OpenXact {
     savepoints: Vec<(String, usize)>,
     /// @@TRANCOUNT: nested BEGIN TRAN counts up, COMMIT counts down, the outermost commits.
     depth: u32,
+    /// Log space reserved for this transaction's rollback.
+    reserved_bytes: u64,
 }
 
 thread_local! {
     static CURRENT: RefCell<Option<OpenXact>> = const { RefCell::new(None) };
     /// Set while this thread undoes a change: records it logs are CLRs with this undo-next.
     static COMPENSATING: RefCell<Option<Lsn>> = const { RefCell::new(None) };
+}
+
+/// Whether this thread is undoing a change (its log records may use the rollback reserve).
+pub fn compensating() -> bool {
+    COMPENSATING.with(|c| c.borrow().is_some())
 }
 
 /// Whether this thread has an open transaction in `database_id`.
@@ -135,10 +143,17 @@ pub fn log_row_op(database_id: u16, op: RowOp) {
 
 /// Called when a mini-transaction's group is in the log: the transaction's chain advances,
 /// and its row changes (not CLRs) join its undo list.
-pub fn logged(records: &[(LogRecord, RowOp)], lsns: &[Lsn]) {
+///
+/// A row change also reserves log space for its own undo (about the size of its group), so
+/// that the rollback can always be logged ([`crate::log::LogManager::append_group`]).
+pub fn logged(records: &[(LogRecord, RowOp)], lsns: &[Lsn], group_bytes: u64, log: &LogManager) {
     CURRENT.with(|c| {
         let mut current = c.borrow_mut();
         let Some(xact) = current.as_mut() else { return };
+        if records.iter().any(|(r, _)| r.flags & FLAG_CLR == 0) {
+            xact.reserved_bytes += group_bytes;
+            log.reserve(group_bytes);
+        }
         for ((record, op), lsn) in records.iter().zip(lsns) {
             if record.flags & FLAG_CLR == 0 {
                 xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op: op.clone() });
@@ -183,6 +198,7 @@ impl Database {
                 undo: Vec::new(),
                 savepoints: Vec::new(),
                 depth: 1,
+                reserved_bytes: 0,
             })
         });
         Ok(())
@@ -206,6 +222,7 @@ impl Database {
         commit.prev_lsn = xact.last_lsn;
         let lsn = self.log().append(&commit)?;
         self.note_xact_end(xact.xact_id);
+        self.log().release(xact.reserved_bytes);
         if !self.delayed_durability() {
             self.log().flush_to(lsn)?;
         }
@@ -239,6 +256,7 @@ impl Database {
         abort.prev_lsn = xact.last_lsn;
         self.log().append(&abort)?;
         self.note_xact_end(xact.xact_id);
+        self.log().release(xact.reserved_bytes);
         result
     }
 
@@ -291,6 +309,7 @@ impl Database {
                     undo: Vec::new(),
                     savepoints: Vec::new(),
                     depth: 1,
+                    reserved_bytes: 0,
                 })
             });
             let result = self.compensate(&entry.op, entry.prev_lsn);
@@ -336,6 +355,7 @@ impl Database {
                 undo: Vec::new(),
                 savepoints: Vec::new(),
                 depth: 1,
+                reserved_bytes: 0,
             })
         });
         let result = self.compensate(op, undo_next);

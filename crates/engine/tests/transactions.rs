@@ -225,3 +225,95 @@ fn a_log_70_percent_full_checkpoints_automatically_and_reuses_its_vlfs() {
     assert!(log_pages <= 256, "the log grew to {log_pages} pages");
     assert_eq!(tree.check(&db), Ok(batches as usize * 20));
 }
+
+#[test]
+fn a_full_disk_during_a_log_growth_gives_9002_and_loses_no_commit() {
+    let mut lab = lab_with(|config| config.vlf_rule = engine::log::vlf::VlfRule::Sql2019);
+    let mut spec = spec();
+    spec.logs = vec![FileSpec::new("bank_log", "bank.ldf").size(size("1MB")).growth(size("2MB"))];
+    let db = Database::create(&lab.instance, &spec).unwrap();
+    let tree = accounts(&db);
+    db.begin_tran().unwrap();
+    for id in 0..100 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    db.commit_tran().unwrap();
+    // An open transaction pins the log; the disk fills while the log grows for it.
+    db.begin_tran().unwrap();
+    lab.faults.lock().only_paths_ending = Some(".ldf".into());
+    lab.faults.lock().enospc_after_bytes = Some(256 * 1024);
+    let error = (100..100_000)
+        .map(|id| tree.insert(&db, &row(id)))
+        .find_map(Result::err)
+        .expect("the log fills");
+    assert_eq!((error.number, error.severity), (9002, 17), "{error}");
+    assert_eq!(
+        error.message,
+        "The transaction log for database 'Bank' is full due to 'ACTIVE_TRANSACTION'."
+    );
+    let texts = lab.errorlog_texts();
+    assert!(texts.iter().any(|t| t.starts_with("Error: 5149")), "the OS error: {texts:?}");
+    let log_bytes = std::fs::metadata(lab.path("bank.ldf")).unwrap().len();
+    assert_eq!(log_bytes, 1024 * 1024, "the failed growth was truncated back");
+    // The statement failed whole; the transaction can still roll back, and the commit stays.
+    db.rollback_tran().unwrap();
+    lab.faults.lock().enospc_after_bytes = None;
+    assert_eq!(ids(&tree, &db), (0..100).collect::<Vec<_>>());
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(ids(&tree, &db), (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_failed_log_fsync_fails_the_commit_and_keeps_every_earlier_one() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    db.begin_tran().unwrap();
+    for id in 0..50 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    db.commit_tran().unwrap();
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(50)).unwrap();
+    lab.faults.lock().only_paths_ending = Some(".ldf".into());
+    lab.faults.lock().fail_sync_after = Some(0);
+    let error = db.commit_tran().unwrap_err();
+    assert_eq!(error.number, 823, "{error}");
+    // The log stopped: later commits fail too, rather than being acknowledged untruthfully.
+    db.begin_tran().unwrap();
+    let later = tree.insert(&db, &row(51)).and_then(|()| db.commit_tran());
+    assert!(later.is_err());
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    let found = ids(&tree, &db);
+    assert_eq!(found[..50], (0..50).collect::<Vec<_>>(), "every acknowledged commit");
+    assert!(!found.contains(&51), "nothing that was never committed");
+}
+
+#[test]
+fn a_torn_data_page_write_is_reported_as_824_naming_the_page() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    db.begin_tran().unwrap();
+    for id in 0..300 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    db.commit_tran().unwrap();
+    db.checkpoint().unwrap();
+    // A change after that checkpoint, to one leaf only (no allocation, so no PFS page is dirty):
+    // the log holds it as a change to the page on disk.
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(1000)).unwrap();
+    db.commit_tran().unwrap();
+    // The next checkpoint's first data-file write is torn after one sector; power is lost.
+    lab.faults.lock().only_paths_ending = Some(".mdf".into());
+    lab.faults.lock().tear_write_after = Some((0, 512));
+    assert_eq!(db.checkpoint().unwrap_err().number, 823);
+    db.crash();
+    lab.restart();
+    // Redo needs the page as it was, and reads a torn one: SQL Server's answer, 824 with the
+    // page named (there is no page image to rebuild it from; a restore would be next).
+    let error = Database::open(&lab.instance, &lab.path("bank.mdf")).err().expect("824");
+    assert_eq!((error.number, error.severity), (824, 24), "{error}");
+    assert!(error.message.contains("(1:"), "names the page: {}", error.message);
+}

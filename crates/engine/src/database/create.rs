@@ -308,7 +308,6 @@ impl Database {
             first_iams: Mutex::new(
                 boot_first_iams.into_iter().filter(|(_, page)| !page.is_null()).collect(),
             ),
-            active_xacts: Mutex::new(BTreeMap::new()),
             delayed_durability: std::sync::atomic::AtomicBool::new(false),
             checkpoint_log_bytes: std::sync::atomic::AtomicU64::new(0),
             checkpoint_running: Mutex::new(()),

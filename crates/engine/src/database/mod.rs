@@ -181,8 +181,6 @@ pub struct Database {
     /// Each allocation unit's first IAM page, as the boot page records it (written at once
     /// when a unit gets its first IAM page; see `persist_first_iam`).
     first_iams: Mutex<BTreeMap<u64, PageId>>,
-    /// Open transactions: id -> LSN of LOP_BEGIN_XACT (MinLSN and log_reuse_wait_desc).
-    active_xacts: Mutex<BTreeMap<u64, crate::log::lsn::Lsn>>,
     /// ALTER DATABASE SET DELAYED_DURABILITY = FORCED (off by default).
     delayed_durability: std::sync::atomic::AtomicBool,
     /// Log bytes flushed when the last checkpoint ended (automatic checkpoints).
@@ -368,16 +366,16 @@ impl Database {
     }
 
     pub(crate) fn note_xact_begin(&self, xact_id: u64, begin: crate::log::lsn::Lsn) {
-        self.active_xacts.lock().insert(xact_id, begin);
+        self.log.note_transaction_begin(xact_id, begin);
     }
 
     pub(crate) fn note_xact_end(&self, xact_id: u64) {
-        self.active_xacts.lock().remove(&xact_id);
+        self.log.note_transaction_end(xact_id);
     }
 
     /// The LSN of the oldest open transaction's begin record, if any.
     pub fn oldest_active_begin(&self) -> Option<crate::log::lsn::Lsn> {
-        self.active_xacts.lock().values().min().copied()
+        self.log.oldest_open_transaction()
     }
 
     /// An automatic checkpoint when one is due (reference §5.6): the log is 70 % full (SIMPLE

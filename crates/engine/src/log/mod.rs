@@ -58,6 +58,8 @@ use vlf::{FIRST_VLF_OFFSET, VLF_HEADER_BYTES, VlfHeader, VlfRule};
 pub const WRITELOG: &str = "WRITELOG";
 /// The smallest log file: 512 KB, as in SQL Server.
 pub const MIN_LOG_FILE_PAGES: u32 = 64;
+/// Growths one append may make to find room before it reports 9002.
+const MAX_GROWTHS_PER_APPEND: u32 = 64;
 /// Autogrowths up to this size use IFI under the 2022 rule.
 const LOG_IFI_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -235,6 +237,8 @@ struct LogState {
     stats: LogFlushStats,
     /// A group failed part way: an abort marker goes before the next record.
     group_broken: bool,
+    /// Log space set aside for the rollback of open transactions.
+    reserved_bytes: u64,
 }
 
 struct FlushState {
@@ -254,6 +258,8 @@ pub struct LogManager {
     flush: Mutex<FlushState>,
     flushed: Condvar,
     next_xact_id: std::sync::atomic::AtomicU64,
+    /// Open transactions: id -> begin LSN.
+    open_transactions: Mutex<BTreeMap<u64, Lsn>>,
 }
 
 fn os_write_error(err: &std::io::Error, offset: u64, path: &str) -> SqlError {
@@ -313,6 +319,7 @@ impl LogManager {
             growths: Vec::new(),
             stats: LogFlushStats::default(),
             group_broken: false,
+            reserved_bytes: 0,
         };
         let first_vlf = state.current;
         Self::enter_vlf(&mut state, first_vlf, 1);
@@ -339,6 +346,7 @@ impl LogManager {
             flush: Mutex::new(FlushState { flushed_lsn, writing: false, failed: None }),
             flushed: Condvar::new(),
             next_xact_id: std::sync::atomic::AtomicU64::new(1),
+            open_transactions: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -424,6 +432,7 @@ impl LogManager {
             growths: Vec::new(),
             stats: LogFlushStats::default(),
             group_broken: false,
+            reserved_bytes: 0,
         };
         Self::find_end(instance, &mut state, database_name)?;
         let log = Self::assemble(instance, database_id, database_name, binding_id, state);
@@ -691,9 +700,25 @@ impl LogManager {
 
     /// Appends records as one group: recovery replays all of them or none (every record but
     /// the last carries [`record::FLAG_GROUP_CONTINUES`]). Returns each record's LSN.
-    pub fn append_group(&self, records: &[LogRecord]) -> SqlResult<Vec<Lsn>> {
+    ///
+    /// Log space reserved for rolling back open transactions is kept free: a group that would
+    /// eat into it makes the log grow first, or fails with 9002 before anything is appended.
+    /// A compensation group (`use_reserve`) may use the reserve: a rollback never runs out.
+    pub fn append_group(&self, records: &[LogRecord], use_reserve: bool) -> SqlResult<Vec<Lsn>> {
         assert!(!records.is_empty(), "a group has records");
         let mut state = self.state.lock();
+        let needed: u64 =
+            records.iter().map(|r| r.encoded_len() as u64 + 2).sum::<u64>() + SECTOR_BYTES as u64;
+        let reserve = if use_reserve { 0 } else { state.reserved_bytes };
+        let mut growths = 0;
+        while state.free_bytes() < reserve + needed {
+            growths += 1;
+            if growths > MAX_GROWTHS_PER_APPEND {
+                let reason = self.reuse_wait_now(&state).desc();
+                return Err(SqlError::log_full(&self.database_name, reason));
+            }
+            self.autogrow(&mut state)?;
+        }
         let mut lsns = Vec::with_capacity(records.len());
         for (i, record) in records.iter().enumerate() {
             let continues = if i + 1 < records.len() { record::FLAG_GROUP_CONTINUES } else { 0 };
@@ -733,13 +758,63 @@ impl LogManager {
                 continue;
             };
             let first_new = file.vlfs.len();
-            self.grow_file(state, file_id, new_size, true)?;
-            return Ok(VlfPos { file_id, index: first_new });
+            match self.grow_file(state, file_id, new_size, true) {
+                Ok(()) => return Ok(VlfPos { file_id, index: first_new }),
+                // The OS error goes to the errorlog; the session gets 9002, as in SQL Server.
+                Err(error) => self
+                    .instance
+                    .errorlog
+                    .write_error(&crate::instance::current_process_info(), &error),
+            }
         }
-        let reason = state.reuse_wait.desc();
+        let reason = self.reuse_wait_now(state).desc();
         let error = SqlError::log_full(&self.database_name, reason);
         self.instance.errorlog.write_error(&crate::instance::current_process_info(), &error);
         Err(error)
+    }
+
+    /// Why the log cannot be reused right now: an open transaction holds it, or a checkpoint
+    /// would free VLFs, or neither (reported by 9002 and log_reuse_wait_desc).
+    fn reuse_wait_now(&self, state: &LogState) -> ReuseWait {
+        if self.open_transactions.lock().values().next().is_some() {
+            return ReuseWait::ActiveTransaction;
+        }
+        let current = state.vlf(state.current).header.fseqno;
+        if state.min_lsn.seqno < current {
+            return ReuseWait::Checkpoint;
+        }
+        state.reuse_wait
+    }
+
+    /// Sets aside `bytes` of log for a transaction's rollback.
+    pub fn reserve(&self, bytes: u64) {
+        self.state.lock().reserved_bytes += bytes;
+    }
+
+    /// Gives back a transaction's reservation when it ends.
+    pub fn release(&self, bytes: u64) {
+        let mut state = self.state.lock();
+        state.reserved_bytes = state.reserved_bytes.saturating_sub(bytes);
+    }
+
+    /// Registers an open transaction (its begin LSN pins the log).
+    pub fn note_transaction_begin(&self, xact_id: u64, begin: Lsn) {
+        self.open_transactions.lock().insert(xact_id, begin);
+    }
+
+    pub fn note_transaction_end(&self, xact_id: u64) {
+        self.open_transactions.lock().remove(&xact_id);
+    }
+
+    /// The begin LSN of the oldest open transaction.
+    pub fn oldest_open_transaction(&self) -> Option<Lsn> {
+        self.open_transactions.lock().values().min().copied()
+    }
+
+    /// log_reuse_wait_desc as it stands.
+    pub fn log_reuse_wait(&self) -> ReuseWait {
+        let state = self.state.lock();
+        self.reuse_wait_now(&state)
     }
 
     /// Grows a log file to `new_size_pages`: zeros (or IFI for a 2022-rule autogrowth of 64 MB
@@ -1077,6 +1152,21 @@ impl LogState {
             }
         }
         ring
+    }
+
+    /// Bytes the log can take without growing: the rest of the current VLF and every VLF
+    /// that is not active (less their headers).
+    fn free_bytes(&self) -> u64 {
+        let current = self.vlf(self.current);
+        let used = self.open_offset + self.open.size() as u64;
+        let mut free = current.header.size_bytes.saturating_sub(used);
+        for pos in self.ring() {
+            let vlf = self.vlf(pos);
+            if pos != self.current && self.status_of(vlf) != 2 {
+                free += vlf.header.size_bytes - VLF_HEADER_BYTES;
+            }
+        }
+        free
     }
 
     /// The first VLF after the current one, wrapping round, that is not active.
