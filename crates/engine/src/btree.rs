@@ -44,6 +44,7 @@ use crate::database::Database;
 use crate::datapage;
 use crate::error::{SqlError, SqlResult};
 use crate::latch::LatchMode;
+use crate::lock::{LockMode, LockResource};
 use crate::page::{PageBuf, PageHeader, PageType};
 use crate::record::{self, Column, Layout, RecordType, SqlType, Value, compare_keys};
 use crate::units::{PAGE_SIZE, PageId};
@@ -517,11 +518,24 @@ impl BTree {
         panic!("insert into {} kept losing uniquifiers", self.index_name)
     }
 
+    /// The key lock of `key` in this index.
+    fn key_lock(&self, db: &Database, key: &[Value]) -> LockResource {
+        LockResource::key(db.database_id, self.au_id, format!("{key:?}").as_bytes())
+    }
+
+    /// IX on the index and X on the key, for a change in a transaction (before any latch).
+    fn lock_for_change(&self, db: &Database, key: &[Value]) -> SqlResult<()> {
+        let object = LockResource::Object { database_id: db.database_id, au_id: self.au_id };
+        xact::lock(db, object, LockMode::IX)?;
+        xact::lock(db, self.key_lock(db, key), LockMode::X)
+    }
+
     fn insert_row(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
         let kind =
             if self.leaf_type == PageType::Index { RecordType::Index } else { RecordType::Primary };
         let record = record::encode(&self.columns, &self.layout, values, kind)?;
         let key = self.key_of(values);
+        self.lock_for_change(db, &key)?;
         let pool = db.buffer_pool();
         // The row's logical record joins the mini-transaction that placed it.
         let logged = |placed: bool| {
@@ -791,10 +805,23 @@ impl BTree {
     }
 
     /// The row with `key`, if any (the first of its duplicates in a non-unique index).
+    ///
+    /// In a transaction it reads committed data (READ COMMITTED): it takes an S lock on the
+    /// key first, waiting for a transaction that changed the row, and releases it after reading.
     pub fn seek(&self, db: &Database, key: &[Value]) -> SqlResult<Option<Vec<Value>>> {
         if !self.unique {
             return Ok(self.range(db, Some(key), Some(key), false)?.into_iter().next());
         }
+        let lock = self.key_lock(db, key);
+        let object = LockResource::Object { database_id: db.database_id, au_id: self.au_id };
+        xact::lock(db, object, LockMode::IS)?;
+        xact::lock(db, lock, LockMode::S)?;
+        let row = self.seek_latched(db, key);
+        xact::unlock(db, lock);
+        row
+    }
+
+    fn seek_latched(&self, db: &Database, key: &[Value]) -> SqlResult<Option<Vec<Value>>> {
         let leaf = self.leaf_for_read(db, Some(key), false)?;
         let page = leaf.key().page;
         leaf.read(|buf| match self.find_in_leaf(db, page, buf, key)? {
@@ -821,8 +848,20 @@ impl BTree {
             for row in &mut rows {
                 row.pop();
             }
+            return Ok(rows);
         }
-        Ok(rows)
+        if !xact::is_open(db.database_id) {
+            return Ok(rows);
+        }
+        // READ COMMITTED: each row is read again under a short S lock on its key, so a row
+        // another transaction is changing is returned as committed (or not at all).
+        let mut committed = Vec::with_capacity(rows.len());
+        for row in rows {
+            if let Some(row) = self.seek(db, &self.key_of(&row))? {
+                committed.push(row);
+            }
+        }
+        Ok(committed)
     }
 
     /// The scan behind [`BTree::range`]. Forward scans couple SH latches along the leaf level;
@@ -893,6 +932,7 @@ impl BTree {
 
     /// Deletes the row with `key` by making it a ghost; false if there is none.
     pub fn delete(&self, db: &Database, key: &[Value]) -> SqlResult<bool> {
+        self.lock_for_change(db, key)?;
         db.buffer_pool().in_mtr(|| self.delete_in_mtr(db, key))
     }
 

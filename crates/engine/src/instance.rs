@@ -89,6 +89,8 @@ pub struct Instance {
     pub waiting_tasks: Arc<WaitingTasks>,
     pub buffer_pool: Arc<BufferPool>,
     pub spids: crate::session::SpidAllocator,
+    /// Transaction locks of every database.
+    pub locks: crate::lock::LockManager,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
 }
@@ -120,6 +122,7 @@ impl Instance {
             errorlog,
             spinlocks: stats.spinlocks,
             spids: crate::session::SpidAllocator::default(),
+            locks: crate::lock::LockManager::default(),
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),
         };

@@ -33,6 +33,7 @@ pub mod heap;
 pub mod instance;
 pub mod io;
 pub mod latch;
+pub mod lock;
 pub mod log;
 pub mod page;
 pub mod plan;

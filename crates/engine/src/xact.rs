@@ -23,11 +23,14 @@
 use crate::btree::BTree;
 use crate::database::Database;
 use crate::error::{SqlError, SqlResult};
+use crate::lock::{Acquired, DeadlockReport, LockMode, LockOwner, LockResource};
 use crate::log::LogManager;
 use crate::log::lsn::{LSN_BYTES, Lsn};
 use crate::log::mtr;
 use crate::log::record::{Context, LogRecord, Operation};
+use crate::traceflags::{TF_DEADLOCK_TEXT, TF_DEADLOCK_XML};
 use std::cell::RefCell;
+use std::time::Duration;
 
 /// Flag bit of a compensation log record (the undo of a row change).
 pub const FLAG_CLR: u16 = 0x0008;
@@ -220,12 +223,19 @@ impl Database {
         }
         let mut commit = LogRecord::new(Operation::CommitXact, Context::Null, xact.xact_id, vec![]);
         commit.prev_lsn = xact.last_lsn;
-        let lsn = self.log().append(&commit)?;
+        let lsn = match self.log().append(&commit) {
+            Ok(lsn) => lsn,
+            Err(error) => {
+                CURRENT.with(|c| *c.borrow_mut() = Some(xact)); // still open: it can roll back
+                return Err(error);
+            }
+        };
         self.note_xact_end(xact.xact_id);
         self.log().release(xact.reserved_bytes);
-        if !self.delayed_durability() {
-            self.log().flush_to(lsn)?;
-        }
+        let flushed = if self.delayed_durability() { Ok(()) } else { self.log().flush_to(lsn) };
+        // Locks go once the commit is durable: nobody reads a change that a crash could undo.
+        self.instance().locks.release_all(xact.xact_id);
+        flushed?;
         self.maybe_checkpoint()?;
         Ok(())
     }
@@ -257,6 +267,7 @@ impl Database {
         self.log().append(&abort)?;
         self.note_xact_end(xact.xact_id);
         self.log().release(xact.reserved_bytes);
+        self.instance().locks.release_all(xact.xact_id);
         result
     }
 
@@ -361,6 +372,106 @@ impl Database {
         let result = self.compensate(op, undo_next);
         let after = CURRENT.with(|c| c.borrow_mut().take()).map_or(last_lsn, |x| x.last_lsn);
         result.map(|()| after)
+    }
+}
+
+/// Takes a transaction lock for this session's open transaction in `db` (none outside a
+/// transaction: the engine API's non-transactional operations take no locks). A wait is
+/// recorded as LCK_M_<mode> and shown in the waiting tasks; a deadlock victim's transaction is
+/// rolled back and the caller gets 1205. Never called while a page latch is held.
+pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<()> {
+    let owner = CURRENT.with(|c| {
+        c.borrow().as_ref().filter(|x| x.database_id == db.database_id).map(|x| LockOwner {
+            xact_id: x.xact_id,
+            spid: crate::instance::current_spid(),
+            cost: x.reserved_bytes,
+        })
+    });
+    let Some(owner) = owner else { return Ok(()) };
+    if COMPENSATING.with(|c| c.borrow().is_some()) {
+        return Ok(()); // an undo touches only what its transaction already holds
+    }
+    let instance = db.instance().clone();
+    let mut registration = None;
+    let mut on_wait = |blocker: Option<u16>| {
+        registration = Some(instance.waiting_tasks.begin(
+            owner.spid,
+            mode.wait_type(),
+            blocker,
+            resource.description(),
+        ));
+    };
+    let mut on_deadlock = |report: &DeadlockReport| write_deadlock(&instance, report);
+    let acquired = instance.locks.acquire(owner, resource, mode, &mut on_wait, &mut on_deadlock);
+    drop(registration);
+    match acquired {
+        Ok(Acquired::Granted) => Ok(()),
+        Ok(Acquired::AfterWait(waited, _)) => {
+            instance.waits.record(mode.wait_type(), waited, Duration::ZERO);
+            Ok(())
+        }
+        Err(error) => {
+            // The victim's transaction is rolled back, as SQL Server does before it answers.
+            let _ = db.rollback_tran();
+            Err(error)
+        }
+    }
+}
+
+/// Releases an S lock taken for a read (READ COMMITTED keeps none after the row is read).
+pub fn unlock(db: &Database, resource: LockResource) {
+    let xact_id = CURRENT.with(|c| {
+        c.borrow().as_ref().filter(|x| x.database_id == db.database_id).map(|x| x.xact_id)
+    });
+    if let Some(xact_id) = xact_id {
+        db.instance().locks.release(xact_id, resource);
+    }
+}
+
+/// The errorlog lines of a deadlock under TF 1204 (text) and TF 1222 (list format).
+fn write_deadlock(instance: &crate::instance::Instance, report: &DeadlockReport) {
+    let info = "spid4s";
+    let flags = &instance.trace_flags;
+    if flags.is_on(TF_DEADLOCK_TEXT) {
+        instance.errorlog.write(info, "Deadlock encountered .... Printing deadlock information");
+        for (n, (spid, _, resource, mode)) in report.nodes.iter().enumerate() {
+            instance.errorlog.write(info, &format!("Node:{}", n + 1));
+            instance.errorlog.write(
+                info,
+                &format!(
+                    "{} Requested by: SPID: {spid} Mode: {}",
+                    resource.description(),
+                    mode.name()
+                ),
+            );
+        }
+        instance
+            .errorlog
+            .write(info, &format!("Victim Resource Owner: SPID: {}", report.victim_spid));
+    }
+    if flags.is_on(TF_DEADLOCK_XML) {
+        instance.errorlog.write(info, "deadlock-list");
+        instance.errorlog.write(info, &format!(" deadlock victim=process{}", report.victim_spid));
+        instance.errorlog.write(info, "  process-list");
+        for (spid, xact_id, _, _) in &report.nodes {
+            instance.errorlog.write(
+                info,
+                &format!(
+                    "   process id=process{spid} spid={spid} xactid={xact_id} lockMode=waiting"
+                ),
+            );
+        }
+        instance.errorlog.write(info, "  resource-list");
+        for (spid, _, resource, mode) in &report.nodes {
+            instance.errorlog.write(
+                info,
+                &format!(
+                    "   {} waiter id=process{spid} mode={}",
+                    resource.description(),
+                    mode.name()
+                ),
+            );
+        }
     }
 }
 

@@ -1,0 +1,129 @@
+//! Transaction locks: a reader waits for a writer's commit (LCK_M_S, with the blocker in the
+//! waiting tasks), and a deadlock between two transactions is found and resolved with 1205.
+
+mod common;
+
+use common::{lab_with, size};
+use engine::btree::BTree;
+use engine::database::{Database, DatabaseSpec, FileSpec};
+use engine::record::{Column, SqlType, Value};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+fn setup(
+    configure: impl FnOnce(&mut engine::instance::InstanceConfig),
+) -> (common::Lab, Arc<Database>, Arc<BTree>) {
+    let lab = lab_with(configure);
+    let spec = DatabaseSpec {
+        name: "Locks".into(),
+        primary: vec![FileSpec::new("locks_data", "locks.mdf").size(size("4MB"))],
+        filegroups: Vec::new(),
+        logs: vec![FileSpec::new("locks_log", "locks.ldf").size(size("4MB"))],
+        mixed_page_allocation: false,
+    };
+    let db = Arc::new(Database::create(&lab.instance, &spec).unwrap());
+    let columns =
+        vec![Column::new("id", SqlType::Int, false), Column::new("v", SqlType::Int, false)];
+    let tree = Arc::new(BTree::create(&db, "dbo.T", "PK_T", columns, vec![0], true, None).unwrap());
+    (lab, db, tree)
+}
+
+fn row(id: i32, v: i32) -> Vec<Value> {
+    vec![Value::Int(id), Value::Int(v)]
+}
+
+#[test]
+fn a_reader_waits_for_the_writers_commit_and_sees_the_committed_row() {
+    let (lab, db, tree) = setup(|_| {});
+    engine::instance::set_current_spid(51);
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(5, 500)).unwrap();
+    let reader = {
+        let (db, tree) = (db.clone(), tree.clone());
+        std::thread::spawn(move || {
+            engine::instance::set_current_spid(52);
+            db.begin_tran().unwrap();
+            let found = tree.seek(&db, &[Value::Int(5)]).unwrap();
+            db.commit_tran().unwrap();
+            found
+        })
+    };
+    // The reader blocks on the key lock the writer holds, and shows it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let task = loop {
+        let tasks = lab.instance.waiting_tasks.snapshot();
+        if let Some(task) = tasks.into_iter().find(|t| t.wait_type == "LCK_M_S") {
+            break task;
+        }
+        assert!(Instant::now() < deadline, "the reader never waited");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!((task.session_id, task.blocking_session_id), (52, Some(51)));
+    assert!(
+        task.resource_description.starts_with("keylock hobtid="),
+        "{}",
+        task.resource_description
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    db.commit_tran().unwrap();
+    assert_eq!(reader.join().unwrap(), Some(row(5, 500)), "the committed row");
+    let wait = lab.instance.waits.get("LCK_M_S").unwrap();
+    assert_eq!(wait.waiting_tasks_count, 1);
+    assert!(wait.wait_time_ms >= 20, "{} ms", wait.wait_time_ms);
+    assert!(lab.instance.locks.snapshot().is_empty(), "every lock released");
+}
+
+#[test]
+fn a_deadlock_is_resolved_within_5_seconds_with_1205_and_written_with_tf_1222() {
+    let (lab, db, tree) = setup(|config| config.startup_trace_flags = vec![1204, 1222]);
+    let barrier = Arc::new(Barrier::new(2));
+    let started = Instant::now();
+    let sessions: Vec<_> = [(61u16, 1, 2), (62u16, 2, 1)]
+        .into_iter()
+        .map(|(spid, mine, theirs)| {
+            let (db, tree, barrier) = (db.clone(), tree.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                engine::instance::set_current_spid(spid);
+                db.begin_tran().unwrap();
+                tree.insert(&db, &row(mine, 0)).unwrap();
+                barrier.wait();
+                // Each now wants the key the other holds.
+                match tree
+                    .insert(&db, &row(theirs + 100, 0))
+                    .and_then(|()| tree.delete(&db, &[Value::Int(theirs)]).map(|_| ()))
+                {
+                    Ok(()) => {
+                        db.commit_tran().unwrap();
+                        (spid, None)
+                    }
+                    Err(error) => (spid, Some(error)),
+                }
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = sessions.into_iter().map(|s| s.join().unwrap()).collect();
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(5), "resolved in {elapsed:?}");
+    let victims: Vec<_> = outcomes.iter().filter(|(_, e)| e.is_some()).collect();
+    assert_eq!(victims.len(), 1, "{outcomes:?}");
+    let (victim_spid, error) = victims[0];
+    let error = error.as_ref().unwrap();
+    assert_eq!((error.number, error.severity), (1205, 13));
+    assert_eq!(
+        error.message,
+        format!(
+            "Transaction (Process ID {victim_spid}) was deadlocked on lock resources with another \
+             process and has been chosen as the deadlock victim. Rerun the transaction."
+        )
+    );
+    // The victim's transaction was rolled back; the survivor's committed.
+    let survivor = if *victim_spid == 61 { 2 } else { 1 };
+    let victim_key = if *victim_spid == 61 { 1 } else { 2 };
+    assert!(tree.seek(&db, &[Value::Int(survivor)]).unwrap().is_some());
+    assert!(tree.seek(&db, &[Value::Int(victim_key)]).unwrap().is_none());
+    assert_eq!(lab.instance.locks.deadlocks(), 1);
+    let texts = lab.errorlog_texts();
+    assert!(texts.iter().any(|t| t == "deadlock-list"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == &format!(" deadlock victim=process{victim_spid}")));
+    assert!(texts.iter().any(|t| t.starts_with("Deadlock encountered")));
+}
