@@ -520,7 +520,11 @@ impl BTree {
 
     /// The key lock of `key` in this index.
     fn key_lock(&self, db: &Database, key: &[Value]) -> LockResource {
-        LockResource::key(db.database_id, self.au_id, format!("{key:?}").as_bytes())
+        LockResource::Key {
+            database_id: db.database_id,
+            au_id: self.au_id,
+            hash: record::hash_values(key) & 0xFFFF_FFFF_FFFF,
+        }
     }
 
     /// IX on the index and X on the key, for a change in a transaction (before any latch).

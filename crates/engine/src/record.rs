@@ -261,6 +261,48 @@ pub enum Value {
     DateTime2(u32, u64),
 }
 
+/// A 64-bit FNV-1a hash of key values (for key locks): equal keys hash equally.
+pub fn hash_values(values: &[Value]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01B3);
+        }
+    };
+    for value in values {
+        match value {
+            Value::Null => feed(&[0]),
+            Value::TinyInt(v) => feed(&[1, *v]),
+            Value::SmallInt(v) => feed(&v.to_le_bytes()),
+            Value::Int(v) => feed(&v.to_le_bytes()),
+            Value::BigInt(v) | Value::Money(v) => feed(&v.to_le_bytes()),
+            Value::Bit(v) => feed(&[2, u8::from(*v)]),
+            Value::Decimal(v, s) => {
+                feed(&v.to_le_bytes());
+                feed(&[*s]);
+            }
+            Value::Float(v) => feed(&v.to_le_bytes()),
+            Value::Real(v) => feed(&v.to_le_bytes()),
+            Value::Text(v) => feed(v.as_bytes()),
+            Value::Bytes(v) => feed(v),
+            Value::Guid(v) => feed(v),
+            Value::Date(v) => feed(&v.to_le_bytes()),
+            Value::Time(v) => feed(&v.to_le_bytes()),
+            Value::DateTime(d, t) => {
+                feed(&d.to_le_bytes());
+                feed(&t.to_le_bytes());
+            }
+            Value::DateTime2(d, t) => {
+                feed(&d.to_le_bytes());
+                feed(&t.to_le_bytes());
+            }
+        }
+        feed(&[0xFF]);
+    }
+    hash
+}
+
 /// A uniqueidentifier's stored bytes from its text form ('55666BEE-B3A0-...').
 pub fn guid_from_str(text: &str) -> Option<[u8; 16]> {
     uuid::Uuid::parse_str(text).ok().map(|u| u.to_bytes_le())
