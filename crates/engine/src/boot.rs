@@ -10,7 +10,7 @@
 //! | database_id             | u16                                                          |
 //! | binding_id              | u64, copied into every file header                           |
 //! | created_ms              | i64                                                          |
-//! | flags                   | u8: 0x01 MIXED_PAGE_ALLOCATION ON                            |
+//! | flags                   | u8: 0x01 MIXED_PAGE_ALLOCATION ON, 0x02 RECOVERY FULL        |
 //! | next_file_id, next_fg_id| u16, u16                                                     |
 //! | next_au_seq             | u32                                                          |
 //! | checkpoint LSN          | 10 bytes: where recovery's redo starts (null: the log's start) |
@@ -64,6 +64,8 @@ pub struct BootInfo {
     pub binding_id: u64,
     pub created_ms: i64,
     pub mixed_page_allocation: bool,
+    /// RECOVERY FULL (flag 0x02); SIMPLE otherwise.
+    pub full_recovery: bool,
     pub next_file_id: u16,
     pub next_fg_id: u16,
     pub next_au_seq: u32,
@@ -148,7 +150,7 @@ impl BootInfo {
         w.u16(self.database_id);
         w.u64(self.binding_id);
         w.u64(self.created_ms as u64);
-        w.u8(u8::from(self.mixed_page_allocation));
+        w.u8(u8::from(self.mixed_page_allocation) | u8::from(self.full_recovery) << 1);
         w.u16(self.next_file_id);
         w.u16(self.next_fg_id);
         w.u32(self.next_au_seq);
@@ -210,7 +212,9 @@ impl BootInfo {
         let database_id = r.u16()?;
         let binding_id = r.u64()?;
         let created_ms = r.u64()? as i64;
-        let mixed_page_allocation = r.u8()? & 1 != 0;
+        let flags = r.u8()?;
+        let mixed_page_allocation = flags & 1 != 0;
+        let full_recovery = flags & 2 != 0;
         let next_file_id = r.u16()?;
         let next_fg_id = r.u16()?;
         let next_au_seq = r.u32()?;
@@ -247,6 +251,7 @@ impl BootInfo {
             binding_id,
             created_ms,
             mixed_page_allocation,
+            full_recovery,
             next_file_id,
             next_fg_id,
             next_au_seq,
@@ -271,6 +276,7 @@ mod tests {
             binding_id: 42,
             created_ms: 1000,
             mixed_page_allocation: true,
+            full_recovery: true,
             next_file_id: 5,
             next_fg_id: 3,
             next_au_seq: 2,

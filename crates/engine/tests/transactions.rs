@@ -317,3 +317,71 @@ fn a_torn_data_page_write_is_reported_as_824_naming_the_page() {
     assert_eq!((error.number, error.severity), (824, 24), "{error}");
     assert!(error.message.contains("(1:"), "names the page: {}", error.message);
 }
+
+#[test]
+fn in_full_recovery_checkpoints_do_not_truncate_and_the_reuse_wait_is_log_backup() {
+    let mut lab = lab_with(|config| config.vlf_rule = engine::log::vlf::VlfRule::Sql2019);
+    let mut spec = spec();
+    spec.logs = vec![FileSpec::new("bank_log", "bank.ldf").size(size("1MB")).growth(size("1MB"))];
+    let db = Database::create(&lab.instance, &spec).unwrap();
+    db.set_recovery_full(true).unwrap();
+    assert_eq!(db.recovery_model_desc(), "FULL");
+    let tree = accounts(&db);
+    let mut batch = 0;
+    while db.default_trace_growths().is_empty() {
+        assert!(batch < 2000, "the log never grew");
+        db.begin_tran().unwrap();
+        for n in 0..20 {
+            tree.insert(&db, &row(batch * 20 + n)).unwrap();
+        }
+        db.commit_tran().unwrap();
+        db.checkpoint().unwrap();
+        batch += 1;
+    }
+    assert_eq!(db.log().log_reuse_wait(), engine::log::ReuseWait::LogBackup);
+    assert!(db.log().dbcc_loginfo().iter().all(|r| r.parity != 128), "no VLF was reused");
+    // Without growth, the log fills and says why.
+    db.modify_file("bank_log", engine::database::FileChange::Growth(size("0"))).unwrap();
+    let error = (100_000..200_000)
+        .find_map(|id| {
+            db.begin_tran().unwrap();
+            let result = tree.insert(&db, &row(id)).and_then(|()| db.commit_tran());
+            if result.is_err() {
+                let _ = db.rollback_tran();
+            }
+            result.err()
+        })
+        .unwrap();
+    assert_eq!(
+        error.message,
+        "The transaction log for database 'Bank' is full due to 'LOG_BACKUP'."
+    );
+    let (db, _) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(db.recovery_model_desc(), "FULL", "kept in the boot page");
+}
+
+#[test]
+fn log_and_data_growths_are_recorded_as_the_default_trace_and_xe_record_them() {
+    let lab = lab_with(|_| {});
+    let mut spec = spec();
+    spec.logs = vec![FileSpec::new("bank_log", "bank.ldf").size(size("1MB")).growth(size("1MB"))];
+    let db = Database::create(&lab.instance, &spec).unwrap();
+    db.modify_file("bank_data", engine::database::FileChange::Size(size("6MB"))).unwrap();
+    let tree = accounts(&db);
+    db.begin_tran().unwrap();
+    for id in 0..3000 {
+        tree.insert(&db, &row(id)).unwrap(); // an open transaction: the log must grow
+    }
+    db.commit_tran().unwrap();
+    let all = db.file_size_changes();
+    let manual = all.iter().find(|c| !c.is_automatic).expect("the manual data growth");
+    assert_eq!((manual.event_class, manual.file_type), (None, "data"));
+    assert_eq!((manual.size_change_kb, manual.total_size_kb), (2048, 6144));
+    let trace = db.default_trace_growths();
+    let log = trace.iter().find(|c| c.file_type == "log").expect("a log autogrowth");
+    assert_eq!(log.event_class, Some(93));
+    assert_eq!((log.database_name.as_str(), log.file_name.as_str()), ("Bank", "bank_log"));
+    assert_eq!(log.integer_data, 128, "1 MB in 8 KB pages");
+    assert!(log.end_time >= log.start_time);
+    assert!(trace.iter().all(|c| c.is_automatic), "the default trace has autogrowths only");
+}

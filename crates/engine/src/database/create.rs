@@ -60,6 +60,7 @@ impl Database {
             binding_id: new_binding_id(instance),
             created_ms: now_ms(instance),
             mixed_page_allocation: spec.mixed_page_allocation,
+            full_recovery: false,
             next_file_id: planned.iter().map(|p| p.file_id).max().unwrap_or(2) + 1,
             next_fg_id: filegroups.iter().map(|fg| fg.id).max().unwrap_or(1) + 1,
             next_au_seq: 1,
@@ -584,6 +585,21 @@ impl Database {
     }
 
     /// ALTER DATABASE SET MIXED_PAGE_ALLOCATION { ON | OFF }.
+    /// ALTER DATABASE SET RECOVERY FULL | SIMPLE. In FULL the log is truncated only by a log
+    /// backup, which extentdb does not have yet: the log grows and log_reuse_wait_desc says
+    /// LOG_BACKUP.
+    pub fn set_recovery_full(&self, full: bool) -> SqlResult<()> {
+        let mut inner = self.inner.write();
+        let mut boot = inner.boot.clone();
+        boot.full_recovery = full;
+        self.save_boot(&mut inner, boot)
+    }
+
+    /// recovery_model_desc: FULL or SIMPLE.
+    pub fn recovery_model_desc(&self) -> &'static str {
+        if self.inner.read().boot.full_recovery { "FULL" } else { "SIMPLE" }
+    }
+
     pub fn set_mixed_page_allocation(&self, on: bool) -> SqlResult<()> {
         let mut inner = self.inner.write();
         let mut boot = inner.boot.clone();

@@ -13,6 +13,7 @@ impl Database {
         is_automatic: bool,
     ) -> SqlResult<()> {
         let started = Instant::now();
+        let start_time = self.instance.clock.now_local();
         let old_size_pages = file.size_pages();
         assert!(new_size_pages > old_size_pages, "callers grow, never shrink");
         let handle = file.io();
@@ -54,6 +55,7 @@ impl Database {
             duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             is_automatic,
             zeroed,
+            start_time,
         });
         Ok(())
     }

@@ -149,6 +149,34 @@ pub struct GrowthEvent {
     pub duration_us: u64,
     pub is_automatic: bool,
     pub zeroed: bool,
+    /// Local time the growth started.
+    pub start_time: chrono::NaiveDateTime,
+}
+
+/// A file size change as the default trace (EventClass 92 data, 93 log, automatic growths
+/// only) and the Extended Event sqlserver.database_file_size_change (every change) record it
+/// (reference §10.2, §10.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileSizeChange {
+    /// 92 (Data File Auto Grow) or 93 (Log File Auto Grow); None for a manual change, which
+    /// the default trace does not record.
+    pub event_class: Option<u16>,
+    pub database_id: u16,
+    pub database_name: String,
+    pub file_id: u16,
+    /// The logical file name.
+    pub file_name: String,
+    /// "data" or "log".
+    pub file_type: &'static str,
+    pub is_automatic: bool,
+    pub size_change_kb: i64,
+    pub total_size_kb: i64,
+    pub start_time: chrono::NaiveDateTime,
+    pub end_time: chrono::NaiveDateTime,
+    /// Microseconds, as the trace file stores Duration.
+    pub duration_us: u64,
+    /// IntegerData: 8 KB pages added.
+    pub integer_data: i64,
 }
 
 /// A change made by ALTER DATABASE ... MODIFY FILE.
@@ -390,7 +418,8 @@ impl Database {
             .stats()
             .bytes_flushed
             .saturating_sub(self.checkpoint_log_bytes.load(Ordering::Relaxed));
-        if used_pct < 70.0 && since < AUTO_CHECKPOINT_LOG_BYTES {
+        let simple_and_full = used_pct >= 70.0 && self.recovery_model_desc() == "SIMPLE";
+        if !simple_and_full && since < AUTO_CHECKPOINT_LOG_BYTES {
             return Ok(false);
         }
         let Some(_running) = self.checkpoint_running.try_lock() else { return Ok(false) };
@@ -435,6 +464,73 @@ impl Database {
 
     pub fn growth_events(&self) -> Vec<GrowthEvent> {
         self.growth_events.lock().clone()
+    }
+
+    /// Every data and log file size change, in time order (the XE event stream).
+    pub fn file_size_changes(&self) -> Vec<FileSizeChange> {
+        let mut changes: Vec<FileSizeChange> = Vec::new();
+        let data = self.growth_events.lock().clone();
+        for g in data {
+            changes.push(self.size_change(
+                "data",
+                g.file_id,
+                g.logical_name,
+                g.old_size_pages,
+                g.new_size_pages,
+                g.is_automatic,
+                g.start_time,
+                g.duration_us,
+            ));
+        }
+        for g in self.log.growths() {
+            changes.push(self.size_change(
+                "log",
+                g.file_id,
+                g.logical_name,
+                g.old_size_pages,
+                g.new_size_pages,
+                g.is_automatic,
+                g.start_time,
+                g.duration_us,
+            ));
+        }
+        changes.sort_by_key(|c| c.start_time);
+        changes
+    }
+
+    /// The default trace's file auto-grow events (EventClass 92 and 93).
+    pub fn default_trace_growths(&self) -> Vec<FileSizeChange> {
+        self.file_size_changes().into_iter().filter(|c| c.event_class.is_some()).collect()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn size_change(
+        &self,
+        file_type: &'static str,
+        file_id: u16,
+        file_name: String,
+        old_pages: u32,
+        new_pages: u32,
+        is_automatic: bool,
+        start_time: chrono::NaiveDateTime,
+        duration_us: u64,
+    ) -> FileSizeChange {
+        let class = if file_type == "data" { 92 } else { 93 };
+        FileSizeChange {
+            event_class: is_automatic.then_some(class),
+            database_id: self.database_id,
+            database_name: self.name.clone(),
+            file_id,
+            file_name,
+            file_type,
+            is_automatic,
+            size_change_kb: (i64::from(new_pages) - i64::from(old_pages)) * 8,
+            total_size_kb: i64::from(new_pages) * 8,
+            start_time,
+            end_time: start_time + chrono::Duration::microseconds(duration_us as i64),
+            duration_us,
+            integer_data: i64::from(new_pages) - i64::from(old_pages),
+        }
     }
 
     pub fn mixed_page_allocation(&self) -> bool {
@@ -529,6 +625,7 @@ impl Database {
         // its checkpoint LSN is where recovery starts.
         let oldest = self.oldest_active_begin();
         let min_lsn = oldest.map_or(begin, |oldest| oldest.min(begin));
+        let full_recovery = inner.boot.full_recovery;
         let mut boot = inner.boot.clone();
         self.fill_first_iams(&mut boot);
         boot.checkpoint_lsn = begin;
@@ -536,13 +633,18 @@ impl Database {
         Self::write_boot(&inner.data_files[&1], &boot)?;
         inner.boot = boot;
         drop(inner);
-        // SIMPLE recovery: the log before MinLSN is no longer needed.
-        let reuse_wait = if min_lsn < begin {
-            crate::log::ReuseWait::ActiveTransaction
+        if full_recovery {
+            // FULL: only a log backup truncates the log.
+            self.log.truncate(crate::log::lsn::Lsn::NULL, crate::log::ReuseWait::LogBackup);
         } else {
-            crate::log::ReuseWait::Nothing
-        };
-        self.log.truncate(min_lsn, reuse_wait);
+            // SIMPLE: the log before MinLSN is no longer needed.
+            let reuse_wait = if min_lsn < begin {
+                crate::log::ReuseWait::ActiveTransaction
+            } else {
+                crate::log::ReuseWait::Nothing
+            };
+            self.log.truncate(min_lsn, reuse_wait);
+        }
         self.checkpoint_log_bytes.store(self.log.stats().bytes_flushed, Ordering::Relaxed);
         Ok(())
     }

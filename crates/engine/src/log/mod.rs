@@ -195,6 +195,8 @@ pub struct LogGrowth {
     pub is_automatic: bool,
     pub zeroed: bool,
     pub vlfs_added: usize,
+    /// Local time the growth started.
+    pub start_time: chrono::NaiveDateTime,
 }
 
 /// Log flush figures (I/O statistics of the log).
@@ -773,13 +775,19 @@ impl LogManager {
         Err(error)
     }
 
-    /// Why the log cannot be reused right now: an open transaction holds it, or a checkpoint
-    /// would free VLFs, or neither (reported by 9002 and log_reuse_wait_desc).
+    /// Why the log cannot be reused right now, first reason first: LOG_BACKUP (FULL recovery),
+    /// an open transaction that began in an older VLF, a checkpoint that would free VLFs, or
+    /// what the last checkpoint said (reported by 9002 and log_reuse_wait_desc).
     fn reuse_wait_now(&self, state: &LogState) -> ReuseWait {
-        if self.open_transactions.lock().values().next().is_some() {
-            return ReuseWait::ActiveTransaction;
+        // FULL recovery without a log backup pins every VLF first.
+        if state.reuse_wait == ReuseWait::LogBackup {
+            return ReuseWait::LogBackup;
         }
         let current = state.vlf(state.current).header.fseqno;
+        let oldest = self.open_transactions.lock().values().min().copied();
+        if oldest.is_some_and(|begin| begin.seqno < current) {
+            return ReuseWait::ActiveTransaction;
+        }
         if state.min_lsn.seqno < current {
             return ReuseWait::Checkpoint;
         }
@@ -827,6 +835,7 @@ impl LogManager {
         is_automatic: bool,
     ) -> SqlResult<()> {
         let started = Instant::now();
+        let start_time = self.instance.clock.now_local();
         let create_lsn = state.end_lsn;
         let file = state.files.get_mut(&file_id).expect("growing a log file that exists");
         let old_size_pages = file.size_pages;
@@ -872,6 +881,7 @@ impl LogManager {
             is_automatic,
             zeroed: !use_ifi,
             vlfs_added: sizes.len(),
+            start_time,
         });
         Ok(())
     }
