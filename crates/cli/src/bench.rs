@@ -23,6 +23,9 @@ pub enum BenchCommand {
     Grow(GrowBench),
     /// Seed 001: K sessions inserting into a clustered index over N data files.
     Insert(crate::bench_insert::InsertBench),
+    /// Seed 002: 500,000 nchar(2048) rows in one transaction, log growth by 64 MB or 1 GB
+    /// under the 2019 and 2022 VLF rules.
+    Seed002(crate::bench_seed002::Seed002Bench),
 }
 
 #[derive(Args)]
@@ -67,6 +70,7 @@ pub fn run(command: &BenchCommand) -> Result<(), String> {
         BenchCommand::Alloc(args) => bench_alloc(args),
         BenchCommand::Grow(args) => bench_grow(args),
         BenchCommand::Insert(args) => crate::bench_insert::run(args),
+        BenchCommand::Seed002(args) => crate::bench_seed002::run(args),
     }
 }
 

@@ -540,11 +540,14 @@ impl BTree {
         let record = record::encode(&self.columns, &self.layout, values, kind)?;
         let key = self.key_of(values);
         self.lock_for_change(db, &key)?;
+        // The undo of an insert needs only the key: it is logged as an index entry (the row
+        // itself is in the page changes, once, as in SQL Server's LOP_INSERT_ROWS).
+        let undo_key = self.encode_entry(&key, PageId::NULL)?;
         let pool = db.buffer_pool();
         // The row's logical record joins the mini-transaction that placed it.
         let logged = |placed: bool| {
             if placed {
-                let op = xact::RowOp::Insert { au_id: self.au_id, record: record.clone() };
+                let op = xact::RowOp::Insert { au_id: self.au_id, record: undo_key.clone() };
                 xact::log_row_op(db.database_id, op);
             }
             Ok(placed)
@@ -941,9 +944,8 @@ impl BTree {
     }
 
     /// Undoes a transaction's insert of `record` (a compensation: deletes its key).
-    pub(crate) fn undo_insert(&self, db: &Database, record: &[u8]) -> SqlResult<()> {
-        let values = self.row_of(db, self.root, record)?;
-        let key = self.key_of(&values);
+    pub(crate) fn undo_insert(&self, db: &Database, key_entry: &[u8]) -> SqlResult<()> {
+        let key = self.entry_key(db, self.root, key_entry)?;
         self.delete(db, &key).map(|_| ())
     }
 

@@ -38,7 +38,8 @@ pub const FLAG_CLR: u16 = 0x0008;
 /// A row change a transaction made, as its logical log record carries it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RowOp {
-    /// A B-tree row inserted (undo: delete its key).
+    /// A B-tree row inserted (undo: delete its key); `record` holds the key only, encoded as
+    /// an index entry.
     Insert { au_id: u64, record: Vec<u8> },
     /// A B-tree row deleted (undo: insert it again).
     Delete { au_id: u64, record: Vec<u8> },

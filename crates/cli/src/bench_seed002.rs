@@ -1,0 +1,186 @@
+//! `extentdb bench seed002`: seed 002's experiment. For each VLF rule (2019, 2022) and log
+//! FILEGROWTH (64 MB, 1 GB): a database with a 32 MB log, one transaction inserting `--rows`
+//! rows `(ID int identity, name nchar(2048) 'x')` into a clustered index on ID, then commit.
+//! It prints the seed's table: duration, PREEMPTIVE_OS_WRITEFILEGATHER time, log growth events
+//! (EventClass 93), VLF count, average VLF size and final log size; and, as the ratio the
+//! issue asks for, the duration against a raw sequential write of as many bytes as were logged,
+//! measured in the same run.
+
+use clap::Args;
+use engine::btree::BTree;
+use engine::database::{Database, DatabaseSpec, FileSpec};
+use engine::instance::{Instance, InstanceConfig};
+use engine::log::vlf::VlfRule;
+use engine::record::{Column, SqlType, Value};
+use engine::units::SizeSpec;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct Seed002Bench {
+    /// Rows inserted in the one transaction (the seed inserts 500,000).
+    #[arg(long, default_value_t = 500_000)]
+    rows: u32,
+    /// Only this rule (2019 or 2022); both when absent.
+    #[arg(long)]
+    rule: Option<String>,
+    /// Only this log FILEGROWTH (64MB or 1GB); both when absent.
+    #[arg(long)]
+    growth: Option<String>,
+}
+
+struct Outcome {
+    rule: VlfRule,
+    growth_mb: u64,
+    seconds: f64,
+    zeroing_ms: u64,
+    growth_events: usize,
+    vlfs: usize,
+    average_vlf_mb: f64,
+    log_mb: f64,
+    logged_bytes: u64,
+    raw_seconds: f64,
+}
+
+pub fn run(args: &Seed002Bench) -> Result<(), String> {
+    let rules: Vec<VlfRule> = match &args.rule {
+        Some(rule) => vec![VlfRule::parse(rule).ok_or("--rule must be 2019 or 2022")?],
+        None => vec![VlfRule::Sql2019, VlfRule::Sql2022],
+    };
+    let growths: Vec<u64> = match args.growth.as_deref() {
+        Some("64MB") => vec![64],
+        Some("1GB") => vec![1024],
+        Some(other) => return Err(format!("--growth {other}: use 64MB or 1GB")),
+        None => vec![64, 1024],
+    };
+    if cfg!(debug_assertions) {
+        outln!("(debug build: build with --release for meaningful figures)");
+    }
+    let mut outcomes = Vec::new();
+    for rule in &rules {
+        for growth_mb in &growths {
+            outcomes.push(run_one(*rule, *growth_mb, args.rows)?);
+        }
+    }
+    print_table(&outcomes, args.rows);
+    Ok(())
+}
+
+fn run_one(rule: VlfRule, growth_mb: u64, rows: u32) -> Result<Outcome, String> {
+    let temp = tempfile::Builder::new()
+        .prefix("extentdb-seed002")
+        .tempdir_in(std::env::current_dir().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let mut config = InstanceConfig::new(temp.path());
+    config.vlf_rule = rule;
+    let instance = Instance::start(config).map_err(|e| e.to_string())?;
+    let data_mb = (u64::from(rows) * 8 / 1024 + 64).max(64);
+    let spec = DatabaseSpec {
+        name: format!("ifi_{}_{growth_mb}", rule.name()),
+        primary: vec![
+            FileSpec::new("ifi_data", "ifi.mdf")
+                .size(SizeSpec::Kb(data_mb * 1024))
+                .growth(SizeSpec::Kb(2048 * 1024)),
+        ],
+        filegroups: Vec::new(),
+        logs: vec![
+            FileSpec::new("ifi_log", "ifi.ldf")
+                .size(SizeSpec::Kb(32 * 1024))
+                .growth(SizeSpec::Kb(growth_mb * 1024)),
+        ],
+        mixed_page_allocation: false,
+    };
+    let db = Database::create(&instance, &spec).map_err(|e| e.to_string())?;
+    let columns =
+        vec![Column::new("ID", SqlType::Int, false), Column::new("name", SqlType::NChar(2048), false)];
+    let tree = BTree::create(&db, "dbo.dummy", "CIX_dummy", columns, vec![0], true, None)
+        .map_err(|e| e.to_string())?;
+    instance.waits.clear();
+    let logged_before = db.log().stats().bytes_flushed;
+    let bar = indicatif::ProgressBar::new(u64::from(rows));
+    let started = Instant::now();
+    db.begin_tran().map_err(|e| e.to_string())?;
+    for id in 1..=rows {
+        let values = [Value::Int(id as i32), Value::Text("x".into())];
+        tree.insert(&db, &values).map_err(|e| e.to_string())?;
+        if id % 1000 == 0 {
+            bar.inc(1000);
+        }
+    }
+    db.commit_tran().map_err(|e| e.to_string())?;
+    let seconds = started.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let logged_bytes = db.log().stats().bytes_flushed - logged_before;
+    let info = db.log().log_info();
+    let log_mb: f64 = db.log_files().iter().map(|f| f64::from(f.2) / 128.0).sum();
+    let outcome = Outcome {
+        rule,
+        growth_mb,
+        seconds,
+        zeroing_ms: instance
+            .waits
+            .get("PREEMPTIVE_OS_WRITEFILEGATHER")
+            .map_or(0, |w| w.wait_time_ms),
+        growth_events: db.default_trace_growths().iter().filter(|g| g.file_type == "log").count(),
+        vlfs: info.len(),
+        average_vlf_mb: info.iter().map(|r| r.vlf_size_mb).sum::<f64>() / info.len().max(1) as f64,
+        log_mb,
+        logged_bytes,
+        raw_seconds: 0.0,
+    };
+    db.close().map_err(|e| e.to_string())?;
+    let raw = raw_write(&temp.path().join("raw.bin"), logged_bytes)?;
+    Ok(Outcome { raw_seconds: raw.as_secs_f64(), ..outcome })
+}
+
+/// Writes `bytes` sequentially in 1 MB writes and fdatasyncs: the raw time of the bytes logged.
+fn raw_write(path: &Path, bytes: u64) -> Result<Duration, String> {
+    let chunk = vec![0x5Au8; 1 << 20];
+    let started = Instant::now();
+    let mut file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        file.write_all(&chunk[..n]).map_err(|e| e.to_string())?;
+        left -= n as u64;
+    }
+    file.sync_data().map_err(|e| e.to_string())?;
+    let elapsed = started.elapsed();
+    drop(file);
+    std::fs::remove_file(path).map_err(|e| e.to_string())?;
+    Ok(elapsed)
+}
+
+fn print_table(outcomes: &[Outcome], rows: u32) {
+    outln!("seed 002: {rows} rows of nchar(2048) in one transaction, log 32 MB at the start");
+    outln!(
+        "{:<5} {:>7} {:>10} {:>18} {:>14} {:>6} {:>12} {:>13} {:>10} {:>9}",
+        "rule",
+        "growth",
+        "duration_s",
+        "writefilegather_s",
+        "growth_events",
+        "vlfs",
+        "avg_vlf_mb",
+        "final_log_mb",
+        "logged_mb",
+        "vs_raw"
+    );
+    for o in outcomes {
+        outln!(
+            "{:<5} {:>7} {:>10.2} {:>18.2} {:>14} {:>6} {:>12.2} {:>13.0} {:>10.0} {:>9.2}",
+            o.rule.name(),
+            if o.growth_mb == 64 { "64MB" } else { "1GB" },
+            o.seconds,
+            o.zeroing_ms as f64 / 1000.0,
+            o.growth_events,
+            o.vlfs,
+            o.average_vlf_mb,
+            o.log_mb,
+            o.logged_bytes as f64 / 1048576.0,
+            o.seconds / o.raw_seconds.max(1e-9)
+        );
+    }
+    outln!("vs_raw: duration / time to write the logged bytes sequentially with one fdatasync");
+}
