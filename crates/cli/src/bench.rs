@@ -26,6 +26,8 @@ pub enum BenchCommand {
     /// Seed 002: 500,000 nchar(2048) rows in one transaction, log growth by 64 MB or 1 GB
     /// under the 2019 and 2022 VLF rules.
     Seed002(crate::bench_seed002::Seed002Bench),
+    /// Crash recovery time per GB of log.
+    Recovery(crate::bench_recovery::RecoveryBench),
 }
 
 #[derive(Args)]
@@ -71,6 +73,7 @@ pub fn run(command: &BenchCommand) -> Result<(), String> {
         BenchCommand::Grow(args) => bench_grow(args),
         BenchCommand::Insert(args) => crate::bench_insert::run(args),
         BenchCommand::Seed002(args) => crate::bench_seed002::run(args),
+        BenchCommand::Recovery(args) => crate::bench_recovery::run(args),
     }
 }
 

@@ -92,8 +92,10 @@ fn run_one(rule: VlfRule, growth_mb: u64, rows: u32) -> Result<Outcome, String> 
         mixed_page_allocation: false,
     };
     let db = Database::create(&instance, &spec).map_err(|e| e.to_string())?;
-    let columns =
-        vec![Column::new("ID", SqlType::Int, false), Column::new("name", SqlType::NChar(2048), false)];
+    let columns = vec![
+        Column::new("ID", SqlType::Int, false),
+        Column::new("name", SqlType::NChar(2048), false),
+    ];
     let tree = BTree::create(&db, "dbo.dummy", "CIX_dummy", columns, vec![0], true, None)
         .map_err(|e| e.to_string())?;
     instance.waits.clear();

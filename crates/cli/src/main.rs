@@ -30,6 +30,7 @@ macro_rules! out {
 
 mod bench;
 mod bench_insert;
+mod bench_recovery;
 mod bench_seed002;
 mod crash_load;
 mod log_growth;

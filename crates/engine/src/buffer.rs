@@ -910,8 +910,7 @@ impl BufferPool {
         records.extend(extra.iter().map(|(record, _)| record.clone()));
         let lsns = log.append_group(&records, crate::xact::compensating())?;
         let last = *lsns.last().expect("a group has records");
-        let group_bytes = records.iter().map(|r| r.encoded_len() as u64).sum();
-        crate::xact::logged(extra, &lsns[changes.len()..], group_bytes, &log);
+        crate::xact::logged(extra, &lsns[changes.len()..], &log);
         for change in changes {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");

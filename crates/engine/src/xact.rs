@@ -80,6 +80,16 @@ impl RowOp {
         Some((op, undo_next))
     }
 
+    /// Log bytes the undo of this change writes, at most: the compensation's page changes (a
+    /// ghosted or re-inserted row, a page split at worst for a re-insert) and its CLR.
+    fn undo_log_bytes(&self) -> u64 {
+        const PAGE_CHANGE_BYTES: u64 = 512;
+        match self {
+            RowOp::Insert { record, .. } => PAGE_CHANGE_BYTES + 2 * record.len() as u64,
+            RowOp::Delete { record, .. } => 3 * 8192 + 2 * record.len() as u64,
+        }
+    }
+
     fn au_id(&self) -> u64 {
         match self {
             RowOp::Insert { au_id, .. } | RowOp::Delete { au_id, .. } => *au_id,
@@ -148,16 +158,19 @@ pub fn log_row_op(database_id: u16, op: RowOp) {
 /// Called when a mini-transaction's group is in the log: the transaction's chain advances,
 /// and its row changes (not CLRs) join its undo list.
 ///
-/// A row change also reserves log space for its own undo (about the size of its group), so
+/// A row change also reserves log space for its own undo (what its compensation will log), so
 /// that the rollback can always be logged ([`crate::log::LogManager::append_group`]).
-pub fn logged(records: &[(LogRecord, RowOp)], lsns: &[Lsn], group_bytes: u64, log: &LogManager) {
+pub fn logged(records: &[(LogRecord, RowOp)], lsns: &[Lsn], log: &LogManager) {
     CURRENT.with(|c| {
         let mut current = c.borrow_mut();
         let Some(xact) = current.as_mut() else { return };
-        if records.iter().any(|(r, _)| r.flags & FLAG_CLR == 0) {
-            xact.reserved_bytes += group_bytes;
-            log.reserve(group_bytes);
-        }
+        let undo_bytes: u64 = records
+            .iter()
+            .filter(|(r, _)| r.flags & FLAG_CLR == 0)
+            .map(|(_, op)| op.undo_log_bytes())
+            .sum();
+        xact.reserved_bytes += undo_bytes;
+        log.reserve(undo_bytes);
         for ((record, op), lsn) in records.iter().zip(lsns) {
             if record.flags & FLAG_CLR == 0 {
                 xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op: op.clone() });
