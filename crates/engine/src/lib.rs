@@ -14,7 +14,10 @@
 //! - [`file`]: the file header page (page 0), the layout of a new file, a data file's allocation state.
 //! - [`filegroup`]: skip targets, the round robin, `-E`, the FGCB_PRP_FILL lock, growth policy.
 //! - [`database`]: create/open/alter a database, allocate and free pages and extents, autogrow.
-//! - [`log`]: log files and their VLFs, log blocks and records, LSNs, group-commit flushes.
+//! - [`log`]: log files and their VLFs, log blocks and records, LSNs, group-commit flushes,
+//!   mini-transactions ([`log::mtr`]) that log every page change (write-ahead logging).
+//! - [`xact`]: transactions (commit, rollback, savepoints) with compensation records.
+//! - [`lock`]: transaction locks on objects and keys, LCK_M_* waits, deadlock detection.
 //! - [`errorlog`], [`traceflags`], [`waits`], [`clock`]: the instance's observable surfaces.
 //! - [`plan`]: the what-if planner, which drives the filegroup code above without any I/O.
 

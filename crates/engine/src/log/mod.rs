@@ -16,7 +16,11 @@
 //! - Flushing with group commit: one session writes every sealed block and fdatasyncs while the
 //!   others whose records it covers wait on it. The time each committing session spends
 //!   waiting for its LSN to be durable is its WRITELOG wait.
-//! - Truncation: [`LogManager::truncate`] marks VLFs wholly before MinLSN reusable.
+//! - Truncation: [`LogManager::truncate`] marks VLFs wholly before MinLSN reusable (called by
+//!   checkpoints in SIMPLE recovery; FULL waits for a log backup: LOG_BACKUP).
+//! - Rollback reservations: open transactions reserve what their undo will log; a group that
+//!   is not a compensation must leave that much free (growing the log first, or 9002), so a
+//!   rollback never runs out of log.
 //!
 //! Deviations: the VLF header, block and record layouts are extentdb's (SQL Server's are
 //! undocumented; docs/format/log-file.md); FSeqNo starts at 1 in a new database (SQL Server
