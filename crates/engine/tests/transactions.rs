@@ -69,6 +69,14 @@ fn a_committed_transaction_survives_a_crash_and_commit_waits_on_writelog() {
         texts.iter().any(|t| t.starts_with("1 transactions rolled forward in database 'Bank'")),
         "{texts:?}"
     );
+    // The phases in SQL Server's order, then the checkpoint and the summary.
+    let at = |prefix: &str| texts.iter().position(|t| t.starts_with(prefix)).expect(prefix);
+    let analysis = at("Analysis of database 'Bank'");
+    let redo = texts.iter().position(|t| t.contains("Phase 2 of 3")).unwrap();
+    let undo = texts.iter().position(|t| t.contains("Phase 3 of 3")).unwrap();
+    let checkpoint = at("Recovery is writing a checkpoint in database 'Bank'");
+    let done = at("Recovery completed for database Bank (database ID");
+    assert!(analysis < redo && redo < undo && undo < checkpoint && checkpoint < done);
 }
 
 #[test]

@@ -187,7 +187,9 @@ fn redo_group(
     Ok(changed)
 }
 
-/// The errorlog lines of a recovery that redid or undid work (reference §5.7).
+/// The errorlog lines of a recovery that redid or undid work (reference §5.7), in SQL Server's
+/// order. Deviation: they are written when recovery ends (each phase at 100 %), not as
+/// progress while it runs.
 pub(super) fn report(db: &Database, report: &RedoReport, rolled_back: u64) {
     if report.groups_redone == 0 && rolled_back == 0 {
         return;
@@ -195,14 +197,23 @@ pub(super) fn report(db: &Database, report: &RedoReport, rolled_back: u64) {
     let info = crate::instance::current_process_info();
     let errorlog = &db.instance.errorlog;
     let (name, id) = (&db.name, db.database_id);
+    let tail = "This is an informational message only. No user action is required.";
     errorlog.write(
         &info,
         &format!(
-            "Recovery of database '{name}' ({id}) is 100% complete (approximately 0 seconds \
-             remain). Phase 2 of 3. This is an informational message only. No user action is \
-             required."
+            "Analysis of database '{name}' ({id}) is 100% complete (approximately 0 seconds \
+             remain). Phase 1 of 3. {tail}"
         ),
     );
+    for phase in [2, 3] {
+        errorlog.write(
+            &info,
+            &format!(
+                "Recovery of database '{name}' ({id}) is 100% complete (approximately 0 seconds \
+                 remain). Phase {phase} of 3. {tail}"
+            ),
+        );
+    }
     errorlog.write(
         &info,
         &format!(
@@ -217,6 +228,10 @@ pub(super) fn report(db: &Database, report: &RedoReport, rolled_back: u64) {
             "{rolled_back} transactions rolled back in database '{name}' ({id}:0). This is an \
              informational message only. No user action is required."
         ),
+    );
+    errorlog.write(
+        &info,
+        &format!("Recovery is writing a checkpoint in database '{name}' ({id}). {tail}"),
     );
     let seconds = (report.analysis_ms + report.redo_ms + report.undo_ms) / 1000;
     errorlog.write(
