@@ -113,6 +113,8 @@ struct OpenXact {
     depth: u32,
     /// Log space reserved for this transaction's rollback.
     reserved_bytes: u64,
+    /// Locks this transaction already holds on objects (intent locks are taken once).
+    object_locks: Vec<(LockResource, LockMode)>,
 }
 
 thread_local! {
@@ -216,6 +218,7 @@ impl Database {
                 savepoints: Vec::new(),
                 depth: 1,
                 reserved_bytes: 0,
+                object_locks: Vec::new(),
             })
         });
         Ok(())
@@ -335,6 +338,7 @@ impl Database {
                     savepoints: Vec::new(),
                     depth: 1,
                     reserved_bytes: 0,
+                    object_locks: Vec::new(),
                 })
             });
             let result = self.compensate(&entry.op, entry.prev_lsn);
@@ -381,6 +385,7 @@ impl Database {
                 savepoints: Vec::new(),
                 depth: 1,
                 reserved_bytes: 0,
+                object_locks: Vec::new(),
             })
         });
         let result = self.compensate(op, undo_next);
@@ -405,6 +410,16 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
     if COMPENSATING.with(|c| c.borrow().is_some()) {
         return Ok(()); // an undo touches only what its transaction already holds
     }
+    let is_object = matches!(resource, LockResource::Object { .. });
+    let cached = is_object
+        && CURRENT.with(|c| {
+            c.borrow().as_ref().is_some_and(|x| {
+                x.object_locks.iter().any(|(r, m)| *r == resource && m.combine(mode) == *m)
+            })
+        });
+    if cached {
+        return Ok(());
+    }
     let instance = db.instance().clone();
     let mut registration = None;
     let mut on_wait = |blocker: Option<u16>| {
@@ -418,11 +433,21 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
     let mut on_deadlock = |report: &DeadlockReport| write_deadlock(&instance, report);
     let acquired = instance.locks.acquire(owner, resource, mode, &mut on_wait, &mut on_deadlock);
     drop(registration);
+    let remember = |()| {
+        if is_object {
+            CURRENT.with(|c| {
+                if let Some(x) = c.borrow_mut().as_mut() {
+                    x.object_locks.push((resource, mode));
+                }
+            });
+        }
+        Ok(())
+    };
     match acquired {
-        Ok(Acquired::Granted) => Ok(()),
+        Ok(Acquired::Granted) => remember(()),
         Ok(Acquired::AfterWait(waited, _)) => {
             instance.waits.record(mode.wait_type(), waited, Duration::ZERO);
-            Ok(())
+            remember(())
         }
         Err(error) => {
             // The victim's transaction is rolled back, as SQL Server does before it answers.
