@@ -319,3 +319,46 @@ fn paul_randals_1_gb_plus_512_mb_growths_example_counts_455_vlfs_under_2019() {
     }
     assert_eq!(vlfs, 8 + 7 * 8 + 391);
 }
+
+#[test]
+fn several_log_files_are_used_in_sequence_and_the_log_wraps_across_them() {
+    let lab = lab_for(VlfRule::Sql2019);
+    let spec = DatabaseSpec {
+        name: "TwoLogs".into(),
+        primary: vec![FileSpec::new("two_data", "two.mdf").size(size("3MB"))],
+        filegroups: Vec::new(),
+        logs: vec![
+            FileSpec::new("two_log1", "two1.ldf").size(size("1MB")).growth(size("0")),
+            FileSpec::new("two_log2", "two2.ldf").size(size("1MB")).growth(size("0")),
+        ],
+        mixed_page_allocation: false,
+    };
+    let db = Database::create(&lab.instance, &spec).unwrap();
+    let files_used = |db: &Database| {
+        let mut used: Vec<(u32, u16)> = db
+            .log()
+            .dbcc_loginfo()
+            .iter()
+            .filter(|r| r.fseqno > 0)
+            .map(|r| (r.fseqno, r.file_id))
+            .collect();
+        used.sort();
+        used
+    };
+    // Fill the first file's VLFs: the log continues in the second file.
+    let mut last = Lsn::NULL;
+    while files_used(&db).iter().all(|(_, file)| *file == 2) {
+        last = db.log().append(&record(20_000)).unwrap();
+        db.log().truncate(Lsn::new(last.seqno, 0, 0), ReuseWait::Nothing);
+    }
+    let used = files_used(&db);
+    assert_eq!(used.last().unwrap().1, 3, "the log moved on to file 3: {used:?}");
+    // Keep going with truncation: after the second file it wraps back into the first.
+    while files_used(&db).iter().filter(|(_, file)| *file == 2).all(|(seq, _)| *seq < 9) {
+        last = db.log().append(&record(20_000)).unwrap();
+        db.log().truncate(Lsn::new(last.seqno, 0, 0), ReuseWait::Nothing);
+    }
+    db.log().flush_to(last).unwrap();
+    assert!(db.log().dbcc_loginfo().iter().any(|r| r.file_id == 2 && r.parity == 128));
+    assert!(db.log_files().iter().all(|f| f.2 == 128), "no file grew");
+}
