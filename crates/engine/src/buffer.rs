@@ -904,8 +904,13 @@ impl BufferPool {
         changes: &[PageChange],
         extra: &[(LogRecord, crate::xact::RowOp)],
     ) -> SqlResult<()> {
-        let Some(first) = changes.first() else { return Ok(()) };
-        let Some(log) = self.log_of(first.database_id) else { return Ok(()) };
+        let database_id = match changes.first() {
+            Some(first) => first.database_id,
+            // A transaction's record with no page change of its own (a heap update's old row).
+            None if !extra.is_empty() => crate::xact::current_database().unwrap_or(0),
+            None => return Ok(()),
+        };
+        let Some(log) = self.log_of(database_id) else { return Ok(()) };
         let mut records: Vec<LogRecord> = changes.iter().map(page_record).collect();
         records.extend(extra.iter().map(|(record, _)| record.clone()));
         let lsns = log.append_group(&records, crate::xact::compensating())?;

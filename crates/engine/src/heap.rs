@@ -7,7 +7,11 @@
 //! - A row that grows past its page moves: its slot keeps a 9-byte forwarding stub (status 0x04
 //!   and the new RID) and the moved row becomes a forwarded record; a row moved again updates
 //!   the original stub, so stubs never chain. A scan returns a forwarded row once, at its stub.
-//! - Deletes remove the record at once (heap deletes are not ghosted, reference §1.8).
+//! - Deletes remove the record at once (heap deletes are not ghosted, reference §1.8), except
+//!   in a transaction: the row becomes a ghost, X-locked, and its slot is emptied when the
+//!   transaction commits, so that a rollback can put it back at the same RID.
+//! - In a transaction, inserts, deletes and updates log their undo (LCX_HEAP records) and lock
+//!   the row (X on its RID) and the heap (IX); an update logs the old row before it changes.
 //!
 //! Latch order: a data page (EX) before its PFS page (UP), as the buffer pool's order requires.
 //!
@@ -20,10 +24,19 @@ use crate::database::Database;
 use crate::datapage;
 use crate::error::{SqlError, SqlResult};
 use crate::latch::LatchMode;
+use crate::lock::{LockMode, LockResource};
 use crate::page::PageType;
 use crate::record::{self, Column, Layout, RecordType, Value};
 use crate::units::{PAGES_PER_EXTENT, PageId};
+use crate::xact;
 use parking_lot::Mutex;
+
+/// The first byte of a heap's unit descriptor.
+pub const DESCRIPTOR_HEAP: u8 = 2;
+
+fn is_ghost(status_a: u8) -> bool {
+    record::record_type(status_a) == RecordType::GhostData as u8
+}
 
 /// A row id: page and slot, as SQL Server's 8-byte RID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,14 +46,14 @@ pub struct Rid {
 }
 
 impl Rid {
-    fn to_bytes(self) -> [u8; 8] {
+    pub fn to_bytes(self) -> [u8; 8] {
         let mut out = [0u8; 8];
         out[..6].copy_from_slice(&self.page.to_bytes());
         out[6..].copy_from_slice(&self.slot.to_le_bytes());
         out
     }
 
-    fn from_bytes(bytes: &[u8]) -> Rid {
+    pub fn from_bytes(bytes: &[u8]) -> Rid {
         Rid {
             page: PageId::from_bytes(&bytes[..6]),
             slot: u16::from_le_bytes([bytes[6], bytes[7]]),
@@ -79,7 +92,89 @@ impl Heap {
         filegroup: Option<&str>,
     ) -> SqlResult<Heap> {
         let au_id = db.create_allocation_unit(name, filegroup)?;
-        Ok(Heap::attach(au_id, name, columns))
+        let heap = Heap::attach(au_id, name, columns);
+        db.set_unit_descriptor(au_id, heap.descriptor())?;
+        Ok(heap)
+    }
+
+    /// The heap's schema for its unit descriptor (kind 2, name, columns): recovery's undo.
+    pub fn descriptor(&self) -> Vec<u8> {
+        let mut out = vec![DESCRIPTOR_HEAP, self.name.len().min(255) as u8];
+        out.extend_from_slice(&self.name.as_bytes()[..self.name.len().min(255)]);
+        record::encode_columns(&self.columns, &mut out);
+        out
+    }
+
+    /// The heap a descriptor describes (None if it is not a heap's).
+    pub fn from_descriptor(au_id: u64, bytes: &[u8]) -> Option<Heap> {
+        if bytes.first() != Some(&DESCRIPTOR_HEAP) {
+            return None;
+        }
+        let len = usize::from(*bytes.get(1)?);
+        let name = String::from_utf8(bytes.get(2..2 + len)?.to_vec()).ok()?;
+        let mut at = 2 + len;
+        let columns = record::decode_columns_desc(bytes, &mut at)?;
+        Some(Heap::attach(au_id, &name, columns))
+    }
+
+    /// X on the row (RID) and IX on the heap, for a change in a transaction.
+    fn lock_row(&self, db: &Database, rid: Rid) -> SqlResult<()> {
+        let object = LockResource::Object { database_id: db.database_id, au_id: self.au_id };
+        xact::lock(db, object, LockMode::IX)?;
+        let row = LockResource::Key {
+            database_id: db.database_id,
+            au_id: self.au_id,
+            hash: u64::from_le_bytes(rid.to_bytes()) & 0xFFFF_FFFF_FFFF,
+        };
+        xact::lock(db, row, LockMode::X)
+    }
+
+    /// Undoes a transaction's change to this heap (a compensation).
+    pub(crate) fn undo(&self, db: &Database, op: &xact::RowOp) -> SqlResult<()> {
+        match op {
+            xact::RowOp::HeapInsert { rid, .. } => {
+                let rid = Rid::from_bytes(rid);
+                db.buffer_pool().in_mtr(|| {
+                    xact::log_row_op(db.database_id, op.clone());
+                    self.remove(db, rid)
+                })
+            }
+            xact::RowOp::HeapDelete { target, record, .. } => {
+                let target = Rid::from_bytes(target);
+                db.buffer_pool().in_mtr(|| {
+                    let guard =
+                        db.buffer_pool().fetch(Self::key(db, target.page), LatchMode::Ex)?;
+                    guard
+                        .write(|buf| datapage::replace(buf, target.slot, record))?
+                        .map_err(|bad| corrupt(db, target.page, bad.0))?;
+                    xact::log_row_op(db.database_id, op.clone());
+                    Ok(())
+                })
+            }
+            xact::RowOp::HeapUpdate { rid, record, .. } => {
+                let values = self.decode(db, Rid::from_bytes(rid).page, record)?;
+                self.update_row(db, Rid::from_bytes(rid), &values)?;
+                // Its CLR, so that a rollback cut short resumes after it.
+                db.buffer_pool().in_mtr(|| {
+                    xact::log_row_op(db.database_id, op.clone());
+                    Ok(())
+                })
+            }
+            _ => Err(SqlError::log_corrupt(&db.name, 4)),
+        }
+    }
+
+    /// After a commit: empties the slot of a row the transaction ghosted (and of its forwarded
+    /// record, if it had moved).
+    pub(crate) fn remove_ghosted(&self, db: &Database, rid: Rid) -> SqlResult<()> {
+        let Some(bytes) = self.read_raw(db, rid)? else { return Ok(()) };
+        if record::record_type(bytes[0]) == RecordType::ForwardingStub as u8 {
+            let target = Rid::from_bytes(&bytes[1..9]);
+            if self.read_raw(db, target)?.is_some() {
+                self.remove(db, target)?;
+            }
+        }
+        self.remove(db, rid)
     }
 
     /// A heap over an existing allocation unit.
@@ -93,9 +188,25 @@ impl Heap {
     }
 
     /// Inserts a row and returns its RID.
+    ///
+    /// In a transaction the insert is undoable (LOP_INSERT_ROWS, LCX_HEAP) and the new row is
+    /// X-locked until the transaction ends.
     pub fn insert(&self, db: &Database, values: &[Value]) -> SqlResult<Rid> {
         let record = record::encode(&self.columns, &self.layout, values, RecordType::Primary)?;
-        self.place(db, &record, None)
+        if !xact::is_open(db.database_id) {
+            return self.place(db, &record, None);
+        }
+        let object = LockResource::Object { database_id: db.database_id, au_id: self.au_id };
+        xact::lock(db, object, LockMode::IX)?;
+        let rid = db.buffer_pool().in_mtr(|| {
+            let rid = self.place(db, &record, None)?;
+            let op = xact::RowOp::HeapInsert { au_id: self.au_id, rid: rid.to_bytes() };
+            xact::log_row_op(db.database_id, op);
+            Ok(rid)
+        })?;
+        // A new RID: nobody else can hold its lock (deleted rows keep their slots until commit).
+        self.lock_row(db, rid)?;
+        Ok(rid)
     }
 
     /// Puts a record on a page with room (not `avoid`), allocating a page if none has room.
@@ -192,8 +303,11 @@ impl Heap {
         if record::record_type(bytes[0]) == RecordType::ForwardingStub as u8 {
             let target = Rid::from_bytes(&bytes[1..9]);
             let moved = self
-                .read_record(db, target)?
+                .read_raw(db, target)?
                 .ok_or_else(|| corrupt(db, target.page, "forwarding stub points nowhere"))?;
+            if is_ghost(moved[0]) {
+                return Ok(None); // deleted by a transaction not yet committed
+            }
             return self.decode(db, target.page, &moved).map(Some);
         }
         self.decode(db, rid.page, &bytes).map(Some)
@@ -203,7 +317,14 @@ impl Heap {
         record::decode(&self.columns, &self.layout, bytes).map_err(|bad| corrupt(db, page, bad.0))
     }
 
+    /// The record at `rid`; None if the slot is empty or holds a row deleted by a transaction
+    /// (a ghost until it commits).
     fn read_record(&self, db: &Database, rid: Rid) -> SqlResult<Option<Vec<u8>>> {
+        let record = self.read_raw(db, rid)?;
+        Ok(record.filter(|bytes| !is_ghost(bytes[0])))
+    }
+
+    fn read_raw(&self, db: &Database, rid: Rid) -> SqlResult<Option<Vec<u8>>> {
         let guard = db.buffer_pool().fetch(Self::key(db, rid.page), LatchMode::Sh)?;
         guard.read(|buf| {
             if rid.slot >= datapage::slot_count(buf) || datapage::is_empty_slot(buf, rid.slot) {
@@ -233,7 +354,9 @@ impl Heap {
             for (slot, bytes) in records {
                 let rid = Rid { page, slot };
                 match record::record_type(bytes[0]) {
-                    t if t == RecordType::Forwarded as u8 => continue,
+                    t if t == RecordType::Forwarded as u8 || t == RecordType::GhostData as u8 => {
+                        continue;
+                    }
                     t if t == RecordType::ForwardingStub as u8 => {
                         if let Some(values) = self.get(db, rid)? {
                             rows.push((rid, values));
@@ -247,7 +370,28 @@ impl Heap {
     }
 
     /// Replaces the row at `rid`. If it no longer fits its page it moves, leaving a stub.
+    ///
+    /// In a transaction the row is X-locked and the old row is logged first (LOP_MODIFY_ROW,
+    /// LCX_HEAP), so that the undo (updating the row back) is possible whatever part of the
+    /// change reached the log.
     pub fn update(&self, db: &Database, rid: Rid, values: &[Value]) -> SqlResult<()> {
+        if xact::is_open(db.database_id) && !xact::compensating() {
+            self.lock_row(db, rid)?;
+            let old = self
+                .get(db, rid)?
+                .ok_or_else(|| corrupt(db, rid.page, "updating an empty slot"))?;
+            let old = record::encode(&self.columns, &self.layout, &old, RecordType::Primary)?;
+            let op =
+                xact::RowOp::HeapUpdate { au_id: self.au_id, rid: rid.to_bytes(), record: old };
+            db.buffer_pool().in_mtr(|| {
+                xact::log_row_op(db.database_id, op);
+                Ok(())
+            })?;
+        }
+        self.update_row(db, rid, values)
+    }
+
+    fn update_row(&self, db: &Database, rid: Rid, values: &[Value]) -> SqlResult<()> {
         let current = self
             .read_record(db, rid)?
             .ok_or_else(|| corrupt(db, rid.page, "updating an empty slot"))?;
@@ -280,7 +424,13 @@ impl Heap {
     }
 
     /// Deletes the row at `rid` (and its forwarded record). The other rows keep their RIDs.
+    ///
+    /// In a transaction the row is X-locked and becomes a ghost (LOP_DELETE_ROWS, LCX_HEAP):
+    /// its slot stays taken until the commit empties it, so a rollback can put it back.
     pub fn delete(&self, db: &Database, rid: Rid) -> SqlResult<()> {
+        if xact::is_open(db.database_id) && !xact::compensating() {
+            return self.delete_in_transaction(db, rid);
+        }
         let current = self
             .read_record(db, rid)?
             .ok_or_else(|| corrupt(db, rid.page, "deleting an empty slot"))?;
@@ -288,6 +438,37 @@ impl Heap {
             self.remove(db, Rid::from_bytes(&current[1..9]))?;
         }
         self.remove(db, rid)
+    }
+
+    fn delete_in_transaction(&self, db: &Database, rid: Rid) -> SqlResult<()> {
+        self.lock_row(db, rid)?;
+        let current = self
+            .read_record(db, rid)?
+            .ok_or_else(|| corrupt(db, rid.page, "deleting an empty slot"))?;
+        let target = if record::record_type(current[0]) == RecordType::ForwardingStub as u8 {
+            Rid::from_bytes(&current[1..9])
+        } else {
+            rid
+        };
+        db.buffer_pool().in_mtr(|| {
+            let guard = db.buffer_pool().fetch(Self::key(db, target.page), LatchMode::Ex)?;
+            let original = guard
+                .read(|buf| datapage::record(buf, target.slot).map(<[u8]>::to_vec))
+                .map_err(|bad| corrupt(db, target.page, bad.0))?;
+            guard
+                .write(|buf| datapage::make_ghost(buf, target.slot))?
+                .map_err(|bad| corrupt(db, target.page, bad.0))?;
+            let op = xact::RowOp::HeapDelete {
+                au_id: self.au_id,
+                rid: rid.to_bytes(),
+                target: target.to_bytes(),
+                record: original,
+            };
+            xact::log_row_op(db.database_id, op);
+            Ok(())
+        })?;
+        xact::defer_heap_removal(db.database_id, self.au_id, rid.to_bytes());
+        Ok(())
     }
 
     /// Removes a record, keeping the RIDs of the page's other rows stable.

@@ -15,14 +15,17 @@
 //!   LSN, so an undo is never undone and a rollback cut short by a crash resumes where it was.
 //! - Recovery undoes every transaction the log shows begun but not ended, the same way.
 //!
-//! Deviations: row operations made outside a transaction are logged and redone but never undone
-//! (the T-SQL layer wraps every statement in a transaction, as SQL Server's autocommit does);
-//! there are no locks yet, so concurrent transactions must not change the same rows; heaps are
-//! not transactional yet (their changes are redone, not undone).
+//! Deviations: row operations made outside a transaction are logged and redone but never undone,
+//! and take no locks (the T-SQL layer wraps every statement in a transaction, as SQL Server's
+//! autocommit does);
+//! a heap row deleted in a transaction stays as a ghost (its RID reserved) until the commit
+//! empties its slot; if a crash comes between the commit and that, the ghost stays (invisible,
+//! its space not reused) until the row's page is next rewritten.
 
 use crate::btree::BTree;
 use crate::database::Database;
 use crate::error::{SqlError, SqlResult};
+use crate::heap::{Heap, Rid};
 use crate::lock::{Acquired, DeadlockReport, LockMode, LockOwner, LockResource};
 use crate::log::LogManager;
 use crate::log::lsn::{LSN_BYTES, Lsn};
@@ -43,23 +46,47 @@ pub enum RowOp {
     Insert { au_id: u64, record: Vec<u8> },
     /// A B-tree row deleted (undo: insert it again).
     Delete { au_id: u64, record: Vec<u8> },
+    /// A heap row inserted at `rid` (undo: remove it).
+    HeapInsert { au_id: u64, rid: [u8; 8] },
+    /// A heap row deleted: the record at `target` (the row's own RID `rid`, or where its
+    /// forwarding stub points) became a ghost until commit (undo: the original `record` back).
+    HeapDelete { au_id: u64, rid: [u8; 8], target: [u8; 8], record: Vec<u8> },
+    /// A heap row updated (undo: update it back to `record`, the old row).
+    HeapUpdate { au_id: u64, rid: [u8; 8], record: Vec<u8> },
 }
 
 impl RowOp {
-    fn operation(&self) -> Operation {
+    fn operation(&self) -> (Operation, Context) {
         match self {
-            RowOp::Insert { .. } => Operation::InsertRows,
-            RowOp::Delete { .. } => Operation::DeleteRows,
+            RowOp::Insert { .. } => (Operation::InsertRows, Context::Clustered),
+            RowOp::Delete { .. } => (Operation::DeleteRows, Context::Clustered),
+            RowOp::HeapInsert { .. } => (Operation::InsertRows, Context::Heap),
+            RowOp::HeapDelete { .. } => (Operation::DeleteRows, Context::Heap),
+            RowOp::HeapUpdate { .. } => (Operation::ModifyRow, Context::Heap),
         }
     }
 
-    /// Payload: au_id u64, undo-next LSN (CLRs; null otherwise), record bytes.
+    /// Payload: au_id u64, undo-next LSN (CLRs; null otherwise), then for heaps the RID (and
+    /// for a delete the target RID), then the record bytes.
     fn payload(&self, undo_next: Lsn) -> Vec<u8> {
-        let (RowOp::Insert { au_id, record } | RowOp::Delete { au_id, record }) = self;
-        let mut out = Vec::with_capacity(8 + LSN_BYTES + record.len());
-        out.extend_from_slice(&au_id.to_le_bytes());
+        let mut out = Vec::with_capacity(64);
+        out.extend_from_slice(&self.au_id().to_le_bytes());
         out.extend_from_slice(&undo_next.to_bytes());
-        out.extend_from_slice(record);
+        match self {
+            RowOp::Insert { record, .. } | RowOp::Delete { record, .. } => {
+                out.extend_from_slice(record)
+            }
+            RowOp::HeapInsert { rid, .. } => out.extend_from_slice(rid),
+            RowOp::HeapDelete { rid, target, record, .. } => {
+                out.extend_from_slice(rid);
+                out.extend_from_slice(target);
+                out.extend_from_slice(record);
+            }
+            RowOp::HeapUpdate { rid, record, .. } => {
+                out.extend_from_slice(rid);
+                out.extend_from_slice(record);
+            }
+        }
         out
     }
 
@@ -71,10 +98,21 @@ impl RowOp {
         }
         let au_id = u64::from_le_bytes(payload[0..8].try_into().ok()?);
         let undo_next = Lsn::from_bytes(&payload[8..8 + LSN_BYTES]);
-        let row = payload[8 + LSN_BYTES..].to_vec();
-        let op = match record.operation {
-            Operation::InsertRows => RowOp::Insert { au_id, record: row },
-            Operation::DeleteRows => RowOp::Delete { au_id, record: row },
+        let rest = &payload[8 + LSN_BYTES..];
+        let rid_at = |at: usize| -> Option<[u8; 8]> { rest.get(at..at + 8)?.try_into().ok() };
+        let op = match (record.operation, record.context) {
+            (Operation::InsertRows, Context::Heap) => RowOp::HeapInsert { au_id, rid: rid_at(0)? },
+            (Operation::DeleteRows, Context::Heap) => RowOp::HeapDelete {
+                au_id,
+                rid: rid_at(0)?,
+                target: rid_at(8)?,
+                record: rest.get(16..)?.to_vec(),
+            },
+            (Operation::ModifyRow, Context::Heap) => {
+                RowOp::HeapUpdate { au_id, rid: rid_at(0)?, record: rest.get(8..)?.to_vec() }
+            }
+            (Operation::InsertRows, _) => RowOp::Insert { au_id, record: rest.to_vec() },
+            (Operation::DeleteRows, _) => RowOp::Delete { au_id, record: rest.to_vec() },
             _ => return None,
         };
         Some((op, undo_next))
@@ -86,13 +124,21 @@ impl RowOp {
         const PAGE_CHANGE_BYTES: u64 = 512;
         match self {
             RowOp::Insert { record, .. } => PAGE_CHANGE_BYTES + 2 * record.len() as u64,
-            RowOp::Delete { record, .. } => 3 * 8192 + 2 * record.len() as u64,
+            RowOp::HeapInsert { .. } => PAGE_CHANGE_BYTES + 64,
+            RowOp::HeapDelete { record, .. } => PAGE_CHANGE_BYTES + 2 * record.len() as u64,
+            RowOp::Delete { record, .. } | RowOp::HeapUpdate { record, .. } => {
+                3 * 8192 + 2 * record.len() as u64
+            }
         }
     }
 
     fn au_id(&self) -> u64 {
         match self {
-            RowOp::Insert { au_id, .. } | RowOp::Delete { au_id, .. } => *au_id,
+            RowOp::Insert { au_id, .. }
+            | RowOp::Delete { au_id, .. }
+            | RowOp::HeapInsert { au_id, .. }
+            | RowOp::HeapDelete { au_id, .. }
+            | RowOp::HeapUpdate { au_id, .. } => *au_id,
         }
     }
 }
@@ -115,6 +161,8 @@ struct OpenXact {
     reserved_bytes: u64,
     /// Locks this transaction already holds on objects (intent locks are taken once).
     object_locks: Vec<(LockResource, LockMode)>,
+    /// Heap rows deleted (ghosted) by this transaction, removed once it commits.
+    on_commit: Vec<(u64, [u8; 8])>,
 }
 
 thread_local! {
@@ -126,6 +174,11 @@ thread_local! {
 /// Whether this thread is undoing a change (its log records may use the rollback reserve).
 pub fn compensating() -> bool {
     COMPENSATING.with(|c| c.borrow().is_some())
+}
+
+/// The database of this thread's open transaction.
+pub fn current_database() -> Option<u16> {
+    CURRENT.with(|c| c.borrow().as_ref().map(|x| x.database_id))
 }
 
 /// Whether this thread has an open transaction in `database_id`.
@@ -140,9 +193,10 @@ pub fn log_row_op(database_id: u16, op: RowOp) {
     let record = CURRENT.with(|c| {
         let current = c.borrow();
         let xact = current.as_ref().filter(|x| x.database_id == database_id)?;
+        let (operation, context) = op.operation();
         let mut record = LogRecord::new(
-            op.operation(),
-            Context::Clustered,
+            operation,
+            context,
             xact.xact_id,
             op.payload(compensating.unwrap_or(Lsn::NULL)),
         );
@@ -155,6 +209,16 @@ pub fn log_row_op(database_id: u16, op: RowOp) {
     if let Some(record) = record {
         mtr::with_top(|m| m.extra.push((record, op)));
     }
+}
+
+/// Called by a heap when this thread's transaction ghosts a row: the row's slot is emptied
+/// after the commit (until then the RID cannot be reused, so a rollback can restore it).
+pub fn defer_heap_removal(database_id: u16, au_id: u64, rid: [u8; 8]) {
+    CURRENT.with(|c| {
+        if let Some(x) = c.borrow_mut().as_mut().filter(|x| x.database_id == database_id) {
+            x.on_commit.push((au_id, rid));
+        }
+    });
 }
 
 /// Called when a mini-transaction's group is in the log: the transaction's chain advances,
@@ -219,6 +283,7 @@ impl Database {
                 depth: 1,
                 reserved_bytes: 0,
                 object_locks: Vec::new(),
+                on_commit: Vec::new(),
             })
         });
         Ok(())
@@ -250,9 +315,11 @@ impl Database {
         self.note_xact_end(xact.xact_id);
         self.log().release(xact.reserved_bytes);
         let flushed = if self.delayed_durability() { Ok(()) } else { self.log().flush_to(lsn) };
+        let removed = if flushed.is_ok() { self.remove_deleted_heap_rows(&xact) } else { Ok(()) };
         // Locks go once the commit is durable: nobody reads a change that a crash could undo.
         self.instance().locks.release_all(xact.xact_id);
         flushed?;
+        removed?;
         self.maybe_checkpoint()?;
         Ok(())
     }
@@ -323,10 +390,26 @@ impl Database {
         })
     }
 
+    /// Empties the slots of the heap rows a committed transaction deleted (outside any
+    /// transaction: redone, never undone).
+    fn remove_deleted_heap_rows(&self, xact: &OpenXact) -> SqlResult<()> {
+        for (au_id, rid) in &xact.on_commit {
+            let descriptor =
+                self.unit_descriptor(*au_id).ok_or_else(|| SqlError::log_corrupt(&self.name, 4))?;
+            let heap = Heap::from_descriptor(*au_id, &descriptor)
+                .ok_or_else(|| SqlError::log_corrupt(&self.name, 4))?;
+            heap.remove_ghosted(self, Rid::from_bytes(rid))?;
+        }
+        Ok(())
+    }
+
     /// Undoes `xact`'s changes after the first `keep`, newest first, logging CLRs.
     fn undo_entries(&self, xact: &mut OpenXact, keep: usize) -> SqlResult<()> {
         while xact.undo.len() > keep {
             let entry = xact.undo.pop().expect("checked");
+            if let RowOp::HeapDelete { au_id, rid, .. } = &entry.op {
+                xact.on_commit.retain(|(a, r)| (a, r) != (au_id, rid));
+            }
             // While undoing, the transaction is current again so that its CLRs join its chain.
             let last_lsn = xact.last_lsn;
             CURRENT.with(|c| {
@@ -339,6 +422,7 @@ impl Database {
                     depth: 1,
                     reserved_bytes: 0,
                     object_locks: Vec::new(),
+                    on_commit: Vec::new(),
                 })
             });
             let result = self.compensate(&entry.op, entry.prev_lsn);
@@ -356,12 +440,18 @@ impl Database {
     pub(crate) fn compensate(&self, op: &RowOp, undo_next: Lsn) -> SqlResult<()> {
         let descriptor =
             self.unit_descriptor(op.au_id()).ok_or_else(|| SqlError::log_corrupt(&self.name, 4))?;
-        let tree = BTree::from_descriptor(op.au_id(), &descriptor)
-            .ok_or_else(|| SqlError::log_corrupt(&self.name, 4))?;
+        let corrupt = || SqlError::log_corrupt(&self.name, 4);
         COMPENSATING.with(|c| *c.borrow_mut() = Some(undo_next));
         let result = match op {
-            RowOp::Insert { record, .. } => tree.undo_insert(self, record),
-            RowOp::Delete { record, .. } => tree.undo_delete(self, record),
+            RowOp::Insert { record, .. } => BTree::from_descriptor(op.au_id(), &descriptor)
+                .ok_or_else(corrupt)
+                .and_then(|tree| tree.undo_insert(self, record)),
+            RowOp::Delete { record, .. } => BTree::from_descriptor(op.au_id(), &descriptor)
+                .ok_or_else(corrupt)
+                .and_then(|tree| tree.undo_delete(self, record)),
+            heap_op => Heap::from_descriptor(op.au_id(), &descriptor)
+                .ok_or_else(corrupt)
+                .and_then(|heap| heap.undo(self, heap_op)),
         };
         COMPENSATING.with(|c| *c.borrow_mut() = None);
         result
@@ -386,6 +476,7 @@ impl Database {
                 depth: 1,
                 reserved_bytes: 0,
                 object_locks: Vec::new(),
+                on_commit: Vec::new(),
             })
         });
         let result = self.compensate(op, undo_next);

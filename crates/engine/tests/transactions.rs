@@ -393,3 +393,70 @@ fn log_and_data_growths_are_recorded_as_the_default_trace_and_xe_record_them() {
     assert!(log.end_time >= log.start_time);
     assert!(trace.iter().all(|c| c.is_automatic), "the default trace has autogrowths only");
 }
+
+fn people(db: &Database) -> engine::heap::Heap {
+    let columns = vec![
+        Column::new("id", SqlType::Int, false),
+        Column::new("name", SqlType::VarChar(3000), false),
+    ];
+    engine::heap::Heap::create(db, "dbo.People", columns, None).unwrap()
+}
+
+fn person(id: i32, name_len: usize) -> Vec<Value> {
+    vec![Value::Int(id), Value::Text("n".repeat(name_len))]
+}
+
+fn heap_rows(heap: &engine::heap::Heap, db: &Database) -> Vec<(engine::heap::Rid, Vec<Value>)> {
+    let mut rows = heap.scan(db).unwrap();
+    rows.sort_by_key(|(rid, _)| *rid);
+    rows
+}
+
+#[test]
+fn heap_changes_roll_back_to_the_same_rows_at_the_same_rids() {
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let heap = people(&db);
+    let rids: Vec<_> = (0..40).map(|id| heap.insert(&db, &person(id, 100)).unwrap()).collect();
+    let before = heap_rows(&heap, &db);
+    db.begin_tran().unwrap();
+    heap.insert(&db, &person(100, 100)).unwrap();
+    heap.delete(&db, rids[3]).unwrap();
+    heap.update(&db, rids[5], &person(5, 2500)).unwrap(); // grows: the row moves, a stub stays
+    heap.update(&db, rids[6], &person(66, 10)).unwrap();
+    // Inside the transaction its own changes are visible, the deleted RID is not reused.
+    assert!(heap.get(&db, rids[3]).unwrap().is_none());
+    let reused = heap.insert(&db, &person(101, 10)).unwrap();
+    assert_ne!(reused, rids[3], "a row deleted by an open transaction keeps its slot");
+    db.rollback_tran().unwrap();
+    assert_eq!(heap_rows(&heap, &db), before);
+}
+
+#[test]
+fn heap_transactions_survive_a_crash_committed_or_rolled_back() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let heap = people(&db);
+    let au_id = heap.au_id;
+    let rids: Vec<_> = (0..20).map(|id| heap.insert(&db, &person(id, 50)).unwrap()).collect();
+    db.begin_tran().unwrap();
+    heap.delete(&db, rids[0]).unwrap();
+    heap.update(&db, rids[1], &person(1001, 60)).unwrap();
+    db.commit_tran().unwrap();
+    let committed = heap_rows(&heap, &db);
+    db.begin_tran().unwrap();
+    heap.delete(&db, rids[2]).unwrap();
+    heap.update(&db, rids[3], &person(3003, 2000)).unwrap();
+    heap.insert(&db, &person(500, 50)).unwrap();
+    db.checkpoint().unwrap();
+    db.log().flush_all().unwrap();
+    db.crash();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("bank.mdf")).unwrap();
+    let heap =
+        engine::heap::Heap::from_descriptor(au_id, &db.unit_descriptor(au_id).unwrap()).unwrap();
+    assert_eq!(heap_rows(&heap, &db), committed);
+    assert!(heap.get(&db, rids[0]).unwrap().is_none(), "the committed delete");
+    assert_eq!(heap.get(&db, rids[1]).unwrap(), Some(person(1001, 60)), "the committed update");
+    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+}
