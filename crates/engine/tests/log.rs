@@ -362,3 +362,24 @@ fn several_log_files_are_used_in_sequence_and_the_log_wraps_across_them() {
     assert!(db.log().dbcc_loginfo().iter().any(|r| r.file_id == 2 && r.parity == 128));
     assert!(db.log_files().iter().all(|f| f.2 == 128), "no file grew");
 }
+
+#[test]
+fn sqlperf_logspace_and_log_reuse_wait_desc_follow_an_open_transaction() {
+    let lab = lab_for(VlfRule::Sql2019);
+    let db = db_with_log(&lab, "2MB", "2MB");
+    let (name, size_mb, used_before, status) = db.sqlperf_logspace();
+    assert_eq!((name.as_str(), size_mb, status), ("Ifi", 2.0, 0));
+    assert_eq!(db.log_reuse_wait_desc(), "NOTHING");
+    db.begin_tran().unwrap();
+    // The open transaction's begin record pins the log as it moves into later VLFs.
+    while db.log().dbcc_loginfo().iter().filter(|r| r.status == 2).count() < 2 {
+        db.log().append(&record(20_000)).unwrap();
+    }
+    db.checkpoint().unwrap();
+    assert_eq!(db.log_reuse_wait_desc(), "ACTIVE_TRANSACTION");
+    let (_, _, used_during, _) = db.sqlperf_logspace();
+    assert!(used_during > used_before, "{used_before}% -> {used_during}%");
+    db.commit_tran().unwrap();
+    db.checkpoint().unwrap();
+    assert_eq!(db.log_reuse_wait_desc(), "NOTHING");
+}

@@ -393,6 +393,18 @@ impl Database {
         &self.log
     }
 
+    /// This database's row of DBCC SQLPERF(LOGSPACE): Database Name, Log Size (MB), Log Space
+    /// Used (%), Status (always 0).
+    pub fn sqlperf_logspace(&self) -> (String, f64, f64, i32) {
+        let (size_mb, used_pct) = self.log.space();
+        (self.name.clone(), size_mb, used_pct, 0)
+    }
+
+    /// sys.databases.log_reuse_wait_desc.
+    pub fn log_reuse_wait_desc(&self) -> &'static str {
+        self.log.log_reuse_wait().desc()
+    }
+
     pub(crate) fn note_xact_begin(&self, xact_id: u64, begin: crate::log::lsn::Lsn) {
         self.log.note_transaction_begin(xact_id, begin);
     }
