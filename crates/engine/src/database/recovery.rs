@@ -62,7 +62,10 @@ pub(super) fn redo(
     report.analysis_ms = elapsed_ms(started);
     let redo_started = Instant::now();
     let mut group: Vec<(Lsn, LogRecord)> = Vec::new();
-    for (lsn, record) in records {
+    let total = records.len().max(1);
+    let mut progress = Progress::new(instance, &boot.name, boot.database_id);
+    for (done, (lsn, record)) in records.into_iter().enumerate() {
+        progress.note(done, total);
         if lsn < boot.checkpoint_lsn {
             continue;
         }
@@ -84,6 +87,44 @@ pub(super) fn redo(
     }
     report.redo_ms = elapsed_ms(redo_started);
     Ok(report)
+}
+
+/// Redo's progress lines in the errorlog: every 5 seconds of a long redo, as SQL Server writes
+/// "Recovery of database 'X' (5) is N% complete (approximately M seconds remain). Phase 2 of 3."
+struct Progress<'a> {
+    instance: &'a Instance,
+    name: &'a str,
+    database_id: u16,
+    started: Instant,
+    last: Instant,
+}
+
+impl<'a> Progress<'a> {
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+    fn new(instance: &'a Instance, name: &'a str, database_id: u16) -> Self {
+        let now = Instant::now();
+        Progress { instance, name, database_id, started: now, last: now }
+    }
+
+    fn note(&mut self, done: usize, total: usize) {
+        if self.last.elapsed() < Self::EVERY || done == 0 {
+            return;
+        }
+        self.last = Instant::now();
+        let pct = done * 100 / total;
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let remain = (elapsed * (total - done) as f64 / done as f64).round() as u64;
+        let (name, id) = (self.name, self.database_id);
+        self.instance.errorlog.write(
+            &crate::instance::current_process_info(),
+            &format!(
+                "Recovery of database '{name}' ({id}) is {pct}% complete (approximately {remain} \
+                 seconds remain). Phase 2 of 3. This is an informational message only. No user \
+                 action is required."
+            ),
+        );
+    }
 }
 
 /// Builds the transaction table: which transactions began and never ended, with their records.
