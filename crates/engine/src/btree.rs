@@ -395,7 +395,15 @@ impl BTree {
         while low < high {
             let mid = (low + high) / 2;
             let bytes = datapage::record(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
-            match compare_keys(&self.leaf_key(db, page, bytes)?, key) {
+            let order = record::compare_record_key(
+                &self.columns,
+                &self.layout,
+                bytes,
+                &self.key_columns,
+                key,
+            )
+            .map_err(|bad| bad_page(db, page, bad.0))?;
+            match order {
                 Ordering::Less => low = mid + 1,
                 Ordering::Greater => high = mid,
                 Ordering::Equal => {
@@ -426,7 +434,15 @@ impl BTree {
         while low < high {
             let mid = (low + high) / 2;
             let bytes = datapage::record(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
-            if compare_keys(&self.entry_key(db, page, bytes)?, key) == Ordering::Greater {
+            let order = record::compare_record_key(
+                &self.entry_columns,
+                &self.entry_layout,
+                bytes,
+                &self.entry_key_columns,
+                key,
+            )
+            .map_err(|bad| bad_page(db, page, bad.0))?;
+            if order == Ordering::Greater {
                 high = mid;
             } else {
                 low = mid + 1;

@@ -615,6 +615,46 @@ pub fn decode_columns(
     Ok(wanted.iter().map(|index| std::mem::replace(&mut all[*index], Value::Null)).collect())
 }
 
+/// Compares the key columns `wanted` of a record with `key`, column by column, without
+/// building a row: fixed-length columns are read in place (the binary searches' hot path);
+/// a variable-length key column falls back to decoding the key.
+pub fn compare_record_key(
+    columns: &[Column],
+    layout: &Layout,
+    record: &[u8],
+    wanted: &[usize],
+    key: &[Value],
+) -> Result<Ordering, BadRecord> {
+    if wanted.iter().any(|index| layout.fixed[*index].is_none()) {
+        let decoded = decode_columns(columns, layout, record, wanted)?;
+        return Ok(compare_keys(&decoded, key));
+    }
+    let fixed_end = u16_at(record, 2)?;
+    if fixed_end != 4 + layout.fixed_len {
+        return Err(BadRecord("fixed-length part does not match the table"));
+    }
+    let stored_columns = u16_at(record, fixed_end)?;
+    let bitmap_at = fixed_end + 2;
+    let bitmap = record
+        .get(bitmap_at..bitmap_at + stored_columns.div_ceil(8))
+        .ok_or(BadRecord("null bitmap"))?;
+    for (position, index) in wanted.iter().enumerate() {
+        let Some(bound) = key.get(position) else { break };
+        let is_null = *index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0;
+        let (offset, bit) = layout.fixed[*index].expect("checked above");
+        let value = if is_null {
+            Value::Null
+        } else {
+            decode_fixed(&columns[*index], &record[4..fixed_end], offset, bit)
+        };
+        let order = compare_values(&value, bound);
+        if order != Ordering::Equal {
+            return Ok(order);
+        }
+    }
+    Ok(wanted.len().cmp(&key.len()))
+}
+
 /// Decodes every column, or only those whose `wanted` flag is set (the others come back NULL).
 fn decode_selected(
     columns: &[Column],
@@ -743,6 +783,45 @@ mod tests {
             Column::new("c2", SqlType::DateTime, false),
             Column::new("c3", SqlType::Char(111), false),
         ]
+    }
+
+    #[test]
+    fn comparing_a_record_key_in_place_agrees_with_decoding_it() {
+        let columns = vec![
+            Column::new("a", SqlType::Int, true),
+            Column::new("g", SqlType::UniqueIdentifier, false),
+            Column::new("v", SqlType::VarChar(20), true),
+        ];
+        let layout = Layout::new(&columns);
+        let mut rng = crate::rng::SplitMix64::new(7);
+        for _ in 0..500 {
+            let a = if rng.next_u64() % 5 == 0 {
+                Value::Null
+            } else {
+                Value::Int((rng.next_u64() % 7) as i32)
+            };
+            let g = Value::Guid(rng.guid());
+            let row = vec![a, g, Value::Text("x".into())];
+            let record = encode(&columns, &layout, &row, RecordType::Primary).unwrap();
+            let random = [
+                Value::Int((rng.next_u64() % 7) as i32),
+                Value::Guid(rng.guid()),
+                Value::Text(if rng.next_u64() % 2 == 0 { "x" } else { "y" }.into()),
+            ];
+            for wanted in [vec![0], vec![0, 1], vec![1], vec![0, 2]] {
+                let exact: Vec<Value> = wanted.iter().map(|i| row[*i].clone()).collect();
+                let other: Vec<Value> = wanted.iter().map(|i| random[*i].clone()).collect();
+                let keys = [exact, other.clone(), other[..1].to_vec(), vec![]];
+                for key in &keys {
+                    let decoded = decode_columns(&columns, &layout, &record, &wanted).unwrap();
+                    assert_eq!(
+                        compare_record_key(&columns, &layout, &record, &wanted, key).unwrap(),
+                        compare_keys(&decoded, key),
+                        "{wanted:?} {key:?} {row:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
