@@ -795,7 +795,7 @@ mod tests {
         let layout = Layout::new(&columns);
         let mut rng = crate::rng::SplitMix64::new(7);
         for _ in 0..500 {
-            let a = if rng.next_u64() % 5 == 0 {
+            let a = if rng.next_u64().is_multiple_of(5) {
                 Value::Null
             } else {
                 Value::Int((rng.next_u64() % 7) as i32)
@@ -806,7 +806,7 @@ mod tests {
             let random = [
                 Value::Int((rng.next_u64() % 7) as i32),
                 Value::Guid(rng.guid()),
-                Value::Text(if rng.next_u64() % 2 == 0 { "x" } else { "y" }.into()),
+                Value::Text(if rng.next_u64().is_multiple_of(2) { "x" } else { "y" }.into()),
             ];
             for wanted in [vec![0], vec![0, 1], vec![1], vec![0, 2]] {
                 let exact: Vec<Value> = wanted.iter().map(|i| row[*i].clone()).collect();
