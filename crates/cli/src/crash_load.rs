@@ -8,7 +8,9 @@
 //! - inserts rows `key(t, seq, j)` for j in 0..10, with value `seq`;
 //! - from seq 3 on, deletes `key(t, seq - 3, j)` for j in 0..3;
 //! - from seq 1 on, updates `key(t, seq - 1, 9)` to value `-seq` (a delete and an insert of the
-//!   same key, as an update that moves a row does).
+//!   same key, as an update that moves a row does);
+//! - in the heap dbo.Journal: inserts `(key(t, seq, 0), seq)`, updates the previous
+//!   transaction's journal row to `-seq`, and from seq 4 on deletes the journal row of seq - 4.
 //!
 //! The test computes the expected table from the acknowledged sequence numbers with the same
 //! rules (its `expected_rows`; keep both in step).
@@ -16,6 +18,7 @@
 use clap::Args;
 use engine::btree::BTree;
 use engine::database::{Database, DatabaseSpec, FileSpec};
+use engine::heap::{Heap, Rid};
 use engine::instance::{Instance, InstanceConfig};
 use engine::record::{Column, SqlType, Value};
 use engine::units::SizeSpec;
@@ -57,8 +60,31 @@ fn row(key: i64, value: i64) -> Vec<Value> {
 }
 
 /// One transaction of the load.
-fn transaction(db: &Database, tree: &BTree, thread: u32, seq: u64) -> engine::SqlResult<()> {
+/// The journal heap's columns: (k bigint, v bigint).
+fn journal_columns() -> Vec<Column> {
+    vec![Column::new("k", SqlType::BigInt, false), Column::new("v", SqlType::BigInt, false)]
+}
+
+fn transaction(
+    db: &Database,
+    tree: &BTree,
+    journal: &Heap,
+    journal_rids: &mut Vec<Rid>,
+    thread: u32,
+    seq: u64,
+) -> engine::SqlResult<()> {
     db.begin_tran()?;
+    // The journal heap: a row per transaction, the previous one updated, the fourth last deleted.
+    let rid =
+        journal.insert(db, &[Value::BigInt(key(thread, seq, 0)), Value::BigInt(seq as i64)])?;
+    if seq >= 1 {
+        let previous = journal_rids[seq as usize - 1];
+        let values = [Value::BigInt(key(thread, seq - 1, 0)), Value::BigInt(-(seq as i64))];
+        journal.update(db, previous, &values)?;
+    }
+    if seq >= 4 {
+        journal.delete(db, journal_rids[seq as usize - 4])?;
+    }
     for j in 0..10 {
         tree.insert(db, &row(key(thread, seq, j), seq as i64))?;
     }
@@ -72,7 +98,9 @@ fn transaction(db: &Database, tree: &BTree, thread: u32, seq: u64) -> engine::Sq
         tree.delete(db, &[Value::BigInt(moved)])?;
         tree.insert(db, &row(moved, -(seq as i64)))?;
     }
-    db.commit_tran()
+    db.commit_tran()?;
+    journal_rids.push(rid);
+    Ok(())
 }
 
 pub fn run(args: &CrashLoadArgs) -> Result<(), String> {
@@ -95,15 +123,20 @@ pub fn run(args: &CrashLoadArgs) -> Result<(), String> {
         BTree::create(&db, "dbo.Load", "PK_Load", columns(), vec![0], true, None)
             .map_err(|e| e.to_string())?,
     );
-    say(&format!("ready {}", tree.au_id));
+    let journal = Arc::new(
+        Heap::create(&db, "dbo.Journal", journal_columns(), None).map_err(|e| e.to_string())?,
+    );
+    say(&format!("ready {} {}", tree.au_id, journal.au_id));
     let workers: Vec<_> = (0..args.threads)
         .map(|thread| {
-            let (db, tree) = (db.clone(), tree.clone());
+            let (db, tree, journal) = (db.clone(), tree.clone(), journal.clone());
             let limit = args.transactions;
             std::thread::spawn(move || -> Result<(), String> {
                 let mut seq = 0;
+                let mut journal_rids = Vec::new();
                 while limit == 0 || seq < limit {
-                    transaction(&db, &tree, thread, seq).map_err(|e| e.to_string())?;
+                    transaction(&db, &tree, &journal, &mut journal_rids, thread, seq)
+                        .map_err(|e| e.to_string())?;
                     say(&format!("ack {thread} {seq}"));
                     seq += 1;
                     // Checkpoints while other sessions' transactions are open: MinLSN, log

@@ -45,6 +45,21 @@ fn expected_rows(thread: u32, committed: u64) -> BTreeMap<i64, i64> {
     rows
 }
 
+/// The journal heap of `thread` after its first `committed` transactions.
+fn expected_journal(thread: u32, committed: u64) -> BTreeMap<i64, i64> {
+    let mut rows = BTreeMap::new();
+    for seq in 0..committed {
+        rows.insert(key(thread, seq, 0), seq as i64);
+        if seq >= 1 {
+            rows.insert(key(thread, seq - 1, 0), -(seq as i64));
+        }
+        if seq >= 4 {
+            rows.remove(&key(thread, seq - 4, 0));
+        }
+    }
+    rows
+}
+
 struct SplitMix(u64);
 
 impl SplitMix {
@@ -57,8 +72,9 @@ impl SplitMix {
     }
 }
 
-/// Runs the child, kills it after `delay`, returns (acknowledged commits per thread, au_id).
-fn run_and_kill(dir: &std::path::Path, delay: Duration) -> (Vec<u64>, u64) {
+/// Runs the child, kills it after `delay`; returns the acknowledged commits per thread and
+/// the allocation units of the B-tree and of the journal heap.
+fn run_and_kill(dir: &std::path::Path, delay: Duration) -> (Vec<u64>, u64, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
         .args(["crash-load", "--threads", &THREADS.to_string(), "--dir"])
         .arg(dir)
@@ -87,6 +103,7 @@ fn run_and_kill(dir: &std::path::Path, delay: Duration) -> (Vec<u64>, u64) {
     child.wait().unwrap();
     reader.join().unwrap();
     let au_id: u64 = ready.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let heap_au_id: u64 = ready.split_whitespace().nth(2).unwrap().parse().unwrap();
     let mut acked = vec![0u64; THREADS as usize];
     for line in lines.lock().unwrap().iter() {
         let parts: Vec<&str> = line.split_whitespace().collect();
@@ -96,12 +113,17 @@ fn run_and_kill(dir: &std::path::Path, delay: Duration) -> (Vec<u64>, u64) {
             acked[thread] = acked[thread].max(seq + 1);
         }
     }
-    (acked, au_id)
+    (acked, au_id, heap_au_id)
 }
 
 /// Opens the killed child's database and checks it against the acknowledgements; returns how
 /// many transactions recovery rolled back (from the errorlog line).
-fn verify(dir: &std::path::Path, acked: &[u64], au_id: u64) -> Result<u64, String> {
+fn verify(
+    dir: &std::path::Path,
+    acked: &[u64],
+    au_id: u64,
+    heap_au_id: u64,
+) -> Result<u64, String> {
     let instance = Instance::start(InstanceConfig::new(dir)).map_err(|e| e.to_string())?;
     let db = Database::open(&instance, &dir.join("crash.mdf")).map_err(|e| e.to_string())?;
     let rolled_back: u64 = instance
@@ -126,13 +148,30 @@ fn verify(dir: &std::path::Path, acked: &[u64], au_id: u64) -> Result<u64, Strin
         };
         actual[(*k / 1_000_000_000) as usize].insert(*k, *v);
     }
+    let heap_descriptor =
+        db.unit_descriptor(heap_au_id).ok_or("the heap's descriptor is missing")?;
+    let heap =
+        engine::heap::Heap::from_descriptor(heap_au_id, &heap_descriptor).ok_or("bad heap")?;
+    let mut journal: Vec<BTreeMap<i64, i64>> = vec![BTreeMap::new(); THREADS as usize];
+    for (_, row) in heap.scan(&db).map_err(|e| e.to_string())? {
+        let (Value::BigInt(k), Value::BigInt(v)) = (&row[0], &row[1]) else {
+            return Err(format!("unexpected journal row {row:?}"));
+        };
+        journal[(*k / 1_000_000_000) as usize].insert(*k, *v);
+    }
     for thread in 0..THREADS {
         let done = acked[thread as usize];
-        let rows = &actual[thread as usize];
-        if *rows != expected_rows(thread, done) && *rows != expected_rows(thread, done + 1) {
+        let (rows, heap_rows) = (&actual[thread as usize], &journal[thread as usize]);
+        // The index and the heap must both show the same committed prefix.
+        let consistent = [done, done + 1].into_iter().any(|state| {
+            *rows == expected_rows(thread, state) && *heap_rows == expected_journal(thread, state)
+        });
+        if !consistent {
             return Err(format!(
-                "session {thread}: {} rows, not the state after {done} or {} commits",
+                "session {thread}: {} rows and {} journal rows, not the state after {done} or {} \
+                 commits",
                 rows.len(),
+                heap_rows.len(),
                 done + 1
             ));
         }
@@ -156,9 +195,9 @@ fn killed_at_random_points_the_database_keeps_every_commit_and_nothing_else() {
     for iteration in 0..iterations {
         let dir = tempfile::tempdir().unwrap();
         let delay = Duration::from_millis(5 + rng.next() % 300);
-        let (acked, au_id) = run_and_kill(dir.path(), delay);
+        let (acked, au_id, heap_au_id) = run_and_kill(dir.path(), delay);
         total_acked += acked.iter().sum::<u64>();
-        match verify(dir.path(), &acked, au_id) {
+        match verify(dir.path(), &acked, au_id, heap_au_id) {
             Ok(rolled_back) => total_rolled_back += rolled_back,
             Err(problem) => panic!(
                 "iteration {iteration} (EXTENTDB_SEED={seed}, killed after {delay:?}, \

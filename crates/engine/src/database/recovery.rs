@@ -198,6 +198,10 @@ fn redo_group(
 ) -> SqlResult<u64> {
     let group_lsn = group.last().expect("a group has records").0;
     let mut changed = 0;
+    // Whether each page takes this group, decided at its first record in the group: a group
+    // may change a page several times (a format, then a row), and the page carries the group's
+    // LSN only once the whole group is applied.
+    let mut takes: BTreeMap<PageId, bool> = BTreeMap::new();
     for (_, record) in group {
         if record.flags & crate::log::record::FLAG_PAGE == 0 {
             continue; // checkpoint and transaction records: nothing to redo on a page
@@ -216,7 +220,8 @@ fn redo_group(
             pool.fetch(key, LatchMode::Ex)?
         };
         let page_lsn = guard.read(|buf| Lsn::from_bytes(&buf[40..50]));
-        if kind != mtr::KIND_FORMAT && page_lsn >= group_lsn {
+        let take = *takes.entry(page).or_insert(kind == mtr::KIND_FORMAT || page_lsn < group_lsn);
+        if !take {
             continue;
         }
         guard.write(|buf| {
