@@ -21,7 +21,7 @@
 
 use crate::error::{SqlError, SqlResult};
 use parking_lot::{Condvar, Mutex};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 /// How long a waiter waits before it looks for a deadlock.
@@ -129,9 +129,38 @@ struct Waiter {
     victim: bool,
 }
 
+/// The owners holding a resource (usually one or two: a small vector, not a tree).
+#[derive(Default, Debug)]
+struct Grants(Vec<(u64, (LockMode, u16))>);
+
+impl Grants {
+    fn get(&self, xact_id: &u64) -> Option<&(LockMode, u16)> {
+        self.0.iter().find(|(x, _)| x == xact_id).map(|(_, g)| g)
+    }
+
+    fn insert(&mut self, xact_id: u64, grant: (LockMode, u16)) {
+        match self.0.iter_mut().find(|(x, _)| *x == xact_id) {
+            Some(existing) => existing.1 = grant,
+            None => self.0.push((xact_id, grant)),
+        }
+    }
+
+    fn remove(&mut self, xact_id: &u64) {
+        self.0.retain(|(x, _)| x != xact_id);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&u64, &(LockMode, u16))> {
+        self.0.iter().map(|(x, g)| (x, g))
+    }
+}
+
 #[derive(Default, Debug)]
 struct Entry {
-    granted: BTreeMap<u64, (LockMode, u16)>,
+    granted: Grants,
     waiting: VecDeque<Waiter>,
 }
 
@@ -160,7 +189,8 @@ impl Entry {
 #[derive(Default)]
 struct Table {
     entries: HashMap<LockResource, Entry>,
-    held_by: HashMap<u64, BTreeSet<LockResource>>,
+    /// The resources each transaction holds (each once).
+    held_by: HashMap<u64, HashSet<LockResource>>,
     /// Deadlocks found so far.
     deadlocks: u64,
 }
@@ -211,7 +241,9 @@ impl LockManager {
             && (held.is_some() || entry.waiting.is_empty());
         if free {
             entry.granted.insert(owner.xact_id, (wanted, owner.spid));
-            table.held_by.entry(owner.xact_id).or_default().insert(resource);
+            if held.is_none() {
+                table.held_by.entry(owner.xact_id).or_default().insert(resource);
+            }
             return Ok(Acquired::Granted);
         }
         let blocker = entry
@@ -233,7 +265,9 @@ impl LockManager {
             let timed_out = last_check.elapsed() >= DEADLOCK_CHECK_INTERVAL;
             let entry = table.entries.get_mut(&resource).expect("a waited-for entry stays");
             if entry.granted.get(&owner.xact_id).is_some_and(|(m, _)| m.combine(wanted) == *m) {
-                table.held_by.entry(owner.xact_id).or_default().insert(resource);
+                if held.is_none() {
+                    table.held_by.entry(owner.xact_id).or_default().insert(resource);
+                }
                 return Ok(Acquired::AfterWait(started.elapsed(), blocker));
             }
             let me = entry.waiting.iter().position(|w| w.owner.xact_id == owner.xact_id);
