@@ -424,13 +424,18 @@ impl Database {
     /// (SQL Server's checkpoint is a background task); a session finding another checkpoint
     /// under way does not wait for it.
     pub fn maybe_checkpoint(&self) -> SqlResult<bool> {
-        let (_, used_pct) = self.log.space();
+        let (size_mb, used_pct) = self.log.space();
         let since = self
             .log
             .stats()
             .bytes_flushed
             .saturating_sub(self.checkpoint_log_bytes.load(Ordering::Relaxed));
-        let simple_and_full = used_pct >= 70.0 && self.recovery_model_desc() == "SIMPLE";
+        // A checkpoint cannot free the VLF in use: after one, the 70 % rule waits until a tenth
+        // of the log has been written again (else a log of one large VLF checkpoints at every
+        // commit).
+        let advanced = since as f64 >= size_mb * 1024.0 * 1024.0 / 10.0;
+        let simple_and_full =
+            used_pct >= 70.0 && advanced && self.recovery_model_desc() == "SIMPLE";
         if !simple_and_full && since < AUTO_CHECKPOINT_LOG_BYTES {
             return Ok(false);
         }
