@@ -460,3 +460,38 @@ fn heap_transactions_survive_a_crash_committed_or_rolled_back() {
     assert_eq!(heap.get(&db, rids[1]).unwrap(), Some(person(1001, 60)), "the committed update");
     assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
 }
+
+#[test]
+fn fn_dblog_shows_a_transaction_as_sql_server_names_its_records() {
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(1)).unwrap();
+    tree.delete(&db, &[Value::Int(1)]).unwrap();
+    db.commit_tran().unwrap();
+    let rows = db.log().fn_dblog().unwrap();
+    let ops: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r.transaction_id != "0000:00000000")
+        .map(|r| (r.operation, r.context))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            ("LOP_BEGIN_XACT", "LCX_NULL"),
+            ("LOP_INSERT_ROWS", "LCX_CLUSTERED"),
+            ("LOP_DELETE_ROWS", "LCX_CLUSTERED"),
+            ("LOP_COMMIT_XACT", "LCX_NULL"),
+        ]
+    );
+    // Each record of the transaction points back at the one before it.
+    let chain: Vec<&engine::log::DbLogRow> =
+        rows.iter().filter(|r| r.transaction_id != "0000:00000000").collect();
+    for pair in chain.windows(2) {
+        assert_eq!(pair[1].previous_lsn, pair[0].current_lsn);
+    }
+    assert_eq!(chain[1].alloc_unit_id, Some(tree.au_id));
+    let page_rows = rows.iter().filter(|r| r.page_id.is_some()).count();
+    assert!(page_rows >= 2, "the row's page changes are there too");
+}

@@ -203,6 +203,24 @@ pub struct LogGrowth {
     pub start_time: chrono::NaiveDateTime,
 }
 
+/// One row of fn_dblog(NULL, NULL), with its column names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DbLogRow {
+    /// Current LSN, in fn_dblog's hex form.
+    pub current_lsn: String,
+    pub operation: &'static str,
+    pub context: &'static str,
+    /// Transaction ID, as `0000:000002e5` (0000:00000000 for records of no transaction).
+    pub transaction_id: String,
+    pub previous_lsn: String,
+    pub flag_bits: u16,
+    pub log_record_length: u32,
+    /// AllocUnitId of a row record.
+    pub alloc_unit_id: Option<u64>,
+    /// Page ID of a page record, as `0001:00000010`.
+    pub page_id: Option<String>,
+}
+
 /// Log flush figures (I/O statistics of the log).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LogFlushStats {
@@ -644,6 +662,45 @@ impl LogManager {
             expected += 1;
         }
         Ok(records)
+    }
+
+    /// fn_dblog(NULL, NULL): one row per durable record of the active log, with fn_dblog's
+    /// columns (reference §5.5).
+    pub fn fn_dblog(&self) -> SqlResult<Vec<DbLogRow>> {
+        let records = self.read_durable()?;
+        Ok(records
+            .into_iter()
+            .map(|(lsn, record)| {
+                let page = if record.flags & record::FLAG_PAGE != 0 {
+                    mtr::decode_page_payload(&record.payload).map(|(page, _, _)| page)
+                } else {
+                    None
+                };
+                let au_id = match (record.flags & record::FLAG_PAGE, record.payload.len()) {
+                    (0, n) if n >= 8 && record.xact_id != 0 => {
+                        let mut bytes = [0u8; 8];
+                        bytes.copy_from_slice(&record.payload[..8]);
+                        Some(u64::from_le_bytes(bytes))
+                    }
+                    _ => None,
+                };
+                DbLogRow {
+                    current_lsn: lsn.to_hex(),
+                    operation: record.operation.name(),
+                    context: record.context.name(),
+                    transaction_id: format!(
+                        "{:04x}:{:08x}",
+                        record.xact_id >> 32,
+                        record.xact_id & 0xFFFF_FFFF
+                    ),
+                    previous_lsn: record.prev_lsn.to_hex(),
+                    flag_bits: record.flags,
+                    log_record_length: record.encoded_len() as u32,
+                    alloc_unit_id: au_id,
+                    page_id: page.map(|p| format!("{:04x}:{:08x}", p.file_id, p.page_no)),
+                }
+            })
+            .collect())
     }
 
     /// Makes `pos` the current VLF with `fseqno`, queueing its header for the next flush.
