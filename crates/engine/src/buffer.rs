@@ -565,8 +565,9 @@ impl BufferPool {
         filter: impl Fn(PageKey) -> bool,
     ) -> SqlResult<bool> {
         let frame = &self.frames[index];
+        // The frame's meta lock alone orders this with eviction, which unmaps a frame under the
+        // same lock only when it is unpinned: no page-table lock for each of a checkpoint's frames.
         let key = {
-            let _table = self.table.lock();
             let mut meta = frame.meta.lock();
             match meta.key {
                 Some(key) if meta.dirty && filter(key) && (wait || meta.pin_count == 0) => {
