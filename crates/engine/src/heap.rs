@@ -14,9 +14,11 @@
 //!   the row (X on its RID) and the heap (IX); an update logs the old row before it changes.
 //!
 //! Latch order: a data page (EX) before its PFS page (UP), as the buffer pool's order requires.
+//! - A forwarded record carries the RID of its stub after its columns (the back-pointer,
+//!   status bit 0x80), so the chain can be checked from either end.
 //!
-//! Deviation: the forwarded record carries no back-pointer column (SQL Server appends one with
-//! the stub's RID); the caller always reaches a moved row through its original RID.
+//! Deviation: SQL Server stores the back-pointer as a special last variable-length column;
+//! extentdb appends the 8-byte RID after the record and flags it in status byte A.
 
 use crate::alloc::{self, pfs};
 use crate::buffer::{PageGuard, PageKey};
@@ -33,6 +35,13 @@ use parking_lot::Mutex;
 
 /// The first byte of a heap's unit descriptor.
 pub const DESCRIPTOR_HEAP: u8 = 2;
+
+/// A forwarded record with the RID of its forwarding stub after it (the back-pointer).
+fn with_back_pointer(mut record: Vec<u8>, stub: Rid) -> Vec<u8> {
+    record[0] |= record::STATUS_BACK_POINTER;
+    record.extend_from_slice(&stub.to_bytes());
+    record
+}
 
 fn is_ghost(status_a: u8) -> bool {
     record::record_type(status_a) == RecordType::GhostData as u8
@@ -336,6 +345,22 @@ impl Heap {
         })
     }
 
+    /// For a row that moved: where it lives now and the back-pointer its forwarded record
+    /// carries (the stub's RID, so `rid` itself when the chain is sound). None if it never moved.
+    pub fn forwarded(&self, db: &Database, rid: Rid) -> SqlResult<Option<(Rid, Rid)>> {
+        let Some(bytes) = self.read_raw(db, rid)? else { return Ok(None) };
+        if record::record_type(bytes[0]) != RecordType::ForwardingStub as u8 {
+            return Ok(None);
+        }
+        let target = Rid::from_bytes(&bytes[1..9]);
+        let moved = self
+            .read_raw(db, target)?
+            .ok_or_else(|| corrupt(db, target.page, "forwarding stub points nowhere"))?;
+        let back = record::back_pointer(&moved)
+            .ok_or_else(|| corrupt(db, target.page, "forwarded record without a back-pointer"))?;
+        Ok(Some((target, Rid::from_bytes(&back))))
+    }
+
     /// Every row, in IAM order: (RID, values). A forwarded row is returned at its stub's RID.
     pub fn scan(&self, db: &Database) -> SqlResult<Vec<(Rid, Vec<Value>)>> {
         let mut rows = Vec::new();
@@ -399,7 +424,10 @@ impl Heap {
             .then(|| Rid::from_bytes(&current[1..9]));
         let home = forwarded_to.unwrap_or(rid);
         let kind = if forwarded_to.is_some() { RecordType::Forwarded } else { RecordType::Primary };
-        let record = record::encode(&self.columns, &self.layout, values, kind)?;
+        let mut record = record::encode(&self.columns, &self.layout, values, kind)?;
+        if forwarded_to.is_some() {
+            record = with_back_pointer(record, rid);
+        }
         let guard = db.buffer_pool().fetch(Self::key(db, home.page), LatchMode::Ex)?;
         let replaced = guard
             .write(|buf| datapage::replace(buf, home.slot, &record))?
@@ -408,7 +436,10 @@ impl Heap {
             return self.update_pfs(db, &guard);
         }
         drop(guard);
-        let moved = record::encode(&self.columns, &self.layout, values, RecordType::Forwarded)?;
+        let moved = with_back_pointer(
+            record::encode(&self.columns, &self.layout, values, RecordType::Forwarded)?,
+            rid,
+        );
         let target = self.place(db, &moved, Some(rid.page))?;
         if let Some(old) = forwarded_to {
             self.remove(db, old)?;

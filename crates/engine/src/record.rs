@@ -49,6 +49,10 @@ pub enum RecordType {
 
 pub const STATUS_NULL_BITMAP: u8 = 0x10;
 pub const STATUS_VAR_COLUMNS: u8 = 0x20;
+/// A forwarded record carries, after its last byte, the 8-byte RID of its forwarding stub
+/// (the back-pointer). Deviation: SQL Server stores it as a special last variable column.
+pub const STATUS_BACK_POINTER: u8 = 0x80;
+const BACK_POINTER_BYTES: usize = 8;
 
 pub fn record_type(status_a: u8) -> u8 {
     (status_a & 0x0E) >> 1
@@ -576,6 +580,28 @@ pub fn record_len(bytes: &[u8]) -> Result<usize, BadRecord> {
     if record_type(status_a) == RecordType::ForwardingStub as u8 {
         return Ok(9);
     }
+    let len = columns_len(bytes, status_a)?;
+    if status_a & STATUS_BACK_POINTER == 0 {
+        return Ok(len);
+    }
+    if len + BACK_POINTER_BYTES > bytes.len() {
+        return Err(BadRecord("back-pointer beyond the record area"));
+    }
+    Ok(len + BACK_POINTER_BYTES)
+}
+
+/// The back-pointer of a forwarded record: its forwarding stub's RID bytes.
+pub fn back_pointer(bytes: &[u8]) -> Option<[u8; 8]> {
+    let status_a = *bytes.first()?;
+    if status_a & STATUS_BACK_POINTER == 0 {
+        return None;
+    }
+    let len = columns_len(bytes, status_a).ok()?;
+    bytes.get(len..len + BACK_POINTER_BYTES)?.try_into().ok()
+}
+
+/// The length of a record's header, columns and column metadata (without a back-pointer).
+fn columns_len(bytes: &[u8], status_a: u8) -> Result<usize, BadRecord> {
     let fixed_end = u16_at(bytes, 2)?;
     let columns = u16_at(bytes, fixed_end)?;
     let mut at = fixed_end + 2 + columns.div_ceil(8);

@@ -86,7 +86,12 @@ fn a_row_that_outgrows_its_page_leaves_a_forwarding_stub() {
     let stub_record = engine::datapage::record(&stub, rids[2].slot).unwrap();
     assert_eq!((stub_record.len(), stub_record[0]), (9, 0x04), "a 9-byte forwarding stub");
     assert_eq!(heap.get(&db, rids[2]).unwrap(), Some(row(2, 3000)));
+    let (target, back) = heap.forwarded(&db, rids[2]).unwrap().expect("the row moved");
+    assert_ne!(target.page, page);
+    assert_eq!(back, rids[2], "the forwarded record points back at its stub");
+    assert_eq!(heap.forwarded(&db, rids[3]).unwrap(), None, "a row that never moved");
     heap.update(&db, rids[2], &row(2, 6000)).unwrap();
+    assert_eq!(heap.forwarded(&db, rids[2]).unwrap().map(|(_, back)| back), Some(rids[2]));
     assert_eq!(
         heap.get(&db, rids[2]).unwrap(),
         Some(row(2, 6000)),
@@ -100,6 +105,7 @@ fn a_row_that_outgrows_its_page_leaves_a_forwarding_stub() {
         Some(row(2, 10)),
         "a forwarded row that shrinks stays forwarded"
     );
+    assert_eq!(heap.forwarded(&db, rids[2]).unwrap().map(|(_, back)| back), Some(rids[2]));
     heap.delete(&db, rids[2]).unwrap();
     assert_eq!(heap.get(&db, rids[2]).unwrap(), None);
     assert_eq!(heap.scan(&db).unwrap().len(), 6);
