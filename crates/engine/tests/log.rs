@@ -383,3 +383,17 @@ fn sqlperf_logspace_and_log_reuse_wait_desc_follow_an_open_transaction() {
     db.checkpoint().unwrap();
     assert_eq!(db.log_reuse_wait_desc(), "NOTHING");
 }
+
+#[test]
+fn trace_flag_3004_writes_the_zeroing_of_a_log_growth_to_the_errorlog() {
+    let lab = lab_with(|config| config.startup_trace_flags = vec![3004, 3605]);
+    let db = db_with_log(&lab, "1MB", "1MB");
+    db.modify_file("ifi_log", FileChange::Size(size("2MB"))).unwrap();
+    let path = db.file_path(2).unwrap().display().to_string();
+    let texts = lab.errorlog_texts();
+    assert!(
+        texts.contains(&format!("Zeroing {path} from page 128 to 256 (0x100000 to 0x200000)")),
+        "{texts:?}"
+    );
+    assert!(texts.contains(&format!("Zeroing completed on {path}")));
+}

@@ -2,8 +2,8 @@
 //!
 //! An LSN is VLF sequence number : log block offset : slot, compared part by part. The block
 //! offset counts 512-byte units from the start of the VLF, so the first block of a VLF, which
-//! starts after the VLF's 8 KB header, has offset 16 (0x10). The slot is the record's index in
-//! its block.
+//! starts after the VLF's 8 KB header, has offset 16 (0x10). The slot is the record's position in
+//! its block, counting from 1 as in SQL Server's LSNs.
 
 use std::fmt;
 

@@ -613,10 +613,10 @@ impl LogManager {
             let expected = prev_crc.unwrap_or(header.prev_crc);
             let Some(records) = block::check_block(&whole, &header, expected) else { break };
             if !records.is_empty() {
-                last_lsn = Some(Lsn::new(fseqno, block_no, records.len() as u16 - 1));
+                last_lsn = Some(Lsn::new(fseqno, block_no, records.len() as u16));
             }
-            for (slot, record) in records.into_iter().enumerate() {
-                sink(Lsn::new(fseqno, block_no, slot as u16), record);
+            for (index, record) in records.into_iter().enumerate() {
+                sink(Lsn::new(fseqno, block_no, index as u16 + 1), record);
             }
             prev_crc = Some(header.crc);
             last_crc = Some(header.crc);
@@ -753,7 +753,8 @@ impl LogManager {
             state.seal_open();
             self.next_vlf(state)?;
         }
-        let slot = state.open.push(record, extra_flags);
+        // LSN slots count from 1, as SQL Server's do.
+        let slot = state.open.push(record, extra_flags) + 1;
         let fseqno = state.vlf(state.current).header.fseqno;
         let lsn = Lsn::new(fseqno, (state.open_offset / SECTOR_BYTES as u64) as u32, slot);
         state.end_lsn = lsn;
