@@ -96,6 +96,10 @@ struct Report {
     waits: Vec<WaitJson>,
     latch_resources: Vec<LatchResourceJson>,
     durable: bool,
+    /// Log flushes during the run, the bytes they wrote and their average size (the log's I/O).
+    log_flushes: u64,
+    log_mb_flushed: f64,
+    avg_log_flush_kb: f64,
 }
 
 fn columns(key: KeyKind) -> Vec<Column> {
@@ -188,6 +192,7 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
         .map_err(|e| e.to_string())?,
     );
     instance.waits.clear();
+    let log_before = db.log().stats();
     instance.latches.clear();
     instance.buffer_pool.clear_page_waits();
     let bar = progress(args.rows);
@@ -243,7 +248,13 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     if counted as u64 != args.rows {
         return Err(format!("the index holds {counted} rows, {} were inserted", args.rows));
     }
-    let report = build_report(args, &instance, &db, done.load(Ordering::Relaxed), seconds);
+    let log_after = db.log().stats();
+    let flushes = log_after.flushes - log_before.flushes;
+    let flushed = log_after.bytes_flushed - log_before.bytes_flushed;
+    let mut report = build_report(args, &instance, &db, done.load(Ordering::Relaxed), seconds);
+    report.log_flushes = flushes;
+    report.log_mb_flushed = flushed as f64 / 1048576.0;
+    report.avg_log_flush_kb = flushed as f64 / 1024.0 / flushes.max(1) as f64;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
     } else {
@@ -319,6 +330,9 @@ fn build_report(
         waits,
         latch_resources,
         durable: !args.no_log_flush,
+        log_flushes: 0,
+        log_mb_flushed: 0.0,
+        avg_log_flush_kb: 0.0,
     }
 }
 
@@ -335,6 +349,12 @@ fn print_report(report: &Report) {
         if report.durable { "durable commits every 1,000 rows" } else { "delayed durability" }
     );
     outln!("size on disk {:.1} MB, {:.1} MB used", report.size_on_disk_mb, report.used_mb);
+    outln!(
+        "log: {} flushes, {:.1} MB, {:.1} KB per flush",
+        report.log_flushes,
+        report.log_mb_flushed,
+        report.avg_log_flush_kb
+    );
     let total_ms: u64 = report.waits.iter().map(|w| w.wait_time_ms).sum();
     outln!(
         "\n{:<24} {:>9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",

@@ -26,6 +26,11 @@ fn guid_and_identity_loads_report_rows_waits_and_latch_resources() {
         assert!(report["rows_per_s"].as_f64().unwrap() > 0.0);
         assert!(report["size_on_disk_mb"].as_f64().unwrap() >= 16.0, "two files of at least 8 MB");
         assert_eq!(report["durable"], true, "each batch of 1,000 rows commits durably");
+        // Each session commits its 750 rows as one batch: four commits, whose flushes group
+        // commit may share; the WAL rule may add a few for pages written early.
+        let flushes = report["log_flushes"].as_u64().unwrap();
+        assert!((1..=48).contains(&flushes), "{flushes} log flushes");
+        assert!(report["log_mb_flushed"].as_f64().unwrap() > 0.0);
         for wait in report["waits"].as_array().unwrap() {
             for field in ["wait_type", "waiting_tasks_count", "wait_time_ms", "signal_wait_time_ms"]
             {
