@@ -112,9 +112,22 @@ impl BTree {
         primary_key: bool,
         filegroup: Option<&str>,
     ) -> SqlResult<BTree> {
+        Self::create_with(db, table, index_name, filegroup, |au_id, root| {
+            BTree::attach(au_id, root, table, index_name, columns, key_columns, primary_key)
+        })
+    }
+
+    /// Creates an index: its allocation unit, an empty root leaf, and the unit's descriptor.
+    fn create_with(
+        db: &Database,
+        table: &str,
+        index_name: &str,
+        filegroup: Option<&str>,
+        attach: impl FnOnce(u64, PageId) -> BTree,
+    ) -> SqlResult<BTree> {
         let au_id = db.create_allocation_unit(&format!("{table}.{index_name}"), filegroup)?;
         let root = db.allocate_page(au_id)?;
-        let tree = BTree::attach(au_id, root, table, index_name, columns, key_columns, primary_key);
+        let tree = attach(au_id, root);
         let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
         guard.write(|buf| {
             datapage::format(buf, root, tree.leaf_type, au_id, 0, tree.layout.pminlen() as u16)
@@ -137,23 +150,10 @@ impl BTree {
         unique: bool,
         filegroup: Option<&str>,
     ) -> SqlResult<BTree> {
-        let au_id = db.create_allocation_unit(&format!("{table}.{index_name}"), filegroup)?;
-        let root = db.allocate_page(au_id)?;
-        let tree = BTree::attach_nonclustered(
-            au_id,
-            root,
-            table,
-            index_name,
-            key_columns,
-            locator_columns,
-            unique,
-        );
-        let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
-        guard.write(|buf| {
-            datapage::format(buf, root, PageType::Index, au_id, 0, tree.layout.pminlen() as u16)
-        })?;
-        db.set_unit_descriptor(au_id, tree.descriptor())?;
-        Ok(tree)
+        Self::create_with(db, table, index_name, filegroup, |au_id, root| {
+            let (key, locator) = (key_columns, locator_columns);
+            BTree::attach_nonclustered(au_id, root, table, index_name, key, locator, unique)
+        })
     }
 
     /// An existing nonclustered index.
@@ -185,15 +185,9 @@ impl BTree {
         key_columns: Vec<usize>,
         filegroup: Option<&str>,
     ) -> SqlResult<BTree> {
-        let au_id = db.create_allocation_unit(&format!("{table}.{index_name}"), filegroup)?;
-        let root = db.allocate_page(au_id)?;
-        let tree = BTree::attach_non_unique(au_id, root, table, index_name, columns, key_columns);
-        let guard = db.buffer_pool().new_page(PageKey::new(db.database_id, root))?;
-        guard.write(|buf| {
-            datapage::format(buf, root, tree.leaf_type, au_id, 0, tree.layout.pminlen() as u16)
-        })?;
-        db.set_unit_descriptor(au_id, tree.descriptor())?;
-        Ok(tree)
+        Self::create_with(db, table, index_name, filegroup, |au_id, root| {
+            BTree::attach_non_unique(au_id, root, table, index_name, columns, key_columns)
+        })
     }
 
     /// An existing non-unique clustered index.

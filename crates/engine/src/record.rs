@@ -655,15 +655,7 @@ pub fn compare_record_key(
         let decoded = decode_columns(columns, layout, record, wanted)?;
         return Ok(compare_keys(&decoded, key));
     }
-    let fixed_end = u16_at(record, 2)?;
-    if fixed_end != 4 + layout.fixed_len {
-        return Err(BadRecord("fixed-length part does not match the table"));
-    }
-    let stored_columns = u16_at(record, fixed_end)?;
-    let bitmap_at = fixed_end + 2;
-    let bitmap = record
-        .get(bitmap_at..bitmap_at + stored_columns.div_ceil(8))
-        .ok_or(BadRecord("null bitmap"))?;
+    let (fixed_end, stored_columns, bitmap) = fixed_part(layout, record)?;
     for (position, index) in wanted.iter().enumerate() {
         let Some(bound) = key.get(position) else { break };
         let is_null = *index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0;
@@ -681,13 +673,12 @@ pub fn compare_record_key(
     Ok(wanted.len().cmp(&key.len()))
 }
 
-/// Decodes every column, or only those whose `wanted` flag is set (the others come back NULL).
-fn decode_selected(
-    columns: &[Column],
+/// The end of a record's fixed part, its stored column count and its null bitmap, checked
+/// against the table's layout.
+fn fixed_part<'r>(
     layout: &Layout,
-    record: &[u8],
-    wanted: Option<&[bool]>,
-) -> Result<Vec<Value>, BadRecord> {
+    record: &'r [u8],
+) -> Result<(usize, usize, &'r [u8]), BadRecord> {
     let fixed_end = u16_at(record, 2)?;
     if fixed_end != 4 + layout.fixed_len {
         return Err(BadRecord("fixed-length part does not match the table"));
@@ -697,7 +688,18 @@ fn decode_selected(
     let bitmap = record
         .get(bitmap_at..bitmap_at + stored_columns.div_ceil(8))
         .ok_or(BadRecord("null bitmap"))?;
-    let mut at = bitmap_at + bitmap.len();
+    Ok((fixed_end, stored_columns, bitmap))
+}
+
+/// Decodes every column, or only those whose `wanted` flag is set (the others come back NULL).
+fn decode_selected(
+    columns: &[Column],
+    layout: &Layout,
+    record: &[u8],
+    wanted: Option<&[bool]>,
+) -> Result<Vec<Value>, BadRecord> {
+    let (fixed_end, stored_columns, bitmap) = fixed_part(layout, record)?;
+    let mut at = fixed_end + 2 + bitmap.len();
     let (var_count, var_offsets_at) = if record[0] & STATUS_VAR_COLUMNS != 0 {
         let count = u16_at(record, at)?;
         at += 2;

@@ -165,6 +165,22 @@ struct OpenXact {
     on_commit: Vec<(u64, [u8; 8])>,
 }
 
+impl OpenXact {
+    fn new(database_id: u16, xact_id: u64, last_lsn: Lsn) -> OpenXact {
+        OpenXact {
+            database_id,
+            xact_id,
+            last_lsn,
+            undo: Vec::new(),
+            savepoints: Vec::new(),
+            depth: 1,
+            reserved_bytes: 0,
+            object_locks: Vec::new(),
+            on_commit: Vec::new(),
+        }
+    }
+}
+
 thread_local! {
     static CURRENT: RefCell<Option<OpenXact>> = const { RefCell::new(None) };
     /// Set while this thread undoes a change: records it logs are CLRs with this undo-next.
@@ -273,19 +289,7 @@ impl Database {
         let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
         let lsn = self.log().append(&begin)?;
         self.note_xact_begin(xact_id, lsn);
-        CURRENT.with(|c| {
-            *c.borrow_mut() = Some(OpenXact {
-                database_id: self.database_id,
-                xact_id,
-                last_lsn: lsn,
-                undo: Vec::new(),
-                savepoints: Vec::new(),
-                depth: 1,
-                reserved_bytes: 0,
-                object_locks: Vec::new(),
-                on_commit: Vec::new(),
-            })
-        });
+        CURRENT.with(|c| *c.borrow_mut() = Some(OpenXact::new(self.database_id, xact_id, lsn)));
         Ok(())
     }
 
@@ -410,27 +414,8 @@ impl Database {
             if let RowOp::HeapDelete { au_id, rid, .. } = &entry.op {
                 xact.on_commit.retain(|(a, r)| (a, r) != (au_id, rid));
             }
-            // While undoing, the transaction is current again so that its CLRs join its chain.
-            let last_lsn = xact.last_lsn;
-            CURRENT.with(|c| {
-                *c.borrow_mut() = Some(OpenXact {
-                    database_id: xact.database_id,
-                    xact_id: xact.xact_id,
-                    last_lsn,
-                    undo: Vec::new(),
-                    savepoints: Vec::new(),
-                    depth: 1,
-                    reserved_bytes: 0,
-                    object_locks: Vec::new(),
-                    on_commit: Vec::new(),
-                })
-            });
-            let result = self.compensate(&entry.op, entry.prev_lsn);
-            let after = CURRENT.with(|c| c.borrow_mut().take());
-            if let Some(after) = after {
-                xact.last_lsn = after.last_lsn;
-            }
-            result?;
+            xact.last_lsn =
+                self.compensate_as(xact.xact_id, xact.last_lsn, &entry.op, entry.prev_lsn)?;
         }
         Ok(())
     }
@@ -457,28 +442,18 @@ impl Database {
         result
     }
 
-    /// Runs recovery's undo of one loser change as the transaction `xact_id` (its CLRs chain
-    /// from `last_lsn`); returns the new last LSN of the transaction.
-    pub(crate) fn recovery_compensate(
+    /// Undoes one change as the transaction `xact_id`, made current for the time being so that
+    /// its CLRs join the chain that ends at `last_lsn` (rollback, and recovery's undo of a
+    /// loser); returns the new last LSN of the transaction.
+    pub(crate) fn compensate_as(
         &self,
         xact_id: u64,
         last_lsn: Lsn,
         op: &RowOp,
         undo_next: Lsn,
     ) -> SqlResult<Lsn> {
-        CURRENT.with(|c| {
-            *c.borrow_mut() = Some(OpenXact {
-                database_id: self.database_id,
-                xact_id,
-                last_lsn,
-                undo: Vec::new(),
-                savepoints: Vec::new(),
-                depth: 1,
-                reserved_bytes: 0,
-                object_locks: Vec::new(),
-                on_commit: Vec::new(),
-            })
-        });
+        let stand_in = OpenXact::new(self.database_id, xact_id, last_lsn);
+        CURRENT.with(|c| *c.borrow_mut() = Some(stand_in));
         let result = self.compensate(op, undo_next);
         let after = CURRENT.with(|c| c.borrow_mut().take()).map_or(last_lsn, |x| x.last_lsn);
         result.map(|()| after)

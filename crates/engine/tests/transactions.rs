@@ -30,6 +30,15 @@ fn row(id: i32) -> Vec<Value> {
     vec![Value::Int(id), Value::Text(format!("owner {id}"))]
 }
 
+/// Inserts rows `ids` in one committed transaction.
+fn commit_rows(db: &Database, tree: &BTree, ids: std::ops::Range<i32>) {
+    db.begin_tran().unwrap();
+    for id in ids {
+        tree.insert(db, &row(id)).unwrap();
+    }
+    db.commit_tran().unwrap();
+}
+
 fn ids(tree: &BTree, db: &Database) -> Vec<i32> {
     tree.range(db, None, None, false)
         .unwrap()
@@ -55,11 +64,7 @@ fn a_committed_transaction_survives_a_crash_and_commit_waits_on_writelog() {
     let mut lab = lab_with(|_| {});
     let db = Database::create(&lab.instance, &spec()).unwrap();
     let tree = accounts(&db);
-    db.begin_tran().unwrap();
-    for id in 0..300 {
-        tree.insert(&db, &row(id)).unwrap();
-    }
-    db.commit_tran().unwrap();
+    commit_rows(&db, &tree, 0..300);
     assert!(lab.instance.waits.get("WRITELOG").is_some_and(|w| w.waiting_tasks_count >= 1));
     let (db, tree) = crash_and_open(&mut lab, db, &tree);
     assert_eq!(ids(&tree, &db), (0..300).collect::<Vec<_>>());
@@ -116,11 +121,7 @@ fn an_open_transaction_is_rolled_back_by_recovery() {
     let mut lab = lab_with(|_| {});
     let db = Database::create(&lab.instance, &spec()).unwrap();
     let tree = accounts(&db);
-    db.begin_tran().unwrap();
-    for id in 0..200 {
-        tree.insert(&db, &row(id)).unwrap();
-    }
-    db.commit_tran().unwrap();
+    commit_rows(&db, &tree, 0..200);
     db.begin_tran().unwrap();
     for id in 200..400 {
         tree.insert(&db, &row(id)).unwrap();
@@ -241,11 +242,7 @@ fn a_full_disk_during_a_log_growth_gives_9002_and_loses_no_commit() {
     spec.logs = vec![FileSpec::new("bank_log", "bank.ldf").size(size("1MB")).growth(size("2MB"))];
     let db = Database::create(&lab.instance, &spec).unwrap();
     let tree = accounts(&db);
-    db.begin_tran().unwrap();
-    for id in 0..100 {
-        tree.insert(&db, &row(id)).unwrap();
-    }
-    db.commit_tran().unwrap();
+    commit_rows(&db, &tree, 0..100);
     // An open transaction pins the log; the disk fills while the log grows for it.
     db.begin_tran().unwrap();
     lab.faults.lock().only_paths_ending = Some(".ldf".into());
@@ -276,11 +273,7 @@ fn a_failed_log_fsync_fails_the_commit_and_keeps_every_earlier_one() {
     let mut lab = lab_with(|_| {});
     let db = Database::create(&lab.instance, &spec()).unwrap();
     let tree = accounts(&db);
-    db.begin_tran().unwrap();
-    for id in 0..50 {
-        tree.insert(&db, &row(id)).unwrap();
-    }
-    db.commit_tran().unwrap();
+    commit_rows(&db, &tree, 0..50);
     db.begin_tran().unwrap();
     tree.insert(&db, &row(50)).unwrap();
     lab.faults.lock().only_paths_ending = Some(".ldf".into());
@@ -302,11 +295,7 @@ fn a_torn_data_page_write_is_reported_as_824_naming_the_page() {
     let mut lab = lab_with(|_| {});
     let db = Database::create(&lab.instance, &spec()).unwrap();
     let tree = accounts(&db);
-    db.begin_tran().unwrap();
-    for id in 0..300 {
-        tree.insert(&db, &row(id)).unwrap();
-    }
-    db.commit_tran().unwrap();
+    commit_rows(&db, &tree, 0..300);
     db.checkpoint().unwrap();
     // A change after that checkpoint, to one leaf only (no allocation, so no PFS page is dirty):
     // the log holds it as a change to the page on disk.

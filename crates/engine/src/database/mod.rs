@@ -485,32 +485,22 @@ impl Database {
 
     /// Every data and log file size change, in time order (the XE event stream).
     pub fn file_size_changes(&self) -> Vec<FileSizeChange> {
-        let mut changes: Vec<FileSizeChange> = Vec::new();
         let data = self.growth_events.lock().clone();
-        for g in data {
-            changes.push(self.size_change(
-                "data",
-                g.file_id,
-                g.logical_name,
-                g.old_size_pages,
-                g.new_size_pages,
-                g.is_automatic,
-                g.start_time,
-                g.duration_us,
-            ));
-        }
-        for g in self.log.growths() {
-            changes.push(self.size_change(
-                "log",
-                g.file_id,
-                g.logical_name,
-                g.old_size_pages,
-                g.new_size_pages,
-                g.is_automatic,
-                g.start_time,
-                g.duration_us,
-            ));
-        }
+        let log = self.log.growths().into_iter().map(|g| GrowthEvent {
+            file_id: g.file_id,
+            logical_name: g.logical_name,
+            old_size_pages: g.old_size_pages,
+            new_size_pages: g.new_size_pages,
+            duration_us: g.duration_us,
+            is_automatic: g.is_automatic,
+            zeroed: g.zeroed,
+            start_time: g.start_time,
+        });
+        let mut changes: Vec<FileSizeChange> = data
+            .into_iter()
+            .map(|g| self.size_change("data", g))
+            .chain(log.map(|g| self.size_change("log", g)))
+            .collect();
         changes.sort_by_key(|c| c.start_time);
         changes
     }
@@ -520,33 +510,23 @@ impl Database {
         self.file_size_changes().into_iter().filter(|c| c.event_class.is_some()).collect()
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn size_change(
-        &self,
-        file_type: &'static str,
-        file_id: u16,
-        file_name: String,
-        old_pages: u32,
-        new_pages: u32,
-        is_automatic: bool,
-        start_time: chrono::NaiveDateTime,
-        duration_us: u64,
-    ) -> FileSizeChange {
+    fn size_change(&self, file_type: &'static str, g: GrowthEvent) -> FileSizeChange {
         let class = if file_type == "data" { 92 } else { 93 };
+        let pages_added = i64::from(g.new_size_pages) - i64::from(g.old_size_pages);
         FileSizeChange {
-            event_class: is_automatic.then_some(class),
+            event_class: g.is_automatic.then_some(class),
             database_id: self.database_id,
             database_name: self.name.clone(),
-            file_id,
-            file_name,
+            file_id: g.file_id,
+            file_name: g.logical_name,
             file_type,
-            is_automatic,
-            size_change_kb: (i64::from(new_pages) - i64::from(old_pages)) * 8,
-            total_size_kb: i64::from(new_pages) * 8,
-            start_time,
-            end_time: start_time + chrono::Duration::microseconds(duration_us as i64),
-            duration_us,
-            integer_data: i64::from(new_pages) - i64::from(old_pages),
+            is_automatic: g.is_automatic,
+            size_change_kb: pages_added * 8,
+            total_size_kb: i64::from(g.new_size_pages) * 8,
+            start_time: g.start_time,
+            end_time: g.start_time + chrono::Duration::microseconds(g.duration_us as i64),
+            duration_us: g.duration_us,
+            integer_data: pages_added,
         }
     }
 

@@ -174,8 +174,7 @@ pub(super) fn undo(db: &Database, report: &mut RedoReport) -> SqlResult<u64> {
                     next = undo_next;
                 }
                 Some((op, _)) => {
-                    chain_last =
-                        db.recovery_compensate(*xact_id, chain_last, &op, record.prev_lsn)?;
+                    chain_last = db.compensate_as(*xact_id, chain_last, &op, record.prev_lsn)?;
                     next = record.prev_lsn;
                 }
                 None => next = record.prev_lsn,
