@@ -93,13 +93,21 @@ impl Database {
             registered.file_ids.push(entry.file_id);
             data_pending.push((entry.file_id, header, path, settings, handle));
         }
-        let log =
-            LogManager::open(instance, boot.database_id, &boot.name, boot.binding_id, log_files)
-                .map_err(&fail)?;
+        let scan_from = if boot.min_lsn.is_null() { boot.checkpoint_lsn } else { boot.min_lsn };
+        let (log, records) = LogManager::open(
+            instance,
+            boot.database_id,
+            &boot.name,
+            boot.binding_id,
+            log_files,
+            scan_from,
+        )
+        .map_err(&fail)?;
         // Redo before anything reads the allocation pages: they are as the log says.
         let sizes: BTreeMap<u16, u32> =
             data_pending.iter().map(|(id, header, ..)| (*id, header.size_pages)).collect();
-        let mut recovered = recovery::redo(instance, &boot, &log, &sizes).map_err(&fail)?;
+        let mut recovered =
+            recovery::redo(instance, &boot, &log, records, &sizes).map_err(&fail)?;
         for (file_id, header, path, settings, handle) in data_pending {
             let state =
                 FileAlloc::open(&instance.buffer_pool, &header, boot.database_id).map_err(&fail)?;

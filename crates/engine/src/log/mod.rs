@@ -430,14 +430,18 @@ impl LogManager {
     }
 
     /// Opens the log: discovers each file's VLFs from their headers and finds the end of the
-    /// log by reading blocks along their checksum chain (block invariant 2).
+    /// log by reading blocks along their checksum chain (block invariant 2), from the VLF of
+    /// `scan_from` (recovery's MinLSN; the oldest VLF of the log when null). Returns the log and
+    /// the records read on the way from `scan_from` on, which recovery replays: the log is read
+    /// once at startup.
     pub fn open(
         instance: &Arc<Instance>,
         database_id: u16,
         database_name: &str,
         binding_id: u64,
         files: Vec<LogFile>,
-    ) -> SqlResult<LogManager> {
+        scan_from: Lsn,
+    ) -> SqlResult<(LogManager, Vec<(Lsn, LogRecord)>)> {
         let mut discovered = BTreeMap::new();
         for mut file in files {
             file.vlfs = Self::discover_vlfs(instance, &file, database_name)?;
@@ -458,14 +462,14 @@ impl LogManager {
             group_broken: false,
             reserved_bytes: 0,
         };
-        Self::find_end(instance, &mut state, database_name)?;
+        let records = Self::find_end(instance, &mut state, database_name, scan_from)?;
         let log = Self::assemble(instance, database_id, database_name, binding_id, state);
         // A new block after every open: the log's timeline continues from here, so blocks a
         // crash left beyond the end can never join the chain.
         let lsn =
             log.append(&LogRecord::new(Operation::BeginCkpt, Context::Null, 0, Vec::new()))?;
         log.flush_to(lsn)?;
-        Ok(log)
+        Ok((log, records))
     }
 
     /// A log file as the database found it on disk, before VLF discovery.
@@ -544,9 +548,15 @@ impl LogManager {
         used
     }
 
-    /// Walks the newest run of consecutive FSeqNos block by block; the last valid block is the
-    /// end of the log, and the log continues after it.
-    fn find_end(instance: &Instance, state: &mut LogState, database_name: &str) -> SqlResult<()> {
+    /// Walks the newest run of consecutive FSeqNos block by block, from `scan_from`'s VLF when it
+    /// is in the run; the last valid block is the end of the log, and the log continues after
+    /// it. Returns the records from `scan_from` on.
+    fn find_end(
+        instance: &Instance,
+        state: &mut LogState,
+        database_name: &str,
+        scan_from: Lsn,
+    ) -> SqlResult<Vec<(Lsn, LogRecord)>> {
         let used = Self::used_by_fseqno(state);
         let Some(&(last_fseqno, last_pos)) = used.last() else {
             let path = state.files.values().next().map_or(String::new(), |f| f.path_text());
@@ -556,10 +566,19 @@ impl LogManager {
         while run_start > 0 && used[run_start - 1].0 + 1 == used[run_start].0 {
             run_start -= 1;
         }
+        if let Some(at) = used[run_start..].iter().position(|(seq, _)| *seq == scan_from.seqno) {
+            run_start += at; // VLFs before MinLSN's hold nothing recovery needs
+        }
+        let mut records = Vec::new();
+        let mut sink = |lsn: Lsn, record: LogRecord| {
+            if lsn >= scan_from {
+                records.push((lsn, record));
+            }
+        };
         let mut prev_crc = None;
         let mut end = (last_pos, VLF_HEADER_BYTES, Lsn::NULL);
         for &(fseqno, pos) in &used[run_start..] {
-            let (vlf_end, last_lsn, crc) = Self::scan_vlf(state, pos, prev_crc, &mut |_, _| {})?;
+            let (vlf_end, last_lsn, crc) = Self::scan_vlf(state, pos, prev_crc, &mut sink)?;
             state.vlf_mut(pos).end_bytes = vlf_end;
             if let Some(lsn) = last_lsn {
                 end = (pos, vlf_end, lsn);
@@ -578,7 +597,7 @@ impl LogManager {
         state.prev_crc = prev_crc.unwrap_or(0);
         state.end_lsn = end.2;
         state.min_lsn = Lsn::new(used[run_start].0, 0, 0);
-        Ok(())
+        Ok(records)
     }
 
     /// Reads a VLF's blocks until one is invalid: (end offset, last record's LSN, last block's
