@@ -503,8 +503,15 @@ impl BTree {
     /// Inserts a row; a duplicate key is error 2627 (primary key) or 2601 (unique index). In a
     /// non-unique index the row gets the next uniquifier of its key instead.
     pub fn insert(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
+        self.insert_stored(db, values).map(|_| ())
+    }
+
+    /// Inserts a row as [`BTree::insert`] does and returns it as stored: with its uniquifier
+    /// last in a non-unique index (NULL for the first row of a key), so that a caller can find
+    /// this very row again (a nonclustered index's row locator).
+    pub fn insert_stored(&self, db: &Database, values: &[Value]) -> SqlResult<Vec<Value>> {
         if self.unique {
-            return self.insert_row(db, values);
+            return self.insert_row(db, values).map(|()| values.to_vec());
         }
         let user_key: Vec<Value> = self.key_columns[..self.key_columns.len() - 1]
             .iter()
@@ -522,7 +529,8 @@ impl BTree {
             match self.insert_row(db, &full) {
                 // Another session took the same uniquifier first: count again.
                 Err(error) if error.number == 2601 || error.number == 2627 => continue,
-                other => return other,
+                Err(error) => return Err(error),
+                Ok(()) => return Ok(full),
             }
         }
         panic!("insert into {} kept losing uniquifiers", self.index_name)
@@ -879,6 +887,27 @@ impl BTree {
             }
         }
         Ok(committed)
+    }
+
+    /// Rows as stored (with the uniquifier of a non-unique index, as [`BTree::insert_stored`]
+    /// returns them), `from <= key <= to` in key order; no READ COMMITTED re-reads.
+    pub fn range_stored(
+        &self,
+        db: &Database,
+        from: Option<&[Value]>,
+        to: Option<&[Value]>,
+    ) -> SqlResult<Vec<Vec<Value>>> {
+        self.range_full(db, from, to, false)
+    }
+
+    /// The stored columns (a non-unique index's uniquifier last).
+    pub fn stored_columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// The key of a stored row (what [`BTree::delete`] takes).
+    pub fn stored_key(&self, row: &[Value]) -> Vec<Value> {
+        self.key_of(row)
     }
 
     /// The scan behind [`BTree::range`]. Forward scans couple SH latches along the leaf level;

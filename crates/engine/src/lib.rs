@@ -16,6 +16,8 @@
 //! - [`database`]: create/open/alter a database, allocate and free pages and extents, autogrow.
 //! - [`log`]: log files and their VLFs, log blocks and records, LSNs, group-commit flushes,
 //!   mini-transactions ([`log::mtr`]) that log every page change (write-ahead logging).
+//! - [`catalog`]: tables, columns and indexes in system tables; a table's rows across its heap
+//!   or clustered index and its nonclustered indexes.
 //! - [`xact`]: transactions (commit, rollback, savepoints) with compensation records.
 //! - [`lock`]: transaction locks on objects and keys, LCK_M_* waits, deadlock detection.
 //! - [`errorlog`], [`traceflags`], [`waits`], [`clock`]: the instance's observable surfaces.
@@ -25,6 +27,7 @@ pub mod alloc;
 pub mod boot;
 pub mod btree;
 pub mod buffer;
+pub mod catalog;
 pub mod clock;
 pub mod database;
 pub mod datapage;

@@ -176,7 +176,7 @@ pub fn decode_columns_desc(bytes: &[u8], at: &mut usize) -> Option<Vec<Column>> 
 
 impl SqlType {
     /// (tag, length or precision, scale) for descriptors.
-    fn code(self) -> (u8, u16, u8) {
+    pub fn code(self) -> (u8, u16, u8) {
         use SqlType::*;
         match self {
             TinyInt => (1, 0, 0),
@@ -202,7 +202,7 @@ impl SqlType {
         }
     }
 
-    fn from_code(tag: u8, size: u16, scale: u8) -> Option<SqlType> {
+    pub fn from_code(tag: u8, size: u16, scale: u8) -> Option<SqlType> {
         use SqlType::*;
         Some(match tag {
             1 => TinyInt,

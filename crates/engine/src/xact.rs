@@ -163,6 +163,9 @@ struct OpenXact {
     object_locks: Vec<(LockResource, LockMode)>,
     /// Heap rows deleted (ghosted) by this transaction, removed once it commits.
     on_commit: Vec<(u64, [u8; 8])>,
+    /// The transaction ran DDL; these allocation units were created or dropped by it (the
+    /// catalog drops those no table references once the transaction ends).
+    ddl: Option<Vec<u64>>,
 }
 
 impl OpenXact {
@@ -177,6 +180,7 @@ impl OpenXact {
             reserved_bytes: 0,
             object_locks: Vec::new(),
             on_commit: Vec::new(),
+            ddl: None,
         }
     }
 }
@@ -233,6 +237,16 @@ pub fn defer_heap_removal(database_id: u16, au_id: u64, rid: [u8; 8]) {
     CURRENT.with(|c| {
         if let Some(x) = c.borrow_mut().as_mut().filter(|x| x.database_id == database_id) {
             x.on_commit.push((au_id, rid));
+        }
+    });
+}
+
+/// Called by the catalog when this thread's transaction in `database_id` runs DDL that created
+/// or dropped `units`.
+pub fn note_ddl(database_id: u16, units: &[u64]) {
+    CURRENT.with(|c| {
+        if let Some(x) = c.borrow_mut().as_mut().filter(|x| x.database_id == database_id) {
+            x.ddl.get_or_insert_with(Vec::new).extend_from_slice(units);
         }
     });
 }
@@ -324,8 +338,17 @@ impl Database {
         self.instance().locks.release_all(xact.xact_id);
         flushed?;
         removed?;
+        self.catalog_after_transaction(&xact, true)?;
         self.maybe_checkpoint()?;
         Ok(())
+    }
+
+    /// Lets the catalog settle a transaction that ran DDL (see [`crate::catalog`]).
+    fn catalog_after_transaction(&self, xact: &OpenXact, committed: bool) -> SqlResult<()> {
+        match (&xact.ddl, self.loaded_catalog()) {
+            (Some(units), Some(catalog)) => catalog.after_transaction(self, units, committed),
+            _ => Ok(()),
+        }
     }
 
     /// SAVE TRAN name.
@@ -356,7 +379,8 @@ impl Database {
         self.note_xact_end(xact.xact_id);
         self.log().release(xact.reserved_bytes);
         self.instance().locks.release_all(xact.xact_id);
-        result
+        result?;
+        self.catalog_after_transaction(&xact, false)
     }
 
     /// ROLLBACK TRAN savepoint: undoes the changes made since SAVE TRAN; the transaction stays
@@ -376,9 +400,34 @@ impl Database {
         };
         let keep = xact.savepoints[index].1;
         xact.savepoints.truncate(index + 1);
+        self.rollback_open_to(xact, keep)
+    }
+
+    /// Where a statement starts in this session's transaction: a statement that fails is
+    /// rolled back to here ([`Database::rollback_statement`]). None outside a transaction.
+    pub fn statement_mark(&self) -> Option<usize> {
+        CURRENT.with(|c| {
+            c.borrow().as_ref().filter(|x| x.database_id == self.database_id).map(|x| x.undo.len())
+        })
+    }
+
+    /// Undoes what the transaction did since `mark`; it stays open (SQL Server's
+    /// statement-level rollback of a failed statement).
+    pub fn rollback_statement(&self, mark: usize) -> SqlResult<()> {
+        let xact = self.take_open_xact(3903)?;
+        self.rollback_open_to(xact, mark)
+    }
+
+    fn rollback_open_to(&self, mut xact: OpenXact, keep: usize) -> SqlResult<()> {
         let result = self.undo_entries(&mut xact, keep);
+        xact.savepoints.retain(|(_, at)| *at <= keep);
+        let reload = xact.ddl.is_some() && result.is_ok();
         CURRENT.with(|c| *c.borrow_mut() = Some(xact));
-        result
+        result?;
+        match self.loaded_catalog() {
+            Some(catalog) if reload => catalog.reload(self),
+            _ => Ok(()),
+        }
     }
 
     fn take_open_xact(&self, error: i32) -> SqlResult<OpenXact> {

@@ -318,6 +318,7 @@ impl Database {
             ghost_pages: Mutex::new(BTreeSet::new()),
             ghost_stats: Mutex::new(ghosts::GhostCleanupStats::default()),
             closed: std::sync::atomic::AtomicBool::new(false),
+            catalog: Mutex::new(None),
         };
         let inner = db.inner.read();
         for fg_id in inner.filegroups.keys() {

@@ -221,6 +221,8 @@ pub struct Database {
     ghost_pages: Mutex<BTreeSet<PageId>>,
     ghost_stats: Mutex<ghosts::GhostCleanupStats>,
     closed: std::sync::atomic::AtomicBool,
+    /// The catalog, loaded when first used ([`Database::catalog`]).
+    catalog: Mutex<Option<Arc<crate::catalog::Catalog>>>,
 }
 
 /// The data files of filegroup `fg_id` in visit order: the lowest file id first, then the rest
@@ -273,6 +275,23 @@ fn growth_from_header(value: u32, is_percent: bool) -> Growth {
 }
 
 impl Database {
+    /// The catalog of tables, loaded (its system tables created, for a database that has none)
+    /// when first asked for.
+    pub fn catalog(&self) -> SqlResult<Arc<crate::catalog::Catalog>> {
+        let mut catalog = self.catalog.lock();
+        if let Some(loaded) = catalog.as_ref() {
+            return Ok(loaded.clone());
+        }
+        let loaded = Arc::new(crate::catalog::Catalog::load(self)?);
+        *catalog = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// The catalog if it has been loaded.
+    pub(crate) fn loaded_catalog(&self) -> Option<Arc<crate::catalog::Catalog>> {
+        self.catalog.lock().clone()
+    }
+
     pub fn instance(&self) -> &Arc<Instance> {
         &self.instance
     }

@@ -199,6 +199,12 @@ impl Database {
         Ok(au_id)
     }
 
+    /// Every allocation unit: its id and name.
+    pub fn allocation_units(&self) -> Vec<(u64, String)> {
+        let inner = self.inner.read();
+        inner.boot.units.iter().map(|u| (u.au_id, u.name.clone())).collect()
+    }
+
     /// What an allocation unit holds.
     pub fn allocation_unit(&self, au_id: u64) -> Option<AllocUnitInfo> {
         let inner = self.inner.read();
