@@ -35,6 +35,7 @@ mod bench_seed002;
 mod crash_load;
 mod log_growth;
 mod plan;
+mod sql;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -59,6 +60,10 @@ enum Command {
     /// The child process of the crash tests: a transactional load, run until killed.
     #[command(hide = true)]
     CrashLoad(crash_load::CrashLoadArgs),
+    /// Run T-SQL scripts on the embedded engine, as `sqlcmd -i` does.
+    Run(sql::RunArgs),
+    /// An interactive T-SQL shell on the embedded engine (sqlcmd's GO, :r, -Q and -b).
+    Shell(sql::ShellArgs),
     /// Run a benchmark (build with --release).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -71,11 +76,15 @@ fn main() -> ExitCode {
         Command::Log(args) => log_growth::run(&args),
         Command::CrashLoad(args) => crash_load::run(&args),
         Command::Bench(command) => bench::run(&command),
+        Command::Run(args) => sql::run(&args),
+        Command::Shell(args) => sql::shell(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("{message}");
+            if !message.is_empty() {
+                eprintln!("{message}");
+            }
             ExitCode::FAILURE
         }
     }

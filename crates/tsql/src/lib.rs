@@ -1,4 +1,21 @@
-//! extentdb's T-SQL language layer (the T-SQL issue). It grows in stages; what is here now:
-//! - [`batch`]: splitting a script into batches at `GO [n]` lines, as sqlcmd does.
+//! extentdb's T-SQL layer: batches (`GO [n]`), the parser front end over sqlparser
+//! (MsSqlDialect), and a session that runs statements on the embedded engine.
+//!
+//! Map of the modules:
+//! - [`batch`]: the sqlcmd-style batch splitter.
+//! - [`front`]: parsing, with what sqlparser lacks (CREATE INDEX kinds, filegroups, CHECKPOINT,
+//!   SAVE TRAN), and SQL Server's syntax errors 102 and 156.
+//! - [`server`]: the instance, its databases and the registry of them in the data directory.
+//! - [`session`]: statements, variables, transactions and SQL Server's error behaviour.
+//! - [`query`]: SELECT and expression evaluation.
+//! - [`value`], [`functions`]: conversions, arithmetic, comparison and the built-in functions.
+//! - [`sqlcmd`]: output formatted as sqlcmd prints it.
 
 pub mod batch;
+pub mod front;
+pub mod functions;
+pub mod query;
+pub mod server;
+pub mod session;
+pub mod sqlcmd;
+pub mod value;

@@ -1,0 +1,130 @@
+//! `extentdb run` and `extentdb shell`: T-SQL on the embedded engine, as `sqlcmd -i` and
+//! interactive sqlcmd run it, over a data directory (`--dir`, default `extentdb-data` in the
+//! working directory), with no server to start.
+
+use clap::Args;
+use engine::instance::InstanceConfig;
+use std::io::BufRead;
+use std::path::PathBuf;
+use tsql::server::Server;
+use tsql::session::Session;
+
+/// The data directory used when `--dir` is not given.
+pub const DEFAULT_DIR: &str = "extentdb-data";
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Scripts to run, in order.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The data directory (created if missing).
+    #[arg(long, default_value = DEFAULT_DIR)]
+    pub dir: PathBuf,
+    /// Stop at the first batch that raises an error and exit with 1 (sqlcmd -b).
+    #[arg(short = 'b')]
+    pub stop_on_error: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShellArgs {
+    /// The data directory (created if missing).
+    #[arg(long, default_value = DEFAULT_DIR)]
+    pub dir: PathBuf,
+    /// Run this query and exit (sqlcmd -Q).
+    #[arg(short = 'Q')]
+    pub query: Option<String>,
+    /// Exit with 1 when a batch raises an error (sqlcmd -b).
+    #[arg(short = 'b')]
+    pub stop_on_error: bool,
+}
+
+fn start(dir: &PathBuf) -> Result<std::sync::Arc<Server>, String> {
+    Server::start(InstanceConfig::new(dir)).map_err(|e| e.to_string())
+}
+
+fn print(text: &str) {
+    crate::write_stdout(text);
+}
+
+pub fn run(args: &RunArgs) -> Result<(), String> {
+    let server = start(&args.dir)?;
+    let mut session = Session::new(&server);
+    let mut ok = true;
+    for file in &args.files {
+        let script = std::fs::read_to_string(file)
+            .map_err(|e| format!("Sqlcmd: '{}': Invalid filename. ({e})", file.display()))?;
+        ok &= tsql::sqlcmd::run_script(&mut session, &script, args.stop_on_error, &mut print);
+        if !ok && args.stop_on_error {
+            break;
+        }
+    }
+    server.shutdown().map_err(|e| e.to_string())?;
+    if ok || !args.stop_on_error { Ok(()) } else { Err(String::new()) }
+}
+
+/// The interactive shell: lines gather into a batch until `GO [n]`; `:r file` reads a script
+/// into the batch; `exit` or `quit` (or end of input) leaves.
+pub fn shell(args: &ShellArgs) -> Result<(), String> {
+    let server = start(&args.dir)?;
+    let mut session = Session::new(&server);
+    if let Some(query) = &args.query {
+        let ok = tsql::sqlcmd::run_script(&mut session, query, args.stop_on_error, &mut print);
+        server.shutdown().map_err(|e| e.to_string())?;
+        return if ok || !args.stop_on_error { Ok(()) } else { Err(String::new()) };
+    }
+    let mut ok = true;
+    let mut pending = String::new();
+    let mut editor = rustyline::DefaultEditor::new().map_err(|e| e.to_string())?;
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let mut stdin = std::io::stdin().lock();
+    let mut number = 1;
+    loop {
+        let prompt = format!("{number}> ");
+        let line = if interactive {
+            match editor.readline(&prompt) {
+                Ok(line) => {
+                    let _ = editor.add_history_entry(line.as_str());
+                    line
+                }
+                Err(_) => break,
+            }
+        } else {
+            let mut line = String::new();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => line.trim_end_matches(['\n', '\r']).to_string(),
+            }
+        };
+        let trimmed = line.trim();
+        if pending.is_empty()
+            && (trimmed.eq_ignore_ascii_case("exit") || trimmed.eq_ignore_ascii_case("quit"))
+        {
+            break;
+        }
+        if let Some(path) = trimmed.strip_prefix(":r ").or_else(|| trimmed.strip_prefix(":R ")) {
+            match std::fs::read_to_string(path.trim().trim_matches('"')) {
+                Ok(text) => pending.push_str(&text),
+                Err(e) => eprintln!("Sqlcmd: '{}': Invalid filename. ({e})", path.trim()),
+            }
+            pending.push('\n');
+            continue;
+        }
+        pending.push_str(&line);
+        pending.push('\n');
+        number += 1;
+        let first_word = trimmed.split_whitespace().next().unwrap_or_default();
+        if first_word.eq_ignore_ascii_case("go") {
+            ok &= tsql::sqlcmd::run_script(&mut session, &pending, args.stop_on_error, &mut print);
+            pending.clear();
+            number = 1;
+            if !ok && args.stop_on_error {
+                break;
+            }
+        }
+    }
+    if !pending.trim().is_empty() {
+        ok &= tsql::sqlcmd::run_script(&mut session, &pending, args.stop_on_error, &mut print);
+    }
+    server.shutdown().map_err(|e| e.to_string())?;
+    if ok || !args.stop_on_error { Ok(()) } else { Err(String::new()) }
+}

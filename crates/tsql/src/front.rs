@@ -1,0 +1,434 @@
+//! The parser front end: sqlparser (MsSqlDialect, pinned) parses most statements; this module
+//! parses what it cannot (reference rust-deps-and-style.md §A.1) and keeps every sqlparser type
+//! behind [`Stmt`].
+//!
+//! Handled here:
+//! - `CREATE [UNIQUE] [CLUSTERED | NONCLUSTERED] INDEX name ON table (columns) [ON filegroup]`;
+//! - `PRIMARY KEY CLUSTERED | NONCLUSTERED` and `UNIQUE CLUSTERED | NONCLUSTERED` inside CREATE
+//!   TABLE (the words are taken out of the token stream and remembered), `ROWGUIDCOL` (the
+//!   same), and a trailing `ON [filegroup]` after CREATE TABLE;
+//! - `CHECKPOINT`, `SAVE TRAN[SACTION] name`.
+//!
+//! Syntax errors are SQL Server's 102 ("Incorrect syntax near 'x'.") or 156 (near a keyword),
+//! with the line; the whole batch then does not run, as in SQL Server.
+
+use engine::SqlError;
+use sqlparser::ast::Statement;
+use sqlparser::dialect::MsSqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError, ParserOptions};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
+
+/// A parsed statement.
+#[derive(Debug)]
+pub enum Stmt {
+    Sql(Box<Statement>),
+    /// CREATE TABLE with what sqlparser does not keep: per PRIMARY KEY / UNIQUE in text order,
+    /// CLUSTERED (true), NONCLUSTERED (false) or neither; ROWGUIDCOL columns; the filegroup.
+    CreateTable {
+        statement: Box<Statement>,
+        clustering: Vec<Option<bool>>,
+        rowguidcol: Vec<String>,
+        filegroup: Option<String>,
+    },
+    CreateIndex {
+        name: String,
+        table: String,
+        unique: bool,
+        clustered: bool,
+        columns: Vec<String>,
+        filegroup: Option<String>,
+    },
+    Checkpoint,
+    SaveTran(String),
+    /// IF, WHILE and BEGIN...END are parsed here (sqlparser's WHILE block wants semicolons).
+    If {
+        condition: sqlparser::ast::Expr,
+        then: Vec<Parsed>,
+        otherwise: Vec<Parsed>,
+    },
+    While {
+        condition: sqlparser::ast::Expr,
+        body: Vec<Parsed>,
+    },
+    Block(Vec<Parsed>),
+    Break,
+    Continue,
+    /// COMMIT [TRAN[SACTION]] [name] (the name is ignored, as in SQL Server).
+    Commit,
+    /// ROLLBACK [TRAN[SACTION]] [savepoint].
+    Rollback(Option<String>),
+}
+
+/// A statement and the line it starts on (1-based, within its batch).
+#[derive(Debug)]
+pub struct Parsed {
+    pub stmt: Stmt,
+    pub line: u64,
+}
+
+fn is_word(token: &Token, keyword: &str) -> bool {
+    matches!(token, Token::Word(Word { value, quote_style: None, .. }) if value.eq_ignore_ascii_case(keyword))
+}
+
+/// A token's text as a syntax error shows it.
+fn token_text(token: &Token) -> String {
+    match token {
+        Token::Word(word) => word.value.clone(),
+        Token::SingleQuotedString(s) | Token::NationalStringLiteral(s) => s.clone(),
+        Token::EOF => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn syntax_error(near: &Token, line: u64) -> (SqlError, u64) {
+    let text = token_text(near);
+    let is_keyword = matches!(near, Token::Word(w) if w.keyword != Keyword::NoKeyword && w.quote_style.is_none());
+    let error = if is_keyword {
+        SqlError::new(
+            156,
+            15,
+            1,
+            format!("Incorrect syntax near the keyword '{}'.", text.to_uppercase()),
+        )
+    } else {
+        SqlError::new(102, 15, 1, format!("Incorrect syntax near '{text}'."))
+    };
+    (error, line)
+}
+
+/// Kept tokens, and the words taken out (position in the kept tokens, word).
+type TokensAndRemoved = (Vec<TokenWithSpan>, Vec<(usize, String)>);
+
+/// The tokens of a batch without whitespace and comments, with the clustering words and
+/// ROWGUIDCOL taken out: (kept tokens, removed (position in kept, word)).
+fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
+    let dialect = MsSqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| {
+        let line = e.location.line;
+        (SqlError::new(102, 15, 1, format!("Incorrect syntax near '{}'.", e.message)), line)
+    })?;
+    let mut kept: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    let mut removed = Vec::new();
+    for token in tokens {
+        if matches!(token.token, Token::Whitespace(_)) {
+            continue;
+        }
+        let previous = kept.last().map(|t| &t.token);
+        let before_previous = kept.len().checked_sub(2).map(|i| &kept[i].token);
+        let after_create = before_previous.is_some_and(|t| is_word(t, "CREATE"));
+        let after_key =
+            !after_create && previous.is_some_and(|p| is_word(p, "KEY") || is_word(p, "UNIQUE"));
+        let clustering =
+            is_word(&token.token, "CLUSTERED") || is_word(&token.token, "NONCLUSTERED");
+        if (clustering && after_key) || is_word(&token.token, "ROWGUIDCOL") {
+            removed.push((kept.len(), token_text(&token.token).to_uppercase()));
+            continue;
+        }
+        kept.push(token);
+    }
+    Ok((kept, removed))
+}
+
+/// Parses a batch into statements (a syntax error anywhere fails the whole batch).
+pub fn parse_batch(sql: &str) -> Result<Vec<Parsed>, (SqlError, u64)> {
+    let (tokens, removed) = tokens_of(sql)?;
+    let dialect = MsSqlDialect {};
+    let options = ParserOptions::new().with_trailing_commas(false);
+    let mut options = options;
+    options.require_semicolon_stmt_delimiter = false;
+    let mut parser =
+        Parser::new(&dialect).with_options(options).with_tokens_with_locations(tokens.clone());
+    let mut out = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        let next = parser.peek_token();
+        if next.token == Token::EOF {
+            return Ok(out);
+        }
+        let line = next.span.start.line;
+        let start = parser.index();
+        let stmt = parse_one(&mut parser).map_err(|e| parse_failure(&mut parser, e, line))?;
+        let end = parser.index();
+        let stmt = match stmt {
+            Stmt::Sql(statement) if matches!(*statement, Statement::CreateTable(_)) => {
+                create_table_extras(
+                    &mut parser,
+                    statement,
+                    &tokens[start..end.min(tokens.len())],
+                    &removed,
+                    start,
+                )
+                .map_err(|e| parse_failure(&mut parser, e, line))?
+            }
+            other => other,
+        };
+        out.push(Parsed { stmt, line });
+    }
+}
+
+fn parse_failure(parser: &mut Parser<'_>, _error: ParserError, line: u64) -> (SqlError, u64) {
+    let mut near = parser.peek_token();
+    // At the end of the batch, the error is near its last token.
+    let mut steps = 0;
+    while near.token == Token::EOF && parser.index() > 0 && steps < 3 {
+        parser.prev_token();
+        near = parser.peek_token();
+        steps += 1;
+    }
+    let line = if near.span.start.line > 0 { near.span.start.line } else { line };
+    syntax_error(&near.token, line)
+}
+
+/// One statement with its line, or a BEGIN...END block (for IF and WHILE bodies).
+fn parse_body(parser: &mut Parser<'_>) -> Result<Vec<Parsed>, ParserError> {
+    while parser.consume_token(&Token::SemiColon) {}
+    let line = parser.peek_token().span.start.line;
+    let stmt = parse_one(parser)?;
+    Ok(match stmt {
+        Stmt::Block(statements) => statements,
+        other => vec![Parsed { stmt: other, line }],
+    })
+}
+
+fn is_block_begin(parser: &Parser<'_>) -> bool {
+    let next = parser.peek_nth_token(1).token;
+    is_word(&parser.peek_token().token, "BEGIN")
+        && !(is_word(&next, "TRAN")
+            || is_word(&next, "TRANSACTION")
+            || is_word(&next, "DISTRIBUTED")
+            || is_word(&next, "TRY")
+            || is_word(&next, "CATCH"))
+}
+
+fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    let first = parser.peek_token().token;
+    if is_word(&first, "IF") {
+        parser.next_token();
+        let condition = parser.parse_expr()?;
+        let then = parse_body(parser)?;
+        while parser.consume_token(&Token::SemiColon) {}
+        let otherwise = if parse_word(parser, "ELSE") { parse_body(parser)? } else { Vec::new() };
+        return Ok(Stmt::If { condition, then, otherwise });
+    }
+    if is_word(&first, "WHILE") {
+        parser.next_token();
+        let condition = parser.parse_expr()?;
+        let body = parse_body(parser)?;
+        return Ok(Stmt::While { condition, body });
+    }
+    if is_block_begin(parser) {
+        parser.next_token();
+        let mut statements = Vec::new();
+        loop {
+            while parser.consume_token(&Token::SemiColon) {}
+            if parse_word(parser, "END") {
+                return Ok(Stmt::Block(statements));
+            }
+            if parser.peek_token().token == Token::EOF {
+                return parser.expected("END", parser.peek_token());
+            }
+            let line = parser.peek_token().span.start.line;
+            statements.push(Parsed { stmt: parse_one(parser)?, line });
+        }
+    }
+    if is_word(&first, "COMMIT") || is_word(&first, "ROLLBACK") {
+        let commit = is_word(&first, "COMMIT");
+        parser.next_token();
+        let _ = parser.parse_keyword(Keyword::TRANSACTION)
+            || parse_word(parser, "TRAN")
+            || parse_word(parser, "WORK");
+        let name = match parser.peek_token().token {
+            Token::Word(w) if w.keyword == Keyword::NoKeyword || w.quote_style.is_some() => {
+                parser.next_token();
+                Some(w.value)
+            }
+            _ => None,
+        };
+        return Ok(if commit { Stmt::Commit } else { Stmt::Rollback(name) });
+    }
+    if is_word(&first, "BREAK") {
+        parser.next_token();
+        return Ok(Stmt::Break);
+    }
+    if is_word(&first, "CONTINUE") {
+        parser.next_token();
+        return Ok(Stmt::Continue);
+    }
+    if is_word(&first, "CHECKPOINT") {
+        parser.next_token();
+        return Ok(Stmt::Checkpoint);
+    }
+    if is_word(&first, "SAVE") {
+        parser.next_token();
+        if !(parser.parse_keyword(Keyword::TRANSACTION) || parse_word(parser, "TRAN")) {
+            return parser.expected("TRAN", parser.peek_token());
+        }
+        let name = parser.parse_identifier()?.value;
+        return Ok(Stmt::SaveTran(name));
+    }
+    if is_word(&first, "CREATE") && is_create_index(parser) {
+        return parse_create_index(parser);
+    }
+    Ok(Stmt::Sql(Box::new(parser.parse_statement()?)))
+}
+
+fn parse_word(parser: &mut Parser<'_>, word: &str) -> bool {
+    if is_word(&parser.peek_token().token, word) {
+        parser.next_token();
+        true
+    } else {
+        false
+    }
+}
+
+fn is_create_index(parser: &Parser<'_>) -> bool {
+    for n in 1..4 {
+        let token = parser.peek_nth_token(n).token;
+        if is_word(&token, "INDEX") {
+            return true;
+        }
+        if !(is_word(&token, "UNIQUE")
+            || is_word(&token, "CLUSTERED")
+            || is_word(&token, "NONCLUSTERED"))
+        {
+            return false;
+        }
+    }
+    false
+}
+
+fn parse_create_index(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    parser.next_token(); // CREATE
+    let mut unique = false;
+    let mut clustered = false;
+    loop {
+        if parse_word(parser, "UNIQUE") {
+            unique = true;
+        } else if parse_word(parser, "CLUSTERED") {
+            clustered = true;
+        } else if parse_word(parser, "NONCLUSTERED") {
+            clustered = false;
+        } else {
+            break;
+        }
+    }
+    if !parse_word(parser, "INDEX") {
+        return parser.expected("INDEX", parser.peek_token());
+    }
+    let name = parser.parse_identifier()?.value;
+    parser.expect_keyword_is(Keyword::ON)?;
+    let table = last_part(&parser.parse_object_name(false)?);
+    parser.expect_token(&Token::LParen)?;
+    let mut columns = Vec::new();
+    loop {
+        columns.push(parser.parse_identifier()?.value);
+        let _ = parser.parse_keyword(Keyword::ASC) || parser.parse_keyword(Keyword::DESC);
+        if !parser.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    parser.expect_token(&Token::RParen)?;
+    let filegroup = parse_on_filegroup(parser)?;
+    Ok(Stmt::CreateIndex { name, table, unique, clustered, columns, filegroup })
+}
+
+/// `ON [filegroup]` if it follows.
+fn parse_on_filegroup(parser: &mut Parser<'_>) -> Result<Option<String>, ParserError> {
+    if parser.parse_keyword(Keyword::ON) {
+        return Ok(Some(parser.parse_identifier()?.value));
+    }
+    Ok(None)
+}
+
+/// The last part of a multi-part name (`dbo.t` is `t`).
+pub fn last_part(name: &sqlparser::ast::ObjectName) -> String {
+    name.0
+        .last()
+        .map(|part| part.to_string().trim_matches(['[', ']', '"']).to_string())
+        .unwrap_or_default()
+}
+
+fn create_table_extras(
+    parser: &mut Parser<'_>,
+    statement: Box<Statement>,
+    tokens: &[TokenWithSpan],
+    removed: &[(usize, String)],
+    start: usize,
+) -> Result<Stmt, ParserError> {
+    let end = start + tokens.len();
+    let mut clustering = Vec::new();
+    let mut rowguidcol = Vec::new();
+    for (offset, token) in tokens.iter().enumerate() {
+        let position = start + offset;
+        let is_constraint = is_word(&token.token, "UNIQUE")
+            || (is_word(&token.token, "KEY")
+                && offset > 0
+                && is_word(&tokens[offset - 1].token, "PRIMARY"));
+        if is_constraint {
+            let word = removed.iter().find(|(at, _)| *at == position + 1).map(|(_, w)| w.as_str());
+            clustering.push(word.map(|w| w == "CLUSTERED"));
+        }
+    }
+    for (at, word) in removed {
+        if word == "ROWGUIDCOL" && *at > start && *at <= end {
+            // The column is the nearest identifier after the last comma or '(' before it.
+            let mut i = at - start;
+            while i > 0 && !matches!(tokens[i - 1].token, Token::Comma | Token::LParen) {
+                i -= 1;
+            }
+            if let Some(t) = tokens.get(i) {
+                rowguidcol.push(token_text(&t.token));
+            }
+        }
+    }
+    let filegroup = parse_on_filegroup(parser)?;
+    Ok(Stmt::CreateTable { statement, clustering, rowguidcol, filegroup })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_need_no_semicolons_and_carry_their_lines() {
+        let parsed = parse_batch("SELECT 1\nSELECT 2;\n\nCHECKPOINT").unwrap();
+        assert_eq!(parsed.iter().map(|p| p.line).collect::<Vec<_>>(), vec![1, 2, 4]);
+        assert!(matches!(parsed[2].stmt, Stmt::Checkpoint));
+    }
+
+    #[test]
+    fn create_index_and_table_clauses_sqlparser_lacks() {
+        let sql = "CREATE TABLE t (id INT PRIMARY KEY NONCLUSTERED, g UNIQUEIDENTIFIER ROWGUIDCOL, UNIQUE CLUSTERED (g)) ON [SECONDARY]\n\
+                   CREATE UNIQUE CLUSTERED INDEX cix ON dbo.t (g DESC) ON [PRIMARY]";
+        let parsed = parse_batch(sql).unwrap();
+        match &parsed[0].stmt {
+            Stmt::CreateTable { clustering, rowguidcol, filegroup, .. } => {
+                assert_eq!(clustering, &vec![Some(false), Some(true)]);
+                assert_eq!(rowguidcol, &vec!["g".to_string()]);
+                assert_eq!(filegroup.as_deref(), Some("SECONDARY"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &parsed[1].stmt {
+            Stmt::CreateIndex { name, table, unique, clustered, columns, filegroup } => {
+                assert_eq!(
+                    (name.as_str(), table.as_str(), *unique, *clustered),
+                    ("cix", "t", true, true)
+                );
+                assert_eq!(columns, &vec!["g".to_string()]);
+                assert_eq!(filegroup.as_deref(), Some("PRIMARY"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn syntax_errors_are_102_or_156_with_the_line() {
+        let (error, line) = parse_batch("SELECT 1\nSELECT * FROM t WHERE").unwrap_err();
+        assert_eq!((error.number, line), (156, 2));
+        assert_eq!(error.message, "Incorrect syntax near the keyword 'WHERE'.");
+        let (error, _) = parse_batch("SELECT (1").unwrap_err();
+        assert_eq!(error.number, 102);
+    }
+}

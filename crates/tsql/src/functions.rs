@@ -1,0 +1,580 @@
+//! Built-in scalar functions (string, date, math, system) and the date and time arithmetic
+//! behind them.
+//!
+//! Temporal values are kept at the T-SQL level with 7 fractional digits (100 ns units) for
+//! time and datetime2, whatever their column's precision; [`to_storage`] and [`from_storage`]
+//! rescale at the table's edge.
+
+use crate::value::{self, Result, as_f64, as_i64, convert, display};
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+use engine::SqlError;
+use engine::record::{SqlType, Value};
+
+const TICKS_PER_SECOND: i128 = 10_000_000;
+const TICKS_PER_DAY: i128 = 86_400 * TICKS_PER_SECOND;
+
+fn epoch() -> NaiveDate {
+    NaiveDate::from_ymd_opt(1, 1, 1).expect("valid")
+}
+
+fn epoch_1900() -> NaiveDate {
+    NaiveDate::from_ymd_opt(1900, 1, 1).expect("valid")
+}
+
+/// A temporal value as 100 ns ticks since 0001-01-01 00:00.
+pub fn ticks_of(value: &Value) -> Option<i128> {
+    match value {
+        Value::Date(days) => Some(i128::from(*days) * TICKS_PER_DAY),
+        Value::Time(units) => Some(i128::from(*units)),
+        Value::DateTime2(days, units) => {
+            Some(i128::from(*days) * TICKS_PER_DAY + i128::from(*units))
+        }
+        Value::DateTime(days, three_hundredths) => {
+            let base = (epoch_1900() - epoch()).num_days() as i128;
+            let ticks = i128::from(*three_hundredths) * TICKS_PER_SECOND / 300;
+            Some((base + i128::from(*days)) * TICKS_PER_DAY + ticks)
+        }
+        _ => None,
+    }
+}
+
+/// A chrono date-time from a temporal value.
+fn naive_of(value: &Value) -> Option<NaiveDateTime> {
+    let ticks = ticks_of(value)?;
+    let days = ticks.div_euclid(TICKS_PER_DAY);
+    let rest = ticks.rem_euclid(TICKS_PER_DAY);
+    let date = epoch() + Duration::days(days as i64);
+    let time = NaiveTime::from_num_seconds_from_midnight_opt(
+        (rest / TICKS_PER_SECOND) as u32,
+        ((rest % TICKS_PER_SECOND) * 100) as u32,
+    )?;
+    Some(date.and_time(time))
+}
+
+/// A temporal value of the kind of `like` holding `at`.
+fn temporal_like(like: &Value, at: NaiveDateTime) -> Value {
+    let days = (at.date() - epoch()).num_days();
+    let ticks = i128::from(at.time().num_seconds_from_midnight()) * TICKS_PER_SECOND
+        + i128::from(at.time().nanosecond() / 100);
+    match like {
+        Value::Date(_) => Value::Date(days as u32),
+        Value::Time(_) => Value::Time(ticks as u64),
+        Value::DateTime(..) => {
+            let days_1900 = (at.date() - epoch_1900()).num_days() as i32;
+            let ms = i128::from(at.time().num_seconds_from_midnight()) * 1000
+                + i128::from(at.time().nanosecond() / 1_000_000);
+            Value::DateTime(days_1900, (ms * 3 / 10) as u32)
+        }
+        _ => Value::DateTime2(days as u32, ticks as u64),
+    }
+}
+
+/// `value + days` for datetime arithmetic.
+pub fn add_days(value: &Value, days: f64) -> Result<Value> {
+    let at = naive_of(value).ok_or_else(|| invalid_arg("dateadd"))?;
+    let shifted = at + Duration::milliseconds((days * 86_400_000.0).round() as i64);
+    Ok(temporal_like(value, shifted))
+}
+
+fn parse_datetime(text: &str) -> Option<NaiveDateTime> {
+    let text = text.trim();
+    const FORMATS: [&str; 6] = [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y%m%d %H:%M:%S%.f",
+        "%m/%d/%Y %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+    ];
+    for format in FORMATS {
+        if let Ok(at) = NaiveDateTime::parse_from_str(text, format) {
+            return Some(at);
+        }
+    }
+    for format in ["%Y-%m-%d", "%Y%m%d", "%m/%d/%Y"] {
+        if let Ok(date) = NaiveDate::parse_from_str(text, format) {
+            return Some(date.and_hms_opt(0, 0, 0).expect("midnight"));
+        }
+    }
+    for format in ["%H:%M:%S%.f", "%H:%M"] {
+        if let Ok(time) = NaiveTime::parse_from_str(text, format) {
+            return Some(epoch_1900().and_time(time));
+        }
+    }
+    None
+}
+
+/// Converts text or another temporal value to a temporal type.
+pub fn convert_temporal(value: &Value, to: SqlType) -> Option<Value> {
+    let at = match value {
+        Value::Text(text) => parse_datetime(text)?,
+        other => naive_of(other)?,
+    };
+    let like = match to {
+        SqlType::Date => Value::Date(0),
+        SqlType::Time(_) => Value::Time(0),
+        SqlType::DateTime => Value::DateTime(0, 0),
+        _ => Value::DateTime2(0, 0),
+    };
+    Some(temporal_like(&like, at))
+}
+
+/// A temporal value as SQL Server shows it.
+pub fn format_temporal(value: &Value) -> String {
+    let Some(at) = naive_of(value) else { return String::new() };
+    match value {
+        Value::Date(_) => at.format("%Y-%m-%d").to_string(),
+        Value::Time(_) => at.format("%H:%M:%S%.7f").to_string(),
+        Value::DateTime(..) => at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+        _ => at.format("%Y-%m-%d %H:%M:%S%.7f").to_string(),
+    }
+}
+
+fn units_factor(precision: u8) -> u64 {
+    10u64.pow(u32::from(7 - precision.min(7)))
+}
+
+/// A value read from a column of type `sql_type`, in the T-SQL level's units.
+pub fn from_storage(value: Value, sql_type: SqlType) -> Value {
+    match (value, sql_type) {
+        (Value::Time(units), SqlType::Time(p)) => Value::Time(units * units_factor(p)),
+        (Value::DateTime2(days, units), SqlType::DateTime2(p)) => {
+            Value::DateTime2(days, units * units_factor(p))
+        }
+        (Value::Text(text), SqlType::Char(_) | SqlType::NChar(_)) => Value::Text(text),
+        (other, _) => other,
+    }
+}
+
+/// A value converted for a column of type `sql_type`, in the column's units.
+pub fn to_storage(value: Value, sql_type: SqlType) -> Value {
+    match (value, sql_type) {
+        (Value::Time(units), SqlType::Time(p)) => Value::Time(units / units_factor(p)),
+        (Value::DateTime2(days, units), SqlType::DateTime2(p)) => {
+            Value::DateTime2(days, units / units_factor(p))
+        }
+        (other, _) => other,
+    }
+}
+
+fn invalid_arg(function: &str) -> SqlError {
+    SqlError::new(
+        8116,
+        16,
+        1,
+        format!("Argument data type is invalid for argument 1 of {function} function."),
+    )
+}
+
+fn arg_count(function: &str, args: &[Value], min: usize, max: usize) -> Result<()> {
+    if args.len() < min || args.len() > max {
+        return Err(SqlError::new(
+            174,
+            15,
+            1,
+            format!("The {function} function requires {min} argument(s)."),
+        ));
+    }
+    Ok(())
+}
+
+fn text_arg(value: &Value) -> String {
+    display(value)
+}
+
+fn int_arg(value: &Value) -> Result<i64> {
+    match value {
+        Value::Text(_) => as_i64(&convert(value, SqlType::BigInt)?).ok_or_else(|| invalid_arg("")),
+        other => as_i64(other)
+            .or_else(|| as_f64(other).map(|f| f.trunc() as i64))
+            .ok_or_else(|| invalid_arg("")),
+    }
+}
+
+/// The now of the session's clock.
+pub fn now() -> NaiveDateTime {
+    chrono::Local::now().naive_local()
+}
+
+/// A date part name (DATEADD/DATEDIFF/DATEPART).
+fn date_part(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "year" | "yy" | "yyyy" => "year",
+        "quarter" | "qq" | "q" => "quarter",
+        "month" | "mm" | "m" => "month",
+        "dayofyear" | "dy" | "y" => "dayofyear",
+        "day" | "dd" | "d" => "day",
+        "week" | "wk" | "ww" => "week",
+        "weekday" | "dw" => "weekday",
+        "hour" | "hh" => "hour",
+        "minute" | "mi" | "n" => "minute",
+        "second" | "ss" | "s" => "second",
+        "millisecond" | "ms" => "millisecond",
+        "microsecond" | "mcs" => "microsecond",
+        "nanosecond" | "ns" => "nanosecond",
+        _ => return None,
+    })
+}
+
+fn bad_date_part(function: &str, part: &str) -> SqlError {
+    SqlError::new(155, 15, 1, format!("'{part}' is not a recognized {function} option."))
+}
+
+fn temporal_arg(value: &Value) -> Result<Value> {
+    match value {
+        Value::Text(_) => convert(value, SqlType::DateTime),
+        other if ticks_of(other).is_some() => Ok(other.clone()),
+        _ => Err(invalid_arg("date")),
+    }
+}
+
+fn date_add(part: &str, amount: i64, value: &Value) -> Result<Value> {
+    let base = temporal_arg(value)?;
+    let at = naive_of(&base).ok_or_else(|| invalid_arg("dateadd"))?;
+    let shifted = match date_part(part).ok_or_else(|| bad_date_part("dateadd", part))? {
+        "year" => {
+            at.checked_add_months(chrono::Months::new(0)).and_then(|a| add_months(a, amount * 12))
+        }
+        "quarter" => add_months(at, amount * 3),
+        "month" => add_months(at, amount),
+        "day" | "dayofyear" | "weekday" => Some(at + Duration::days(amount)),
+        "week" => Some(at + Duration::weeks(amount)),
+        "hour" => Some(at + Duration::hours(amount)),
+        "minute" => Some(at + Duration::minutes(amount)),
+        "second" => Some(at + Duration::seconds(amount)),
+        "millisecond" => Some(at + Duration::milliseconds(amount)),
+        "microsecond" => Some(at + Duration::microseconds(amount)),
+        _ => Some(at + Duration::nanoseconds(amount)),
+    };
+    let shifted = shifted.ok_or_else(|| {
+        SqlError::new(517, 16, 1, "Adding a value to a 'datetime' column caused an overflow.")
+    })?;
+    Ok(temporal_like(&base, shifted))
+}
+
+fn add_months(at: NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
+    if months >= 0 {
+        at.checked_add_months(chrono::Months::new(u32::try_from(months).ok()?))
+    } else {
+        at.checked_sub_months(chrono::Months::new(u32::try_from(-months).ok()?))
+    }
+}
+
+/// DATEDIFF counts boundaries crossed, as SQL Server does.
+fn date_diff(part: &str, from: &Value, to: &Value) -> Result<Value> {
+    let (a, b) = (temporal_arg(from)?, temporal_arg(to)?);
+    let (x, y) = (naive_of(&a).expect("temporal"), naive_of(&b).expect("temporal"));
+    let ticks = |t: &NaiveDateTime| -> i128 {
+        let days = (t.date() - epoch()).num_days() as i128;
+        days * TICKS_PER_DAY
+            + i128::from(t.time().num_seconds_from_midnight()) * TICKS_PER_SECOND
+            + i128::from(t.time().nanosecond() / 100)
+    };
+    let per = |unit: i128| (ticks(&y).div_euclid(unit) - ticks(&x).div_euclid(unit)) as i64;
+    let months = |t: &NaiveDateTime| i64::from(t.year()) * 12 + i64::from(t.month0());
+    let diff = match date_part(part).ok_or_else(|| bad_date_part("datediff", part))? {
+        "year" => i64::from(y.year() - x.year()),
+        "quarter" => months(&y) / 3 - months(&x) / 3,
+        "month" => months(&y) - months(&x),
+        "day" | "dayofyear" | "weekday" => per(TICKS_PER_DAY),
+        "week" => {
+            let sunday_weeks =
+                |t: &NaiveDateTime| ((t.date() - epoch()).num_days() + 1).div_euclid(7);
+            sunday_weeks(&y) - sunday_weeks(&x)
+        }
+        "hour" => per(3600 * TICKS_PER_SECOND),
+        "minute" => per(60 * TICKS_PER_SECOND),
+        "second" => per(TICKS_PER_SECOND),
+        "millisecond" => per(TICKS_PER_SECOND / 1000),
+        "microsecond" => per(10),
+        _ => per(1) * 100,
+    };
+    i32::try_from(diff).map(Value::Int).map_err(|_| {
+        SqlError::new(
+            535,
+            16,
+            0,
+            "The datediff function resulted in an overflow. The number of dateparts separating two date/time instances is too large. Try to use datediff with a less precise datepart.",
+        )
+    })
+}
+
+fn date_part_value(part: &str, value: &Value) -> Result<Value> {
+    let at = naive_of(&temporal_arg(value)?).expect("temporal");
+    let n = match date_part(part).ok_or_else(|| bad_date_part("datepart", part))? {
+        "year" => at.year(),
+        "quarter" => (at.month0() / 3 + 1) as i32,
+        "month" => at.month() as i32,
+        "dayofyear" => at.ordinal() as i32,
+        "day" => at.day() as i32,
+        "week" => at.iso_week().week() as i32,
+        "weekday" => at.weekday().num_days_from_sunday() as i32 + 1,
+        "hour" => at.hour() as i32,
+        "minute" => at.minute() as i32,
+        "second" => at.second() as i32,
+        "millisecond" => (at.nanosecond() / 1_000_000) as i32,
+        "microsecond" => (at.nanosecond() / 1000) as i32,
+        _ => at.nanosecond() as i32,
+    };
+    Ok(Value::Int(n))
+}
+
+fn round(value: &Value, digits: i64) -> Result<Value> {
+    match value {
+        Value::Decimal(v, scale) => {
+            let scale_i = i64::from(*scale);
+            if digits >= scale_i {
+                return Ok(value.clone());
+            }
+            let drop = u32::try_from(scale_i - digits).unwrap_or(38).min(38);
+            let divisor = 10i128.pow(drop);
+            let half = if *v >= 0 { divisor / 2 } else { -divisor / 2 };
+            Ok(Value::Decimal((v + half) / divisor * divisor, *scale))
+        }
+        Value::Float(_) | Value::Real(_) | Value::Money(_) => {
+            let f = as_f64(value).expect("numeric");
+            let factor = 10f64.powi(digits as i32);
+            Ok(Value::Float((f * factor).round() / factor))
+        }
+        other if as_i64(other).is_some() => {
+            if digits >= 0 {
+                return Ok(other.clone());
+            }
+            let factor = 10i64.pow(u32::try_from(-digits).unwrap_or(18).min(18));
+            let v = as_i64(other).expect("integer");
+            let rounded = (v + factor / 2 * v.signum()) / factor * factor;
+            convert(&Value::BigInt(rounded), SqlType::Int).or(Ok(Value::BigInt(rounded)))
+        }
+        _ => Err(invalid_arg("round")),
+    }
+}
+
+/// Calls a built-in scalar function that needs no session state. None if `name` is not one.
+pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
+    let upper = name.to_ascii_uppercase();
+    let nulls = args.iter().any(|a| matches!(a, Value::Null));
+    let result = match upper.as_str() {
+        "LEN" => arg_count(&upper, args, 1, 1).map(|()| {
+            if nulls {
+                Value::Null
+            } else {
+                Value::Int(text_arg(&args[0]).trim_end_matches(' ').chars().count() as i32)
+            }
+        }),
+        "DATALENGTH" => arg_count(&upper, args, 1, 1).map(|()| datalength(&args[0])),
+        "UPPER" | "LOWER" | "LTRIM" | "RTRIM" | "TRIM" | "REVERSE" => arg_count(&upper, args, 1, 1)
+            .map(|()| {
+                if nulls {
+                    return Value::Null;
+                }
+                let text = text_arg(&args[0]);
+                Value::Text(match upper.as_str() {
+                    "UPPER" => text.to_uppercase(),
+                    "LOWER" => text.to_lowercase(),
+                    "LTRIM" => text.trim_start_matches(' ').to_string(),
+                    "RTRIM" => text.trim_end_matches(' ').to_string(),
+                    "TRIM" => text.trim_matches(' ').to_string(),
+                    _ => text.chars().rev().collect(),
+                })
+            }),
+        "LEFT" | "RIGHT" => arg_count(&upper, args, 2, 2).and_then(|()| {
+            if nulls {
+                return Ok(Value::Null);
+            }
+            let text: Vec<char> = text_arg(&args[0]).chars().collect();
+            let n = (int_arg(&args[1])?.max(0) as usize).min(text.len());
+            let part = if upper == "LEFT" { &text[..n] } else { &text[text.len() - n..] };
+            Ok(Value::Text(part.iter().collect()))
+        }),
+        "SUBSTRING" => arg_count(&upper, args, 3, 3).and_then(|()| {
+            if nulls {
+                return Ok(Value::Null);
+            }
+            let text: Vec<char> = text_arg(&args[0]).chars().collect();
+            let start = int_arg(&args[1])?;
+            let length = int_arg(&args[2])?;
+            if length < 0 {
+                return Err(SqlError::new(
+                    537,
+                    16,
+                    3,
+                    "Invalid length parameter passed to the LEFT or SUBSTRING function.",
+                ));
+            }
+            let from = (start - 1).max(0) as usize;
+            let to = ((start - 1 + length).max(0) as usize).min(text.len());
+            Ok(Value::Text(if from >= to {
+                String::new()
+            } else {
+                text[from..to].iter().collect()
+            }))
+        }),
+        "REPLICATE" => arg_count(&upper, args, 2, 2).and_then(|()| {
+            if nulls {
+                return Ok(Value::Null);
+            }
+            let n = int_arg(&args[1])?;
+            Ok(if n < 0 { Value::Null } else { Value::Text(text_arg(&args[0]).repeat(n as usize)) })
+        }),
+        "REPLACE" => arg_count(&upper, args, 3, 3).map(|()| {
+            if nulls {
+                return Value::Null;
+            }
+            let (text, from, to) = (text_arg(&args[0]), text_arg(&args[1]), text_arg(&args[2]));
+            Value::Text(if from.is_empty() { text } else { replace_ci(&text, &from, &to) })
+        }),
+        "CHARINDEX" => arg_count(&upper, args, 2, 3).and_then(|()| {
+            if nulls {
+                return Ok(Value::Null);
+            }
+            let needle = text_arg(&args[0]).to_lowercase();
+            let hay: Vec<char> = text_arg(&args[1]).to_lowercase().chars().collect();
+            let start = match args.get(2) {
+                Some(s) => (int_arg(s)?.max(1) - 1) as usize,
+                None => 0,
+            };
+            let needle: Vec<char> = needle.chars().collect();
+            let found = (start..hay.len())
+                .find(|i| hay[*i..].starts_with(&needle))
+                .map_or(0, |i| i as i32 + 1);
+            Ok(Value::Int(if needle.is_empty() { 0 } else { found }))
+        }),
+        "CONCAT" => Ok(Value::Text(
+            args.iter().filter(|a| !matches!(a, Value::Null)).map(text_arg).collect(),
+        )),
+        "SPACE" => arg_count(&upper, args, 1, 1)
+            .and_then(|()| Ok(Value::Text(" ".repeat(int_arg(&args[0])?.max(0) as usize)))),
+        "ABS" => arg_count(&upper, args, 1, 1).map(|()| match &args[0] {
+            Value::Int(v) => Value::Int(v.abs()),
+            Value::BigInt(v) => Value::BigInt(v.abs()),
+            Value::SmallInt(v) => Value::SmallInt(v.abs()),
+            Value::Decimal(v, s) => Value::Decimal(v.abs(), *s),
+            Value::Money(v) => Value::Money(v.abs()),
+            Value::Null => Value::Null,
+            other => Value::Float(as_f64(other).unwrap_or(0.0).abs()),
+        }),
+        "ROUND" => arg_count(&upper, args, 2, 3).and_then(|()| {
+            if nulls {
+                return Ok(Value::Null);
+            }
+            round(&args[0], int_arg(&args[1])?)
+        }),
+        "FLOOR" | "CEILING" => arg_count(&upper, args, 1, 1).map(|()| match &args[0] {
+            Value::Null => Value::Null,
+            v if as_i64(v).is_some() => v.clone(),
+            Value::Decimal(v, s) => {
+                let d = 10i128.pow(u32::from(*s));
+                let q = if upper == "FLOOR" { v.div_euclid(d) } else { -(-v).div_euclid(d) };
+                Value::Decimal(q, 0)
+            }
+            other => {
+                let f = as_f64(other).unwrap_or(0.0);
+                Value::Float(if upper == "FLOOR" { f.floor() } else { f.ceil() })
+            }
+        }),
+        "SQRT" | "SQUARE" | "POWER" | "LOG" | "EXP" => {
+            let f = |i: usize| args.get(i).and_then(as_f64).unwrap_or(f64::NAN);
+            arg_count(&upper, args, 1, 2).map(|()| {
+                if nulls {
+                    return Value::Null;
+                }
+                Value::Float(match upper.as_str() {
+                    "SQRT" => f(0).sqrt(),
+                    "SQUARE" => f(0) * f(0),
+                    "POWER" => f(0).powf(f(1)),
+                    "LOG" => f(0).ln(),
+                    _ => f(0).exp(),
+                })
+            })
+        }
+        "SIGN" => arg_count(&upper, args, 1, 1).map(|()| {
+            as_f64(&args[0])
+                .map_or(Value::Null, |f| Value::Int(f.signum() as i32 * i32::from(f != 0.0)))
+        }),
+        "ISNULL" => arg_count(&upper, args, 2, 2).map(|()| {
+            if matches!(args[0], Value::Null) { args[1].clone() } else { args[0].clone() }
+        }),
+        "COALESCE" => {
+            Ok(args.iter().find(|a| !matches!(a, Value::Null)).cloned().unwrap_or(Value::Null))
+        }
+        "NULLIF" => arg_count(&upper, args, 2, 2).and_then(|()| {
+            if !nulls && value::compare(&args[0], &args[1])?.is_eq() {
+                Ok(Value::Null)
+            } else {
+                Ok(args[0].clone())
+            }
+        }),
+        "IIF" => arg_count(&upper, args, 3, 3)
+            .map(|()| if value::is_true(&args[0]) { args[1].clone() } else { args[2].clone() }),
+        "NEWID" => arg_count(&upper, args, 0, 0).map(|()| {
+            let text = uuid::Uuid::new_v4().to_string();
+            Value::Guid(engine::record::guid_from_str(&text).expect("a GUID"))
+        }),
+        "GETDATE" | "CURRENT_TIMESTAMP" => {
+            arg_count(&upper, args, 0, 0).map(|()| temporal_like(&Value::DateTime(0, 0), now()))
+        }
+        "SYSDATETIME" => {
+            arg_count(&upper, args, 0, 0).map(|()| temporal_like(&Value::DateTime2(0, 0), now()))
+        }
+        "DATEADD" => arg_count(&upper, args, 3, 3).and_then(|()| {
+            if matches!(args[1], Value::Null) || matches!(args[2], Value::Null) {
+                return Ok(Value::Null);
+            }
+            date_add(&text_arg(&args[0]), int_arg(&args[1])?, &args[2])
+        }),
+        "DATEDIFF" => arg_count(&upper, args, 3, 3).and_then(|()| {
+            if matches!(args[1], Value::Null) || matches!(args[2], Value::Null) {
+                return Ok(Value::Null);
+            }
+            date_diff(&text_arg(&args[0]), &args[1], &args[2])
+        }),
+        "DATEPART" => arg_count(&upper, args, 2, 2).and_then(|()| {
+            if matches!(args[1], Value::Null) {
+                return Ok(Value::Null);
+            }
+            date_part_value(&text_arg(&args[0]), &args[1])
+        }),
+        "YEAR" | "MONTH" | "DAY" => arg_count(&upper, args, 1, 1).and_then(|()| {
+            if nulls {
+                return Ok(Value::Null);
+            }
+            date_part_value(&upper, &args[0])
+        }),
+        _ => return None,
+    };
+    Some(result)
+}
+
+fn replace_ci(text: &str, from: &str, to: &str) -> String {
+    let lower_text = text.to_lowercase();
+    let lower_from = from.to_lowercase();
+    if lower_text.len() != text.len() {
+        return text.replace(from, to);
+    }
+    let mut out = String::new();
+    let mut at = 0;
+    while let Some(found) = lower_text[at..].find(&lower_from) {
+        out.push_str(&text[at..at + found]);
+        out.push_str(to);
+        at += found + from.len();
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// DATALENGTH: bytes of the value as stored (2 per character for Unicode is not tracked:
+/// deviation, text counts 1 byte per UTF-8 byte).
+fn datalength(value: &Value) -> Value {
+    let bytes = match value {
+        Value::Null => return Value::Null,
+        Value::Text(t) => t.len(),
+        Value::Bytes(b) => b.len(),
+        Value::Bit(_) | Value::TinyInt(_) => 1,
+        Value::SmallInt(_) => 2,
+        Value::Int(_) | Value::Real(_) | Value::Date(_) => 4,
+        Value::Guid(_) => 16,
+        Value::Decimal(..) => 9,
+        _ => 8,
+    };
+    Value::Int(bytes as i32)
+}

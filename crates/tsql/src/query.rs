@@ -1,0 +1,1242 @@
+//! SELECT and expressions: FROM with joins (nested loops), WHERE, GROUP BY with aggregates,
+//! HAVING, DISTINCT, ORDER BY, TOP, and the expression evaluator with subqueries (correlated
+//! ones see the outer row through [`Env::outer`]).
+//!
+//! Access paths: a table is read through its clustered index or heap, or, when the WHERE
+//! clause has `column = constant` on the leading key column of an index, through that index
+//! (a seek, [`engine::catalog::Table::index_range`]).
+//!
+//! Deviations: no cost-based optimiser (joins are nested loops in FROM order); rows of a query
+//! are materialised; column names of expressions without an alias are empty, as SQL Server
+//! shows "(No column name)".
+
+use crate::functions;
+use crate::session::Session;
+use crate::value::{self, Arith, Result, compare, convert, is_true, sort_compare};
+use engine::SqlError;
+use engine::catalog::{Table, invalid_object};
+use engine::record::{SqlType, Value};
+use sqlparser::ast::{
+    BinaryOperator, Distinct, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
+    Join, JoinConstraint, JoinOperator, ObjectName, OrderByKind, Query, Select, SelectItem,
+    SetExpr, TableFactor, TopQuantity, UnaryOperator, Value as AstValue,
+};
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// A column visible in a scope: the table (or alias) it comes from and its name.
+#[derive(Clone, Debug)]
+pub struct ColRef {
+    pub qualifier: String,
+    pub name: String,
+}
+
+/// The row an expression is evaluated against, and the rows of its group when grouped.
+pub struct Env<'a> {
+    pub cols: &'a [ColRef],
+    pub row: &'a [Value],
+    pub group: Option<&'a [Vec<Value>]>,
+    pub outer: Option<&'a Env<'a>>,
+}
+
+impl Env<'_> {
+    pub fn empty() -> Env<'static> {
+        Env { cols: &[], row: &[], group: None, outer: None }
+    }
+}
+
+/// What a query produced, with the column types seen.
+pub struct QueryResult {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+    /// `SELECT @v = ...` assignments (variable, position) when the select assigns.
+    pub assignments: Vec<String>,
+}
+
+fn invalid_column(name: &str) -> SqlError {
+    SqlError::new(207, 16, 1, format!("Invalid column name '{name}'."))
+}
+
+fn unbound(parts: &str) -> SqlError {
+    SqlError::new(4104, 16, 1, format!("The multi-part identifier \"{parts}\" could not be bound."))
+}
+
+fn not_supported(what: &str) -> SqlError {
+    SqlError::new(
+        40517,
+        16,
+        1,
+        format!(
+            "Keyword or statement option '{what}' is not supported in this version of extentdb."
+        ),
+    )
+}
+
+fn ident_text(ident: &sqlparser::ast::Ident) -> String {
+    ident.value.clone()
+}
+
+fn is_aggregate(name: &str) -> bool {
+    matches!(
+        name.to_ascii_uppercase().as_str(),
+        "COUNT" | "SUM" | "AVG" | "MIN" | "MAX" | "COUNT_BIG" | "STDEV" | "VAR"
+    )
+}
+
+fn function_name(name: &ObjectName) -> String {
+    crate::front::last_part(name)
+}
+
+/// True if the expression contains an aggregate (outside subqueries).
+pub fn has_aggregate(expr: &Expr) -> bool {
+    match expr {
+        Expr::Function(f) => {
+            if is_aggregate(&function_name(&f.name)) && f.over.is_none() {
+                return true;
+            }
+            function_args(f)
+                .iter()
+                .any(|a| matches!(a, FunctionArgExpr::Expr(e) if has_aggregate(e)))
+        }
+        Expr::BinaryOp { left, right, .. } => has_aggregate(left) || has_aggregate(right),
+        Expr::UnaryOp { expr, .. } | Expr::Nested(expr) | Expr::Cast { expr, .. } => {
+            has_aggregate(expr)
+        }
+        Expr::Convert { expr, .. } | Expr::IsNull(expr) | Expr::IsNotNull(expr) => {
+            has_aggregate(expr)
+        }
+        Expr::Case { operand, conditions, else_result, .. } => {
+            operand.as_deref().is_some_and(has_aggregate)
+                || conditions
+                    .iter()
+                    .any(|c| has_aggregate(&c.condition) || has_aggregate(&c.result))
+                || else_result.as_deref().is_some_and(has_aggregate)
+        }
+        _ => false,
+    }
+}
+
+fn function_args(f: &sqlparser::ast::Function) -> Vec<FunctionArgExpr> {
+    match &f.args {
+        FunctionArguments::List(list) => list
+            .args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(e) => e.clone(),
+                FunctionArg::Named { arg, .. } | FunctionArg::ExprNamed { arg, .. } => arg.clone(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn is_distinct_call(f: &sqlparser::ast::Function) -> bool {
+    matches!(&f.args, FunctionArguments::List(list) if matches!(list.duplicate_treatment, Some(sqlparser::ast::DuplicateTreatment::Distinct)))
+}
+
+/// A LIKE pattern match (% _ [set]), case-insensitive.
+fn like(text: &str, pattern: &str) -> bool {
+    let t: Vec<char> = text.to_lowercase().chars().collect();
+    let p: Vec<char> = pattern.to_lowercase().chars().collect();
+    like_at(&t, &p)
+}
+
+fn like_at(t: &[char], p: &[char]) -> bool {
+    let Some(first) = p.first() else { return t.is_empty() };
+    match first {
+        '%' => (0..=t.len()).any(|i| like_at(&t[i..], &p[1..])),
+        '_' => !t.is_empty() && like_at(&t[1..], &p[1..]),
+        '[' => {
+            let Some(close) = p.iter().position(|c| *c == ']') else {
+                return !t.is_empty() && t[0] == '[' && like_at(&t[1..], &p[1..]);
+            };
+            let set = &p[1..close];
+            let (negate, set) = match set.first() {
+                Some('^') => (true, &set[1..]),
+                _ => (false, set),
+            };
+            let Some(c) = t.first() else { return false };
+            let mut hit = false;
+            let mut i = 0;
+            while i < set.len() {
+                if i + 2 < set.len() && set[i + 1] == '-' {
+                    hit |= set[i] <= *c && *c <= set[i + 2];
+                    i += 3;
+                } else {
+                    hit |= set[i] == *c;
+                    i += 1;
+                }
+            }
+            hit != negate && like_at(&t[1..], &p[close + 1..])
+        }
+        c => !t.is_empty() && t[0] == *c && like_at(&t[1..], &p[1..]),
+    }
+}
+
+/// A number literal: int, bigint, or numeric.
+fn number_literal(text: &str) -> Result<Value> {
+    if let Ok(v) = text.parse::<i32>() {
+        return Ok(Value::Int(v));
+    }
+    if let Ok(v) = text.parse::<i64>() {
+        return Ok(Value::BigInt(v));
+    }
+    if text.contains(['e', 'E']) {
+        return text.parse::<f64>().map(Value::Float).map_err(|_| invalid_column(text));
+    }
+    value::parse_decimal(text)
+        .map(|(v, s)| Value::Decimal(v, s))
+        .ok_or_else(|| invalid_column(text))
+}
+
+/// The SQL type a DataType names.
+pub fn sql_type_of(data_type: &sqlparser::ast::DataType) -> Result<SqlType> {
+    let text = data_type.to_string();
+    let (name, args) = match text.split_once('(') {
+        Some((name, rest)) => (name.trim().to_string(), rest.trim_end_matches(')').to_string()),
+        None => (text.trim().to_string(), String::new()),
+    };
+    let args: Vec<u64> = args
+        .split(',')
+        .filter_map(|a| {
+            let a = a.trim();
+            if a.eq_ignore_ascii_case("max") { Some(8000) } else { a.parse().ok() }
+        })
+        .collect();
+    value::parse_type_name(&name, &args).ok_or_else(|| {
+        SqlError::new(
+            2715,
+            16,
+            6,
+            format!("Column, parameter, or variable #1: Cannot find data type {name}."),
+        )
+    })
+}
+
+impl Session {
+    /// Evaluates an expression against a row.
+    pub fn eval(&self, expr: &Expr, env: &Env<'_>) -> Result<Value> {
+        match expr {
+            Expr::Identifier(ident) => self.resolve(&[ident_text(ident)], env),
+            Expr::CompoundIdentifier(parts) => {
+                let parts: Vec<String> = parts.iter().map(ident_text).collect();
+                self.resolve(&parts, env)
+            }
+            Expr::Value(v) => literal(&v.value),
+            Expr::Nested(inner) => self.eval(inner, env),
+            Expr::UnaryOp { op, expr } => {
+                let v = self.eval(expr, env)?;
+                match op {
+                    UnaryOperator::Minus => {
+                        value::arith(Arith::Sub, &Value::Int(0), &v).map(|r| match (&v, r) {
+                            (Value::Decimal(_, s), Value::Decimal(x, _)) => Value::Decimal(x, *s),
+                            (_, r) => r,
+                        })
+                    }
+                    UnaryOperator::Plus => Ok(v),
+                    UnaryOperator::Not => Ok(match v {
+                        Value::Null => Value::Null,
+                        other => Value::Bit(!is_true(&other)),
+                    }),
+                    other => Err(not_supported(&other.to_string())),
+                }
+            }
+            Expr::BinaryOp { left, op, right } => self.binary(left, op, right, env),
+            Expr::IsNull(e) => Ok(Value::Bit(matches!(self.eval(e, env)?, Value::Null))),
+            Expr::IsNotNull(e) => Ok(Value::Bit(!matches!(self.eval(e, env)?, Value::Null))),
+            Expr::Between { expr, negated, low, high } => {
+                let v = self.eval(expr, env)?;
+                let (lo, hi) = (self.eval(low, env)?, self.eval(high, env)?);
+                if [&v, &lo, &hi].iter().any(|x| matches!(x, Value::Null)) {
+                    return Ok(Value::Null);
+                }
+                let inside =
+                    compare(&v, &lo)? != Ordering::Less && compare(&v, &hi)? != Ordering::Greater;
+                Ok(Value::Bit(inside != *negated))
+            }
+            Expr::InList { expr, list, negated } => {
+                let v = self.eval(expr, env)?;
+                let mut candidates = Vec::with_capacity(list.len());
+                for item in list {
+                    candidates.push(self.eval(item, env)?);
+                }
+                Ok(in_values(&v, &candidates, *negated)?)
+            }
+            Expr::InSubquery { expr, subquery, negated } => {
+                let v = self.eval(expr, env)?;
+                let result = self.run_query(subquery, Some(env))?;
+                let candidates: Vec<Value> =
+                    result.rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
+                Ok(in_values(&v, &candidates, *negated)?)
+            }
+            Expr::Exists { subquery, negated } => {
+                let result = self.run_query(subquery, Some(env))?;
+                Ok(Value::Bit(result.rows.is_empty() == *negated))
+            }
+            Expr::Subquery(query) => {
+                let result = self.run_query(query, Some(env))?;
+                if result.rows.len() > 1 {
+                    return Err(SqlError::new(
+                        512,
+                        16,
+                        1,
+                        "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression.",
+                    ));
+                }
+                Ok(result
+                    .rows
+                    .into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next())
+                    .unwrap_or(Value::Null))
+            }
+            Expr::Like { negated, expr, pattern, .. } => {
+                let (v, p) = (self.eval(expr, env)?, self.eval(pattern, env)?);
+                if matches!(v, Value::Null) || matches!(p, Value::Null) {
+                    return Ok(Value::Null);
+                }
+                Ok(Value::Bit(like(&value::display(&v), &value::display(&p)) != *negated))
+            }
+            Expr::Case { operand, conditions, else_result, .. } => {
+                let subject = match operand {
+                    Some(o) => Some(self.eval(o, env)?),
+                    None => None,
+                };
+                for when in conditions {
+                    let hit = match &subject {
+                        Some(s) => {
+                            let w = self.eval(&when.condition, env)?;
+                            !matches!(s, Value::Null)
+                                && !matches!(w, Value::Null)
+                                && compare(s, &w)?.is_eq()
+                        }
+                        None => is_true(&self.eval(&when.condition, env)?),
+                    };
+                    if hit {
+                        return self.eval(&when.result, env);
+                    }
+                }
+                match else_result {
+                    Some(e) => self.eval(e, env),
+                    None => Ok(Value::Null),
+                }
+            }
+            Expr::Cast { expr, data_type, kind, .. } => {
+                let v = self.eval(expr, env)?;
+                let to = sql_type_of(data_type)?;
+                let converted = convert(&v, to);
+                match kind {
+                    sqlparser::ast::CastKind::TryCast | sqlparser::ast::CastKind::SafeCast => {
+                        Ok(converted.unwrap_or(Value::Null))
+                    }
+                    _ => converted,
+                }
+            }
+            Expr::Convert { is_try, expr, data_type, .. } => {
+                let v = self.eval(expr, env)?;
+                let Some(data_type) = data_type else { return Err(not_supported("CONVERT")) };
+                let converted = convert(&v, sql_type_of(data_type)?);
+                if *is_try { Ok(converted.unwrap_or(Value::Null)) } else { converted }
+            }
+            Expr::Function(f) => self.call(f, env),
+            Expr::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![self.eval(expr, env)?];
+                for part in [substring_from, substring_for].into_iter().flatten() {
+                    args.push(self.eval(part, env)?);
+                }
+                functions::call("SUBSTRING", &args).expect("SUBSTRING is built in")
+            }
+            Expr::TypedString(typed) => {
+                let text = match &typed.value.value {
+                    AstValue::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                convert(&Value::Text(text), sql_type_of(&typed.data_type)?)
+            }
+            other => Err(not_supported(&other.to_string())),
+        }
+    }
+
+    fn binary(
+        &self,
+        left: &Expr,
+        op: &BinaryOperator,
+        right: &Expr,
+        env: &Env<'_>,
+    ) -> Result<Value> {
+        match op {
+            BinaryOperator::And => {
+                let l = self.eval(left, env)?;
+                if matches!(l, Value::Bit(false)) {
+                    return Ok(Value::Bit(false));
+                }
+                let r = self.eval(right, env)?;
+                Ok(match (l, r) {
+                    (_, Value::Bit(false)) => Value::Bit(false),
+                    (Value::Null, _) | (_, Value::Null) => Value::Null,
+                    _ => Value::Bit(true),
+                })
+            }
+            BinaryOperator::Or => {
+                let l = self.eval(left, env)?;
+                if is_true(&l) {
+                    return Ok(Value::Bit(true));
+                }
+                let r = self.eval(right, env)?;
+                Ok(match (l, r) {
+                    (_, r) if is_true(&r) => Value::Bit(true),
+                    (Value::Null, _) | (_, Value::Null) => Value::Null,
+                    _ => Value::Bit(false),
+                })
+            }
+            _ => {
+                let (l, r) = (self.eval(left, env)?, self.eval(right, env)?);
+                let arith = match op {
+                    BinaryOperator::Plus => Some(Arith::Add),
+                    BinaryOperator::Minus => Some(Arith::Sub),
+                    BinaryOperator::Multiply => Some(Arith::Mul),
+                    BinaryOperator::Divide => Some(Arith::Div),
+                    BinaryOperator::Modulo => Some(Arith::Mod),
+                    _ => None,
+                };
+                if let Some(a) = arith {
+                    if a == Arith::Add
+                        && (matches!(l, Value::Text(_)) || matches!(r, Value::Text(_)))
+                        && let (Value::Text(_), Value::Text(_)) = (&l, &r)
+                    {
+                        return value::arith(a, &l, &r);
+                    }
+                    return value::arith(a, &l, &r);
+                }
+                if matches!(op, BinaryOperator::StringConcat) {
+                    return value::arith(
+                        Arith::Add,
+                        &Value::Text(value::display(&l)),
+                        &Value::Text(value::display(&r)),
+                    );
+                }
+                if matches!(l, Value::Null) || matches!(r, Value::Null) {
+                    return Ok(Value::Null);
+                }
+                let ordering = compare(&l, &r)?;
+                let result = match op {
+                    BinaryOperator::Eq => ordering.is_eq(),
+                    BinaryOperator::NotEq => !ordering.is_eq(),
+                    BinaryOperator::Lt => ordering.is_lt(),
+                    BinaryOperator::LtEq => ordering.is_le(),
+                    BinaryOperator::Gt => ordering.is_gt(),
+                    BinaryOperator::GtEq => ordering.is_ge(),
+                    other => return Err(not_supported(&other.to_string())),
+                };
+                Ok(Value::Bit(result))
+            }
+        }
+    }
+
+    /// A column or variable reference.
+    fn resolve(&self, parts: &[String], env: &Env<'_>) -> Result<Value> {
+        if parts.len() == 1 {
+            let name = &parts[0];
+            if name.starts_with("@@") {
+                return self.system_variable(name);
+            }
+            if name.starts_with('@') {
+                return self.variable(name);
+            }
+        }
+        let mut scope = Some(env);
+        while let Some(env) = scope {
+            if let Some(position) = find_column(env.cols, parts)? {
+                return Ok(env.row.get(position).cloned().unwrap_or(Value::Null));
+            }
+            scope = env.outer;
+        }
+        if parts.len() == 1 {
+            Err(invalid_column(&parts[0]))
+        } else {
+            Err(unbound(&parts.join(".")))
+        }
+    }
+
+    fn call(&self, f: &sqlparser::ast::Function, env: &Env<'_>) -> Result<Value> {
+        let name = function_name(&f.name);
+        if is_aggregate(&name) && f.over.is_none() {
+            return self.aggregate(&name, f, env);
+        }
+        if f.over.is_some() {
+            return Err(not_supported("OVER"));
+        }
+        let raw = function_args(f);
+        let upper = name.to_ascii_uppercase();
+        // Date parts are bare words, not columns.
+        let first_is_word =
+            matches!(upper.as_str(), "DATEADD" | "DATEDIFF" | "DATEPART" | "DATENAME");
+        let mut args = Vec::with_capacity(raw.len());
+        for (i, arg) in raw.iter().enumerate() {
+            match arg {
+                FunctionArgExpr::Expr(Expr::Identifier(ident)) if i == 0 && first_is_word => {
+                    args.push(Value::Text(ident.value.clone()))
+                }
+                FunctionArgExpr::Expr(e) => args.push(self.eval(e, env)?),
+                _ => return Err(not_supported("*")),
+            }
+        }
+        if let Some(result) = self.system_function(&upper, &args) {
+            return result;
+        }
+        if let Some(result) = functions::call(&upper, &args) {
+            return result;
+        }
+        Err(SqlError::new(
+            195,
+            15,
+            10,
+            format!("'{name}' is not a recognized built-in function name."),
+        ))
+    }
+
+    fn aggregate(&self, name: &str, f: &sqlparser::ast::Function, env: &Env<'_>) -> Result<Value> {
+        let Some(group) = env.group else {
+            return Err(SqlError::new(
+                147,
+                15,
+                1,
+                "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference.",
+            ));
+        };
+        let args = function_args(f);
+        let upper = name.to_ascii_uppercase();
+        let star = matches!(args.first(), Some(FunctionArgExpr::Wildcard) | None);
+        if upper.starts_with("COUNT") && star {
+            let n = group.len() as i64;
+            return Ok(if upper == "COUNT_BIG" { Value::BigInt(n) } else { Value::Int(n as i32) });
+        }
+        let Some(FunctionArgExpr::Expr(arg)) = args.first() else {
+            return Err(not_supported(name));
+        };
+        let mut values = Vec::with_capacity(group.len());
+        for row in group {
+            let row_env = Env { cols: env.cols, row, group: None, outer: env.outer };
+            let v = self.eval(arg, &row_env)?;
+            if !matches!(v, Value::Null) {
+                values.push(v);
+            }
+        }
+        if is_distinct_call(f) {
+            values.sort_by(sort_compare);
+            values.dedup_by(|a, b| sort_compare(a, b).is_eq());
+        }
+        match upper.as_str() {
+            "COUNT" => Ok(Value::Int(values.len() as i32)),
+            "COUNT_BIG" => Ok(Value::BigInt(values.len() as i64)),
+            "MIN" | "MAX" => {
+                let want = if upper == "MIN" { Ordering::Less } else { Ordering::Greater };
+                let mut best: Option<Value> = None;
+                for v in values {
+                    best = match best {
+                        Some(b) if compare(&v, &b)? != want => Some(b),
+                        _ => Some(v),
+                    };
+                }
+                Ok(best.unwrap_or(Value::Null))
+            }
+            "SUM" | "AVG" => {
+                if values.is_empty() {
+                    return Ok(Value::Null);
+                }
+                let widened: Vec<Value> = values
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::Int(x) => Value::BigInt(i64::from(x)),
+                        Value::SmallInt(x) => Value::BigInt(i64::from(x)),
+                        Value::TinyInt(x) => Value::BigInt(i64::from(x)),
+                        other => other,
+                    })
+                    .collect();
+                let count = widened.len();
+                let first_int = matches!(f_arg_kind(&widened[0]), 1);
+                let mut total = widened[0].clone();
+                for v in &widened[1..] {
+                    total = value::arith(Arith::Add, &total, v)?;
+                }
+                if upper == "AVG" {
+                    let avg = value::arith(Arith::Div, &total, &Value::BigInt(count as i64))?;
+                    return Ok(narrow_int(avg, first_int && group_all_int(group)));
+                }
+                Ok(narrow_int(total, false))
+            }
+            other => Err(not_supported(other)),
+        }
+    }
+
+    /// Runs a query (a SELECT, possibly with set operations), with an outer row for
+    /// correlated subqueries.
+    pub fn run_query(&self, query: &Query, outer: Option<&Env<'_>>) -> Result<QueryResult> {
+        if query.with.is_some() {
+            return Err(not_supported("WITH"));
+        }
+        let order_exprs = match &query.order_by {
+            Some(order_by) => match &order_by.kind {
+                OrderByKind::Expressions(exprs) => exprs.as_slice(),
+                OrderByKind::All(_) => return Err(not_supported("ORDER BY ALL")),
+            },
+            None => &[],
+        };
+        if let SetExpr::Select(select) = query.body.as_ref() {
+            return self.run_select(select, outer, order_exprs);
+        }
+        let mut result = self.run_set_expr(&query.body, outer)?;
+        if let Some(order_by) = &query.order_by
+            && let OrderByKind::Expressions(exprs) = &order_by.kind
+        {
+            let env_cols: Vec<ColRef> = result
+                .columns
+                .iter()
+                .map(|c| ColRef { qualifier: String::new(), name: c.clone() })
+                .collect();
+            let mut keyed = Vec::with_capacity(result.rows.len());
+            for row in std::mem::take(&mut result.rows) {
+                let env = Env { cols: &env_cols, row: &row, group: None, outer };
+                let mut keys = Vec::new();
+                for e in exprs {
+                    keys.push(self.order_key(&e.expr, &env, &row)?);
+                }
+                keyed.push((keys, row));
+            }
+            let descending: Vec<bool> = exprs
+                .iter()
+                .map(|e| matches!(e.options.sort, Some(sqlparser::ast::OrderBySort::Desc)))
+                .collect();
+            keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, &descending));
+            result.rows = keyed.into_iter().map(|(_, r)| r).collect();
+        }
+        Ok(result)
+    }
+
+    fn order_key(&self, expr: &Expr, env: &Env<'_>, row: &[Value]) -> Result<Value> {
+        if let Expr::Value(v) = expr
+            && let AstValue::Number(n, _) = &v.value
+        {
+            let position: usize = n.parse().unwrap_or(0);
+            return row.get(position.wrapping_sub(1)).cloned().ok_or_else(|| {
+                    SqlError::new(108, 16, 1, format!("The ORDER BY position number {n} is out of range of the number of items in the select list."))
+                });
+        }
+        self.eval(expr, env)
+    }
+
+    fn run_set_expr(&self, body: &SetExpr, outer: Option<&Env<'_>>) -> Result<QueryResult> {
+        match body {
+            SetExpr::Select(select) => self.run_select(select, outer, &[]),
+            SetExpr::Query(query) => self.run_query(query, outer),
+            SetExpr::SetOperation { left, op, set_quantifier, right } => {
+                let mut l = self.run_set_expr(left, outer)?;
+                let r = self.run_set_expr(right, outer)?;
+                if l.columns.len() != r.columns.len() {
+                    return Err(SqlError::new(
+                        205,
+                        16,
+                        1,
+                        "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists.",
+                    ));
+                }
+                let all = matches!(set_quantifier, sqlparser::ast::SetQuantifier::All);
+                match op {
+                    sqlparser::ast::SetOperator::Union => {
+                        l.rows.extend(r.rows);
+                        if !all {
+                            dedup_rows(&mut l.rows);
+                        }
+                    }
+                    sqlparser::ast::SetOperator::Except | sqlparser::ast::SetOperator::Minus => {
+                        l.rows.retain(|row| !r.rows.iter().any(|o| rows_equal(row, o)));
+                        dedup_rows(&mut l.rows);
+                    }
+                    sqlparser::ast::SetOperator::Intersect => {
+                        l.rows.retain(|row| r.rows.iter().any(|o| rows_equal(row, o)));
+                        dedup_rows(&mut l.rows);
+                    }
+                }
+                Ok(l)
+            }
+            SetExpr::Values(values) => {
+                let mut rows = Vec::new();
+                for row in &values.rows {
+                    let mut out = Vec::new();
+                    for e in &row.content {
+                        out.push(self.eval(e, outer.unwrap_or(&Env::empty()))?);
+                    }
+                    rows.push(out);
+                }
+                let width = rows.first().map_or(0, Vec::len);
+                Ok(QueryResult {
+                    columns: vec![String::new(); width],
+                    rows,
+                    assignments: Vec::new(),
+                })
+            }
+            other => Err(not_supported(&other.to_string())),
+        }
+    }
+
+    /// Rows of one FROM item (a table, a derived table), with their columns.
+    fn table_factor(
+        &self,
+        factor: &TableFactor,
+        outer: Option<&Env<'_>>,
+        filter: Option<&Expr>,
+    ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
+        match factor {
+            TableFactor::Table { name, alias, .. } => {
+                let table_name = crate::front::last_part(name);
+                let qualifier = alias.as_ref().map_or(table_name.clone(), |a| a.name.value.clone());
+                let table = self.table(&table_name)?;
+                let cols = table
+                    .columns
+                    .iter()
+                    .map(|c| ColRef { qualifier: qualifier.clone(), name: c.column.name.clone() })
+                    .collect::<Vec<_>>();
+                let rows = self.read_table(&table, &cols, filter, outer)?;
+                Ok((cols, rows))
+            }
+            TableFactor::Derived { subquery, alias, .. } => {
+                let result = self.run_query(subquery, outer)?;
+                let qualifier = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_default();
+                let names: Vec<String> = match alias {
+                    Some(a) if !a.columns.is_empty() => {
+                        a.columns.iter().map(|c| c.name.value.clone()).collect()
+                    }
+                    _ => result.columns.clone(),
+                };
+                let cols = names
+                    .into_iter()
+                    .map(|name| ColRef { qualifier: qualifier.clone(), name })
+                    .collect();
+                Ok((cols, result.rows))
+            }
+            other => Err(not_supported(&other.to_string())),
+        }
+    }
+
+    /// A table's rows, through an index seek when `filter` has `column = constant` on the
+    /// leading key column of one of its indexes.
+    fn read_table(
+        &self,
+        table: &Arc<Table>,
+        cols: &[ColRef],
+        filter: Option<&Expr>,
+        outer: Option<&Env<'_>>,
+    ) -> Result<Vec<Vec<Value>>> {
+        let db = self.db();
+        table.lock(db, engine::lock::LockMode::IS)?;
+        if let Some((position, key)) = filter.and_then(|f| self.seek_key(table, cols, f, outer)) {
+            let key = [key];
+            let rows = if position == 0 {
+                table.base_range(db, Some(&key), Some(&key))?
+            } else {
+                table.index_range(db, position, Some(&key), Some(&key))?
+            };
+            return Ok(rows.into_iter().map(|(_, r)| self.stored_to_shown(table, r)).collect());
+        }
+        Ok(table.rows(db)?.into_iter().map(|(_, r)| self.stored_to_shown(table, r)).collect())
+    }
+
+    fn stored_to_shown(&self, table: &Table, row: Vec<Value>) -> Vec<Value> {
+        row.into_iter()
+            .zip(&table.columns)
+            .map(|(v, c)| functions::from_storage(v, c.column.sql_type))
+            .collect()
+    }
+
+    /// (index position, key value) for a seek, if a conjunct of `filter` allows one.
+    fn seek_key(
+        &self,
+        table: &Table,
+        cols: &[ColRef],
+        filter: &Expr,
+        outer: Option<&Env<'_>>,
+    ) -> Option<(usize, Value)> {
+        for conjunct in conjuncts(filter) {
+            let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = conjunct else { continue };
+            for (column_side, value_side) in [(left, right), (right, left)] {
+                let parts = match column_side.as_ref() {
+                    Expr::Identifier(i) => vec![i.value.clone()],
+                    Expr::CompoundIdentifier(p) => p.iter().map(|i| i.value.clone()).collect(),
+                    _ => continue,
+                };
+                let Ok(Some(column)) = find_column(cols, &parts) else { continue };
+                if references_columns(value_side) {
+                    continue;
+                }
+                let Ok(value) = self.eval(value_side, outer.unwrap_or(&Env::empty())) else {
+                    continue;
+                };
+                let sql_type = table.columns[column].column.sql_type;
+                let Ok(key) = convert(&value, sql_type) else { continue };
+                let key = functions::to_storage(key, sql_type);
+                let usable =
+                    table.indexes.iter().position(|i| i.key_columns.first() == Some(&column));
+                if let Some(position) = usable {
+                    return Some((position, key));
+                }
+            }
+        }
+        None
+    }
+
+    /// The rows of the FROM clause (all joins applied) and their columns.
+    fn rows_of_from(
+        &self,
+        select: &Select,
+        outer: Option<&Env<'_>>,
+    ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
+        if select.from.is_empty() {
+            return Ok((Vec::new(), vec![Vec::new()]));
+        }
+        let single = select.from.len() == 1 && select.from[0].joins.is_empty();
+        let mut cols: Vec<ColRef> = Vec::new();
+        let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
+        for item in &select.from {
+            let filter = if single { select.selection.as_ref() } else { None };
+            let (c, r) = self.table_factor(&item.relation, outer, filter)?;
+            (cols, rows) = cross(cols, rows, c, r);
+            for join in &item.joins {
+                (cols, rows) = self.join(cols, rows, join, outer)?;
+            }
+        }
+        Ok((cols, rows))
+    }
+
+    fn join(
+        &self,
+        cols: Vec<ColRef>,
+        rows: Vec<Vec<Value>>,
+        join: &Join,
+        outer: Option<&Env<'_>>,
+    ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
+        let (right_cols, right_rows) = self.table_factor(&join.relation, outer, None)?;
+        let (constraint, keep_left, keep_right) = match &join.join_operator {
+            JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false, false),
+            JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true, false),
+            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (c, false, true),
+            JoinOperator::FullOuter(c) => (c, true, true),
+            JoinOperator::CrossJoin(_) => return Ok(cross(cols, rows, right_cols, right_rows)),
+            other => return Err(not_supported(&format!("{other:?}"))),
+        };
+        let on = match constraint {
+            JoinConstraint::On(e) => Some(e),
+            JoinConstraint::None => None,
+            _ => return Err(not_supported("USING")),
+        };
+        let all_cols: Vec<ColRef> = cols.iter().chain(&right_cols).cloned().collect();
+        let (left_width, right_width) = (cols.len(), right_cols.len());
+        let mut out = Vec::new();
+        let mut right_matched = vec![false; right_rows.len()];
+        for left in &rows {
+            let mut matched = false;
+            for (j, right) in right_rows.iter().enumerate() {
+                let combined: Vec<Value> = left.iter().chain(right).cloned().collect();
+                let env = Env { cols: &all_cols, row: &combined, group: None, outer };
+                let hit = match on {
+                    Some(e) => is_true(&self.eval(e, &env)?),
+                    None => true,
+                };
+                if hit {
+                    matched = true;
+                    right_matched[j] = true;
+                    out.push(combined);
+                }
+            }
+            if !matched && keep_left {
+                out.push(
+                    left.iter()
+                        .cloned()
+                        .chain(std::iter::repeat_n(Value::Null, right_width))
+                        .collect(),
+                );
+            }
+        }
+        if keep_right {
+            for (j, right) in right_rows.iter().enumerate() {
+                if !right_matched[j] {
+                    out.push(
+                        std::iter::repeat_n(Value::Null, left_width)
+                            .chain(right.iter().cloned())
+                            .collect(),
+                    );
+                }
+            }
+        }
+        Ok((all_cols, out))
+    }
+
+    fn run_select(
+        &self,
+        select: &Select,
+        outer: Option<&Env<'_>>,
+        order_by: &[sqlparser::ast::OrderByExpr],
+    ) -> Result<QueryResult> {
+        let (cols, mut rows) = self.rows_of_from(select, outer)?;
+        if let Some(filter) = &select.selection {
+            let mut kept = Vec::with_capacity(rows.len());
+            for row in rows {
+                let env = Env { cols: &cols, row: &row, group: None, outer };
+                if is_true(&self.eval(filter, &env)?) {
+                    kept.push(row);
+                }
+            }
+            rows = kept;
+        }
+        let group_exprs: Vec<Expr> = match &select.group_by {
+            GroupByExpr::Expressions(exprs, _) => exprs.clone(),
+            GroupByExpr::All(_) => return Err(not_supported("GROUP BY ALL")),
+        };
+        let items = self.expand_items(&select.projection, &cols)?;
+        let grouped = !group_exprs.is_empty()
+            || items.iter().any(|(e, _)| has_aggregate(e))
+            || select.having.as_ref().is_some_and(has_aggregate);
+        let names: Vec<String> = items.iter().map(|(_, n)| n.clone()).collect();
+        let descending: Vec<bool> = order_by
+            .iter()
+            .map(|e| matches!(e.options.sort, Some(sqlparser::ast::OrderBySort::Desc)))
+            .collect();
+        let mut keyed: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+        let groups = if grouped {
+            self.groups(&cols, rows, &group_exprs, outer)?
+        } else {
+            rows.into_iter().map(|r| vec![r]).collect()
+        };
+        for group in &groups {
+            let first = group.first().cloned().unwrap_or_else(|| vec![Value::Null; cols.len()]);
+            let group_rows = if grouped { Some(group.as_slice()) } else { None };
+            let env = Env { cols: &cols, row: &first, group: group_rows, outer };
+            if let Some(having) = &select.having
+                && !is_true(&self.eval(having, &env)?)
+            {
+                continue;
+            }
+            let mut out = Vec::with_capacity(items.len());
+            for (e, _) in &items {
+                out.push(self.eval(e, &env)?);
+            }
+            let mut keys = Vec::with_capacity(order_by.len());
+            if !order_by.is_empty() {
+                // ORDER BY names an output column (alias or position) first, else a source column.
+                for e in order_by {
+                    let output = match &e.expr {
+                        Expr::Identifier(i) => {
+                            names.iter().position(|n| n.eq_ignore_ascii_case(&i.value))
+                        }
+                        _ => None,
+                    };
+                    match output {
+                        Some(position) => keys.push(out[position].clone()),
+                        None => keys.push(self.order_key(&e.expr, &env, &out)?),
+                    }
+                }
+            }
+            keyed.push((keys, out));
+        }
+        if !order_by.is_empty() {
+            keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, &descending));
+        }
+        let mut out_rows: Vec<Vec<Value>> = keyed.into_iter().map(|(_, r)| r).collect();
+        if matches!(select.distinct, Some(Distinct::Distinct)) {
+            dedup_rows(&mut out_rows);
+        }
+        if let Some(top) = &select.top {
+            let n = match &top.quantity {
+                Some(TopQuantity::Constant(n)) => *n as usize,
+                Some(TopQuantity::Expr(e)) => value::as_i64(&convert(
+                    &self.eval(e, outer.unwrap_or(&Env::empty()))?,
+                    SqlType::BigInt,
+                )?)
+                .unwrap_or(0)
+                .max(0) as usize,
+                None => usize::MAX,
+            };
+            out_rows.truncate(n);
+        }
+        let assignments: Vec<String> =
+            names.iter().filter(|n| n.starts_with('@')).cloned().collect();
+        if !assignments.is_empty() && assignments.len() != names.len() {
+            return Err(SqlError::new(
+                141,
+                15,
+                1,
+                "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations.",
+            ));
+        }
+        Ok(QueryResult { columns: names, rows: out_rows, assignments })
+    }
+
+    /// The select list with `*` and `t.*` expanded: (expression, output name).
+    fn expand_items(
+        &self,
+        projection: &[SelectItem],
+        cols: &[ColRef],
+    ) -> Result<Vec<(Expr, String)>> {
+        let mut items = Vec::new();
+        for item in projection {
+            match item {
+                SelectItem::UnnamedExpr(e) => {
+                    let name = match e {
+                        Expr::Identifier(i) => i.value.clone(),
+                        Expr::CompoundIdentifier(p) => {
+                            p.last().map(|i| i.value.clone()).unwrap_or_default()
+                        }
+                        _ => String::new(),
+                    };
+                    items.push((e.clone(), name));
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    items.push((expr.clone(), alias.value.clone()))
+                }
+                SelectItem::Wildcard(_) => {
+                    if cols.is_empty() {
+                        return Err(SqlError::new(
+                            263,
+                            16,
+                            1,
+                            "Must specify table to select from.",
+                        ));
+                    }
+                    for c in cols {
+                        items.push((column_expr(c), c.name.clone()));
+                    }
+                }
+                SelectItem::QualifiedWildcard(kind, _) => {
+                    let qualifier = kind.to_string();
+                    let qualifier = qualifier
+                        .rsplit('.')
+                        .next()
+                        .unwrap_or_default()
+                        .trim_matches(['[', ']'])
+                        .to_string();
+                    let matching: Vec<&ColRef> = cols
+                        .iter()
+                        .filter(|c| c.qualifier.eq_ignore_ascii_case(&qualifier))
+                        .collect();
+                    if matching.is_empty() {
+                        return Err(unbound(&qualifier));
+                    }
+                    for c in matching {
+                        items.push((column_expr(c), c.name.clone()));
+                    }
+                }
+                other => return Err(not_supported(&other.to_string())),
+            }
+        }
+        Ok(items)
+    }
+
+    /// Rows grouped by the GROUP BY expressions (one group of all rows without them, even
+    /// when there are no rows, as an aggregate without GROUP BY returns one row).
+    fn groups(
+        &self,
+        cols: &[ColRef],
+        rows: Vec<Vec<Value>>,
+        exprs: &[Expr],
+        outer: Option<&Env<'_>>,
+    ) -> Result<Vec<Vec<Vec<Value>>>> {
+        if exprs.is_empty() {
+            return Ok(vec![rows]);
+        }
+        let mut keyed: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
+        for row in rows {
+            let env = Env { cols, row: &row, group: None, outer };
+            let mut key = Vec::with_capacity(exprs.len());
+            for e in exprs {
+                key.push(self.eval(e, &env)?);
+            }
+            keyed.push((key, row));
+        }
+        let ascending = vec![false; exprs.len()];
+        keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, &ascending));
+        let mut groups: Vec<Vec<Vec<Value>>> = Vec::new();
+        let mut last_key: Option<Vec<Value>> = None;
+        for (key, row) in keyed {
+            let same = last_key.as_ref().is_some_and(|k| compare_keys(k, &key, &ascending).is_eq());
+            if same {
+                groups.last_mut().expect("a group").push(row);
+            } else {
+                groups.push(vec![row]);
+                last_key = Some(key);
+            }
+        }
+        Ok(groups)
+    }
+
+    /// A table of the current database by name, or 208.
+    pub fn table(&self, name: &str) -> Result<Arc<Table>> {
+        self.db().catalog()?.table(name).ok_or_else(|| invalid_object(name))
+    }
+}
+
+fn column_expr(c: &ColRef) -> Expr {
+    let ident = |s: &str| sqlparser::ast::Ident::with_quote('[', s);
+    if c.qualifier.is_empty() {
+        Expr::Identifier(ident(&c.name))
+    } else {
+        Expr::CompoundIdentifier(vec![ident(&c.qualifier), ident(&c.name)])
+    }
+}
+
+fn f_arg_kind(v: &Value) -> u8 {
+    if value::as_i64(v).is_some() { 1 } else { 0 }
+}
+
+fn group_all_int(_group: &[Vec<Value>]) -> bool {
+    true
+}
+
+/// SUM and AVG of int columns are int (bigint while adding up).
+fn narrow_int(v: Value, _avg: bool) -> Value {
+    match v {
+        Value::BigInt(x) => i32::try_from(x).map_or(Value::BigInt(x), Value::Int),
+        other => other,
+    }
+}
+
+/// Position of a column in a scope: 209 if ambiguous, None if absent.
+fn find_column(cols: &[ColRef], parts: &[String]) -> Result<Option<usize>> {
+    let (qualifier, name) = match parts {
+        [name] => (None, name),
+        [.., qualifier, name] => (Some(qualifier), name),
+        [] => return Ok(None),
+    };
+    let mut found = None;
+    for (i, c) in cols.iter().enumerate() {
+        if !c.name.eq_ignore_ascii_case(name) {
+            continue;
+        }
+        if qualifier.is_some_and(|q| !c.qualifier.eq_ignore_ascii_case(q)) {
+            continue;
+        }
+        if found.is_some() {
+            return Err(SqlError::new(209, 16, 1, format!("Ambiguous column name '{name}'.")));
+        }
+        found = Some(i);
+    }
+    Ok(found)
+}
+
+fn references_columns(expr: &Expr) -> bool {
+    match expr {
+        Expr::Identifier(i) => !i.value.starts_with('@'),
+        Expr::CompoundIdentifier(_) | Expr::Subquery(_) => true,
+        Expr::BinaryOp { left, right, .. } => references_columns(left) || references_columns(right),
+        Expr::UnaryOp { expr, .. } | Expr::Nested(expr) | Expr::Cast { expr, .. } => {
+            references_columns(expr)
+        }
+        Expr::Value(_) => false,
+        Expr::Function(_) => true,
+        _ => true,
+    }
+}
+
+fn conjuncts(expr: &Expr) -> Vec<&Expr> {
+    match expr {
+        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            let mut out = conjuncts(left);
+            out.extend(conjuncts(right));
+            out
+        }
+        Expr::Nested(inner) => conjuncts(inner),
+        other => vec![other],
+    }
+}
+
+fn cross(
+    cols: Vec<ColRef>,
+    rows: Vec<Vec<Value>>,
+    right_cols: Vec<ColRef>,
+    right_rows: Vec<Vec<Value>>,
+) -> (Vec<ColRef>, Vec<Vec<Value>>) {
+    let all_cols: Vec<ColRef> = cols.into_iter().chain(right_cols).collect();
+    let mut out = Vec::with_capacity(rows.len() * right_rows.len());
+    for left in &rows {
+        for right in &right_rows {
+            out.push(left.iter().chain(right).cloned().collect());
+        }
+    }
+    (all_cols, out)
+}
+
+fn in_values(v: &Value, candidates: &[Value], negated: bool) -> Result<Value> {
+    if matches!(v, Value::Null) {
+        return Ok(Value::Null);
+    }
+    let mut saw_null = false;
+    for c in candidates {
+        if matches!(c, Value::Null) {
+            saw_null = true;
+            continue;
+        }
+        if compare(v, c)?.is_eq() {
+            return Ok(Value::Bit(!negated));
+        }
+    }
+    Ok(if saw_null { Value::Null } else { Value::Bit(negated) })
+}
+
+fn compare_keys(a: &[Value], b: &[Value], descending: &[bool]) -> Ordering {
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let mut o = sort_compare(x, y);
+        if descending.get(i).copied().unwrap_or(false) {
+            o = o.reverse();
+        }
+        if !o.is_eq() {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+fn rows_equal(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| sort_compare(x, y).is_eq())
+}
+
+fn dedup_rows(rows: &mut Vec<Vec<Value>>) {
+    let mut kept: Vec<Vec<Value>> = Vec::with_capacity(rows.len());
+    for row in rows.drain(..) {
+        if !kept.iter().any(|k| rows_equal(k, &row)) {
+            kept.push(row);
+        }
+    }
+    *rows = kept;
+}
+
+/// A literal.
+pub fn literal(v: &AstValue) -> Result<Value> {
+    match v {
+        AstValue::Number(n, _) => number_literal(n),
+        AstValue::SingleQuotedString(s) | AstValue::NationalStringLiteral(s) => {
+            Ok(Value::Text(s.clone()))
+        }
+        AstValue::Null => Ok(Value::Null),
+        AstValue::Boolean(b) => Ok(Value::Bit(*b)),
+        AstValue::HexStringLiteral(h) => {
+            let bytes = (0..h.len() / 2)
+                .filter_map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
+                .collect();
+            Ok(Value::Bytes(bytes))
+        }
+        other => Err(not_supported(&other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like;
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("Hello", "h%"));
+        assert!(like("abc", "a_c"));
+        assert!(like("b", "[a-c]"));
+        assert!(!like("d", "[a-c]"));
+        assert!(like("d", "[^a-c]"));
+        assert!(!like("abc", "ab"));
+    }
+}

@@ -1,0 +1,197 @@
+//! The embedded server: an instance with its databases, and the sessions that run T-SQL on it.
+//!
+//! A data directory holds the instance (errorlog) and the databases. `master` is created in it
+//! on first start; every database is listed in the registry file `databases` (one
+//! `name<TAB>primary file path` per line, rewritten whole and renamed into place), so that a
+//! restart opens them all (SQL Server keeps this list in master's sys.databases; deviation).
+//!
+//! Output follows the TDS model that the server issue will send: result sets, informational
+//! messages (PRINT, severity <= 10 RAISERROR), row counts ("(n rows affected)") and errors with
+//! their number, level, state and line.
+
+use crate::value::Result;
+use engine::SqlError;
+use engine::database::{Database, DatabaseSpec};
+use engine::instance::{Instance, InstanceConfig};
+use engine::record::Value;
+use engine::units::SizeSpec;
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The registry of databases in a data directory.
+const REGISTRY: &str = "databases";
+
+/// A result set: column names and rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResultSet {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// What a batch sends back, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    Rows(ResultSet),
+    /// PRINT, RAISERROR with severity 10 or less, and other informational messages.
+    Message(String),
+    /// "(n rows affected)" (not sent under SET NOCOUNT ON).
+    RowCount(u64),
+    /// An error, with the line of the batch it happened on.
+    Error {
+        error: SqlError,
+        line: u64,
+    },
+}
+
+/// An instance and its open databases.
+pub struct Server {
+    pub instance: Arc<Instance>,
+    databases: RwLock<BTreeMap<String, Arc<Database>>>,
+}
+
+fn key(name: &str) -> String {
+    name.to_lowercase()
+}
+
+fn io_error(context: &str, error: std::io::Error) -> SqlError {
+    SqlError::new(5123, 16, 1, format!("{context}: {error}"))
+}
+
+impl Server {
+    /// Starts the instance in `config.dir`, opens every registered database and creates
+    /// `master` if there is none.
+    pub fn start(config: InstanceConfig) -> Result<Arc<Server>> {
+        std::fs::create_dir_all(&config.dir).map_err(|e| io_error("CREATE DIRECTORY", e))?;
+        let instance = Instance::start(config).map_err(|e| io_error("Instance start", e))?;
+        let server = Arc::new(Server { instance, databases: RwLock::new(BTreeMap::new()) });
+        for (name, path) in server.registry()? {
+            let db = Database::open(&server.instance, &path)?;
+            server.databases.write().insert(key(&name), Arc::new(db));
+        }
+        if server.database("master").is_none() {
+            let spec = DatabaseSpec::simple("master", SizeSpec::parse("4MB").expect("a size"));
+            server.create_database(&spec)?;
+        }
+        Ok(server)
+    }
+
+    fn registry_path(&self) -> PathBuf {
+        self.instance.dir().join(REGISTRY)
+    }
+
+    fn registry(&self) -> Result<Vec<(String, PathBuf)>> {
+        let text = match std::fs::read_to_string(self.registry_path()) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error("read the database registry", e)),
+        };
+        Ok(text
+            .lines()
+            .filter_map(|line| line.split_once('\t'))
+            .map(|(name, path)| (name.to_string(), PathBuf::from(path)))
+            .collect())
+    }
+
+    fn save_registry(&self) -> Result<()> {
+        let databases = self.databases.read();
+        let mut text = String::new();
+        for db in databases.values() {
+            let path = db.file_path(1).unwrap_or_default();
+            text.push_str(&format!("{}\t{}\n", db.name, path.display()));
+        }
+        let temporary = self.instance.dir().join(format!("{REGISTRY}.new"));
+        std::fs::write(&temporary, text).map_err(|e| io_error("write the database registry", e))?;
+        std::fs::File::open(&temporary)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_error("sync the database registry", e))?;
+        std::fs::rename(&temporary, self.registry_path())
+            .map_err(|e| io_error("rename the database registry", e))
+    }
+
+    /// An open database by name (case-insensitive).
+    pub fn database(&self, name: &str) -> Option<Arc<Database>> {
+        self.databases.read().get(&key(name)).cloned()
+    }
+
+    /// Every open database.
+    pub fn databases(&self) -> Vec<Arc<Database>> {
+        self.databases.read().values().cloned().collect()
+    }
+
+    /// CREATE DATABASE.
+    pub fn create_database(&self, spec: &DatabaseSpec) -> Result<Arc<Database>> {
+        if self.database(&spec.name).is_some() {
+            return Err(SqlError::new(
+                1801,
+                16,
+                3,
+                format!(
+                    "Database '{}' already exists. Choose a different database name.",
+                    spec.name
+                ),
+            ));
+        }
+        let db = Arc::new(Database::create(&self.instance, spec)?);
+        db.catalog()?;
+        self.databases.write().insert(key(&spec.name), db.clone());
+        self.save_registry()?;
+        Ok(db)
+    }
+
+    /// DROP DATABASE: closes it and deletes its files.
+    pub fn drop_database(&self, name: &str) -> Result<()> {
+        let Some(db) = self.databases.write().remove(&key(name)) else {
+            return Err(SqlError::new(
+                3701,
+                11,
+                1,
+                format!(
+                    "Cannot drop the database '{name}', because it does not exist or you do not have permission."
+                ),
+            ));
+        };
+        let mut paths: Vec<PathBuf> = Vec::new();
+        for file_id in 1..=u16::MAX {
+            match db.file_path(file_id) {
+                Some(path) => paths.push(path),
+                None if file_id > 64 => break,
+                None => {}
+            }
+        }
+        match Arc::try_unwrap(db) {
+            Ok(db) => db.close()?,
+            Err(db) => {
+                self.databases.write().insert(key(name), db);
+                return Err(SqlError::new(
+                    3702,
+                    16,
+                    4,
+                    format!("Cannot drop database \"{name}\" because it is currently in use."),
+                ));
+            }
+        }
+        for path in paths {
+            let _ = std::fs::remove_file(path);
+        }
+        self.save_registry()
+    }
+
+    /// Closes every database (checkpointing each).
+    pub fn shutdown(&self) -> Result<()> {
+        let databases: Vec<Arc<Database>> =
+            std::mem::take(&mut *self.databases.write()).into_values().collect();
+        for db in databases {
+            if let Ok(db) = Arc::try_unwrap(db) {
+                db.close()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        self.instance.dir()
+    }
+}

@@ -1,0 +1,1276 @@
+//! A session: the connection-level state (current database, variables, SET options,
+//! @@ROWCOUNT, @@ERROR) and the execution of statements, with SQL Server's error behaviour.
+//!
+//! Transactions: a statement outside a transaction runs in its own (autocommit); inside one,
+//! a failing statement is rolled back alone (statement-level rollback) and the batch goes on,
+//! unless the error aborts the batch (conversion errors 245/8114/8169/241, 208/207/137 name
+//! errors, 1205) or SET XACT_ABORT is ON, which rolls the whole transaction back.
+//!
+//! Deviations: name errors (208, 207, 137) are found when the statement runs, not when the
+//! batch compiles, so statements before them in the batch have run; TRY/CATCH, EXEC of
+//! procedures and dynamic SQL are not there yet.
+
+use crate::front::{self, Parsed, Stmt, last_part};
+use crate::functions;
+use crate::query::{Env, literal, sql_type_of};
+use crate::server::{Output, ResultSet, Server};
+use crate::value::{self, Result, convert, is_true};
+use engine::SqlError;
+use engine::catalog::{ColumnDef, IndexSpec, TableSpec};
+use engine::database::Database;
+use engine::record::{SqlType, Value};
+use sqlparser::ast::{
+    ColumnOption, Expr, FromTable, ObjectType, SetExpr, Statement, TableConstraint, TableFactor,
+    TableObject,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A PRIMARY KEY or UNIQUE constraint of CREATE TABLE: (primary key, unique, columns,
+/// constraint name, CLUSTERED/NONCLUSTERED if given).
+type PendingConstraint = (bool, bool, Vec<String>, Option<String>, Option<bool>);
+
+/// Whether control flow continues after a statement.
+enum Flow {
+    Next,
+    Break,
+    Continue,
+    Return,
+}
+
+/// An error while running a statement, and whether it ends the batch.
+struct Failure {
+    error: SqlError,
+    line: u64,
+    abort_batch: bool,
+}
+
+/// The most iterations a WHILE loop may make (bounded, as every loop here is).
+const MAX_WHILE_ITERATIONS: u64 = 100_000_000;
+
+fn aborts_batch(number: i32) -> bool {
+    matches!(number, 245 | 8114 | 8169 | 241 | 208 | 207 | 137 | 1205 | 4104 | 209 | 102 | 156)
+}
+
+pub struct Session {
+    pub server: Arc<Server>,
+    pub spid: u16,
+    db: Arc<Database>,
+    variables: BTreeMap<String, (SqlType, Value)>,
+    nocount: bool,
+    xact_abort: bool,
+    rowcount: u64,
+    last_error: i32,
+    /// A statement runs in its own (autocommit) transaction, which @@TRANCOUNT does not show.
+    in_autocommit: bool,
+}
+
+impl Session {
+    /// A session in `master`.
+    pub fn new(server: &Arc<Server>) -> Session {
+        let engine_session = engine::session::Session::open(&server.instance);
+        let db = server.database("master").expect("master exists");
+        Session {
+            server: server.clone(),
+            spid: engine_session.spid,
+            db,
+            variables: BTreeMap::new(),
+            nocount: false,
+            xact_abort: false,
+            rowcount: 0,
+            last_error: 0,
+            in_autocommit: false,
+        }
+    }
+
+    /// The current database.
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    /// The current database's name.
+    pub fn database_name(&self) -> String {
+        self.db.name.clone()
+    }
+
+    /// Runs one batch (its text without GO); every result, message and error goes to `out`.
+    /// Returns false if an error was raised.
+    pub fn execute(&mut self, sql: &str, out: &mut dyn FnMut(Output)) -> bool {
+        engine::instance::set_current_spid(self.spid);
+        self.variables.clear();
+        let parsed = match front::parse_batch(sql) {
+            Ok(parsed) => parsed,
+            Err((error, line)) => {
+                self.last_error = error.number;
+                out(Output::Error { error, line });
+                return false;
+            }
+        };
+        let mut ok = true;
+        for Parsed { stmt, line } in &parsed {
+            match self.run(stmt, *line, out) {
+                Ok(Flow::Return) => break,
+                Ok(_) => {}
+                Err(failure) => {
+                    ok = false;
+                    self.last_error = failure.error.number;
+                    out(Output::Error { error: failure.error, line: failure.line });
+                    if failure.abort_batch {
+                        break;
+                    }
+                }
+            }
+        }
+        ok
+    }
+
+    fn fail(&self, error: SqlError, line: u64) -> Failure {
+        let abort_batch = aborts_batch(error.number) || self.xact_abort;
+        Failure { error, line, abort_batch }
+    }
+
+    fn run(
+        &mut self,
+        stmt: &Stmt,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        match stmt {
+            Stmt::Sql(statement) => self.run_statement(statement, line, out),
+            Stmt::If { condition, then, otherwise } => {
+                let take = is_true(&self.eval_stmt(condition, line)?);
+                self.run_parsed_block(if take { then } else { otherwise }, out)
+            }
+            Stmt::While { condition, body } => {
+                for _ in 0..MAX_WHILE_ITERATIONS {
+                    if !is_true(&self.eval_stmt(condition, line)?) {
+                        return Ok(Flow::Next);
+                    }
+                    match self.run_parsed_block(body, out)? {
+                        Flow::Break => return Ok(Flow::Next),
+                        Flow::Return => return Ok(Flow::Return),
+                        Flow::Next | Flow::Continue => {}
+                    }
+                }
+                Err(self.fail(
+                    SqlError::new(50000, 16, 1, "WHILE loop exceeded its iteration bound."),
+                    line,
+                ))
+            }
+            Stmt::Block(statements) => self.run_parsed_block(statements, out),
+            Stmt::Break => Ok(Flow::Break),
+            Stmt::Commit => {
+                self.db.commit_tran().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+            }
+            Stmt::Rollback(savepoint) => {
+                let result = match savepoint {
+                    Some(name) => self.db.rollback_tran_to(name),
+                    None => self.db.rollback_tran(),
+                };
+                result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+            }
+            Stmt::Continue => Ok(Flow::Continue),
+            Stmt::Checkpoint => {
+                self.db.checkpoint().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+            }
+            Stmt::SaveTran(name) => {
+                self.db.save_tran(name).map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+            }
+            Stmt::CreateTable { statement, clustering, rowguidcol, filegroup } => {
+                let spec = self
+                    .table_spec(statement, clustering, rowguidcol, filegroup.clone())
+                    .map_err(|e| self.fail(e, line))?;
+                self.atomic(line, |s| s.db.catalog()?.create_table(&s.db, &spec).map(|_| ()))?;
+                Ok(Flow::Next)
+            }
+            Stmt::CreateIndex { name, table, unique, clustered, columns, filegroup } => {
+                let spec = self
+                    .index_spec(table, name, *unique, *clustered, columns, filegroup.clone())
+                    .map_err(|e| self.fail(e, line))?;
+                self.atomic(line, |s| s.db.catalog()?.create_index(&s.db, table, &spec))?;
+                Ok(Flow::Next)
+            }
+        }
+    }
+
+    /// Runs `f` as one statement: in its own transaction outside one, else rolled back alone
+    /// if it fails (or the whole transaction under XACT_ABORT).
+    fn atomic<T>(
+        &mut self,
+        line: u64,
+        f: impl FnOnce(&mut Session) -> Result<T>,
+    ) -> std::result::Result<T, Failure> {
+        let db = self.db.clone();
+        if db.trancount() == 0 {
+            db.begin_tran().map_err(|e| self.fail(e, line))?;
+            self.in_autocommit = true;
+            let result = f(self);
+            self.in_autocommit = false;
+            match result {
+                Ok(v) => {
+                    db.commit_tran().map_err(|e| self.fail(e, line))?;
+                    Ok(v)
+                }
+                Err(error) => {
+                    if db.trancount() > 0 {
+                        let _ = db.rollback_tran();
+                    }
+                    Err(self.fail(error, line))
+                }
+            }
+        } else {
+            let mark = db.statement_mark();
+            let result = f(self);
+            result.map_err(|error| {
+                if db.trancount() > 0 {
+                    if self.xact_abort || error.number == 1205 {
+                        let _ = db.rollback_tran();
+                    } else if let Some(mark) = mark {
+                        let _ = db.rollback_statement(mark);
+                    }
+                }
+                self.fail(error, line)
+            })
+        }
+    }
+
+    fn rows_affected(&self, n: u64, out: &mut dyn FnMut(Output)) {
+        if !self.nocount {
+            out(Output::RowCount(n));
+        }
+    }
+
+    fn run_statement(
+        &mut self,
+        statement: &Statement,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        match statement {
+            Statement::Query(query) => {
+                let into = match query.body.as_ref() {
+                    SetExpr::Select(select) => {
+                        select.into.as_ref().and_then(|i| i.targets.first()).map(|e| {
+                            let text = e.to_string();
+                            text.rsplit('.')
+                                .next()
+                                .unwrap_or_default()
+                                .trim_matches(['[', ']'])
+                                .to_string()
+                        })
+                    }
+                    _ => None,
+                };
+                let result = self.atomic(line, |s| s.run_query(query, None))?;
+                if let Some(target) = into {
+                    let n = result.rows.len() as u64;
+                    let table = target;
+                    self.atomic(line, |s| s.select_into(&table, &result.columns, &result.rows))?;
+                    self.rowcount = n;
+                    self.rows_affected(n, out);
+                    return Ok(Flow::Next);
+                }
+                if !result.assignments.is_empty() {
+                    if let Some(last) = result.rows.last() {
+                        for (name, value) in result.assignments.iter().zip(last) {
+                            self.set_variable(name, value.clone())
+                                .map_err(|e| self.fail(e, line))?;
+                        }
+                    }
+                    self.rowcount = result.rows.len() as u64;
+                    return Ok(Flow::Next);
+                }
+                let n = result.rows.len() as u64;
+                out(Output::Rows(ResultSet { columns: result.columns, rows: result.rows }));
+                self.rowcount = n;
+                self.rows_affected(n, out);
+                Ok(Flow::Next)
+            }
+            Statement::Insert(insert) => {
+                let n = self.atomic(line, |s| s.insert(insert))?;
+                self.rowcount = n;
+                self.rows_affected(n, out);
+                Ok(Flow::Next)
+            }
+            Statement::Update(update) => {
+                let n = self.atomic(line, |s| s.update(update))?;
+                self.rowcount = n;
+                self.rows_affected(n, out);
+                Ok(Flow::Next)
+            }
+            Statement::Delete(delete) => {
+                let n = self.atomic(line, |s| s.delete(delete))?;
+                self.rowcount = n;
+                self.rows_affected(n, out);
+                Ok(Flow::Next)
+            }
+            Statement::Truncate(truncate) => {
+                for target in &truncate.table_names {
+                    let name = last_part(&target.name);
+                    self.atomic(line, |s| s.truncate(&name))?;
+                }
+                Ok(Flow::Next)
+            }
+            Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => {
+                for name in names {
+                    let name = last_part(name);
+                    let exists =
+                        self.db.catalog().map_err(|e| self.fail(e, line))?.table(&name).is_some();
+                    if !exists && *if_exists {
+                        continue;
+                    }
+                    self.atomic(line, |s| s.db.catalog()?.drop_table(&s.db, &name))?;
+                }
+                Ok(Flow::Next)
+            }
+            Statement::Drop { object_type: ObjectType::Index, names, table, .. } => {
+                for name in names {
+                    let parts: Vec<String> = name.0.iter().map(|p| p.to_string()).collect();
+                    let (table_name, index_name) = match (parts.as_slice(), table) {
+                        (_, Some(t)) => (last_part(t), parts.last().cloned().unwrap_or_default()),
+                        ([.., t, i], None) => (t.clone(), i.clone()),
+                        _ => return Err(self.fail(SqlError::new(159, 15, 1, "Must specify the table name and index name for the DROP INDEX statement."), line)),
+                    };
+                    self.atomic(line, |s| {
+                        s.db.catalog()?.drop_index(&s.db, &table_name, &index_name)
+                    })?;
+                }
+                Ok(Flow::Next)
+            }
+            Statement::CreateTable(_) => unreachable!("the front end wraps CREATE TABLE"),
+            Statement::Declare { stmts } => {
+                for declare in stmts {
+                    let data_type = declare.data_type.as_ref().ok_or_else(|| {
+                        self.fail(
+                            SqlError::new(102, 15, 1, "Incorrect syntax near 'DECLARE'."),
+                            line,
+                        )
+                    })?;
+                    let sql_type = sql_type_of(data_type).map_err(|e| self.fail(e, line))?;
+                    for name in &declare.names {
+                        let key = name.value.to_lowercase();
+                        if self.variables.contains_key(&key) {
+                            return Err(self.fail(SqlError::new(134, 15, 1, format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", name.value)), line));
+                        }
+                        self.variables.insert(key, (sql_type, Value::Null));
+                        if let Some(assignment) = &declare.assignment {
+                            let expr = match assignment {
+                                sqlparser::ast::DeclareAssignment::Expr(e)
+                                | sqlparser::ast::DeclareAssignment::Default(e)
+                                | sqlparser::ast::DeclareAssignment::DuckAssignment(e)
+                                | sqlparser::ast::DeclareAssignment::For(e)
+                                | sqlparser::ast::DeclareAssignment::MsSqlAssignment(e) => e,
+                            };
+                            let v =
+                                self.eval(expr, &Env::empty()).map_err(|e| self.fail(e, line))?;
+                            self.set_variable(&name.value, v).map_err(|e| self.fail(e, line))?;
+                        }
+                    }
+                }
+                Ok(Flow::Next)
+            }
+            Statement::Set(set) => self.run_set(set, line),
+            Statement::If(if_statement) => {
+                let condition =
+                    if_statement.if_block.condition.as_ref().expect("IF has a condition");
+                let take = is_true(&self.eval_stmt(condition, line)?);
+                let block = if take {
+                    Some(&if_statement.if_block)
+                } else {
+                    if_statement.else_block.as_ref()
+                };
+                match block {
+                    Some(block) => self.run_block(block.statements(), line, out),
+                    None => Ok(Flow::Next),
+                }
+            }
+            Statement::While(while_statement) => {
+                let block = &while_statement.while_block;
+                let condition = block.condition.as_ref().expect("WHILE has a condition");
+                for _ in 0..MAX_WHILE_ITERATIONS {
+                    if !is_true(&self.eval_stmt(condition, line)?) {
+                        return Ok(Flow::Next);
+                    }
+                    match self.run_block(block.statements(), line, out)? {
+                        Flow::Break => return Ok(Flow::Next),
+                        Flow::Return => return Ok(Flow::Return),
+                        Flow::Next | Flow::Continue => {}
+                    }
+                }
+                Err(self.fail(
+                    SqlError::new(50000, 16, 1, "WHILE loop exceeded its iteration bound."),
+                    line,
+                ))
+            }
+            Statement::Print(print) => {
+                let v = self.eval_stmt(&print.message, line)?;
+                out(Output::Message(value::display(&v).replace("NULL", "")));
+                Ok(Flow::Next)
+            }
+            Statement::RaisError { message, severity, state, arguments, .. } => {
+                let text = value::display(&self.eval_stmt(message, line)?);
+                let severity = value::as_i64(
+                    &convert(&self.eval_stmt(severity, line)?, SqlType::Int)
+                        .map_err(|e| self.fail(e, line))?,
+                )
+                .unwrap_or(16);
+                let state = value::as_i64(
+                    &convert(&self.eval_stmt(state, line)?, SqlType::Int)
+                        .map_err(|e| self.fail(e, line))?,
+                )
+                .unwrap_or(1);
+                let mut args = Vec::new();
+                for a in arguments {
+                    args.push(self.eval_stmt(a, line)?);
+                }
+                let text = format_message(&text, &args);
+                if severity <= 10 {
+                    out(Output::Message(text));
+                    return Ok(Flow::Next);
+                }
+                let error = SqlError::new(
+                    50000,
+                    severity.clamp(11, 25) as u8,
+                    state.clamp(0, 255) as u8,
+                    text,
+                );
+                Err(Failure { error, line, abort_batch: self.xact_abort })
+            }
+            Statement::StartTransaction { .. } => {
+                self.db.begin_tran().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+            }
+            Statement::Commit { .. } => {
+                self.db.commit_tran().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+            }
+            Statement::Rollback { savepoint, .. } => {
+                let result = match savepoint {
+                    Some(name) => self.db.rollback_tran_to(&name.value),
+                    None => self.db.rollback_tran(),
+                };
+                result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+            }
+            Statement::Use(use_statement) => {
+                let name = match use_statement {
+                    sqlparser::ast::Use::Object(name) => last_part(name),
+                    other => other.to_string().trim_start_matches("USE ").to_string(),
+                };
+                let db = self.server.database(&name).ok_or_else(|| {
+                    self.fail(SqlError::new(911, 16, 1, format!("Database '{name}' does not exist. Make sure that the name is entered correctly.")), line)
+                })?;
+                self.db = db;
+                out(Output::Message(format!("Changed database context to '{}'.", self.db.name)));
+                Ok(Flow::Next)
+            }
+            Statement::CreateDatabase { db_name, .. } => {
+                let name = last_part(db_name);
+                let spec = engine::database::DatabaseSpec::simple(
+                    &name,
+                    engine::units::SizeSpec::parse("8MB").expect("a size"),
+                );
+                self.server
+                    .create_database(&spec)
+                    .map(|_| Flow::Next)
+                    .map_err(|e| self.fail(e, line))
+            }
+            Statement::Drop { object_type: ObjectType::Database, names, if_exists, .. } => {
+                for name in names {
+                    let name = last_part(name);
+                    if *if_exists && self.server.database(&name).is_none() {
+                        continue;
+                    }
+                    if self.db.name.eq_ignore_ascii_case(&name) {
+                        return Err(self.fail(SqlError::new(3702, 16, 4, format!("Cannot drop database \"{name}\" because it is currently in use.")), line));
+                    }
+                    self.server.drop_database(&name).map_err(|e| self.fail(e, line))?;
+                }
+                Ok(Flow::Next)
+            }
+            Statement::Return(_) => Ok(Flow::Return),
+            other => {
+                let text = other.to_string();
+                let word = text.split_whitespace().next().unwrap_or_default().to_uppercase();
+                if word == "BREAK" {
+                    return Ok(Flow::Break);
+                }
+                if word == "CONTINUE" {
+                    return Ok(Flow::Continue);
+                }
+                Err(self.fail(SqlError::new(40517, 16, 1, format!("Keyword or statement option '{word}' is not supported in this version of extentdb.")), line))
+            }
+        }
+    }
+
+    /// Runs statements of a block; an error that does not abort the batch is reported and the
+    /// block goes on, as in SQL Server.
+    fn run_parsed_block(
+        &mut self,
+        statements: &[Parsed],
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        for Parsed { stmt, line } in statements {
+            match self.run(stmt, *line, out) {
+                Ok(Flow::Next) => {}
+                Ok(flow) => return Ok(flow),
+                Err(failure) if !failure.abort_batch => {
+                    self.last_error = failure.error.number;
+                    out(Output::Error { error: failure.error, line: failure.line });
+                }
+                Err(failure) => return Err(failure),
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn run_block(
+        &mut self,
+        statements: &[Statement],
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        for statement in statements {
+            let statement_line = sqlparser::ast::Spanned::span(statement).start.line;
+            let line = if statement_line > 0 { statement_line } else { line };
+            match self.run_statement(statement, line, out) {
+                Ok(Flow::Next) => {}
+                Ok(flow) => return Ok(flow),
+                Err(failure) if !failure.abort_batch => {
+                    self.last_error = failure.error.number;
+                    out(Output::Error { error: failure.error, line: failure.line });
+                }
+                Err(failure) => return Err(failure),
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn eval_stmt(&self, expr: &Expr, line: u64) -> std::result::Result<Value, Failure> {
+        self.eval(expr, &Env::empty()).map_err(|e| self.fail(e, line))
+    }
+
+    fn run_set(
+        &mut self,
+        set: &sqlparser::ast::Set,
+        line: u64,
+    ) -> std::result::Result<Flow, Failure> {
+        let text = set.to_string();
+        let words: Vec<String> = text.split_whitespace().map(|w| w.to_uppercase()).collect();
+        if let sqlparser::ast::Set::SingleAssignment { variable, values, .. } = set {
+            let name = variable.to_string();
+            if name.starts_with('@') {
+                let v = self.eval_stmt(&values[0], line)?;
+                self.set_variable(&name, v).map_err(|e| self.fail(e, line))?;
+                return Ok(Flow::Next);
+            }
+        }
+        let on = words.last().is_some_and(|w| w == "ON");
+        match words.get(1).map(String::as_str) {
+            Some("NOCOUNT") => self.nocount = on,
+            Some("XACT_ABORT") => self.xact_abort = on,
+            _ => {} // other SET options are accepted and ignored (deviation)
+        }
+        Ok(Flow::Next)
+    }
+
+    fn set_variable(&mut self, name: &str, v: Value) -> Result<()> {
+        let key = name.to_lowercase();
+        let Some((sql_type, _)) = self.variables.get(&key) else {
+            return Err(undeclared(name));
+        };
+        let converted = convert(&v, *sql_type)?;
+        self.variables.insert(key, (*sql_type, converted));
+        Ok(())
+    }
+
+    /// A variable's value (137 if it was not declared).
+    pub fn variable(&self, name: &str) -> Result<Value> {
+        self.variables
+            .get(&name.to_lowercase())
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| undeclared(name))
+    }
+
+    /// @@ variables.
+    pub fn system_variable(&self, name: &str) -> Result<Value> {
+        Ok(match name.to_uppercase().as_str() {
+            "@@TRANCOUNT" => Value::Int(self.db.trancount() as i32 - i32::from(self.in_autocommit)),
+            "@@ROWCOUNT" => Value::Int(self.rowcount as i32),
+            "@@ERROR" => Value::Int(self.last_error),
+            "@@SPID" => Value::SmallInt(self.spid as i16),
+            "@@VERSION" => {
+                Value::Text(self.server.instance.banner().first().cloned().unwrap_or_default())
+            }
+            "@@SERVERNAME" => Value::Text(server_name()),
+            "@@IDENTITY" => Value::Null,
+            other => return Err(undeclared(other)),
+        })
+    }
+
+    /// Built-ins that read the session or the server. None if `name` is not one.
+    pub fn system_function(&self, name: &str, args: &[Value]) -> Option<Result<Value>> {
+        let text = |i: usize| args.get(i).map(value::display).unwrap_or_default();
+        let result = match name {
+            "DB_ID" => Ok(match args.first() {
+                None => Value::SmallInt(self.db.database_id as i16),
+                Some(_) => self
+                    .server
+                    .database(&text(0))
+                    .map_or(Value::Null, |db| Value::SmallInt(db.database_id as i16)),
+            }),
+            "DB_NAME" => Ok(match args.first().and_then(value::as_i64) {
+                None => Value::Text(self.db.name.clone()),
+                Some(id) => self
+                    .server
+                    .databases()
+                    .iter()
+                    .find(|d| i64::from(d.database_id) == id)
+                    .map_or(Value::Null, |d| Value::Text(d.name.clone())),
+            }),
+            "OBJECT_ID" => Ok(self
+                .db
+                .catalog()
+                .ok()
+                .and_then(|c| {
+                    c.table(text(0).rsplit('.').next().unwrap_or_default().trim_matches(['[', ']']))
+                })
+                .map_or(Value::Null, |t| Value::Int(t.object_id))),
+            "OBJECT_NAME" => Ok(args
+                .first()
+                .and_then(value::as_i64)
+                .and_then(|id| self.db.catalog().ok()?.table_by_id(id as i32))
+                .map_or(Value::Null, |t| Value::Text(t.name.clone()))),
+            "FILE_ID" => Ok(self
+                .db
+                .file_space()
+                .iter()
+                .find(|f| f.logical_name.eq_ignore_ascii_case(&text(0)))
+                .map_or(Value::Null, |f| Value::SmallInt(f.file_id as i16))),
+            "FILE_NAME" => Ok(args
+                .first()
+                .and_then(value::as_i64)
+                .and_then(|id| {
+                    self.db.file_space().into_iter().find(|f| i64::from(f.file_id) == id)
+                })
+                .map_or(Value::Null, |f| Value::Text(f.logical_name))),
+            "FILEPROPERTY" => Ok(self.file_property(&text(0), &text(1))),
+            "DATABASEPROPERTYEX" => Ok(self.database_property(&text(0), &text(1))),
+            "SERVERPROPERTY" => Ok(match text(0).to_lowercase().as_str() {
+                "productversion" => Value::Text("16.0.1000.6".into()),
+                "edition" => Value::Text("extentdb (open source)".into()),
+                "servername" | "machinename" => Value::Text(server_name()),
+                "productlevel" => Value::Text("RTM".into()),
+                _ => Value::Null,
+            }),
+            "SCOPE_IDENTITY" | "IDENT_CURRENT" => Ok(Value::Null),
+            _ => return None,
+        };
+        Some(result)
+    }
+
+    fn file_property(&self, file: &str, property: &str) -> Value {
+        let Some(space) =
+            self.db.file_space().into_iter().find(|f| f.logical_name.eq_ignore_ascii_case(file))
+        else {
+            return Value::Null;
+        };
+        match property.to_lowercase().as_str() {
+            // Deviation: counted in whole extents (8 pages each) in use.
+            "spaceused" => Value::Int(((space.total_extents - space.free_extents) * 8) as i32),
+            "isprimaryfile" => Value::Int(i32::from(space.file_id == 1)),
+            "islogfile" => Value::Int(0),
+            _ => Value::Null,
+        }
+    }
+
+    fn database_property(&self, name: &str, property: &str) -> Value {
+        let Some(db) = self.server.database(name) else { return Value::Null };
+        match property.to_lowercase().as_str() {
+            "recovery" => Value::Text(db.recovery_model_desc().to_string()),
+            "status" => Value::Text("ONLINE".into()),
+            "updateability" => Value::Text("READ_WRITE".into()),
+            "collation" => Value::Text("SQL_Latin1_General_CP1_CI_AS".into()),
+            _ => Value::Null,
+        }
+    }
+
+    fn table_spec(
+        &self,
+        statement: &Statement,
+        clustering: &[Option<bool>],
+        rowguidcol: &[String],
+        filegroup: Option<String>,
+    ) -> Result<TableSpec> {
+        let Statement::CreateTable(create) = statement else { unreachable!("CREATE TABLE") };
+        let name = last_part(&create.name);
+        let mut columns = Vec::new();
+        let mut indexes = Vec::new();
+        let mut flags = clustering.iter().copied();
+        let mut pending: Vec<PendingConstraint> = Vec::new();
+        for def in &create.columns {
+            let sql_type = sql_type_of(&def.data_type)?;
+            let mut column = ColumnDef::new(&def.name.value, sql_type, true);
+            column.rowguidcol = rowguidcol.iter().any(|r| r.eq_ignore_ascii_case(&def.name.value));
+            for option in &def.options {
+                match &option.option {
+                    ColumnOption::NotNull => column.column.nullable = false,
+                    ColumnOption::Null => column.column.nullable = true,
+                    ColumnOption::Default(e) => column.default_sql = Some(e.to_string()),
+                    ColumnOption::Identity(identity) => {
+                        let (mut seed, mut step) = (1, 1);
+                        let text = identity.to_string();
+                        if let Some(args) =
+                            text.split_once('(').map(|(_, a)| a.trim_end_matches(')').to_string())
+                        {
+                            let parts: Vec<i64> =
+                                args.split(',').filter_map(|p| p.trim().parse().ok()).collect();
+                            if parts.len() == 2 {
+                                (seed, step) = (parts[0], parts[1]);
+                            }
+                        }
+                        column.identity = Some((seed, step));
+                        column.column.nullable = false;
+                    }
+                    ColumnOption::PrimaryKey(pk) => {
+                        let constraint = pk.name.as_ref().map(|n| n.value.clone());
+                        pending.push((
+                            true,
+                            true,
+                            vec![def.name.value.clone()],
+                            constraint,
+                            flags.next().flatten(),
+                        ));
+                    }
+                    ColumnOption::Unique(unique) => {
+                        let constraint = unique.name.as_ref().map(|n| n.value.clone());
+                        pending.push((
+                            false,
+                            true,
+                            vec![def.name.value.clone()],
+                            constraint,
+                            flags.next().flatten(),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            columns.push(column);
+        }
+        for constraint in &create.constraints {
+            match constraint {
+                TableConstraint::PrimaryKey(pk) => {
+                    let cols = pk.columns.iter().map(|c| c.column.expr.to_string()).collect();
+                    pending.push((
+                        true,
+                        true,
+                        cols,
+                        pk.name.as_ref().map(|n| n.value.clone()),
+                        flags.next().flatten(),
+                    ));
+                }
+                TableConstraint::Unique(unique) => {
+                    let cols = unique.columns.iter().map(|c| c.column.expr.to_string()).collect();
+                    pending.push((
+                        false,
+                        true,
+                        cols,
+                        unique.name.as_ref().map(|n| n.value.clone()),
+                        flags.next().flatten(),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if pending.iter().filter(|p| p.0).count() > 1 {
+            return Err(SqlError::new(
+                8110,
+                16,
+                0,
+                format!("Cannot add multiple PRIMARY KEY constraints to table '{name}'."),
+            ));
+        }
+        for (primary_key, unique, cols, constraint, clustered) in pending {
+            let mut key_columns = Vec::new();
+            for c in &cols {
+                let c = c.trim_matches(['[', ']']);
+                let position = columns
+                    .iter()
+                    .position(|d: &ColumnDef| d.column.name.eq_ignore_ascii_case(c))
+                    .ok_or_else(|| {
+                        SqlError::new(
+                            1911,
+                            16,
+                            1,
+                            format!(
+                                "Column name '{c}' does not exist in the target table or view."
+                            ),
+                        )
+                    })?;
+                key_columns.push(position);
+            }
+            let clustered = clustered.unwrap_or(primary_key)
+                && !indexes.iter().any(|i: &IndexSpec| i.clustered);
+            let generated = if primary_key {
+                format!("PK__{name}")
+            } else {
+                format!("UQ__{name}__{}", indexes.len())
+            };
+            indexes.push(IndexSpec {
+                name: constraint.unwrap_or(generated),
+                clustered,
+                unique,
+                primary_key,
+                key_columns,
+                filegroup: None,
+            });
+        }
+        Ok(TableSpec { name, columns, indexes, filegroup })
+    }
+
+    fn index_spec(
+        &self,
+        table: &str,
+        name: &str,
+        unique: bool,
+        clustered: bool,
+        columns: &[String],
+        filegroup: Option<String>,
+    ) -> Result<IndexSpec> {
+        let t = self.table(table)?;
+        let mut key_columns = Vec::new();
+        for c in columns {
+            key_columns.push(t.column_index(c).ok_or_else(|| {
+                SqlError::new(
+                    1911,
+                    16,
+                    1,
+                    format!("Column name '{c}' does not exist in the target table or view."),
+                )
+            })?);
+        }
+        Ok(IndexSpec {
+            name: name.to_string(),
+            clustered,
+            unique,
+            primary_key: false,
+            key_columns,
+            filegroup,
+        })
+    }
+
+    /// The value a column gets when an INSERT does not name it.
+    fn default_value(&self, table: &engine::catalog::Table, position: usize) -> Result<Value> {
+        let column = &table.columns[position];
+        if let Some(sql) = &column.default_sql {
+            let parsed = front::parse_batch(&format!("SELECT {sql}")).map_err(|(e, _)| e)?;
+            if let Some(Parsed { stmt: Stmt::Sql(statement), .. }) = parsed.first()
+                && let Statement::Query(query) = statement.as_ref()
+            {
+                let result = self.run_query(query, None)?;
+                return Ok(result
+                    .rows
+                    .into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next())
+                    .unwrap_or(Value::Null));
+            }
+        }
+        Ok(Value::Null)
+    }
+
+    /// A row ready for the table: identity, defaults, conversion to the column types, NOT NULL.
+    fn complete_row(
+        &self,
+        table: &engine::catalog::Table,
+        given: Vec<Option<Value>>,
+        verb: &str,
+    ) -> Result<Vec<Value>> {
+        let identity = table.next_identity(&self.db)?;
+        let mut row = Vec::with_capacity(table.columns.len());
+        for (position, (column, value)) in table.columns.iter().zip(given).enumerate() {
+            let v = match value {
+                Some(v) => v,
+                None if column.identity.is_some() => Value::BigInt(identity.expect("identity")),
+                None => self.default_value(table, position)?,
+            };
+            let sql_type = column.column.sql_type;
+            let converted = convert(&v, sql_type)?;
+            check_length(&converted, &v, column, table, &self.db.name)?;
+            if matches!(converted, Value::Null) && !column.column.nullable {
+                return Err(SqlError::new(
+                    515,
+                    16,
+                    2,
+                    format!(
+                        "Cannot insert the value NULL into column '{}', table '{}.dbo.{}'; column does not allow nulls. {verb} fails.",
+                        column.column.name, self.db.name, table.name
+                    ),
+                ));
+            }
+            row.push(functions::to_storage(converted, sql_type));
+        }
+        Ok(row)
+    }
+
+    fn insert(&mut self, insert: &sqlparser::ast::Insert) -> Result<u64> {
+        let TableObject::TableName(name) = &insert.table else {
+            return Err(SqlError::new(
+                40517,
+                16,
+                1,
+                "INSERT into a table function is not supported.",
+            ));
+        };
+        let table = self.table(&last_part(name))?;
+        table.lock(&self.db, engine::lock::LockMode::IX)?;
+        let positions: Vec<usize> = if insert.columns.is_empty() {
+            (0..table.columns.len()).filter(|p| table.columns[*p].identity.is_none()).collect()
+        } else {
+            let mut positions = Vec::new();
+            for c in &insert.columns {
+                let c = last_part(c);
+                let p = table.column_index(&c).ok_or_else(|| {
+                    SqlError::new(207, 16, 1, format!("Invalid column name '{c}'."))
+                })?;
+                if table.columns[p].identity.is_some() {
+                    return Err(SqlError::new(
+                        544,
+                        16,
+                        1,
+                        format!(
+                            "Cannot insert explicit value for identity column in table '{}' when IDENTITY_INSERT is set to OFF.",
+                            table.name
+                        ),
+                    ));
+                }
+                positions.push(p);
+            }
+            positions
+        };
+        let source_rows: Vec<Vec<Value>> = match &insert.source {
+            None => vec![Vec::new()],
+            Some(query) => match query.body.as_ref() {
+                SetExpr::Values(values) => {
+                    let mut rows = Vec::new();
+                    for row in &values.rows {
+                        let mut out = Vec::new();
+                        for e in &row.content {
+                            out.push(self.eval(e, &Env::empty())?);
+                        }
+                        rows.push(out);
+                    }
+                    rows
+                }
+                _ => self.run_query(query, None)?.rows,
+            },
+        };
+        let mut count = 0;
+        for values in source_rows {
+            if insert.source.is_some() && values.len() != positions.len() {
+                let error = if values.len() > positions.len() {
+                    SqlError::new(
+                        110,
+                        15,
+                        1,
+                        "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
+                    )
+                } else {
+                    SqlError::new(
+                        109,
+                        15,
+                        1,
+                        "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
+                    )
+                };
+                return Err(if insert.columns.is_empty() {
+                    SqlError::new(
+                        213,
+                        16,
+                        1,
+                        "Column name or number of supplied values does not match table definition.",
+                    )
+                } else {
+                    error
+                });
+            }
+            let mut given: Vec<Option<Value>> = vec![None; table.columns.len()];
+            for (p, v) in positions.iter().zip(values) {
+                given[*p] = Some(v);
+            }
+            let row = self.complete_row(&table, given, "INSERT")?;
+            table.insert(&self.db, &row).map_err(|e| qualify_duplicate(e, &table))?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// The rows of a table that a WHERE clause selects, with their locators.
+    fn matching_rows(
+        &self,
+        table: &engine::catalog::Table,
+        alias: Option<&str>,
+        selection: Option<&Expr>,
+    ) -> Result<Vec<(engine::catalog::RowLocator, Vec<Value>)>> {
+        let qualifier = alias.unwrap_or(&table.name).to_string();
+        let cols: Vec<crate::query::ColRef> = table
+            .columns
+            .iter()
+            .map(|c| crate::query::ColRef {
+                qualifier: qualifier.clone(),
+                name: c.column.name.clone(),
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (locator, row) in table.rows(&self.db)? {
+            let shown: Vec<Value> = row
+                .iter()
+                .cloned()
+                .zip(&table.columns)
+                .map(|(v, c)| functions::from_storage(v, c.column.sql_type))
+                .collect();
+            let keep =
+                match selection {
+                    Some(filter) => is_true(&self.eval(
+                        filter,
+                        &Env { cols: &cols, row: &shown, group: None, outer: None },
+                    )?),
+                    None => true,
+                };
+            if keep {
+                out.push((locator, row));
+            }
+        }
+        Ok(out)
+    }
+
+    fn update(&mut self, update: &sqlparser::ast::Update) -> Result<u64> {
+        let TableFactor::Table { name, alias, .. } = &update.table.relation else {
+            return Err(SqlError::new(40517, 16, 1, "UPDATE of this form is not supported."));
+        };
+        if update.from.is_some() || !update.table.joins.is_empty() {
+            return Err(SqlError::new(40517, 16, 1, "UPDATE ... FROM is not supported yet."));
+        }
+        let table = self.table(&last_part(name))?;
+        table.lock(&self.db, engine::lock::LockMode::IX)?;
+        let alias = alias.as_ref().map(|a| a.name.value.clone());
+        let qualifier = alias.clone().unwrap_or_else(|| table.name.clone());
+        let cols: Vec<crate::query::ColRef> = table
+            .columns
+            .iter()
+            .map(|c| crate::query::ColRef {
+                qualifier: qualifier.clone(),
+                name: c.column.name.clone(),
+            })
+            .collect();
+        let mut targets = Vec::new();
+        for assignment in &update.assignments {
+            let column = match &assignment.target {
+                sqlparser::ast::AssignmentTarget::ColumnName(n) => last_part(n),
+                other => other.to_string(),
+            };
+            let p = table.column_index(&column).ok_or_else(|| {
+                SqlError::new(207, 16, 1, format!("Invalid column name '{column}'."))
+            })?;
+            if table.columns[p].identity.is_some() {
+                return Err(SqlError::new(
+                    8102,
+                    16,
+                    1,
+                    format!("Cannot update identity column '{column}'."),
+                ));
+            }
+            targets.push((p, &assignment.value));
+        }
+        let rows = self.matching_rows(&table, alias.as_deref(), update.selection.as_ref())?;
+        let mut count = 0;
+        for (locator, old) in rows {
+            let shown: Vec<Value> = old
+                .iter()
+                .cloned()
+                .zip(&table.columns)
+                .map(|(v, c)| functions::from_storage(v, c.column.sql_type))
+                .collect();
+            let env = Env { cols: &cols, row: &shown, group: None, outer: None };
+            let mut given: Vec<Option<Value>> = shown.iter().cloned().map(Some).collect();
+            for (p, e) in &targets {
+                given[*p] = Some(self.eval(e, &env)?);
+            }
+            let new = self.complete_row(&table, given, "UPDATE")?;
+            table
+                .update(&self.db, &locator, &old, &new)
+                .map_err(|e| qualify_duplicate(e, &table))?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    fn delete(&mut self, delete: &sqlparser::ast::Delete) -> Result<u64> {
+        let from = match &delete.from {
+            FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
+        };
+        let Some(TableFactor::Table { name, alias, .. }) = from.first().map(|t| &t.relation) else {
+            return Err(SqlError::new(40517, 16, 1, "DELETE of this form is not supported."));
+        };
+        let table = self.table(&last_part(name))?;
+        table.lock(&self.db, engine::lock::LockMode::IX)?;
+        let alias = alias.as_ref().map(|a| a.name.value.clone());
+        let rows = self.matching_rows(&table, alias.as_deref(), delete.selection.as_ref())?;
+        let count = rows.len() as u64;
+        for (locator, row) in rows {
+            table.delete(&self.db, &locator, &row)?;
+        }
+        Ok(count)
+    }
+
+    fn truncate(&mut self, name: &str) -> Result<()> {
+        let table = self.table(name)?;
+        table.lock(&self.db, engine::lock::LockMode::X)?;
+        for (locator, row) in table.rows(&self.db)? {
+            table.delete(&self.db, &locator, &row)?;
+        }
+        Ok(())
+    }
+
+    /// SELECT ... INTO: a new heap whose columns take the types of the values.
+    fn select_into(&mut self, name: &str, columns: &[String], rows: &[Vec<Value>]) -> Result<()> {
+        let mut defs = Vec::new();
+        for (i, column) in columns.iter().enumerate() {
+            if column.is_empty() {
+                return Err(SqlError::new(
+                    1038,
+                    15,
+                    5,
+                    "An object or column name is missing or empty. For SELECT INTO statements, verify each column has a name.",
+                ));
+            }
+            let sample = rows.iter().map(|r| &r[i]).find(|v| !matches!(v, Value::Null));
+            defs.push(ColumnDef::new(column, type_of_value(sample, rows, i), true));
+        }
+        let spec = TableSpec {
+            name: name.to_string(),
+            columns: defs,
+            indexes: Vec::new(),
+            filegroup: None,
+        };
+        let table = self.db.catalog()?.create_table(&self.db, &spec)?;
+        for row in rows {
+            let given = row.iter().cloned().map(Some).collect();
+            let stored = self.complete_row(&table, given, "INSERT")?;
+            table.insert(&self.db, &stored)?;
+        }
+        Ok(())
+    }
+}
+
+/// The type SELECT INTO gives a column, from its values.
+fn type_of_value(sample: Option<&Value>, rows: &[Vec<Value>], i: usize) -> SqlType {
+    let longest = rows
+        .iter()
+        .map(|r| value::display(&r[i]).chars().count())
+        .max()
+        .unwrap_or(1)
+        .clamp(1, 4000) as u16;
+    match sample {
+        Some(Value::TinyInt(_)) => SqlType::TinyInt,
+        Some(Value::SmallInt(_)) => SqlType::SmallInt,
+        Some(Value::Int(_)) | Some(Value::Null) | None => SqlType::Int,
+        Some(Value::BigInt(_)) => SqlType::BigInt,
+        Some(Value::Bit(_)) => SqlType::Bit,
+        Some(Value::Decimal(_, s)) => SqlType::Decimal { precision: 38, scale: *s },
+        Some(Value::Float(_)) => SqlType::Float,
+        Some(Value::Real(_)) => SqlType::Real,
+        Some(Value::Money(_)) => SqlType::Money,
+        Some(Value::Text(_)) => SqlType::NVarChar(longest),
+        Some(Value::Bytes(_)) => SqlType::VarBinary(longest.max(1)),
+        Some(Value::Guid(_)) => SqlType::UniqueIdentifier,
+        Some(Value::Date(_)) => SqlType::Date,
+        Some(Value::Time(_)) => SqlType::Time(7),
+        Some(Value::DateTime(..)) => SqlType::DateTime,
+        Some(Value::DateTime2(..)) => SqlType::DateTime2(7),
+    }
+}
+
+/// 2628 when a string would be cut to fit its column.
+fn check_length(
+    converted: &Value,
+    given: &Value,
+    column: &ColumnDef,
+    table: &engine::catalog::Table,
+    db: &str,
+) -> Result<()> {
+    let limit = match column.column.sql_type {
+        SqlType::Char(n) | SqlType::VarChar(n) | SqlType::NChar(n) | SqlType::NVarChar(n) => {
+            usize::from(n)
+        }
+        _ => return Ok(()),
+    };
+    if let (Value::Text(original), Value::Text(_)) = (given, converted)
+        && original.trim_end_matches(' ').chars().count() > limit
+    {
+        let shown: String = original.chars().take(limit).collect();
+        return Err(SqlError::new(
+            2628,
+            16,
+            1,
+            format!(
+                "String or binary data would be truncated in table '{db}.dbo.{}', column '{}'. Truncated value: '{shown}'.",
+                table.name, column.column.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// 2627/2601 name the table as `dbo.name` (the engine already does; kept as the one place
+/// that would qualify it further).
+fn qualify_duplicate(error: SqlError, _table: &engine::catalog::Table) -> SqlError {
+    error
+}
+
+fn undeclared(name: &str) -> SqlError {
+    SqlError::new(137, 15, 2, format!("Must declare the scalar variable \"{name}\"."))
+}
+
+fn server_name() -> String {
+    std::env::var("HOSTNAME").unwrap_or_else(|_| "extentdb".into())
+}
+
+/// RAISERROR's printf-style substitution: %d %i %u %s %x %%.
+fn format_message(template: &str, args: &[Value]) -> String {
+    let mut out = String::new();
+    let mut chars = template.chars().peekable();
+    let mut next_arg = args.iter();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        while chars
+            .peek()
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, '-' | '+' | ' ' | '#' | '.'))
+        {
+            chars.next();
+        }
+        match chars.next() {
+            Some('%') => out.push('%'),
+            Some('d' | 'i' | 'u' | 's' | 'S') => out
+                .push_str(&next_arg.next().map(value::display).unwrap_or_else(|| "(null)".into())),
+            Some('x' | 'X') => out.push_str(
+                &next_arg
+                    .next()
+                    .and_then(value::as_i64)
+                    .map(|v| format!("{v:x}"))
+                    .unwrap_or_default(),
+            ),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+/// Keeps `literal` reachable for callers that evaluate defaults.
+pub fn literal_value(v: &sqlparser::ast::Value) -> Result<Value> {
+    literal(v)
+}

@@ -1,0 +1,76 @@
+//! Output as sqlcmd prints it: a result set as a header line, a line of dashes and one line per
+//! row, columns padded to the widest value (deviation: sqlcmd pads to the column type's display
+//! size, which extentdb does not carry yet); "(n rows affected)"; messages as they are; errors as
+//! `Msg n, Level l, State s, Line k` and the text.
+
+use crate::server::Output;
+use crate::value::display;
+
+/// One output item as sqlcmd prints it (with a trailing newline).
+pub fn format(output: &Output) -> String {
+    match output {
+        Output::Rows(set) => {
+            let mut widths: Vec<usize> = set.columns.iter().map(|c| c.chars().count()).collect();
+            let texts: Vec<Vec<String>> =
+                set.rows.iter().map(|r| r.iter().map(display).collect()).collect();
+            for row in &texts {
+                for (i, text) in row.iter().enumerate() {
+                    widths[i] = widths[i].max(text.chars().count());
+                }
+            }
+            let line = |cells: Vec<String>| -> String {
+                let padded: Vec<String> =
+                    cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}", w = *w)).collect();
+                format!("{}\n", padded.join(" ").trim_end())
+            };
+            let mut out = line(set.columns.clone());
+            out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect()));
+            for row in texts {
+                out.push_str(&line(row));
+            }
+            out.push('\n');
+            out
+        }
+        Output::Message(text) => format!("{text}\n"),
+        Output::RowCount(n) => {
+            let noun = if *n == 1 { "row" } else { "rows" };
+            format!("({n} {noun} affected)\n")
+        }
+        Output::Error { error, line } => format!(
+            "Msg {}, Level {}, State {}, Line {}\n{}\n",
+            error.number, error.severity, error.state, line, error.message
+        ),
+    }
+}
+
+/// Runs a script as `sqlcmd -i` does: batch by batch (`GO n` repeats one), printing as it goes.
+/// With `stop_on_error` (sqlcmd `-b`) the script stops at the first batch that raised an error.
+/// Returns whether every batch ran without error.
+pub fn run_script(
+    session: &mut crate::session::Session,
+    script: &str,
+    stop_on_error: bool,
+    print: &mut dyn FnMut(&str),
+) -> bool {
+    let batches = match crate::batch::split(script) {
+        Ok(batches) => batches,
+        Err(error) => {
+            print(&format!(
+                "Sqlcmd: Error: Syntax error at line {} near command '{}'.\n",
+                error.line, error.message
+            ));
+            return false;
+        }
+    };
+    let mut ok = true;
+    for batch in batches {
+        for _ in 0..batch.repeat {
+            let batch_ok = session.execute(&batch.text, &mut |output| print(&format(&output)));
+            ok &= batch_ok;
+            if !batch_ok && stop_on_error {
+                return false;
+            }
+        }
+    }
+    ok
+}

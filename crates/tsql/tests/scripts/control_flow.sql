@@ -1,0 +1,20 @@
+-- Batches and control flow: variables, IF/ELSE, WHILE with BREAK, BEGIN...END, GO n.
+DECLARE @i INT = 0, @total INT = 0
+WHILE @i < 10
+BEGIN
+    SET @i = @i + 1
+    IF @i % 2 = 0 CONTINUE
+    IF @i > 7 BREAK
+    SET @total = @total + @i
+END
+IF @total = 16 PRINT 'sum of 1, 3, 5, 7 is 16' ELSE PRINT 'wrong'
+SELECT @i AS i, @total AS total
+GO
+CREATE TABLE ticks (n INT IDENTITY(1,1), at INT)
+GO
+INSERT INTO ticks (at) VALUES (1)
+GO 3
+SELECT COUNT(*) AS inserted, MAX(n) AS last_identity FROM ticks
+SET NOCOUNT ON
+SELECT @@ROWCOUNT AS rc
+GO

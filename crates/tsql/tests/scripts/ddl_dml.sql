@@ -1,0 +1,29 @@
+-- CREATE TABLE with IDENTITY, defaults, NOT NULL and a clustered primary key; INSERT forms;
+-- UPDATE, DELETE, TRUNCATE; DROP TABLE [IF EXISTS].
+CREATE TABLE dbo.Orders (
+    id INT IDENTITY(1,1) PRIMARY KEY,
+    customer NVARCHAR(20) NOT NULL,
+    amount DECIMAL(10,2) DEFAULT 0,
+    placed DATE DEFAULT '2024-01-02'
+)
+INSERT INTO Orders (customer, amount) VALUES ('alice', 10.5), ('bob', 20), ('alice', 3.25)
+INSERT Orders (customer) VALUES ('carol')
+SELECT * FROM Orders
+GO
+UPDATE Orders SET amount = amount * 2 WHERE customer = 'alice'
+SELECT id, customer, amount FROM Orders WHERE amount > 10 ORDER BY amount DESC
+DELETE FROM Orders WHERE id = 2
+SELECT COUNT(*) AS remaining FROM Orders
+GO
+CREATE TABLE Archive (id INT, customer NVARCHAR(20))
+INSERT INTO Archive (id, customer) SELECT id, customer FROM Orders WHERE customer = 'alice'
+SELECT * FROM Archive ORDER BY id
+TRUNCATE TABLE Archive
+SELECT COUNT(*) AS after_truncate FROM Archive
+GO
+SELECT id, customer INTO Copy FROM Orders WHERE id < 4
+SELECT * FROM Copy ORDER BY id
+DROP TABLE Copy
+DROP TABLE IF EXISTS Copy
+DROP TABLE Copy
+GO

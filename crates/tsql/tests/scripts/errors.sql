@@ -1,0 +1,27 @@
+-- SQL Server's errors: numbers, levels, states and lines; which errors end the batch.
+CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(5) NOT NULL)
+INSERT INTO t VALUES (1, 'one')
+INSERT INTO t VALUES (1, 'again')
+INSERT INTO t VALUES (2, NULL)
+INSERT INTO t VALUES (3, 'toolong')
+SELECT 1 / 0 AS boom
+PRINT 'statement errors do not end the batch'
+GO
+SELECT * FROM missing
+PRINT 'not printed: 208 ends the batch'
+GO
+SELECT nocolumn FROM t
+GO
+SELECT CAST('abc' AS INT)
+PRINT 'not printed: 245 ends the batch'
+GO
+SELECT * FROM t WHERE
+GO
+CREATE TABLE t (x INT)
+GO
+DROP TABLE nothere
+GO
+PRINT @undeclared
+GO
+COMMIT
+GO

@@ -1,0 +1,37 @@
+-- Transactions: rollback, savepoints, nesting, @@TRANCOUNT, statement-level rollback and
+-- XACT_ABORT.
+CREATE TABLE acct (id INT PRIMARY KEY, balance INT NOT NULL)
+INSERT INTO acct VALUES (1, 100), (2, 50)
+GO
+BEGIN TRAN
+UPDATE acct SET balance = balance - 30 WHERE id = 1
+SELECT @@TRANCOUNT AS depth
+ROLLBACK
+SELECT * FROM acct
+GO
+BEGIN TRAN
+INSERT INTO acct VALUES (3, 10)
+SAVE TRAN before_four
+INSERT INTO acct VALUES (4, 20)
+ROLLBACK TRAN before_four
+BEGIN TRAN
+SELECT @@TRANCOUNT AS nested
+COMMIT
+COMMIT
+SELECT id FROM acct ORDER BY id
+GO
+BEGIN TRAN
+INSERT INTO acct VALUES (5, 1)
+INSERT INTO acct VALUES (5, 2)
+INSERT INTO acct VALUES (6, 3)
+COMMIT
+SELECT id, balance FROM acct WHERE id >= 5
+GO
+SET XACT_ABORT ON
+BEGIN TRAN
+INSERT INTO acct VALUES (7, 1)
+INSERT INTO acct VALUES (7, 2)
+PRINT 'not printed'
+GO
+SELECT @@TRANCOUNT AS after_abort, COUNT(*) AS sevens FROM acct WHERE id = 7
+GO
