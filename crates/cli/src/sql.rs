@@ -42,6 +42,13 @@ fn start(dir: &PathBuf) -> Result<std::sync::Arc<Server>, String> {
     Server::start(InstanceConfig::new(dir)).map_err(|e| e.to_string())
 }
 
+/// Closes the databases; with `-b`, an error in a batch makes the exit code 1 (the error
+/// itself was already printed, so the message is empty).
+fn finish(server: &Server, ok: bool, stop_on_error: bool) -> Result<(), String> {
+    server.shutdown().map_err(|e| e.to_string())?;
+    if ok || !stop_on_error { Ok(()) } else { Err(String::new()) }
+}
+
 fn print(text: &str) {
     crate::write_stdout(text);
 }
@@ -58,8 +65,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             break;
         }
     }
-    server.shutdown().map_err(|e| e.to_string())?;
-    if ok || !args.stop_on_error { Ok(()) } else { Err(String::new()) }
+    finish(&server, ok, args.stop_on_error)
 }
 
 /// The interactive shell: lines gather into a batch until `GO [n]`; `:r file` reads a script
@@ -69,8 +75,7 @@ pub fn shell(args: &ShellArgs) -> Result<(), String> {
     let mut session = Session::new(&server);
     if let Some(query) = &args.query {
         let ok = tsql::sqlcmd::run_script(&mut session, query, args.stop_on_error, &mut print);
-        server.shutdown().map_err(|e| e.to_string())?;
-        return if ok || !args.stop_on_error { Ok(()) } else { Err(String::new()) };
+        return finish(&server, ok, args.stop_on_error);
     }
     let mut ok = true;
     let mut pending = String::new();
@@ -125,6 +130,5 @@ pub fn shell(args: &ShellArgs) -> Result<(), String> {
     if !pending.trim().is_empty() {
         ok &= tsql::sqlcmd::run_script(&mut session, &pending, args.stop_on_error, &mut print);
     }
-    server.shutdown().map_err(|e| e.to_string())?;
-    if ok || !args.stop_on_error { Ok(()) } else { Err(String::new()) }
+    finish(&server, ok, args.stop_on_error)
 }

@@ -1,6 +1,6 @@
 //! The catalog: which tables a database has, their columns and their indexes, kept in system
-//! tables that are B-trees like any other (reference §2.5: SQL Server's metadata lives in
-//! system base tables such as sys.sysschobjs, sys.syscolpars and sys.sysidxstats).
+//! tables that are B-trees like any other (SQL Server keeps its metadata in system base tables
+//! such as sys.sysschobjs, sys.syscolpars and sys.sysidxstats).
 //!
 //! What it owns:
 //! - three system tables, clustered B-trees created with the database (or when an older
@@ -179,16 +179,11 @@ fn already_exists(name: &str) -> SqlError {
     )
 }
 
+/// 211, SQL Server's error for metadata it cannot read; what was wrong goes to the errorlog.
 fn catalog_corrupt(db: &Database, what: &str) -> SqlError {
-    SqlError::new(
-        8992,
-        16,
-        1,
-        format!(
-            "Check Catalog Msg 3853, State 1: the catalog of database '{}' is inconsistent ({what}).",
-            db.name
-        ),
-    )
+    let detail = format!("The catalog of database '{}' is inconsistent: {what}.", db.name);
+    db.instance().errorlog.write(&crate::instance::current_process_info(), &detail);
+    SqlError::new(211, 23, 1, "Possible schema corruption. Run DBCC CHECKCATALOG.")
 }
 
 impl Table {
@@ -212,13 +207,13 @@ impl Table {
         matches!(self.base, Storage::Heap(_))
     }
 
-    /// Takes an object lock on every unit of the table for this session's transaction.
+    /// Takes the table's object lock for this session's transaction. The table's object is
+    /// its heap or clustered index: every read and change of the table goes through that unit
+    /// (a nonclustered seek fetches its rows there), so one lock covers the table.
     pub fn lock(&self, db: &Database, mode: LockMode) -> SqlResult<()> {
-        for au_id in self.au_ids() {
-            let resource = LockResource::Object { database_id: db.database_id, au_id };
-            xact::lock(db, resource, mode)?;
-        }
-        Ok(())
+        let resource =
+            LockResource::Object { database_id: db.database_id, au_id: self.indexes[0].au_id };
+        xact::lock(db, resource, mode)
     }
 
     /// The next identity value (None if the table has no identity column).
@@ -278,16 +273,19 @@ impl Table {
                 RowLocator::Key(tree.stored_key(&stored))
             }
         };
-        for tree in &self.secondary {
-            tree.insert(db, &self.secondary_entry(tree, row, &locator))?;
+        for (index, tree) in self.nonclustered() {
+            tree.insert(db, &Self::secondary_entry(index, row, &locator))?;
         }
         Ok(locator)
     }
 
+    /// The nonclustered indexes with their definitions (invariant 2: `indexes[1..]`).
+    fn nonclustered(&self) -> impl Iterator<Item = (&IndexDef, &BTree)> {
+        self.indexes[1..].iter().zip(&self.secondary)
+    }
+
     /// A nonclustered index's entry for a row: its key columns, then the row locator.
-    fn secondary_entry(&self, tree: &BTree, row: &[Value], locator: &RowLocator) -> Vec<Value> {
-        let position = self.secondary.iter().position(|t| std::ptr::eq(t, tree)).expect("own");
-        let index = &self.indexes[position + 1];
+    fn secondary_entry(index: &IndexDef, row: &[Value], locator: &RowLocator) -> Vec<Value> {
         let mut entry: Vec<Value> = index.key_columns.iter().map(|c| row[*c].clone()).collect();
         match locator {
             RowLocator::Rid(rid) => entry.push(Value::Bytes(rid.to_bytes().to_vec())),
@@ -379,8 +377,8 @@ impl Table {
 
     /// Deletes the row `row` at `locator` from every index.
     pub fn delete(&self, db: &Database, locator: &RowLocator, row: &[Value]) -> SqlResult<()> {
-        for tree in &self.secondary {
-            let entry = self.secondary_entry(tree, row, locator);
+        for (index, tree) in self.nonclustered() {
+            let entry = Self::secondary_entry(index, row, locator);
             tree.delete(db, &tree.stored_key(&entry))?;
         }
         match (&self.base, locator) {
@@ -403,9 +401,9 @@ impl Table {
         match (&self.base, locator) {
             (Storage::Heap(heap), RowLocator::Rid(rid)) => {
                 heap.update(db, *rid, new)?;
-                for tree in &self.secondary {
-                    let old_entry = self.secondary_entry(tree, old, locator);
-                    let new_entry = self.secondary_entry(tree, new, locator);
+                for (index, tree) in self.nonclustered() {
+                    let old_entry = Self::secondary_entry(index, old, locator);
+                    let new_entry = Self::secondary_entry(index, new, locator);
                     if old_entry != new_entry {
                         tree.delete(db, &tree.stored_key(&old_entry))?;
                         tree.insert(db, &new_entry)?;
@@ -837,9 +835,9 @@ impl Catalog {
                     rebuilt.insert(db, row)?;
                 }
             } else {
-                let tree = rebuilt.secondary.last().expect("just added");
+                let (index, tree) = rebuilt.nonclustered().last().expect("just added");
                 for (locator, row) in &rows {
-                    tree.insert(db, &rebuilt.secondary_entry(tree, row, locator))?;
+                    tree.insert(db, &Table::secondary_entry(index, row, locator))?;
                 }
             }
             self.delete_table_rows(db, &table)?;

@@ -45,7 +45,7 @@ impl Env<'_> {
     }
 }
 
-/// What a query produced, with the column types seen.
+/// What a query produced.
 pub struct QueryResult {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Value>>,
@@ -400,12 +400,6 @@ impl Session {
                     _ => None,
                 };
                 if let Some(a) = arith {
-                    if a == Arith::Add
-                        && (matches!(l, Value::Text(_)) || matches!(r, Value::Text(_)))
-                        && let (Value::Text(_), Value::Text(_)) = (&l, &r)
-                    {
-                        return value::arith(a, &l, &r);
-                    }
                     return value::arith(a, &l, &r);
                 }
                 if matches!(op, BinaryOperator::StringConcat) {
@@ -544,26 +538,25 @@ impl Session {
                 if values.is_empty() {
                     return Ok(Value::Null);
                 }
-                let widened: Vec<Value> = values
-                    .into_iter()
-                    .map(|v| match v {
-                        Value::Int(x) => Value::BigInt(i64::from(x)),
-                        Value::SmallInt(x) => Value::BigInt(i64::from(x)),
-                        Value::TinyInt(x) => Value::BigInt(i64::from(x)),
-                        other => other,
-                    })
-                    .collect();
-                let count = widened.len();
-                let first_int = matches!(f_arg_kind(&widened[0]), 1);
-                let mut total = widened[0].clone();
-                for v in &widened[1..] {
-                    total = value::arith(Arith::Add, &total, v)?;
+                // Added up as bigint; SQL Server's result type is int for tinyint, smallint
+                // and int arguments (8115 if the result does not fit), else the argument's.
+                let small_ints = values
+                    .iter()
+                    .all(|v| matches!(v, Value::TinyInt(_) | Value::SmallInt(_) | Value::Int(_)));
+                let widen = |v: &Value| match value::as_i64(v) {
+                    Some(x) if small_ints => Value::BigInt(x),
+                    _ => v.clone(),
+                };
+                let mut total = widen(&values[0]);
+                for v in &values[1..] {
+                    total = value::arith(Arith::Add, &total, &widen(v))?;
                 }
-                if upper == "AVG" {
-                    let avg = value::arith(Arith::Div, &total, &Value::BigInt(count as i64))?;
-                    return Ok(narrow_int(avg, first_int && group_all_int(group)));
-                }
-                Ok(narrow_int(total, false))
+                let result = if upper == "AVG" {
+                    value::arith(Arith::Div, &total, &Value::BigInt(values.len() as i64))?
+                } else {
+                    total
+                };
+                if small_ints { convert(&result, SqlType::Int) } else { Ok(result) }
             }
             other => Err(not_supported(other)),
         }
@@ -691,11 +684,7 @@ impl Session {
                 let table_name = crate::front::last_part(name);
                 let qualifier = alias.as_ref().map_or(table_name.clone(), |a| a.name.value.clone());
                 let table = self.table(&table_name)?;
-                let cols = table
-                    .columns
-                    .iter()
-                    .map(|c| ColRef { qualifier: qualifier.clone(), name: c.column.name.clone() })
-                    .collect::<Vec<_>>();
+                let cols = table_columns(&table, &qualifier);
                 let rows = self.read_table(&table, &cols, filter, outer)?;
                 Ok((cols, rows))
             }
@@ -736,16 +725,9 @@ impl Session {
             } else {
                 table.index_range(db, position, Some(&key), Some(&key))?
             };
-            return Ok(rows.into_iter().map(|(_, r)| self.stored_to_shown(table, r)).collect());
+            return Ok(rows.into_iter().map(|(_, r)| shown_row(table, r)).collect());
         }
-        Ok(table.rows(db)?.into_iter().map(|(_, r)| self.stored_to_shown(table, r)).collect())
-    }
-
-    fn stored_to_shown(&self, table: &Table, row: Vec<Value>) -> Vec<Value> {
-        row.into_iter()
-            .zip(&table.columns)
-            .map(|(v, c)| functions::from_storage(v, c.column.sql_type))
-            .collect()
+        Ok(table.rows(db)?.into_iter().map(|(_, r)| shown_row(table, r)).collect())
     }
 
     /// (index position, key value) for a seek, if a conjunct of `filter` allows one.
@@ -1073,28 +1055,29 @@ impl Session {
     }
 }
 
+/// A table's columns as a scope sees them, under `qualifier` (its name or alias).
+pub fn table_columns(table: &Table, qualifier: &str) -> Vec<ColRef> {
+    table
+        .columns
+        .iter()
+        .map(|c| ColRef { qualifier: qualifier.to_string(), name: c.column.name.clone() })
+        .collect()
+}
+
+/// A row as the table stores it, in the T-SQL level's units ([`functions::from_storage`]).
+pub fn shown_row(table: &Table, row: Vec<Value>) -> Vec<Value> {
+    row.into_iter()
+        .zip(&table.columns)
+        .map(|(v, c)| functions::from_storage(v, c.column.sql_type))
+        .collect()
+}
+
 fn column_expr(c: &ColRef) -> Expr {
     let ident = |s: &str| sqlparser::ast::Ident::with_quote('[', s);
     if c.qualifier.is_empty() {
         Expr::Identifier(ident(&c.name))
     } else {
         Expr::CompoundIdentifier(vec![ident(&c.qualifier), ident(&c.name)])
-    }
-}
-
-fn f_arg_kind(v: &Value) -> u8 {
-    if value::as_i64(v).is_some() { 1 } else { 0 }
-}
-
-fn group_all_int(_group: &[Vec<Value>]) -> bool {
-    true
-}
-
-/// SUM and AVG of int columns are int (bigint while adding up).
-fn narrow_int(v: Value, _avg: bool) -> Value {
-    match v {
-        Value::BigInt(x) => i32::try_from(x).map_or(Value::BigInt(x), Value::Int),
-        other => other,
     }
 }
 

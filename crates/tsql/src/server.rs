@@ -152,14 +152,10 @@ impl Server {
                 ),
             ));
         };
-        let mut paths: Vec<PathBuf> = Vec::new();
-        for file_id in 1..=u16::MAX {
-            match db.file_path(file_id) {
-                Some(path) => paths.push(path),
-                None if file_id > 64 => break,
-                None => {}
-            }
-        }
+        let data_ids = db.file_space().into_iter().map(|f| f.file_id);
+        let log_ids = db.log_files().into_iter().map(|(file_id, _, _)| file_id);
+        let paths: Vec<PathBuf> =
+            data_ids.chain(log_ids).filter_map(|file_id| db.file_path(file_id)).collect();
         match Arc::try_unwrap(db) {
             Ok(db) => db.close()?,
             Err(db) => {

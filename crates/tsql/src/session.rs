@@ -12,7 +12,7 @@
 
 use crate::front::{self, Parsed, Stmt, last_part};
 use crate::functions;
-use crate::query::{Env, literal, sql_type_of};
+use crate::query::{ColRef, Env, shown_row, sql_type_of, table_columns};
 use crate::server::{Output, ResultSet, Server};
 use crate::value::{self, Result, convert, is_true};
 use engine::SqlError;
@@ -45,6 +45,21 @@ struct Failure {
     abort_batch: bool,
 }
 
+/// A row an UPDATE or DELETE changes: where it is, as stored, and as expressions see it.
+struct MatchedRow {
+    locator: engine::catalog::RowLocator,
+    stored: Vec<Value>,
+    shown: Vec<Value>,
+}
+
+/// The name a table goes by in a statement: its alias, else its name.
+fn qualifier_of(
+    table: &engine::catalog::Table,
+    alias: Option<&sqlparser::ast::TableAlias>,
+) -> String {
+    alias.map_or_else(|| table.name.clone(), |a| a.name.value.clone())
+}
+
 /// The most iterations a WHILE loop may make (bounded, as every loop here is).
 const MAX_WHILE_ITERATIONS: u64 = 100_000_000;
 
@@ -63,6 +78,11 @@ pub struct Session {
     last_error: i32,
     /// A statement runs in its own (autocommit) transaction, which @@TRANCOUNT does not show.
     in_autocommit: bool,
+    /// The identity value the session's last insert generated (@@IDENTITY, SCOPE_IDENTITY();
+    /// one scope until procedures exist).
+    last_identity: std::cell::Cell<Option<i64>>,
+    /// The running batch raised an error.
+    batch_failed: bool,
 }
 
 impl Session {
@@ -80,6 +100,8 @@ impl Session {
             rowcount: 0,
             last_error: 0,
             in_autocommit: false,
+            last_identity: std::cell::Cell::new(None),
+            batch_failed: false,
         }
     }
 
@@ -106,22 +128,18 @@ impl Session {
                 return false;
             }
         };
-        let mut ok = true;
-        for Parsed { stmt, line } in &parsed {
-            match self.run(stmt, *line, out) {
-                Ok(Flow::Return) => break,
-                Ok(_) => {}
-                Err(failure) => {
-                    ok = false;
-                    self.last_error = failure.error.number;
-                    out(Output::Error { error: failure.error, line: failure.line });
-                    if failure.abort_batch {
-                        break;
-                    }
-                }
-            }
+        self.batch_failed = false;
+        if let Err(failure) = self.run_parsed_block(&parsed, out) {
+            self.report(failure, out);
         }
-        ok
+        !self.batch_failed
+    }
+
+    /// Sends an error to the client and remembers it (@@ERROR, the batch's result).
+    fn report(&mut self, failure: Failure, out: &mut dyn FnMut(Output)) {
+        self.batch_failed = true;
+        self.last_error = failure.error.number;
+        out(Output::Error { error: failure.error, line: failure.line });
     }
 
     fn fail(&self, error: SqlError, line: u64) -> Failure {
@@ -234,7 +252,9 @@ impl Session {
         }
     }
 
-    fn rows_affected(&self, n: u64, out: &mut dyn FnMut(Output)) {
+    /// @@ROWCOUNT, and "(n rows affected)" unless SET NOCOUNT ON.
+    fn rows_affected(&mut self, n: u64, out: &mut dyn FnMut(Output)) {
+        self.rowcount = n;
         if !self.nocount {
             out(Output::RowCount(n));
         }
@@ -266,7 +286,6 @@ impl Session {
                     let n = result.rows.len() as u64;
                     let table = target;
                     self.atomic(line, |s| s.select_into(&table, &result.columns, &result.rows))?;
-                    self.rowcount = n;
                     self.rows_affected(n, out);
                     return Ok(Flow::Next);
                 }
@@ -282,25 +301,21 @@ impl Session {
                 }
                 let n = result.rows.len() as u64;
                 out(Output::Rows(ResultSet { columns: result.columns, rows: result.rows }));
-                self.rowcount = n;
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
             Statement::Insert(insert) => {
                 let n = self.atomic(line, |s| s.insert(insert))?;
-                self.rowcount = n;
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
             Statement::Update(update) => {
                 let n = self.atomic(line, |s| s.update(update))?;
-                self.rowcount = n;
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
             Statement::Delete(delete) => {
                 let n = self.atomic(line, |s| s.delete(delete))?;
-                self.rowcount = n;
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
@@ -370,38 +385,6 @@ impl Session {
                 Ok(Flow::Next)
             }
             Statement::Set(set) => self.run_set(set, line),
-            Statement::If(if_statement) => {
-                let condition =
-                    if_statement.if_block.condition.as_ref().expect("IF has a condition");
-                let take = is_true(&self.eval_stmt(condition, line)?);
-                let block = if take {
-                    Some(&if_statement.if_block)
-                } else {
-                    if_statement.else_block.as_ref()
-                };
-                match block {
-                    Some(block) => self.run_block(block.statements(), line, out),
-                    None => Ok(Flow::Next),
-                }
-            }
-            Statement::While(while_statement) => {
-                let block = &while_statement.while_block;
-                let condition = block.condition.as_ref().expect("WHILE has a condition");
-                for _ in 0..MAX_WHILE_ITERATIONS {
-                    if !is_true(&self.eval_stmt(condition, line)?) {
-                        return Ok(Flow::Next);
-                    }
-                    match self.run_block(block.statements(), line, out)? {
-                        Flow::Break => return Ok(Flow::Next),
-                        Flow::Return => return Ok(Flow::Return),
-                        Flow::Next | Flow::Continue => {}
-                    }
-                }
-                Err(self.fail(
-                    SqlError::new(50000, 16, 1, "WHILE loop exceeded its iteration bound."),
-                    line,
-                ))
-            }
             Statement::Print(print) => {
                 let v = self.eval_stmt(&print.message, line)?;
                 out(Output::Message(value::display(&v).replace("NULL", "")));
@@ -438,16 +421,6 @@ impl Session {
             }
             Statement::StartTransaction { .. } => {
                 self.db.begin_tran().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
-            }
-            Statement::Commit { .. } => {
-                self.db.commit_tran().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
-            }
-            Statement::Rollback { savepoint, .. } => {
-                let result = match savepoint {
-                    Some(name) => self.db.rollback_tran_to(&name.value),
-                    None => self.db.rollback_tran(),
-                };
-                result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
             }
             Statement::Use(use_statement) => {
                 let name = match use_statement {
@@ -489,12 +462,6 @@ impl Session {
             other => {
                 let text = other.to_string();
                 let word = text.split_whitespace().next().unwrap_or_default().to_uppercase();
-                if word == "BREAK" {
-                    return Ok(Flow::Break);
-                }
-                if word == "CONTINUE" {
-                    return Ok(Flow::Continue);
-                }
                 Err(self.fail(SqlError::new(40517, 16, 1, format!("Keyword or statement option '{word}' is not supported in this version of extentdb.")), line))
             }
         }
@@ -511,32 +478,7 @@ impl Session {
             match self.run(stmt, *line, out) {
                 Ok(Flow::Next) => {}
                 Ok(flow) => return Ok(flow),
-                Err(failure) if !failure.abort_batch => {
-                    self.last_error = failure.error.number;
-                    out(Output::Error { error: failure.error, line: failure.line });
-                }
-                Err(failure) => return Err(failure),
-            }
-        }
-        Ok(Flow::Next)
-    }
-
-    fn run_block(
-        &mut self,
-        statements: &[Statement],
-        line: u64,
-        out: &mut dyn FnMut(Output),
-    ) -> std::result::Result<Flow, Failure> {
-        for statement in statements {
-            let statement_line = sqlparser::ast::Spanned::span(statement).start.line;
-            let line = if statement_line > 0 { statement_line } else { line };
-            match self.run_statement(statement, line, out) {
-                Ok(Flow::Next) => {}
-                Ok(flow) => return Ok(flow),
-                Err(failure) if !failure.abort_batch => {
-                    self.last_error = failure.error.number;
-                    out(Output::Error { error: failure.error, line: failure.line });
-                }
+                Err(failure) if !failure.abort_batch => self.report(failure, out),
                 Err(failure) => return Err(failure),
             }
         }
@@ -600,7 +542,7 @@ impl Session {
                 Value::Text(self.server.instance.banner().first().cloned().unwrap_or_default())
             }
             "@@SERVERNAME" => Value::Text(server_name()),
-            "@@IDENTITY" => Value::Null,
+            "@@IDENTITY" => self.last_identity.get().map_or(Value::Null, Value::BigInt),
             other => return Err(undeclared(other)),
         })
     }
@@ -660,7 +602,10 @@ impl Session {
                 "productlevel" => Value::Text("RTM".into()),
                 _ => Value::Null,
             }),
-            "SCOPE_IDENTITY" | "IDENT_CURRENT" => Ok(Value::Null),
+            "GETDATE" | "CURRENT_TIMESTAMP" | "SYSDATETIME" if args.is_empty() => {
+                Ok(functions::current_time(name, self.server.instance.clock.now_local()))
+            }
+            "SCOPE_IDENTITY" => Ok(self.last_identity.get().map_or(Value::Null, Value::BigInt)),
             _ => return None,
         };
         Some(result)
@@ -856,40 +801,54 @@ impl Session {
         })
     }
 
-    /// The value a column gets when an INSERT does not name it.
-    fn default_value(&self, table: &engine::catalog::Table, position: usize) -> Result<Value> {
-        let column = &table.columns[position];
-        if let Some(sql) = &column.default_sql {
+    /// The DEFAULT expressions of a table's columns, parsed once per statement (each row
+    /// evaluates them again, so that NEWID() differs row to row).
+    fn default_exprs(table: &engine::catalog::Table) -> Result<Vec<Option<Expr>>> {
+        let mut exprs = Vec::with_capacity(table.columns.len());
+        for column in &table.columns {
+            let Some(sql) = &column.default_sql else {
+                exprs.push(None);
+                continue;
+            };
             let parsed = front::parse_batch(&format!("SELECT {sql}")).map_err(|(e, _)| e)?;
-            if let Some(Parsed { stmt: Stmt::Sql(statement), .. }) = parsed.first()
-                && let Statement::Query(query) = statement.as_ref()
-            {
-                let result = self.run_query(query, None)?;
-                return Ok(result
-                    .rows
-                    .into_iter()
-                    .next()
-                    .and_then(|r| r.into_iter().next())
-                    .unwrap_or(Value::Null));
-            }
+            let expr = match parsed.first().map(|p| &p.stmt) {
+                Some(Stmt::Sql(statement)) => match statement.as_ref() {
+                    Statement::Query(query) => match query.body.as_ref() {
+                        SetExpr::Select(select) => match select.projection.first() {
+                            Some(sqlparser::ast::SelectItem::UnnamedExpr(e)) => Some(e.clone()),
+                            _ => None,
+                        },
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            };
+            exprs.push(expr);
         }
-        Ok(Value::Null)
+        Ok(exprs)
     }
 
     /// A row ready for the table: identity, defaults, conversion to the column types, NOT NULL.
+    /// `defaults` are [`Session::default_exprs`] (empty when every value is given).
     fn complete_row(
         &self,
         table: &engine::catalog::Table,
         given: Vec<Option<Value>>,
+        defaults: &[Option<Expr>],
         verb: &str,
     ) -> Result<Vec<Value>> {
-        let identity = table.next_identity(&self.db)?;
         let mut row = Vec::with_capacity(table.columns.len());
         for (position, (column, value)) in table.columns.iter().zip(given).enumerate() {
-            let v = match value {
-                Some(v) => v,
-                None if column.identity.is_some() => Value::BigInt(identity.expect("identity")),
-                None => self.default_value(table, position)?,
+            let v = match (value, defaults.get(position)) {
+                (Some(v), _) => v,
+                (None, _) if column.identity.is_some() => {
+                    let value = table.next_identity(&self.db)?.expect("an identity column");
+                    self.last_identity.set(Some(value));
+                    Value::BigInt(value)
+                }
+                (None, Some(Some(expr))) => self.eval(expr, &Env::empty())?,
+                (None, _) => Value::Null,
             };
             let sql_type = column.column.sql_type;
             let converted = convert(&v, sql_type)?;
@@ -921,6 +880,7 @@ impl Session {
         };
         let table = self.table(&last_part(name))?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
+        let defaults = Self::default_exprs(&table)?;
         let positions: Vec<usize> = if insert.columns.is_empty() {
             (0..table.columns.len()).filter(|p| table.columns[*p].identity.is_none()).collect()
         } else {
@@ -995,8 +955,8 @@ impl Session {
             for (p, v) in positions.iter().zip(values) {
                 given[*p] = Some(v);
             }
-            let row = self.complete_row(&table, given, "INSERT")?;
-            table.insert(&self.db, &row).map_err(|e| qualify_duplicate(e, &table))?;
+            let row = self.complete_row(&table, given, &defaults, "INSERT")?;
+            table.insert(&self.db, &row)?;
             count += 1;
         }
         Ok(count)
@@ -1006,36 +966,21 @@ impl Session {
     fn matching_rows(
         &self,
         table: &engine::catalog::Table,
-        alias: Option<&str>,
+        cols: &[ColRef],
         selection: Option<&Expr>,
-    ) -> Result<Vec<(engine::catalog::RowLocator, Vec<Value>)>> {
-        let qualifier = alias.unwrap_or(&table.name).to_string();
-        let cols: Vec<crate::query::ColRef> = table
-            .columns
-            .iter()
-            .map(|c| crate::query::ColRef {
-                qualifier: qualifier.clone(),
-                name: c.column.name.clone(),
-            })
-            .collect();
+    ) -> Result<Vec<MatchedRow>> {
         let mut out = Vec::new();
-        for (locator, row) in table.rows(&self.db)? {
-            let shown: Vec<Value> = row
-                .iter()
-                .cloned()
-                .zip(&table.columns)
-                .map(|(v, c)| functions::from_storage(v, c.column.sql_type))
-                .collect();
-            let keep =
-                match selection {
-                    Some(filter) => is_true(&self.eval(
-                        filter,
-                        &Env { cols: &cols, row: &shown, group: None, outer: None },
-                    )?),
-                    None => true,
-                };
+        for (locator, stored) in table.rows(&self.db)? {
+            let shown = shown_row(table, stored.clone());
+            let keep = match selection {
+                Some(filter) => {
+                    let env = Env { cols, row: &shown, group: None, outer: None };
+                    is_true(&self.eval(filter, &env)?)
+                }
+                None => true,
+            };
             if keep {
-                out.push((locator, row));
+                out.push(MatchedRow { locator, stored, shown });
             }
         }
         Ok(out)
@@ -1050,16 +995,7 @@ impl Session {
         }
         let table = self.table(&last_part(name))?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
-        let alias = alias.as_ref().map(|a| a.name.value.clone());
-        let qualifier = alias.clone().unwrap_or_else(|| table.name.clone());
-        let cols: Vec<crate::query::ColRef> = table
-            .columns
-            .iter()
-            .map(|c| crate::query::ColRef {
-                qualifier: qualifier.clone(),
-                name: c.column.name.clone(),
-            })
-            .collect();
+        let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
         let mut targets = Vec::new();
         for assignment in &update.assignments {
             let column = match &assignment.target {
@@ -1079,24 +1015,16 @@ impl Session {
             }
             targets.push((p, &assignment.value));
         }
-        let rows = self.matching_rows(&table, alias.as_deref(), update.selection.as_ref())?;
+        let rows = self.matching_rows(&table, &cols, update.selection.as_ref())?;
         let mut count = 0;
-        for (locator, old) in rows {
-            let shown: Vec<Value> = old
-                .iter()
-                .cloned()
-                .zip(&table.columns)
-                .map(|(v, c)| functions::from_storage(v, c.column.sql_type))
-                .collect();
+        for MatchedRow { locator, stored: old, shown } in rows {
             let env = Env { cols: &cols, row: &shown, group: None, outer: None };
             let mut given: Vec<Option<Value>> = shown.iter().cloned().map(Some).collect();
             for (p, e) in &targets {
                 given[*p] = Some(self.eval(e, &env)?);
             }
-            let new = self.complete_row(&table, given, "UPDATE")?;
-            table
-                .update(&self.db, &locator, &old, &new)
-                .map_err(|e| qualify_duplicate(e, &table))?;
+            let new = self.complete_row(&table, given, &[], "UPDATE")?;
+            table.update(&self.db, &locator, &old, &new)?;
             count += 1;
         }
         Ok(count)
@@ -1111,10 +1039,10 @@ impl Session {
         };
         let table = self.table(&last_part(name))?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
-        let alias = alias.as_ref().map(|a| a.name.value.clone());
-        let rows = self.matching_rows(&table, alias.as_deref(), delete.selection.as_ref())?;
+        let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
+        let rows = self.matching_rows(&table, &cols, delete.selection.as_ref())?;
         let count = rows.len() as u64;
-        for (locator, row) in rows {
+        for MatchedRow { locator, stored: row, .. } in rows {
             table.delete(&self.db, &locator, &row)?;
         }
         Ok(count)
@@ -1153,7 +1081,7 @@ impl Session {
         let table = self.db.catalog()?.create_table(&self.db, &spec)?;
         for row in rows {
             let given = row.iter().cloned().map(Some).collect();
-            let stored = self.complete_row(&table, given, "INSERT")?;
+            let stored = self.complete_row(&table, given, &[], "INSERT")?;
             table.insert(&self.db, &stored)?;
         }
         Ok(())
@@ -1219,12 +1147,6 @@ fn check_length(
     Ok(())
 }
 
-/// 2627/2601 name the table as `dbo.name` (the engine already does; kept as the one place
-/// that would qualify it further).
-fn qualify_duplicate(error: SqlError, _table: &engine::catalog::Table) -> SqlError {
-    error
-}
-
 fn undeclared(name: &str) -> SqlError {
     SqlError::new(137, 15, 2, format!("Must declare the scalar variable \"{name}\"."))
 }
@@ -1268,9 +1190,4 @@ fn format_message(template: &str, args: &[Value]) -> String {
         }
     }
     out
-}
-
-/// Keeps `literal` reachable for callers that evaluate defaults.
-pub fn literal_value(v: &sqlparser::ast::Value) -> Result<Value> {
-    literal(v)
 }

@@ -536,12 +536,7 @@ pub fn display(value: &Value) -> String {
 }
 
 fn format_float(v: f64) -> String {
-    if v == v.trunc() && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        let text = format!("{v}");
-        text
-    }
+    if v == v.trunc() && v.abs() < 1e15 { format!("{v:.0}") } else { format!("{v}") }
 }
 
 fn format_decimal(v: i128, scale: u8) -> String {

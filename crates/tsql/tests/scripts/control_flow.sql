@@ -15,6 +15,12 @@ GO
 INSERT INTO ticks (at) VALUES (1)
 GO 3
 SELECT COUNT(*) AS inserted, MAX(n) AS last_identity FROM ticks
+UPDATE ticks SET at = 2
+INSERT INTO ticks (at) VALUES (9)
+SELECT MAX(n) AS after_update_and_insert FROM ticks
 SET NOCOUNT ON
 SELECT @@ROWCOUNT AS rc
+GO
+INSERT INTO ticks (at) VALUES (10)
+SELECT @@IDENTITY AS identity_value, SCOPE_IDENTITY() AS scope_identity
 GO

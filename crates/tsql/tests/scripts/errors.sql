@@ -25,3 +25,8 @@ PRINT @undeclared
 GO
 COMMIT
 GO
+CREATE TABLE big (v INT)
+INSERT INTO big VALUES (2147483647), (1)
+SELECT SUM(v) AS total FROM big
+SELECT SUM(CAST(v AS BIGINT)) AS total, AVG(v) AS average FROM big
+GO
