@@ -1,6 +1,6 @@
-//! The parser front end: sqlparser (MsSqlDialect, pinned) parses most statements; this module
-//! parses what it cannot (reference rust-deps-and-style.md §A.1) and keeps every sqlparser type
-//! behind [`Stmt`].
+//! The parser front end: sqlparser (MsSqlDialect, pinned, through [`crate::dialect`]) parses
+//! most statements; this module parses what it cannot (reference rust-deps-and-style.md §A.1)
+//! and keeps every sqlparser type behind [`Stmt`].
 //!
 //! Handled here:
 //! - `CREATE [UNIQUE] [CLUSTERED | NONCLUSTERED] INDEX name ON table (columns) [ON filegroup]`;
@@ -12,9 +12,9 @@
 //! Syntax errors are SQL Server's 102 ("Incorrect syntax near 'x'.") or 156 (near a keyword),
 //! with the line; the whole batch then does not run, as in SQL Server.
 
+use crate::dialect::TsqlDialect;
 use engine::SqlError;
 use sqlparser::ast::Statement;
-use sqlparser::dialect::MsSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError, ParserOptions};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
@@ -41,6 +41,8 @@ pub enum Stmt {
     },
     Checkpoint,
     SaveTran(String),
+    CreateDatabase(engine::database::DatabaseSpec),
+    AlterDatabase(crate::dbddl::AlterDatabase),
     /// IF, WHILE and BEGIN...END are parsed here (sqlparser's WHILE block wants semicolons).
     If {
         condition: sqlparser::ast::Expr,
@@ -103,7 +105,7 @@ type TokensAndRemoved = (Vec<TokenWithSpan>, Vec<(usize, String)>);
 /// The tokens of a batch without whitespace and comments, with the clustering words and
 /// ROWGUIDCOL taken out: (kept tokens, removed (position in kept, word)).
 fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
-    let dialect = MsSqlDialect {};
+    let dialect = TsqlDialect::default();
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| {
         let line = e.location.line;
         (SqlError::new(102, 15, 1, format!("Incorrect syntax near '{}'.", e.message)), line)
@@ -133,7 +135,7 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
 /// Parses a batch into statements (a syntax error anywhere fails the whole batch).
 pub fn parse_batch(sql: &str) -> Result<Vec<Parsed>, (SqlError, u64)> {
     let (tokens, removed) = tokens_of(sql)?;
-    let dialect = MsSqlDialect {};
+    let dialect = TsqlDialect::default();
     let options = ParserOptions::new().with_trailing_commas(false);
     let mut options = options;
     options.require_semicolon_stmt_delimiter = false;
@@ -167,7 +169,10 @@ pub fn parse_batch(sql: &str) -> Result<Vec<Parsed>, (SqlError, u64)> {
     }
 }
 
-fn parse_failure(parser: &mut Parser<'_>, _error: ParserError, line: u64) -> (SqlError, u64) {
+fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (SqlError, u64) {
+    if let Some(option) = crate::dbddl::unsupported_option(&error) {
+        return (crate::dbddl::unsupported_error(&option), line);
+    }
     let mut near = parser.peek_token();
     // At the end of the batch, the error is near its last token.
     let mut steps = 0;
@@ -267,13 +272,23 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
         let name = parser.parse_identifier()?.value;
         return Ok(Stmt::SaveTran(name));
     }
+    let second = parser.peek_nth_token(1).token;
+    if (is_word(&first, "CREATE") || is_word(&first, "ALTER")) && is_word(&second, "DATABASE") {
+        parser.next_token();
+        parser.next_token();
+        return Ok(if is_word(&first, "CREATE") {
+            Stmt::CreateDatabase(crate::dbddl::parse_create(parser)?)
+        } else {
+            Stmt::AlterDatabase(crate::dbddl::parse_alter(parser)?)
+        });
+    }
     if is_word(&first, "CREATE") && is_create_index(parser) {
         return parse_create_index(parser);
     }
     Ok(Stmt::Sql(Box::new(parser.parse_statement()?)))
 }
 
-fn parse_word(parser: &mut Parser<'_>, word: &str) -> bool {
+pub(crate) fn parse_word(parser: &mut Parser<'_>, word: &str) -> bool {
     if is_word(&parser.peek_token().token, word) {
         parser.next_token();
         true
@@ -421,6 +436,15 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn reserved_words_on_the_next_line_are_not_aliases() {
+        let parsed = parse_batch("SELECT * FROM t\nUSE master\nSELECT 1 x\nCHECKPOINT").unwrap();
+        assert_eq!(parsed.len(), 4);
+        assert!(matches!(parsed[3].stmt, Stmt::Checkpoint));
+        // Bracketed or after AS, a reserved word is a name.
+        assert_eq!(parse_batch("SELECT * FROM t AS [use]").unwrap().len(), 1);
     }
 
     #[test]

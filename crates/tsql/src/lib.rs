@@ -5,17 +5,24 @@
 //! - [`batch`]: the sqlcmd-style batch splitter.
 //! - [`front`]: parsing, with what sqlparser lacks (CREATE INDEX kinds, filegroups, CHECKPOINT,
 //!   SAVE TRAN), and SQL Server's syntax errors 102 and 156.
+//! - [`dbddl`]: CREATE DATABASE and ALTER DATABASE (file specs, filegroups, options).
+//! - [`dialect`]: MsSqlDialect with T-SQL's reserved words kept out of aliases.
 //! - [`server`]: the instance, its databases and the registry of them in the data directory.
 //! - [`session`]: statements, variables, transactions and SQL Server's error behaviour.
 //! - [`query`]: SELECT and expression evaluation.
 //! - [`value`], [`functions`]: conversions, arithmetic, comparison and the built-in functions.
+//! - [`sysviews`]: the system views built so far (sys.databases, sys.database_files,
+//!   sys.filegroups).
 //! - [`sqlcmd`]: output formatted as sqlcmd prints it.
 
 pub mod batch;
+pub mod dbddl;
+pub mod dialect;
 pub mod front;
 pub mod functions;
 pub mod query;
 pub mod server;
 pub mod session;
 pub mod sqlcmd;
+pub mod sysviews;
 pub mod value;

@@ -683,6 +683,17 @@ impl Session {
             TableFactor::Table { name, alias, .. } => {
                 let table_name = crate::front::last_part(name);
                 let qualifier = alias.as_ref().map_or(table_name.clone(), |a| a.name.value.clone());
+                let schema = name.0.len().checked_sub(2).map(|i| name.0[i].to_string());
+                if schema.is_some_and(|s| s.trim_matches(['[', ']']).eq_ignore_ascii_case("sys"))
+                    && let Some(view) = self.system_view(&table_name)
+                {
+                    let (names, rows) = view?;
+                    let cols = names
+                        .into_iter()
+                        .map(|name| ColRef { qualifier: qualifier.clone(), name })
+                        .collect();
+                    return Ok((cols, rows));
+                }
                 let table = self.table(&table_name)?;
                 let cols = table_columns(&table, &qualifier);
                 let rows = self.read_table(&table, &cols, filter, outer)?;

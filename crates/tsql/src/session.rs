@@ -201,6 +201,22 @@ impl Session {
                 self.atomic(line, |s| s.db.catalog()?.create_table(&s.db, &spec).map(|_| ()))?;
                 Ok(Flow::Next)
             }
+            Stmt::CreateDatabase(spec) => {
+                self.no_user_transaction("CREATE DATABASE", line)?;
+                self.server.create_database(spec).map_err(|e| self.fail(e, line))?;
+                Ok(Flow::Next)
+            }
+            Stmt::AlterDatabase(alter) => {
+                self.no_user_transaction("ALTER DATABASE", line)?;
+                let db = match &alter.target {
+                    None => self.db.clone(),
+                    Some(name) => self.server.database(name).ok_or_else(|| {
+                        self.fail(SqlError::new(5011, 14, 5, format!("User does not have permission to alter database '{name}', the database does not exist, or the database is not in a state that allows access checks.")), line)
+                    })?,
+                };
+                crate::dbddl::alter(&db, &alter.action).map_err(|e| self.fail(e, line))?;
+                Ok(Flow::Next)
+            }
             Stmt::CreateIndex { name, table, unique, clustered, columns, filegroup } => {
                 let spec = self
                     .index_spec(table, name, *unique, *clustered, columns, filegroup.clone())
@@ -209,6 +225,22 @@ impl Session {
                 Ok(Flow::Next)
             }
         }
+    }
+
+    /// Error 226: a statement that may not run inside a user transaction.
+    fn no_user_transaction(&self, statement: &str, line: u64) -> std::result::Result<(), Failure> {
+        if self.db.trancount() == 0 {
+            return Ok(());
+        }
+        Err(self.fail(
+            SqlError::new(
+                226,
+                16,
+                6,
+                format!("{statement} statement not allowed within multi-statement transaction."),
+            ),
+            line,
+        ))
     }
 
     /// Runs `f` as one statement: in its own transaction outside one, else rolled back alone
@@ -433,17 +465,6 @@ impl Session {
                 self.db = db;
                 out(Output::Message(format!("Changed database context to '{}'.", self.db.name)));
                 Ok(Flow::Next)
-            }
-            Statement::CreateDatabase { db_name, .. } => {
-                let name = last_part(db_name);
-                let spec = engine::database::DatabaseSpec::simple(
-                    &name,
-                    engine::units::SizeSpec::parse("8MB").expect("a size"),
-                );
-                self.server
-                    .create_database(&spec)
-                    .map(|_| Flow::Next)
-                    .map_err(|e| self.fail(e, line))
             }
             Statement::Drop { object_type: ObjectType::Database, names, if_exists, .. } => {
                 for name in names {

@@ -139,6 +139,21 @@ pub struct FileSpace {
     pub max_size_pages: Option<u32>,
 }
 
+/// One file of a database, data or log (sys.database_files).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatabaseFile {
+    pub file_id: u16,
+    pub is_log: bool,
+    /// The filegroup id; 0 for a log file.
+    pub data_space_id: u16,
+    pub logical_name: String,
+    pub path: PathBuf,
+    pub size_pages: u32,
+    /// None = unlimited.
+    pub max_size_pages: Option<u32>,
+    pub growth: Growth,
+}
+
 /// A file growth, as the default trace records it (EventClass 92 for data files).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrowthEvent {
@@ -400,6 +415,46 @@ impl Database {
                 }
             })
             .collect()
+    }
+
+    /// Every file of the database, data files then log files, in file id order within each:
+    /// what sys.database_files shows.
+    pub fn database_files(&self) -> Vec<DatabaseFile> {
+        let mut files: Vec<DatabaseFile> = {
+            let inner = self.inner.read();
+            inner
+                .data_files
+                .values()
+                .map(|file| {
+                    let settings = *file.settings.lock();
+                    DatabaseFile {
+                        file_id: file.file_id,
+                        is_log: false,
+                        data_space_id: file.fg_id,
+                        logical_name: file.logical_name.clone(),
+                        path: file.path.clone(),
+                        size_pages: file.size_pages(),
+                        max_size_pages: settings.max_size_pages,
+                        growth: settings.growth,
+                    }
+                })
+                .collect()
+        };
+        for (file_id, _, _) in self.log.files() {
+            let log = self.log.with_file(file_id, |log| DatabaseFile {
+                file_id,
+                is_log: true,
+                data_space_id: 0,
+                logical_name: log.logical_name.clone(),
+                path: log.path.clone(),
+                size_pages: log.size_pages,
+                max_size_pages: log.max_size_pages,
+                growth: log.growth,
+            });
+            files.extend(log);
+        }
+        files.sort_by_key(|f| f.file_id);
+        files
     }
 
     /// (file id, logical name, size in pages) of every log file.

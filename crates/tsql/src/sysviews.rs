@@ -1,0 +1,146 @@
+//! System views that FROM can name (`sys.<view>`): each is built, when a query reads it, from
+//! the engine's real state, with SQL Server's column names (reference §10.4).
+//!
+//! Here so far: sys.databases, sys.database_files and sys.filegroups, the views a DBA reads
+//! after CREATE/ALTER DATABASE. The other catalog views and the DMVs come with issue 6.
+//!
+//! Deviations: each view has the columns listed in its function, not every column SQL Server
+//! has (file_guid, the LSN columns and the like are left out until something fills them).
+
+use crate::session::Session;
+use crate::value::Result;
+use engine::database::DatabaseFile;
+use engine::filegroup::Growth;
+use engine::record::Value;
+
+/// A system view's columns and rows.
+pub type ViewRows = (Vec<String>, Vec<Vec<Value>>);
+
+fn columns(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| (*n).to_string()).collect()
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_string())
+}
+
+impl Session {
+    /// The rows of `sys.<name>`, or None if there is no such view.
+    pub fn system_view(&self, name: &str) -> Option<Result<ViewRows>> {
+        match name.to_lowercase().as_str() {
+            "databases" => Some(Ok(self.sys_databases())),
+            "database_files" => Some(Ok(self.sys_database_files())),
+            "filegroups" => Some(Ok(self.sys_filegroups())),
+            _ => None,
+        }
+    }
+
+    fn sys_databases(&self) -> ViewRows {
+        let cols = columns(&[
+            "name",
+            "database_id",
+            "state_desc",
+            "recovery_model_desc",
+            "is_mixed_page_allocation_on",
+            "delayed_durability_desc",
+            "log_reuse_wait_desc",
+        ]);
+        let mut databases = self.server.databases();
+        databases.sort_by_key(|db| db.database_id);
+        let rows = databases
+            .iter()
+            .map(|db| {
+                vec![
+                    text(&db.name),
+                    Value::Int(i32::from(db.database_id)),
+                    text("ONLINE"),
+                    text(db.recovery_model_desc()),
+                    Value::Bit(db.mixed_page_allocation()),
+                    text(if db.delayed_durability() { "FORCED" } else { "DISABLED" }),
+                    text(db.log_reuse_wait_desc()),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
+    fn sys_database_files(&self) -> ViewRows {
+        let cols = columns(&[
+            "file_id",
+            "type",
+            "type_desc",
+            "data_space_id",
+            "name",
+            "physical_name",
+            "state",
+            "state_desc",
+            "size",
+            "max_size",
+            "growth",
+            "is_percent_growth",
+        ]);
+        let rows = self.db().database_files().iter().map(database_file_row).collect();
+        (cols, rows)
+    }
+
+    fn sys_filegroups(&self) -> ViewRows {
+        let cols = columns(&[
+            "name",
+            "data_space_id",
+            "type",
+            "type_desc",
+            "is_default",
+            "is_system",
+            "is_read_only",
+            "is_autogrow_all_files",
+        ]);
+        let rows = self
+            .db()
+            .filegroups()
+            .into_iter()
+            .map(|(id, name, is_default, autogrow_all_files, _)| {
+                vec![
+                    Value::Text(name),
+                    Value::Int(i32::from(id)),
+                    text("FG"),
+                    text("ROWS_FILEGROUP"),
+                    Value::Bit(is_default),
+                    Value::Bit(false),
+                    Value::Bit(false),
+                    Value::Bit(autogrow_all_files),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+}
+
+/// max_size: -1 unlimited, else pages; a log's unlimited shows as 2 TB (268435456), as SQL
+/// Server shows it. growth: pages, or whole percent.
+fn database_file_row(file: &DatabaseFile) -> Vec<Value> {
+    const LOG_UNLIMITED_PAGES: i32 = 268_435_456;
+    let max_size = match (file.max_size_pages, file.is_log) {
+        (Some(pages), _) => i32::try_from(pages).unwrap_or(i32::MAX),
+        (None, true) => LOG_UNLIMITED_PAGES,
+        (None, false) => -1,
+    };
+    let (growth, is_percent) = match file.growth {
+        Growth::None => (0, false),
+        Growth::Pages(pages) => (i32::try_from(pages).unwrap_or(i32::MAX), false),
+        Growth::Percent(pct) => (i32::try_from(pct).unwrap_or(i32::MAX), true),
+    };
+    vec![
+        Value::Int(i32::from(file.file_id)),
+        Value::TinyInt(u8::from(file.is_log)),
+        text(if file.is_log { "LOG" } else { "ROWS" }),
+        Value::Int(i32::from(file.data_space_id)),
+        text(&file.logical_name),
+        text(&file.path.display().to_string()),
+        Value::TinyInt(0),
+        text("ONLINE"),
+        Value::Int(i32::try_from(file.size_pages).unwrap_or(i32::MAX)),
+        Value::Int(max_size),
+        Value::Int(growth),
+        Value::Bit(is_percent),
+    ]
+}
