@@ -1,11 +1,13 @@
-//! The catalog: which tables a database has, their columns and their indexes, kept in system
-//! tables that are B-trees like any other (SQL Server keeps its metadata in system base tables
-//! such as sys.sysschobjs, sys.syscolpars and sys.sysidxstats).
+//! The catalog: which tables and procedures a database has, their columns and their indexes,
+//! kept in system tables that are B-trees like any other (SQL Server keeps its metadata in
+//! system base tables such as sys.sysschobjs, sys.syscolpars, sys.sysidxstats and
+//! sys.sysobjvalues).
 //!
 //! What it owns:
-//! - three system tables, clustered B-trees created with the database (or when an older
-//!   database is first used): `sysschobjs` (one row per table), `syscolpars` (one row per
-//!   column) and `sysidxstats` (one row per heap or index, with its allocation unit). Their
+//! - four system tables, clustered B-trees created with the database (or when an older
+//!   database is first used): `sysschobjs` (one row per table or procedure), `syscolpars` (one
+//!   row per column), `sysidxstats` (one row per heap or index, with its allocation unit) and
+//!   `sysobjvalues` (a procedure's definition text, in numbered chunks). Their
 //!   rows are inserted and deleted in the DDL statement's transaction, so they are logged,
 //!   redone after a crash and undone by a rollback like user rows;
 //! - an in-memory cache of [`Table`]s, loaded from the system tables when the catalog is first
@@ -54,7 +56,25 @@ pub const DBO: &str = "dbo";
 /// The longest column default kept (characters).
 pub const MAX_DEFAULT_CHARS: u16 = 2000;
 
-const SYSTEM_UNITS: [&str; 3] = ["sys.sysschobjs", "sys.syscolpars", "sys.sysidxstats"];
+/// sys.sysobjvalues: a module's definition.
+pub const SYSOBJVALUES_ID: i32 = 60;
+/// Characters of a module's definition per sysobjvalues row (a long definition takes several
+/// rows, numbered by `seq`).
+pub const DEFINITION_CHUNK_CHARS: usize = 2000;
+
+const SYSTEM_UNITS: [&str; 4] =
+    ["sys.sysschobjs", "sys.syscolpars", "sys.sysidxstats", "sys.sysobjvalues"];
+
+/// A module (a stored procedure): its name and its T-SQL definition, as
+/// sys.sql_modules.definition shows it (the whole `CREATE PROCEDURE ...` text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Module {
+    pub object_id: i32,
+    pub name: String,
+    /// sysschobjs.type: `P ` for a procedure.
+    pub type_code: String,
+    pub definition: String,
+}
 
 /// A column of a table: its name, type and nullability, and the table-level properties.
 #[derive(Clone, Debug, PartialEq)]
@@ -442,7 +462,9 @@ pub struct Catalog {
     objects: BTree,
     columns: BTree,
     indexes: BTree,
+    values: BTree,
     tables: RwLock<BTreeMap<String, Arc<Table>>>,
+    modules: RwLock<BTreeMap<String, Arc<Module>>>,
     /// Invariant 3.
     ddl: Mutex<()>,
 }
@@ -483,6 +505,14 @@ fn sysidxstats_columns() -> Vec<Column> {
         Column::new("is_primary_key", SqlType::Bit, false),
         Column::new("au_id", SqlType::BigInt, false),
         Column::new("keys", SqlType::VarBinary(64), false),
+    ]
+}
+
+fn sysobjvalues_columns() -> Vec<Column> {
+    vec![
+        Column::new("id", SqlType::Int, false),
+        Column::new("seq", SqlType::Int, false),
+        Column::new("value", SqlType::NVarChar(DEFINITION_CHUNK_CHARS as u16), false),
     ]
 }
 
@@ -536,7 +566,9 @@ impl Catalog {
             objects: system_table(db, &units, SYSTEM_UNITS[0], sysschobjs_columns(), vec![0])?,
             columns: system_table(db, &units, SYSTEM_UNITS[1], syscolpars_columns(), vec![0, 1])?,
             indexes: system_table(db, &units, SYSTEM_UNITS[2], sysidxstats_columns(), vec![0, 1])?,
+            values: system_table(db, &units, SYSTEM_UNITS[3], sysobjvalues_columns(), vec![0, 1])?,
             tables: RwLock::new(BTreeMap::new()),
+            modules: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
         };
         catalog.reload(db)?;
@@ -586,10 +618,28 @@ impl Catalog {
                 au_id: int_of(&row[6]) as u64,
             });
         }
+        let mut definitions: BTreeMap<i64, String> = BTreeMap::new();
+        for row in self.values.range_stored(db, None, None)? {
+            let Value::Text(chunk) = &row[2] else {
+                return Err(catalog_corrupt(db, "sysobjvalues"));
+            };
+            definitions.entry(int_of(&row[0])).or_default().push_str(chunk);
+        }
         let mut tables = BTreeMap::new();
+        let mut modules = BTreeMap::new();
         for row in self.objects.range_stored(db, None, None)? {
             let object_id = int_of(&row[0]);
             let name = text_of(&row[1]);
+            let type_code = match &row[3] {
+                Value::Text(code) => code.clone(),
+                _ => return Err(catalog_corrupt(db, "sysschobjs")),
+            };
+            if type_code.trim_end() != "U" {
+                let definition = definitions.remove(&object_id).unwrap_or_default();
+                let module = Module { object_id: object_id as i32, name, type_code, definition };
+                modules.insert(name_key(&module.name), Arc::new(module));
+                continue;
+            }
             let table = build_table(
                 db,
                 object_id as i32,
@@ -600,7 +650,100 @@ impl Catalog {
             tables.insert(name_key(&name), Arc::new(table));
         }
         *self.tables.write() = tables;
+        *self.modules.write() = modules;
         Ok(())
+    }
+
+    /// The module (procedure) called `name`, if any.
+    pub fn module(&self, name: &str) -> Option<Arc<Module>> {
+        self.modules.read().get(&name_key(name)).cloned()
+    }
+
+    /// Every module, by name.
+    pub fn modules(&self) -> Vec<Arc<Module>> {
+        self.modules.read().values().cloned().collect()
+    }
+
+    fn name_taken(&self, name: &str) -> bool {
+        self.table(name).is_some() || self.module(name).is_some()
+    }
+
+    /// CREATE PROCEDURE, in the session's transaction: a sysschobjs row of type `P ` and the
+    /// definition in sysobjvalues rows of [`DEFINITION_CHUNK_CHARS`] characters.
+    pub fn create_module(&self, db: &Database, name: &str, definition: &str) -> SqlResult<()> {
+        let _ddl = self.ddl.lock();
+        if self.name_taken(name) {
+            return Err(already_exists(name));
+        }
+        let object_id = self.next_object_id();
+        self.insert_module_rows(db, object_id, name, definition)
+    }
+
+    /// ALTER PROCEDURE: a new definition under the same object id.
+    pub fn alter_module(&self, db: &Database, name: &str, definition: &str) -> SqlResult<()> {
+        let _ddl = self.ddl.lock();
+        let module = self.module(name).ok_or_else(|| invalid_object(name))?;
+        self.delete_module_rows(db, &module)?;
+        self.insert_module_rows(db, module.object_id, &module.name, definition)
+    }
+
+    fn insert_module_rows(
+        &self,
+        db: &Database,
+        object_id: i32,
+        name: &str,
+        definition: &str,
+    ) -> SqlResult<()> {
+        xact::note_ddl(db.database_id, &[]);
+        let object_row = vec![
+            Value::Int(object_id),
+            Value::Text(name.to_string()),
+            Value::Int(1),
+            Value::Text("P ".to_string()),
+            datetime_now(db),
+        ];
+        self.objects.insert(db, &object_row)?;
+        let chars: Vec<char> = definition.chars().collect();
+        for (seq, chunk) in chars.chunks(DEFINITION_CHUNK_CHARS).enumerate() {
+            let text: String = chunk.iter().collect();
+            let row = [Value::Int(object_id), Value::Int(seq as i32), Value::Text(text)];
+            self.values.insert(db, &row)?;
+        }
+        let module = Module {
+            object_id,
+            name: name.to_string(),
+            type_code: "P ".to_string(),
+            definition: definition.to_string(),
+        };
+        self.modules.write().insert(name_key(name), Arc::new(module));
+        Ok(())
+    }
+
+    fn delete_module_rows(&self, db: &Database, module: &Module) -> SqlResult<()> {
+        xact::note_ddl(db.database_id, &[]);
+        self.objects.delete(db, &[Value::Int(module.object_id)])?;
+        let chunks = module.definition.chars().count().div_ceil(DEFINITION_CHUNK_CHARS);
+        for seq in 0..chunks {
+            self.values.delete(db, &[Value::Int(module.object_id), Value::Int(seq as i32)])?;
+        }
+        self.modules.write().remove(&name_key(&module.name));
+        Ok(())
+    }
+
+    /// DROP PROCEDURE, in the session's transaction (3701 if there is none).
+    pub fn drop_module(&self, db: &Database, name: &str) -> SqlResult<()> {
+        let _ddl = self.ddl.lock();
+        let module = self.module(name).ok_or_else(|| {
+            SqlError::new(
+                3701,
+                11,
+                5,
+                format!(
+                    "Cannot drop the procedure '{name}', because it does not exist or you do not have permission."
+                ),
+            )
+        })?;
+        self.delete_module_rows(db, &module)
     }
 
     /// The table called `name` (case-insensitive), if any.
@@ -620,7 +763,10 @@ impl Catalog {
 
     fn next_object_id(&self) -> i32 {
         let tables = self.tables.read();
-        tables.values().map(|t| t.object_id + 1).max().unwrap_or(FIRST_USER_OBJECT_ID)
+        let modules = self.modules.read();
+        let table_ids = tables.values().map(|t| t.object_id + 1);
+        let module_ids = modules.values().map(|m| m.object_id + 1);
+        table_ids.chain(module_ids).max().unwrap_or(FIRST_USER_OBJECT_ID)
     }
 
     /// Drops the units among `candidates` that belong to tables (by name) but that no table
@@ -657,7 +803,7 @@ impl Catalog {
     /// CREATE TABLE, in the session's transaction.
     pub fn create_table(&self, db: &Database, spec: &TableSpec) -> SqlResult<Arc<Table>> {
         let _ddl = self.ddl.lock();
-        if self.table(&spec.name).is_some() {
+        if self.name_taken(&spec.name) {
             return Err(already_exists(&spec.name));
         }
         let object_id = self.next_object_id();

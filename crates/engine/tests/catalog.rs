@@ -237,3 +237,41 @@ fn an_uncommitted_create_table_is_gone_after_a_crash() {
     assert!(catalog.table("Pending").is_none(), "recovery undid the catalog rows");
     assert_eq!(dbo_units(&db), 1, "and loading the catalog dropped the orphaned unit");
 }
+
+/// A procedure's definition (longer than one sysobjvalues chunk) survives a restart; ALTER
+/// keeps its object id; a rolled-back CREATE or DROP leaves things as they were.
+#[test]
+fn procedures_are_kept_with_their_definitions() {
+    let mut lab = lab();
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    create(&db, &orders_spec(true));
+    let catalog = db.catalog().unwrap();
+    let long_body: String = (0..600).map(|i| format!("PRINT {i}\n")).collect();
+    let definition = format!("CREATE PROC Report AS\n{long_body}");
+    assert!(definition.chars().count() > 2 * engine::catalog::DEFINITION_CHUNK_CHARS);
+    db.begin_tran().unwrap();
+    catalog.create_module(&db, "Report", &definition).unwrap();
+    db.commit_tran().unwrap();
+    let object_id = catalog.module("report").expect("created").object_id;
+    assert_eq!(catalog.create_module(&db, "orders", "x").unwrap_err().number, 2714);
+
+    db.begin_tran().unwrap();
+    catalog.create_module(&db, "Gone", "CREATE PROC Gone AS SELECT 1").unwrap();
+    catalog.drop_module(&db, "Report").unwrap();
+    db.rollback_tran().unwrap();
+    assert!(catalog.module("Gone").is_none(), "a rolled-back CREATE PROC leaves nothing");
+    assert_eq!(catalog.module("Report").expect("the DROP rolled back").definition, definition);
+
+    db.begin_tran().unwrap();
+    catalog.alter_module(&db, "Report", "CREATE PROC Report AS SELECT 2").unwrap();
+    db.commit_tran().unwrap();
+    db.close().unwrap();
+    lab.restart();
+
+    let db = Database::open(&lab.instance, &lab.path("shop.mdf")).unwrap();
+    let catalog = db.catalog().unwrap();
+    let module = catalog.module("Report").expect("the procedure is in the catalog");
+    assert_eq!(module.object_id, object_id, "ALTER keeps the object id");
+    assert_eq!(module.definition, "CREATE PROC Report AS SELECT 2");
+    assert!(catalog.table("Orders").is_some());
+}

@@ -16,7 +16,7 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
 /// T-SQL reserved words that sqlparser does not reserve for aliases.
-const RESERVED_WORDS: [&str; 24] = [
+pub(crate) const RESERVED_WORDS: [&str; 24] = [
     "USE",
     "BEGIN",
     "COMMIT",

@@ -56,6 +56,23 @@ pub enum Stmt {
     Block(Vec<Parsed>),
     Break,
     Continue,
+    /// BEGIN TRY ... END TRY BEGIN CATCH ... END CATCH.
+    TryCatch {
+        try_body: Vec<Parsed>,
+        catch_body: Vec<Parsed>,
+    },
+    /// CREATE [OR ALTER] PROC[EDURE] or ALTER PROC[EDURE]: the whole batch.
+    CreateProcedure(Box<crate::procs::ProcedureDef>),
+    /// DROP PROC[EDURE] [IF EXISTS] name [, name].
+    DropProcedure {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    /// EXEC[UTE] procedure or EXEC[UTE] (string).
+    Exec(Box<crate::procs::Exec>),
+    /// THROW [number, message, state] (parsed here: sqlparser reads a following END as an
+    /// argument).
+    Throw(Option<Box<[sqlparser::ast::Expr; 3]>>),
     /// COMMIT [TRAN[SACTION]] [name] (the name is ignored, as in SQL Server).
     Commit,
     /// ROLLBACK [TRAN[SACTION]] [savepoint].
@@ -69,7 +86,7 @@ pub struct Parsed {
     pub line: u64,
 }
 
-fn is_word(token: &Token, keyword: &str) -> bool {
+pub(crate) fn is_word(token: &Token, keyword: &str) -> bool {
     matches!(token, Token::Word(Word { value, quote_style: None, .. }) if value.eq_ignore_ascii_case(keyword))
 }
 
@@ -83,7 +100,7 @@ fn token_text(token: &Token) -> String {
     }
 }
 
-fn syntax_error(near: &Token, line: u64) -> (SqlError, u64) {
+pub(crate) fn syntax_error(near: &Token, line: u64) -> (SqlError, u64) {
     let text = token_text(near);
     let is_keyword = matches!(near, Token::Word(w) if w.keyword != Keyword::NoKeyword && w.quote_style.is_none());
     let error = if is_keyword {
@@ -135,12 +152,55 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
 /// Parses a batch into statements (a syntax error anywhere fails the whole batch).
 pub fn parse_batch(sql: &str) -> Result<Vec<Parsed>, (SqlError, u64)> {
     let (tokens, removed) = tokens_of(sql)?;
+    if let Some(at) = crate::procs::procedure_header_at(&tokens) {
+        if at > 0 {
+            return Err((crate::procs::not_first_in_batch(), tokens[at].span.start.line));
+        }
+        let parsed = parse_tokens(tokens, &removed, true)?;
+        return Ok(parsed.into_iter().map(|p| with_definition(p, sql)).collect());
+    }
+    parse_tokens(tokens, &removed, false)
+}
+
+/// A CREATE PROCEDURE keeps the batch's text as its definition, as SQL Server does.
+fn with_definition(mut parsed: Parsed, sql: &str) -> Parsed {
+    if let Stmt::CreateProcedure(def) = &mut parsed.stmt {
+        def.definition = sql.to_string();
+    }
+    parsed
+}
+
+fn parse_tokens(
+    tokens: Vec<TokenWithSpan>,
+    removed: &[(usize, String)],
+    procedure: bool,
+) -> Result<Vec<Parsed>, (SqlError, u64)> {
     let dialect = TsqlDialect::default();
     let options = ParserOptions::new().with_trailing_commas(false);
     let mut options = options;
     options.require_semicolon_stmt_delimiter = false;
     let mut parser =
         Parser::new(&dialect).with_options(options).with_tokens_with_locations(tokens.clone());
+    let mut out = Vec::new();
+    if procedure {
+        let line = parser.peek_token().span.start.line;
+        let def = crate::procs::parse_create_procedure(&mut parser)
+            .map_err(|e| parse_failure(&mut parser, e, line))?;
+        let mut def = def;
+        def.body = parse_rest(&mut parser, &tokens, removed)?;
+        out.push(Parsed { stmt: Stmt::CreateProcedure(Box::new(def)), line });
+        return Ok(out);
+    }
+    out.extend(parse_rest(&mut parser, &tokens, removed)?);
+    Ok(out)
+}
+
+/// The statements from the parser's position to the end of the batch.
+fn parse_rest(
+    parser: &mut Parser<'_>,
+    tokens: &[TokenWithSpan],
+    removed: &[(usize, String)],
+) -> Result<Vec<Parsed>, (SqlError, u64)> {
     let mut out = Vec::new();
     loop {
         while parser.consume_token(&Token::SemiColon) {}
@@ -150,18 +210,18 @@ pub fn parse_batch(sql: &str) -> Result<Vec<Parsed>, (SqlError, u64)> {
         }
         let line = next.span.start.line;
         let start = parser.index();
-        let stmt = parse_one(&mut parser).map_err(|e| parse_failure(&mut parser, e, line))?;
+        let stmt = parse_one(parser).map_err(|e| parse_failure(parser, e, line))?;
         let end = parser.index();
         let stmt = match stmt {
             Stmt::Sql(statement) if matches!(*statement, Statement::CreateTable(_)) => {
                 create_table_extras(
-                    &mut parser,
+                    parser,
                     statement,
                     &tokens[start..end.min(tokens.len())],
-                    &removed,
+                    removed,
                     start,
                 )
-                .map_err(|e| parse_failure(&mut parser, e, line))?
+                .map_err(|e| parse_failure(parser, e, line))?
             }
             other => other,
         };
@@ -196,6 +256,38 @@ fn parse_body(parser: &mut Parser<'_>) -> Result<Vec<Parsed>, ParserError> {
     })
 }
 
+/// Statements up to `END <word>` (TRY or CATCH), which it consumes.
+fn parse_until_end(parser: &mut Parser<'_>, word: &str) -> Result<Vec<Parsed>, ParserError> {
+    let mut statements = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        if is_word(&parser.peek_token().token, "END")
+            && is_word(&parser.peek_nth_token(1).token, word)
+        {
+            parser.next_token();
+            parser.next_token();
+            return Ok(statements);
+        }
+        if parser.peek_token().token == Token::EOF {
+            return parser.expected(&format!("END {word}"), parser.peek_token());
+        }
+        let line = parser.peek_token().span.start.line;
+        statements.push(Parsed { stmt: parse_one(parser)?, line });
+    }
+}
+
+fn parse_try_catch(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    parser.next_token(); // BEGIN
+    parser.next_token(); // TRY
+    let try_body = parse_until_end(parser, "TRY")?;
+    while parser.consume_token(&Token::SemiColon) {}
+    if !(parse_word(parser, "BEGIN") && parse_word(parser, "CATCH")) {
+        return parser.expected("BEGIN CATCH", parser.peek_token());
+    }
+    let catch_body = parse_until_end(parser, "CATCH")?;
+    Ok(Stmt::TryCatch { try_body, catch_body })
+}
+
 fn is_block_begin(parser: &Parser<'_>) -> bool {
     let next = parser.peek_nth_token(1).token;
     is_word(&parser.peek_token().token, "BEGIN")
@@ -221,6 +313,39 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
         let condition = parser.parse_expr()?;
         let body = parse_body(parser)?;
         return Ok(Stmt::While { condition, body });
+    }
+    if is_word(&first, "BEGIN") && is_word(&parser.peek_nth_token(1).token, "TRY") {
+        return parse_try_catch(parser);
+    }
+    if is_word(&first, "THROW") {
+        parser.next_token();
+        let has_arguments =
+            matches!(parser.peek_token().token, Token::Number(..) | Token::Minus | Token::LParen)
+                || matches!(&parser.peek_token().token, Token::Word(w) if w.value.starts_with('@'));
+        if !has_arguments {
+            return Ok(Stmt::Throw(None));
+        }
+        let number = parser.parse_expr()?;
+        parser.expect_token(&Token::Comma)?;
+        let message = parser.parse_expr()?;
+        parser.expect_token(&Token::Comma)?;
+        let state = parser.parse_expr()?;
+        return Ok(Stmt::Throw(Some(Box::new([number, message, state]))));
+    }
+    if is_word(&first, "EXEC") || is_word(&first, "EXECUTE") {
+        parser.next_token();
+        return Ok(Stmt::Exec(Box::new(crate::procs::parse_exec(parser)?)));
+    }
+    if parser.index() == 0 && crate::procs::is_bare_procedure_call(parser) {
+        return Ok(Stmt::Exec(Box::new(crate::procs::parse_exec(parser)?)));
+    }
+    if is_word(&first, "DROP")
+        && (is_word(&parser.peek_nth_token(1).token, "PROC")
+            || is_word(&parser.peek_nth_token(1).token, "PROCEDURE"))
+    {
+        parser.next_token();
+        parser.next_token();
+        return crate::procs::parse_drop_procedure(parser);
     }
     if is_block_begin(parser) {
         parser.next_token();

@@ -7,6 +7,7 @@
 //!   SAVE TRAN), and SQL Server's syntax errors 102 and 156.
 //! - [`dbddl`]: CREATE DATABASE and ALTER DATABASE (file specs, filegroups, options).
 //! - [`dialect`]: MsSqlDialect with T-SQL's reserved words kept out of aliases.
+//! - [`procs`]: stored procedures, EXEC, dynamic SQL and sp_executesql.
 //! - [`server`]: the instance, its databases and the registry of them in the data directory.
 //! - [`session`]: statements, variables, transactions and SQL Server's error behaviour.
 //! - [`query`]: SELECT and expression evaluation.
@@ -20,6 +21,7 @@ pub mod dbddl;
 pub mod dialect;
 pub mod front;
 pub mod functions;
+pub mod procs;
 pub mod query;
 pub mod server;
 pub mod session;

@@ -42,6 +42,8 @@ pub enum Output {
     Error {
         error: SqlError,
         line: u64,
+        /// The procedure it was raised in, if any.
+        procedure: Option<String>,
     },
 }
 

@@ -6,9 +6,13 @@
 //! unless the error aborts the batch (conversion errors 245/8114/8169/241, 208/207/137 name
 //! errors, 1205) or SET XACT_ABORT is ON, which rolls the whole transaction back.
 //!
+//! TRY/CATCH sends an error of the TRY block (or of what it calls) to the CATCH block instead
+//! of the client; THROW raises (and re-raises) errors that end the batch.
+//!
 //! Deviations: name errors (208, 207, 137) are found when the statement runs, not when the
-//! batch compiles, so statements before them in the batch have run; TRY/CATCH, EXEC of
-//! procedures and dynamic SQL are not there yet.
+//! batch compiles, so statements before them in the batch have run. There are no doomed
+//! transactions: under XACT_ABORT an error rolls the transaction back at once, so XACT_STATE()
+//! in the CATCH block is 0 where SQL Server shows -1.
 
 use crate::front::{self, Parsed, Stmt, last_part};
 use crate::functions;
@@ -31,7 +35,7 @@ use std::sync::Arc;
 type PendingConstraint = (bool, bool, Vec<String>, Option<String>, Option<bool>);
 
 /// Whether control flow continues after a statement.
-enum Flow {
+pub(crate) enum Flow {
     Next,
     Break,
     Continue,
@@ -39,10 +43,21 @@ enum Flow {
 }
 
 /// An error while running a statement, and whether it ends the batch.
-struct Failure {
+pub(crate) struct Failure {
+    pub(crate) error: SqlError,
+    pub(crate) line: u64,
+    pub(crate) abort_batch: bool,
+    /// The procedure it happened in (None in a batch or dynamic SQL).
+    pub(crate) procedure: Option<String>,
+    /// @@NESTLEVEL where it happened.
+    pub(crate) nest_level: u32,
+}
+
+/// The error a CATCH block is handling (ERROR_NUMBER() and the other ERROR_ functions).
+struct CaughtError {
     error: SqlError,
     line: u64,
-    abort_batch: bool,
+    procedure: Option<String>,
 }
 
 /// A row an UPDATE or DELETE changes: where it is, as stored, and as expressions see it.
@@ -64,14 +79,28 @@ fn qualifier_of(
 const MAX_WHILE_ITERATIONS: u64 = 100_000_000;
 
 fn aborts_batch(number: i32) -> bool {
-    matches!(number, 245 | 8114 | 8169 | 241 | 208 | 207 | 137 | 1205 | 4104 | 209 | 102 | 156)
+    matches!(
+        number,
+        245 | 8114 | 8169 | 241 | 208 | 207 | 137 | 1205 | 4104 | 209 | 102 | 156 | 217
+    )
 }
 
 pub struct Session {
     pub server: Arc<Server>,
     pub spid: u16,
     db: Arc<Database>,
-    variables: BTreeMap<String, (SqlType, Value)>,
+    /// The variables of the running batch, procedure or dynamic SQL.
+    pub(crate) variables: BTreeMap<String, (SqlType, Value)>,
+    /// @@NESTLEVEL: procedures and dynamic SQL running one inside another.
+    pub(crate) nest_level: u32,
+    /// The procedure (or None for dynamic SQL) at each nesting level.
+    pub(crate) module_stack: Vec<Option<String>>,
+    /// The RETURN status of the procedure that ran last.
+    pub(crate) return_status: i32,
+    /// TRY blocks being run: while > 0 every error goes to the CATCH block.
+    try_depth: u32,
+    /// The errors CATCH blocks are handling, innermost last.
+    catch_stack: Vec<CaughtError>,
     nocount: bool,
     xact_abort: bool,
     rowcount: u64,
@@ -95,6 +124,11 @@ impl Session {
             spid: engine_session.spid,
             db,
             variables: BTreeMap::new(),
+            nest_level: 0,
+            module_stack: Vec::new(),
+            return_status: 0,
+            try_depth: 0,
+            catch_stack: Vec::new(),
             nocount: false,
             xact_abort: false,
             rowcount: 0,
@@ -124,7 +158,7 @@ impl Session {
             Ok(parsed) => parsed,
             Err((error, line)) => {
                 self.last_error = error.number;
-                out(Output::Error { error, line });
+                out(Output::Error { error, line, procedure: None });
                 return false;
             }
         };
@@ -139,12 +173,86 @@ impl Session {
     fn report(&mut self, failure: Failure, out: &mut dyn FnMut(Output)) {
         self.batch_failed = true;
         self.last_error = failure.error.number;
-        out(Output::Error { error: failure.error, line: failure.line });
+        out(Output::Error {
+            error: failure.error,
+            line: failure.line,
+            procedure: failure.procedure,
+        });
     }
 
-    fn fail(&self, error: SqlError, line: u64) -> Failure {
+    pub(crate) fn fail(&self, error: SqlError, line: u64) -> Failure {
         let abort_batch = aborts_batch(error.number) || self.xact_abort;
-        Failure { error, line, abort_batch }
+        Failure {
+            error,
+            line,
+            abort_batch,
+            procedure: self.module_stack.last().cloned().flatten(),
+            nest_level: self.nest_level,
+        }
+    }
+
+    /// BEGIN TRY ... END TRY BEGIN CATCH ... END CATCH: an error in the TRY block (or in what
+    /// it calls) runs the CATCH block instead of reaching the client. Not caught, as in SQL
+    /// Server: severity 20 and above, and name errors of the TRY block's own level, which SQL
+    /// Server raises when it compiles the statement.
+    fn run_try_catch(
+        &mut self,
+        try_body: &[Parsed],
+        catch_body: &[Parsed],
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        self.try_depth += 1;
+        let result = self.run_parsed_block(try_body, out);
+        self.try_depth -= 1;
+        let failure = match result {
+            Ok(flow) => return Ok(flow),
+            Err(failure) => failure,
+        };
+        let compile_error =
+            matches!(failure.error.number, 207 | 208) && failure.nest_level == self.nest_level;
+        if failure.error.severity >= 20 || compile_error {
+            return Err(failure);
+        }
+        self.last_error = failure.error.number;
+        self.catch_stack.push(CaughtError {
+            error: failure.error,
+            line: failure.line,
+            procedure: failure.procedure,
+        });
+        let result = self.run_parsed_block(catch_body, out);
+        self.catch_stack.pop();
+        result
+    }
+
+    /// THROW [number, message, state]: severity 16, ends the batch; without arguments, in a
+    /// CATCH block, raises the caught error again.
+    fn run_throw(
+        &mut self,
+        arguments: Option<&[Expr; 3]>,
+        line: u64,
+    ) -> std::result::Result<Flow, Failure> {
+        let Some([number, message, state]) = arguments else {
+            let Some(caught) = self.catch_stack.last() else {
+                return Err(self.fail(SqlError::new(10704, 15, 1, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement."), line));
+            };
+            let mut failure = self.fail(caught.error.clone(), caught.line);
+            failure.procedure = caught.procedure.clone();
+            failure.abort_batch = true;
+            return Err(failure);
+        };
+        let as_int = |s: &Session, e: &Expr| -> std::result::Result<i64, Failure> {
+            let v = convert(&s.eval_stmt(e, line)?, SqlType::Int).map_err(|e| s.fail(e, line))?;
+            Ok(value::as_i64(&v).unwrap_or(0))
+        };
+        let number = as_int(self, number)?;
+        if number < 50000 {
+            return Err(self.fail(SqlError::new(35100, 16, 10, format!("Error number {number} in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647.")), line));
+        }
+        let state = as_int(self, state)?.clamp(0, 255) as u8;
+        let message = value::display(&self.eval_stmt(message, line)?);
+        let mut failure = self.fail(SqlError::new(number as i32, 16, state, message), line);
+        failure.abort_batch = true;
+        Err(failure)
     }
 
     fn run(
@@ -217,6 +325,15 @@ impl Session {
                 crate::dbddl::alter(&db, &alter.action).map_err(|e| self.fail(e, line))?;
                 Ok(Flow::Next)
             }
+            Stmt::TryCatch { try_body, catch_body } => {
+                self.run_try_catch(try_body, catch_body, out)
+            }
+            Stmt::CreateProcedure(def) => self.run_create_procedure(def, line),
+            Stmt::DropProcedure { names, if_exists } => {
+                self.run_drop_procedure(names, *if_exists, line)
+            }
+            Stmt::Exec(exec) => self.run_exec(exec, line, out),
+            Stmt::Throw(arguments) => self.run_throw(arguments.as_deref(), line),
             Stmt::CreateIndex { name, table, unique, clustered, columns, filegroup } => {
                 let spec = self
                     .index_spec(table, name, *unique, *clustered, columns, filegroup.clone())
@@ -225,6 +342,17 @@ impl Session {
                 Ok(Flow::Next)
             }
         }
+    }
+
+    /// SET NOCOUNT and SET XACT_ABORT, which a procedure's own SETs change only until it
+    /// returns.
+    pub(crate) fn set_options(&self) -> (bool, bool) {
+        (self.nocount, self.xact_abort)
+    }
+
+    pub(crate) fn restore_set_options(&mut self, (nocount, xact_abort): (bool, bool)) {
+        self.nocount = nocount;
+        self.xact_abort = xact_abort;
     }
 
     /// Error 226: a statement that may not run inside a user transaction.
@@ -245,7 +373,7 @@ impl Session {
 
     /// Runs `f` as one statement: in its own transaction outside one, else rolled back alone
     /// if it fails (or the whole transaction under XACT_ABORT).
-    fn atomic<T>(
+    pub(crate) fn atomic<T>(
         &mut self,
         line: u64,
         f: impl FnOnce(&mut Session) -> Result<T>,
@@ -449,7 +577,9 @@ impl Session {
                     state.clamp(0, 255) as u8,
                     text,
                 );
-                Err(Failure { error, line, abort_batch: self.xact_abort })
+                let mut failure = self.fail(error, line);
+                failure.abort_batch = self.xact_abort;
+                Err(failure)
             }
             Statement::StartTransaction { .. } => {
                 self.db.begin_tran().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
@@ -479,7 +609,14 @@ impl Session {
                 }
                 Ok(Flow::Next)
             }
-            Statement::Return(_) => Ok(Flow::Return),
+            Statement::Return(r) => {
+                if let Some(sqlparser::ast::ReturnStatementValue::Expr(e)) = &r.value {
+                    let v = convert(&self.eval_stmt(e, line)?, SqlType::Int)
+                        .map_err(|e| self.fail(e, line))?;
+                    self.return_status = value::as_i64(&v).unwrap_or(0) as i32;
+                }
+                Ok(Flow::Return)
+            }
             other => {
                 let text = other.to_string();
                 let word = text.split_whitespace().next().unwrap_or_default().to_uppercase();
@@ -490,7 +627,7 @@ impl Session {
 
     /// Runs statements of a block; an error that does not abort the batch is reported and the
     /// block goes on, as in SQL Server.
-    fn run_parsed_block(
+    pub(crate) fn run_parsed_block(
         &mut self,
         statements: &[Parsed],
         out: &mut dyn FnMut(Output),
@@ -499,14 +636,16 @@ impl Session {
             match self.run(stmt, *line, out) {
                 Ok(Flow::Next) => {}
                 Ok(flow) => return Ok(flow),
-                Err(failure) if !failure.abort_batch => self.report(failure, out),
+                Err(failure) if !failure.abort_batch && self.try_depth == 0 => {
+                    self.report(failure, out)
+                }
                 Err(failure) => return Err(failure),
             }
         }
         Ok(Flow::Next)
     }
 
-    fn eval_stmt(&self, expr: &Expr, line: u64) -> std::result::Result<Value, Failure> {
+    pub(crate) fn eval_stmt(&self, expr: &Expr, line: u64) -> std::result::Result<Value, Failure> {
         self.eval(expr, &Env::empty()).map_err(|e| self.fail(e, line))
     }
 
@@ -534,7 +673,7 @@ impl Session {
         Ok(Flow::Next)
     }
 
-    fn set_variable(&mut self, name: &str, v: Value) -> Result<()> {
+    pub(crate) fn set_variable(&mut self, name: &str, v: Value) -> Result<()> {
         let key = name.to_lowercase();
         let Some((sql_type, _)) = self.variables.get(&key) else {
             return Err(undeclared(name));
@@ -564,6 +703,7 @@ impl Session {
             }
             "@@SERVERNAME" => Value::Text(server_name()),
             "@@IDENTITY" => self.last_identity.get().map_or(Value::Null, Value::BigInt),
+            "@@NESTLEVEL" => Value::Int(self.nest_level as i32),
             other => return Err(undeclared(other)),
         })
     }
@@ -588,19 +728,12 @@ impl Session {
                     .find(|d| i64::from(d.database_id) == id)
                     .map_or(Value::Null, |d| Value::Text(d.name.clone())),
             }),
-            "OBJECT_ID" => Ok(self
-                .db
-                .catalog()
-                .ok()
-                .and_then(|c| {
-                    c.table(text(0).rsplit('.').next().unwrap_or_default().trim_matches(['[', ']']))
-                })
-                .map_or(Value::Null, |t| Value::Int(t.object_id))),
+            "OBJECT_ID" => Ok(self.object_id(&text(0)).map_or(Value::Null, Value::Int)),
             "OBJECT_NAME" => Ok(args
                 .first()
                 .and_then(value::as_i64)
-                .and_then(|id| self.db.catalog().ok()?.table_by_id(id as i32))
-                .map_or(Value::Null, |t| Value::Text(t.name.clone()))),
+                .and_then(|id| self.object_name(id as i32))
+                .map_or(Value::Null, Value::Text)),
             "FILE_ID" => Ok(self
                 .db
                 .file_space()
@@ -627,9 +760,43 @@ impl Session {
                 Ok(functions::current_time(name, self.server.instance.clock.now_local()))
             }
             "SCOPE_IDENTITY" => Ok(self.last_identity.get().map_or(Value::Null, Value::BigInt)),
+            "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
+            | "ERROR_PROCEDURE" => Ok(self.error_function(name)),
+            "XACT_STATE" => {
+                Ok(Value::SmallInt(i16::from(self.db.trancount() > u32::from(self.in_autocommit))))
+            }
             _ => return None,
         };
         Some(result)
+    }
+
+    /// The object id of a table or procedure of the current database.
+    fn object_id(&self, name: &str) -> Option<i32> {
+        let name = name.rsplit('.').next().unwrap_or_default().trim_matches(['[', ']']);
+        let catalog = self.db.catalog().ok()?;
+        let table = catalog.table(name).map(|t| t.object_id);
+        table.or_else(|| catalog.module(name).map(|m| m.object_id))
+    }
+
+    fn object_name(&self, object_id: i32) -> Option<String> {
+        let catalog = self.db.catalog().ok()?;
+        if let Some(table) = catalog.table_by_id(object_id) {
+            return Some(table.name.clone());
+        }
+        catalog.modules().iter().find(|m| m.object_id == object_id).map(|m| m.name.clone())
+    }
+
+    /// ERROR_NUMBER() and the rest: the error the innermost CATCH block handles, else NULL.
+    fn error_function(&self, name: &str) -> Value {
+        let Some(caught) = self.catch_stack.last() else { return Value::Null };
+        match name {
+            "ERROR_NUMBER" => Value::Int(caught.error.number),
+            "ERROR_MESSAGE" => Value::Text(caught.error.message.clone()),
+            "ERROR_SEVERITY" => Value::Int(i32::from(caught.error.severity)),
+            "ERROR_STATE" => Value::Int(i32::from(caught.error.state)),
+            "ERROR_LINE" => Value::Int(caught.line as i32),
+            _ => caught.procedure.clone().map_or(Value::Null, Value::Text),
+        }
     }
 
     fn file_property(&self, file: &str, property: &str) -> Value {

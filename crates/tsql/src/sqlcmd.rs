@@ -36,10 +36,14 @@ pub fn format(output: &Output) -> String {
             let noun = if *n == 1 { "row" } else { "rows" };
             format!("({n} {noun} affected)\n")
         }
-        Output::Error { error, line } => format!(
-            "Msg {}, Level {}, State {}, Line {}\n{}\n",
-            error.number, error.severity, error.state, line, error.message
-        ),
+        Output::Error { error, line, procedure } => {
+            let procedure =
+                procedure.as_ref().map(|p| format!("Procedure {p}, ")).unwrap_or_default();
+            format!(
+                "Msg {}, Level {}, State {}, {procedure}Line {}\n{}\n",
+                error.number, error.severity, error.state, line, error.message
+            )
+        }
     }
 }
 

@@ -1,0 +1,83 @@
+-- Stored procedures: parameters with defaults, OUTPUT, RETURN status, nesting, errors inside
+-- a procedure (they name it); EXEC (string) and sp_executesql; CREATE OR ALTER, DROP.
+CREATE TABLE Log (id INT IDENTITY PRIMARY KEY, note VARCHAR(40))
+GO
+-- A procedure's definition is its whole batch.
+CREATE PROCEDURE dbo.AddNote
+    @note VARCHAR(40),
+    @times INT = 1,
+    @last INT = NULL OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON
+    DECLARE @i INT = 0
+    WHILE @i < @times
+    BEGIN
+        INSERT Log (note) VALUES (@note)
+        SET @i = @i + 1
+    END
+    SET @last = SCOPE_IDENTITY()
+    RETURN @times
+END
+GO
+DECLARE @rc INT, @id INT
+EXEC @rc = AddNote 'first'
+EXEC AddNote @note = 'second', @times = 2, @last = @id OUTPUT
+SELECT @rc AS status, @id AS last_id, @@NESTLEVEL AS level
+EXECUTE dbo.AddNote @times = 1, @note = 'third'
+SELECT id, note FROM Log ORDER BY id
+GO
+AddNote 'bare call'
+GO
+CREATE PROC Inner_ @x INT AS
+SELECT @x * 2 AS doubled, @@NESTLEVEL AS level
+INSERT Log (note) VALUES (NULL, 'too many values')
+SELECT 'after the error' AS still_running
+GO
+CREATE PROC Outer_ AS EXEC Inner_ 21
+GO
+EXEC Outer_
+GO
+-- Errors of the call itself.
+EXEC AddNote
+EXEC AddNote 'a', 1, NULL, 4
+EXEC AddNote @nope = 1
+EXEC NoSuchProc
+GO
+SELECT 1 AS x
+CREATE PROC Late AS SELECT 1
+GO
+CREATE PROC AddNote AS SELECT 1
+GO
+CREATE OR ALTER PROC AddNote @note VARCHAR(40) AS SELECT 'altered: ' + @note AS result
+GO
+EXEC AddNote 'x'
+SELECT OBJECT_ID('AddNote') - OBJECT_ID('Log') AS ids_apart
+GO
+ALTER PROC NoSuchProc AS SELECT 1
+GO
+-- Recursion stops at nesting level 32.
+CREATE PROC Deep @n INT AS
+IF @n % 10 = 0 PRINT 'level ' + CAST(@@NESTLEVEL AS VARCHAR(10))
+EXEC Deep @n + 1
+GO
+EXEC Deep 1
+SELECT 'not reached' AS x
+GO
+-- Dynamic SQL: its own batch and variables.
+DECLARE @table SYSNAME = 'Log', @sql NVARCHAR(200)
+SET @sql = N'SELECT COUNT(*) AS notes FROM ' + @table
+EXEC (@sql)
+EXEC ('SELECT @table')
+EXEC ('SELECT 1 +')
+SELECT 'the batch goes on' AS after_dynamic
+GO
+DECLARE @n INT
+EXEC sp_executesql N'SELECT @c = COUNT(*) FROM Log WHERE id > @min', N'@min INT, @c INT OUTPUT', @min = 2, @c = @n OUTPUT
+SELECT @n AS counted
+GO
+DROP PROCEDURE AddNote, Inner_
+DROP PROC IF EXISTS AddNote
+DROP PROC AddNote
+EXEC Outer_
+GO
