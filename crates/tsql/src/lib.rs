@@ -14,6 +14,7 @@
 //! - [`value`], [`functions`]: conversions, arithmetic, comparison and the built-in functions.
 //! - [`sysviews`]: the system views built so far (sys.databases, sys.database_files,
 //!   sys.filegroups).
+//! - [`window`]: window functions (OVER).
 //! - [`sqlcmd`]: output formatted as sqlcmd prints it.
 
 pub mod batch;
@@ -28,3 +29,4 @@ pub mod session;
 pub mod sqlcmd;
 pub mod sysviews;
 pub mod value;
+pub mod window;

@@ -45,6 +45,30 @@ impl Env<'_> {
     }
 }
 
+/// The most rounds a recursive common table expression runs (SQL Server's default
+/// MAXRECURSION).
+pub const MAX_RECURSION: usize = 100;
+
+/// A common table expression's rows while the query that defines it runs.
+#[derive(Clone)]
+pub struct CteBinding {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub rows: Arc<Vec<Vec<Value>>>,
+}
+
+/// Whether a set expression reads the relation `name` (a recursive CTE's member).
+fn names_relation(body: &SetExpr, name: &str) -> bool {
+    let found = sqlparser::ast::visit_relations(body, |relation: &ObjectName| {
+        if relation.0.len() == 1 && crate::front::last_part(relation).eq_ignore_ascii_case(name) {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    });
+    found.is_break()
+}
+
 /// What a query produced.
 pub struct QueryResult {
     pub columns: Vec<String>,
@@ -83,7 +107,7 @@ fn is_aggregate(name: &str) -> bool {
     )
 }
 
-fn function_name(name: &ObjectName) -> String {
+pub(crate) fn function_name(name: &ObjectName) -> String {
     crate::front::last_part(name)
 }
 
@@ -458,7 +482,12 @@ impl Session {
             return self.aggregate(&name, f, env);
         }
         if f.over.is_some() {
-            return Err(not_supported("OVER"));
+            return Err(SqlError::new(
+                4108,
+                15,
+                1,
+                "Windowed functions can only appear in the SELECT or ORDER BY clauses.",
+            ));
         }
         let raw = function_args(f);
         let upper = name.to_ascii_uppercase();
@@ -520,54 +549,89 @@ impl Session {
             values.sort_by(sort_compare);
             values.dedup_by(|a, b| sort_compare(a, b).is_eq());
         }
-        match upper.as_str() {
-            "COUNT" => Ok(Value::Int(values.len() as i32)),
-            "COUNT_BIG" => Ok(Value::BigInt(values.len() as i64)),
-            "MIN" | "MAX" => {
-                let want = if upper == "MIN" { Ordering::Less } else { Ordering::Greater };
-                let mut best: Option<Value> = None;
-                for v in values {
-                    best = match best {
-                        Some(b) if compare(&v, &b)? != want => Some(b),
-                        _ => Some(v),
-                    };
-                }
-                Ok(best.unwrap_or(Value::Null))
-            }
-            "SUM" | "AVG" => {
-                if values.is_empty() {
-                    return Ok(Value::Null);
-                }
-                // Added up as bigint; SQL Server's result type is int for tinyint, smallint
-                // and int arguments (8115 if the result does not fit), else the argument's.
-                let small_ints = values
-                    .iter()
-                    .all(|v| matches!(v, Value::TinyInt(_) | Value::SmallInt(_) | Value::Int(_)));
-                let widen = |v: &Value| match value::as_i64(v) {
-                    Some(x) if small_ints => Value::BigInt(x),
-                    _ => v.clone(),
-                };
-                let mut total = widen(&values[0]);
-                for v in &values[1..] {
-                    total = value::arith(Arith::Add, &total, &widen(v))?;
-                }
-                let result = if upper == "AVG" {
-                    value::arith(Arith::Div, &total, &Value::BigInt(values.len() as i64))?
-                } else {
-                    total
-                };
-                if small_ints { convert(&result, SqlType::Int) } else { Ok(result) }
-            }
-            other => Err(not_supported(other)),
-        }
+        fold_aggregate(&upper, values)
     }
 
     /// Runs a query (a SELECT, possibly with set operations), with an outer row for
     /// correlated subqueries.
     pub fn run_query(&self, query: &Query, outer: Option<&Env<'_>>) -> Result<QueryResult> {
-        if query.with.is_some() {
-            return Err(not_supported("WITH"));
+        let Some(with) = &query.with else { return self.run_query_body(query, outer) };
+        let depth = self.ctes.borrow().len();
+        let result = (|| {
+            for cte in &with.cte_tables {
+                let binding = self.run_cte(cte, outer)?;
+                self.ctes.borrow_mut().push(binding);
+            }
+            self.run_query_body(query, outer)
+        })();
+        self.ctes.borrow_mut().truncate(depth);
+        result
+    }
+
+    /// One common table expression's rows; a recursive one (`anchor UNION ALL recursive
+    /// member` naming itself) runs its recursive member on the rows of the previous round
+    /// until one adds none, at most [`MAX_RECURSION`] rounds (530), as SQL Server does.
+    fn run_cte(&self, cte: &sqlparser::ast::Cte, outer: Option<&Env<'_>>) -> Result<CteBinding> {
+        let name = cte.alias.name.value.clone();
+        let aliases: Vec<String> = cte.alias.columns.iter().map(|c| c.name.value.clone()).collect();
+        let named = |result: &QueryResult| -> Result<Vec<String>> {
+            if aliases.is_empty() {
+                return Ok(result.columns.clone());
+            }
+            if aliases.len() != result.columns.len() {
+                return Err(SqlError::new(
+                    8158,
+                    16,
+                    1,
+                    format!("'{name}' has more columns than were specified in the column list."),
+                ));
+            }
+            Ok(aliases.clone())
+        };
+        let recursive = match cte.query.body.as_ref() {
+            SetExpr::SetOperation {
+                left,
+                op: sqlparser::ast::SetOperator::Union,
+                set_quantifier: sqlparser::ast::SetQuantifier::All,
+                right,
+            } if names_relation(right, &name) => Some((left, right)),
+            _ => None,
+        };
+        let Some((anchor, member)) = recursive else {
+            let result = self.run_query(&cte.query, outer)?;
+            return Ok(CteBinding { columns: named(&result)?, name, rows: Arc::new(result.rows) });
+        };
+        let first = self.run_set_expr(anchor, outer)?;
+        let columns = named(&first)?;
+        let mut all = first.rows.clone();
+        let mut working = first.rows;
+        for _ in 0..=MAX_RECURSION {
+            let binding = CteBinding {
+                name: name.clone(),
+                columns: columns.clone(),
+                rows: Arc::new(working),
+            };
+            self.ctes.borrow_mut().push(binding);
+            let round = self.run_set_expr(member, outer);
+            self.ctes.borrow_mut().pop();
+            let round = round?;
+            if round.rows.is_empty() {
+                return Ok(CteBinding { name, columns, rows: Arc::new(all) });
+            }
+            all.extend(round.rows.iter().cloned());
+            working = round.rows;
         }
+        Err(SqlError::new(
+            530,
+            16,
+            1,
+            format!(
+                "The statement terminated. The maximum recursion {MAX_RECURSION} has been exhausted before statement completion."
+            ),
+        ))
+    }
+
+    fn run_query_body(&self, query: &Query, outer: Option<&Env<'_>>) -> Result<QueryResult> {
         let order_exprs = match &query.order_by {
             Some(order_by) => match &order_by.kind {
                 OrderByKind::Expressions(exprs) => exprs.as_slice(),
@@ -680,12 +744,38 @@ impl Session {
         filter: Option<&Expr>,
     ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
         match factor {
-            TableFactor::Table { name, alias, .. } => {
+            TableFactor::Table { name, alias, args, .. } => {
                 let table_name = crate::front::last_part(name);
                 let qualifier = alias.as_ref().map_or(table_name.clone(), |a| a.name.value.clone());
+                let cte = (name.0.len() == 1)
+                    .then(|| {
+                        let ctes = self.ctes.borrow();
+                        ctes.iter()
+                            .rev()
+                            .find(|c| c.name.eq_ignore_ascii_case(&table_name))
+                            .cloned()
+                    })
+                    .flatten();
+                if let Some(cte) = cte {
+                    let cols = cte
+                        .columns
+                        .iter()
+                        .map(|name| ColRef { qualifier: qualifier.clone(), name: name.clone() })
+                        .collect();
+                    return Ok((cols, cte.rows.as_ref().clone()));
+                }
                 let schema = name.0.len().checked_sub(2).map(|i| name.0[i].to_string());
+                let mut arg_values = Vec::new();
+                for arg in args.iter().flat_map(|a| &a.args) {
+                    match arg {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
+                            arg_values.push(self.eval(e, outer.unwrap_or(&Env::empty()))?)
+                        }
+                        _ => return Err(not_supported(&arg.to_string())),
+                    }
+                }
                 if schema.is_some_and(|s| s.trim_matches(['[', ']']).eq_ignore_ascii_case("sys"))
-                    && let Some(view) = self.system_view(&table_name)
+                    && let Some(view) = self.system_view(&table_name, &arg_values)
                 {
                     let (names, rows) = view?;
                     let cols = names
@@ -800,6 +890,41 @@ impl Session {
         Ok((cols, rows))
     }
 
+    /// CROSS APPLY and OUTER APPLY: the right side (a derived table or a table-valued
+    /// function) is evaluated once per left row, which it can reference.
+    fn apply(
+        &self,
+        cols: Vec<ColRef>,
+        rows: Vec<Vec<Value>>,
+        relation: &TableFactor,
+        keep_left: bool,
+        outer: Option<&Env<'_>>,
+    ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
+        let mut right_cols: Option<Vec<ColRef>> = None;
+        let mut out = Vec::new();
+        let mut unmatched = Vec::new();
+        for left in &rows {
+            let env = Env { cols: &cols, row: left, group: None, outer };
+            let (c, right_rows) = self.table_factor(relation, Some(&env), None)?;
+            right_cols.get_or_insert(c);
+            if right_rows.is_empty() && keep_left {
+                unmatched.push(out.len());
+                out.push(left.clone());
+            }
+            for right in right_rows {
+                out.push(left.iter().cloned().chain(right).collect());
+            }
+        }
+        let right_cols = match right_cols {
+            Some(c) => c,
+            None => self.table_factor(relation, outer, None).map(|(c, _)| c).unwrap_or_default(),
+        };
+        for index in unmatched {
+            out[index].extend(std::iter::repeat_n(Value::Null, right_cols.len()));
+        }
+        Ok((cols.into_iter().chain(right_cols).collect(), out))
+    }
+
     fn join(
         &self,
         cols: Vec<ColRef>,
@@ -807,6 +932,10 @@ impl Session {
         join: &Join,
         outer: Option<&Env<'_>>,
     ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
+        if let JoinOperator::CrossApply | JoinOperator::OuterApply = join.join_operator {
+            let keep_left = matches!(join.join_operator, JoinOperator::OuterApply);
+            return self.apply(cols, rows, &join.relation, keep_left, outer);
+        }
         let (right_cols, right_rows) = self.table_factor(&join.relation, outer, None)?;
         let (constraint, keep_left, keep_right) = match &join.join_operator {
             JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false, false),
@@ -884,10 +1013,14 @@ impl Session {
             GroupByExpr::Expressions(exprs, _) => exprs.clone(),
             GroupByExpr::All(_) => return Err(not_supported("GROUP BY ALL")),
         };
-        let items = self.expand_items(&select.projection, &cols)?;
+        let mut items = self.expand_items(&select.projection, &cols)?;
         let grouped = !group_exprs.is_empty()
             || items.iter().any(|(e, _)| has_aggregate(e))
             || select.having.as_ref().is_some_and(has_aggregate);
+        let windows = {
+            let mut exprs: Vec<&mut Expr> = items.iter_mut().map(|(e, _)| e).collect();
+            crate::window::extract(&mut exprs)
+        };
         let names: Vec<String> = items.iter().map(|(_, n)| n.clone()).collect();
         let descending: Vec<bool> = order_by
             .iter()
@@ -899,15 +1032,41 @@ impl Session {
         } else {
             rows.into_iter().map(|r| vec![r]).collect()
         };
-        for group in &groups {
+        let mut kept = Vec::with_capacity(groups.len());
+        for (index, group) in groups.iter().enumerate() {
             let first = group.first().cloned().unwrap_or_else(|| vec![Value::Null; cols.len()]);
             let group_rows = if grouped { Some(group.as_slice()) } else { None };
             let env = Env { cols: &cols, row: &first, group: group_rows, outer };
-            if let Some(having) = &select.having
-                && !is_true(&self.eval(having, &env)?)
-            {
-                continue;
+            let passes = match &select.having {
+                Some(having) => is_true(&self.eval(having, &env)?),
+                None => true,
+            };
+            if passes {
+                kept.push(index);
             }
+        }
+        let first_of = |index: usize| {
+            groups[index].first().cloned().unwrap_or_else(|| vec![Value::Null; cols.len()])
+        };
+        let window_values = if windows.is_empty() {
+            vec![Vec::new(); kept.len()]
+        } else {
+            let env_of = |k: usize, f: &mut dyn FnMut(&Env<'_>) -> Result<()>| -> Result<()> {
+                let group = &groups[kept[k]];
+                let group_rows = if grouped { Some(group.as_slice()) } else { None };
+                let first = first_of(kept[k]);
+                f(&Env { cols: &cols, row: &first, group: group_rows, outer })
+            };
+            self.window_values(&windows, kept.len(), &env_of)?
+        };
+        let mut scope = cols.clone();
+        scope.extend(crate::window::columns(windows.len()));
+        for (&index, window_row) in kept.iter().zip(window_values) {
+            let group = &groups[index];
+            let mut first = first_of(index);
+            first.extend(window_row);
+            let group_rows = if grouped { Some(group.as_slice()) } else { None };
+            let env = Env { cols: &scope, row: &first, group: group_rows, outer };
             let mut out = Vec::with_capacity(items.len());
             for (e, _) in &items {
                 out.push(self.eval(e, &env)?);
@@ -1217,6 +1376,50 @@ pub fn literal(v: &AstValue) -> Result<Value> {
             Ok(Value::Bytes(bytes))
         }
         other => Err(not_supported(&other.to_string())),
+    }
+}
+
+/// An aggregate (COUNT, COUNT_BIG, MIN, MAX, SUM, AVG) of non-NULL values.
+pub(crate) fn fold_aggregate(upper: &str, values: Vec<Value>) -> Result<Value> {
+    match upper {
+        "COUNT" => Ok(Value::Int(values.len() as i32)),
+        "COUNT_BIG" => Ok(Value::BigInt(values.len() as i64)),
+        "MIN" | "MAX" => {
+            let want = if upper == "MIN" { Ordering::Less } else { Ordering::Greater };
+            let mut best: Option<Value> = None;
+            for v in values {
+                best = match best {
+                    Some(b) if compare(&v, &b)? != want => Some(b),
+                    _ => Some(v),
+                };
+            }
+            Ok(best.unwrap_or(Value::Null))
+        }
+        "SUM" | "AVG" => {
+            if values.is_empty() {
+                return Ok(Value::Null);
+            }
+            // Added up as bigint; SQL Server's result type is int for tinyint, smallint
+            // and int arguments (8115 if the result does not fit), else the argument's.
+            let small_ints = values
+                .iter()
+                .all(|v| matches!(v, Value::TinyInt(_) | Value::SmallInt(_) | Value::Int(_)));
+            let widen = |v: &Value| match value::as_i64(v) {
+                Some(x) if small_ints => Value::BigInt(x),
+                _ => v.clone(),
+            };
+            let mut total = widen(&values[0]);
+            for v in &values[1..] {
+                total = value::arith(Arith::Add, &total, &widen(v))?;
+            }
+            let result = if upper == "AVG" {
+                value::arith(Arith::Div, &total, &Value::BigInt(values.len() as i64))?
+            } else {
+                total
+            };
+            if small_ints { convert(&result, SqlType::Int) } else { Ok(result) }
+        }
+        other => Err(not_supported(other)),
     }
 }
 

@@ -101,6 +101,8 @@ pub struct Session {
     try_depth: u32,
     /// The errors CATCH blocks are handling, innermost last.
     catch_stack: Vec<CaughtError>,
+    /// The common table expressions of the queries running now, innermost last.
+    pub(crate) ctes: std::cell::RefCell<Vec<crate::query::CteBinding>>,
     nocount: bool,
     xact_abort: bool,
     rowcount: u64,
@@ -129,6 +131,7 @@ impl Session {
             return_status: 0,
             try_depth: 0,
             catch_stack: Vec::new(),
+            ctes: std::cell::RefCell::new(Vec::new()),
             nocount: false,
             xact_abort: false,
             rowcount: 0,

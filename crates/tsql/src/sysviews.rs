@@ -2,7 +2,7 @@
 //! the engine's real state, with SQL Server's column names (reference §10.4).
 //!
 //! Here so far: sys.databases, sys.database_files and sys.filegroups, the views a DBA reads
-//! after CREATE/ALTER DATABASE. The other catalog views and the DMVs come with issue 6.
+//! after CREATE/ALTER DATABASE, and the table-valued function sys.dm_db_log_info. The other catalog views and the DMVs come with issue 6.
 //!
 //! Deviations: each view has the columns listed in its function, not every column SQL Server
 //! has (file_guid, the LSN columns and the like are left out until something fills them).
@@ -25,14 +25,56 @@ fn text(s: &str) -> Value {
 }
 
 impl Session {
-    /// The rows of `sys.<name>`, or None if there is no such view.
-    pub fn system_view(&self, name: &str) -> Option<Result<ViewRows>> {
+    /// The rows of `sys.<name>` (a view, or a table-valued function given `args`), or None
+    /// if there is no such view.
+    pub fn system_view(&self, name: &str, args: &[Value]) -> Option<Result<ViewRows>> {
         match name.to_lowercase().as_str() {
             "databases" => Some(Ok(self.sys_databases())),
             "database_files" => Some(Ok(self.sys_database_files())),
             "filegroups" => Some(Ok(self.sys_filegroups())),
+            "dm_db_log_info" => Some(Ok(self.dm_db_log_info(args.first()))),
             _ => None,
         }
+    }
+
+    /// sys.dm_db_log_info(database_id): one row per VLF of the database's log (reference §5.3),
+    /// from the log files' real layout. A NULL or unknown id gives no rows.
+    fn dm_db_log_info(&self, database_id: Option<&Value>) -> ViewRows {
+        let cols = columns(&[
+            "database_id",
+            "file_id",
+            "vlf_begin_offset",
+            "vlf_size_mb",
+            "vlf_sequence_number",
+            "vlf_active",
+            "vlf_status",
+            "vlf_parity",
+            "vlf_first_lsn",
+            "vlf_create_lsn",
+        ]);
+        let id = database_id.and_then(crate::value::as_i64);
+        let db = self.server.databases().into_iter().find(|d| Some(i64::from(d.database_id)) == id);
+        let Some(db) = db else { return (cols, Vec::new()) };
+        let rows = db
+            .log()
+            .log_info()
+            .into_iter()
+            .map(|vlf| {
+                vec![
+                    Value::Int(i32::from(vlf.database_id)),
+                    Value::SmallInt(vlf.file_id as i16),
+                    Value::BigInt(vlf.vlf_begin_offset as i64),
+                    Value::Float((vlf.vlf_size_mb * 100.0).round() / 100.0),
+                    Value::BigInt(i64::from(vlf.vlf_sequence_number)),
+                    Value::Bit(vlf.vlf_active),
+                    Value::Int(i32::from(vlf.vlf_status)),
+                    Value::TinyInt(vlf.vlf_parity),
+                    Value::Text(vlf.vlf_first_lsn),
+                    Value::Text(vlf.vlf_create_lsn),
+                ]
+            })
+            .collect();
+        (cols, rows)
     }
 
     fn sys_databases(&self) -> ViewRows {
