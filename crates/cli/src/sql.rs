@@ -122,7 +122,7 @@ pub fn shell(args: &ShellArgs) -> Result<(), String> {
             ok &= tsql::sqlcmd::run_script(&mut session, &pending, args.stop_on_error, &mut print);
             pending.clear();
             number = 1;
-            if !ok && args.stop_on_error {
+            if (!ok && args.stop_on_error) || session.is_shut_down() {
                 break;
             }
         }

@@ -73,11 +73,54 @@ pub enum Stmt {
     /// THROW [number, message, state] (parsed here: sqlparser reads a following END as an
     /// argument).
     Throw(Option<Box<[sqlparser::ast::Expr; 3]>>),
+    /// A statement with an `OPTION (...)` clause, which the token pre-pass took out.
+    Hinted {
+        hints: QueryHints,
+        statement: Box<Stmt>,
+    },
+    /// `SET @v op= expr` (+=, -=, *=, /=, %=, &=, |=, ^=), as `SET @v = @v op (expr)`.
+    SetVariable {
+        name: String,
+        value: sqlparser::ast::Expr,
+    },
+    /// SHUTDOWN [WITH NOWAIT].
+    Shutdown {
+        nowait: bool,
+    },
     /// COMMIT [TRAN[SACTION]] [name] (the name is ignored, as in SQL Server).
     Commit,
     /// ROLLBACK [TRAN[SACTION]] [savepoint].
     Rollback(Option<String>),
 }
+
+/// Query hints of `OPTION (...)`. MAXDOP is kept for the DMVs; it changes nothing, as every
+/// query runs on one thread (deviation). MAXRECURSION bounds recursive CTEs (0 = no limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryHints {
+    pub maxdop: Option<u32>,
+    pub max_recursion: Option<u32>,
+}
+
+impl QueryHints {
+    /// Reads `MAXDOP n, MAXRECURSION n, RECOMPILE, ...` (hints other than these two are
+    /// accepted and have no effect).
+    fn parse(text: &str) -> QueryHints {
+        let mut hints = QueryHints::default();
+        for hint in text.split(',') {
+            let words: Vec<&str> = hint.split_whitespace().collect();
+            let number = words.get(1).and_then(|n| n.parse().ok());
+            match words.first().map(|w| w.to_ascii_uppercase()).as_deref() {
+                Some("MAXDOP") => hints.maxdop = number,
+                Some("MAXRECURSION") => hints.max_recursion = number,
+                _ => {}
+            }
+        }
+        hints
+    }
+}
+
+/// What the token pre-pass writes for a removed `OPTION (...)`.
+const OPTION_MARK: &str = "OPTION ";
 
 /// A statement and the line it starts on (1-based, within its batch).
 #[derive(Debug)]
@@ -129,8 +172,29 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
     })?;
     let mut kept: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
     let mut removed = Vec::new();
+    // An OPTION (...) clause being taken out: its text and parenthesis depth.
+    let mut option: Option<(String, usize)> = None;
     for token in tokens {
         if matches!(token.token, Token::Whitespace(_)) {
+            continue;
+        }
+        if let Some((text, depth)) = &mut option {
+            match token.token {
+                Token::LParen => *depth += 1,
+                Token::RParen => *depth -= 1,
+                _ => {}
+            }
+            if *depth == 0 {
+                removed.push((kept.len(), format!("{OPTION_MARK}{}", text.trim())));
+                option = None;
+            } else if *depth > 1 || token.token != Token::LParen {
+                text.push_str(&token.token.to_string());
+                text.push(' ');
+            }
+            continue;
+        }
+        if is_word(&token.token, "OPTION") && !kept.is_empty() {
+            option = Some((String::new(), 0));
             continue;
         }
         let previous = kept.last().map(|t| &t.token);
@@ -225,6 +289,15 @@ fn parse_rest(
             }
             other => other,
         };
+        let hints = removed
+            .iter()
+            .filter(|(at, word)| *at > start && *at <= end && word.starts_with(OPTION_MARK))
+            .map(|(_, word)| QueryHints::parse(&word[OPTION_MARK.len()..]))
+            .next_back();
+        let stmt = match hints {
+            Some(hints) => Stmt::Hinted { hints, statement: Box::new(stmt) },
+            None => stmt,
+        };
         out.push(Parsed { stmt, line });
     }
 }
@@ -316,6 +389,16 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if is_word(&first, "BEGIN") && is_word(&parser.peek_nth_token(1).token, "TRY") {
         return parse_try_catch(parser);
+    }
+    if is_word(&first, "SHUTDOWN") {
+        parser.next_token();
+        let nowait = parse_word(parser, "WITH") && parse_word(parser, "NOWAIT");
+        return Ok(Stmt::Shutdown { nowait });
+    }
+    if is_word(&first, "SET")
+        && let Some(stmt) = parse_compound_set(parser)?
+    {
+        return Ok(stmt);
     }
     if is_word(&first, "THROW") {
         parser.next_token();
@@ -411,6 +494,36 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
         return parse_create_index(parser);
     }
     Ok(Stmt::Sql(Box::new(parser.parse_statement()?)))
+}
+
+/// `SET @v op= expr`, if that is what follows.
+fn parse_compound_set(parser: &mut Parser<'_>) -> Result<Option<Stmt>, ParserError> {
+    use sqlparser::ast::{BinaryOperator, Expr, Ident};
+    let Token::Word(variable) = parser.peek_nth_token(1).token else { return Ok(None) };
+    if !variable.value.starts_with('@') || parser.peek_nth_token(3).token != Token::Eq {
+        return Ok(None);
+    }
+    let op = match parser.peek_nth_token(2).token {
+        Token::Plus => BinaryOperator::Plus,
+        Token::Minus => BinaryOperator::Minus,
+        Token::Mul => BinaryOperator::Multiply,
+        Token::Div => BinaryOperator::Divide,
+        Token::Mod => BinaryOperator::Modulo,
+        Token::Ampersand => BinaryOperator::BitwiseAnd,
+        Token::Pipe => BinaryOperator::BitwiseOr,
+        Token::Caret => BinaryOperator::BitwiseXor,
+        _ => return Ok(None),
+    };
+    for _ in 0..4 {
+        parser.next_token();
+    }
+    let right = parser.parse_expr()?;
+    let value = Expr::BinaryOp {
+        left: Box::new(Expr::Identifier(Ident::new(variable.value.clone()))),
+        op,
+        right: Box::new(Expr::Nested(Box::new(right))),
+    };
+    Ok(Some(Stmt::SetVariable { name: variable.value, value }))
 }
 
 pub(crate) fn parse_word(parser: &mut Parser<'_>, word: &str) -> bool {

@@ -48,6 +48,8 @@ impl Env<'_> {
 /// The most rounds a recursive common table expression runs (SQL Server's default
 /// MAXRECURSION).
 pub const MAX_RECURSION: usize = 100;
+/// MAXRECURSION 0 means no limit; rounds are still bounded, at this many.
+pub const UNLIMITED_RECURSION_BOUND: usize = 100_000_000;
 
 /// A common table expression's rows while the query that defines it runs.
 #[derive(Clone)]
@@ -55,6 +57,8 @@ pub struct CteBinding {
     pub name: String,
     pub columns: Vec<String>,
     pub rows: Arc<Vec<Vec<Value>>>,
+    /// Stands for a table of that name (UPDATE/DELETE ... FROM), whatever schema is written.
+    pub shadows_table: bool,
 }
 
 /// Whether a set expression reads the relation `name` (a recursive CTE's member).
@@ -599,24 +603,36 @@ impl Session {
         };
         let Some((anchor, member)) = recursive else {
             let result = self.run_query(&cte.query, outer)?;
-            return Ok(CteBinding { columns: named(&result)?, name, rows: Arc::new(result.rows) });
+            let columns = named(&result)?;
+            return Ok(CteBinding {
+                columns,
+                name,
+                rows: Arc::new(result.rows),
+                shadows_table: false,
+            });
         };
         let first = self.run_set_expr(anchor, outer)?;
         let columns = named(&first)?;
         let mut all = first.rows.clone();
         let mut working = first.rows;
-        for _ in 0..=MAX_RECURSION {
+        let limit = match self.hints.max_recursion {
+            None => MAX_RECURSION,
+            Some(0) => UNLIMITED_RECURSION_BOUND,
+            Some(n) => n as usize,
+        };
+        for _ in 0..=limit {
             let binding = CteBinding {
                 name: name.clone(),
                 columns: columns.clone(),
                 rows: Arc::new(working),
+                shadows_table: false,
             };
             self.ctes.borrow_mut().push(binding);
             let round = self.run_set_expr(member, outer);
             self.ctes.borrow_mut().pop();
             let round = round?;
             if round.rows.is_empty() {
-                return Ok(CteBinding { name, columns, rows: Arc::new(all) });
+                return Ok(CteBinding { name, columns, rows: Arc::new(all), shadows_table: false });
             }
             all.extend(round.rows.iter().cloned());
             working = round.rows;
@@ -626,7 +642,7 @@ impl Session {
             16,
             1,
             format!(
-                "The statement terminated. The maximum recursion {MAX_RECURSION} has been exhausted before statement completion."
+                "The statement terminated. The maximum recursion {limit} has been exhausted before statement completion."
             ),
         ))
     }
@@ -747,15 +763,16 @@ impl Session {
             TableFactor::Table { name, alias, args, .. } => {
                 let table_name = crate::front::last_part(name);
                 let qualifier = alias.as_ref().map_or(table_name.clone(), |a| a.name.value.clone());
-                let cte = (name.0.len() == 1)
-                    .then(|| {
-                        let ctes = self.ctes.borrow();
-                        ctes.iter()
-                            .rev()
-                            .find(|c| c.name.eq_ignore_ascii_case(&table_name))
-                            .cloned()
-                    })
-                    .flatten();
+                let cte = {
+                    let ctes = self.ctes.borrow();
+                    ctes.iter()
+                        .rev()
+                        .find(|c| {
+                            (name.0.len() == 1 || c.shadows_table)
+                                && c.name.eq_ignore_ascii_case(&table_name)
+                        })
+                        .cloned()
+                };
                 if let Some(cte) = cte {
                     let cols = cte
                         .columns
@@ -873,14 +890,25 @@ impl Session {
         select: &Select,
         outer: Option<&Env<'_>>,
     ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
-        if select.from.is_empty() {
+        self.joined_rows(&select.from, select.selection.as_ref(), outer)
+    }
+
+    /// The rows of a FROM list (all joins applied, before WHERE) and their columns; `filter`
+    /// (the WHERE clause) may choose an index seek when there is a single table.
+    pub(crate) fn joined_rows(
+        &self,
+        from: &[sqlparser::ast::TableWithJoins],
+        filter: Option<&Expr>,
+        outer: Option<&Env<'_>>,
+    ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
+        if from.is_empty() {
             return Ok((Vec::new(), vec![Vec::new()]));
         }
-        let single = select.from.len() == 1 && select.from[0].joins.is_empty();
+        let single = from.len() == 1 && from[0].joins.is_empty();
         let mut cols: Vec<ColRef> = Vec::new();
         let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
-        for item in &select.from {
-            let filter = if single { select.selection.as_ref() } else { None };
+        for item in from {
+            let filter = if single { filter } else { None };
             let (c, r) = self.table_factor(&item.relation, outer, filter)?;
             (cols, rows) = cross(cols, rows, c, r);
             for join in &item.joins {

@@ -188,6 +188,25 @@ impl Server {
         Ok(())
     }
 
+    /// SHUTDOWN from a session (which holds its current database): every database is
+    /// checkpointed, unless `nowait`, and forgotten; the log makes committed work durable either
+    /// way, and a NOWAIT shutdown leaves it to recovery at the next start, as in SQL Server.
+    pub fn shutdown_from_session(&self, nowait: bool) -> Result<()> {
+        let databases: Vec<Arc<Database>> =
+            std::mem::take(&mut *self.databases.write()).into_values().collect();
+        for db in databases {
+            if nowait {
+                db.log().flush_all()?;
+                continue;
+            }
+            match Arc::try_unwrap(db) {
+                Ok(db) => db.close()?,
+                Err(db) => db.checkpoint()?,
+            }
+        }
+        Ok(())
+    }
+
     /// The data directory.
     pub fn dir(&self) -> &Path {
         self.instance.dir()

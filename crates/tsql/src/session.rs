@@ -101,6 +101,12 @@ pub struct Session {
     try_depth: u32,
     /// The errors CATCH blocks are handling, innermost last.
     catch_stack: Vec<CaughtError>,
+    /// The running statement's OPTION (...) hints.
+    pub(crate) hints: front::QueryHints,
+    /// SET IDENTITY_INSERT ... ON: (database id, object id, the name as written).
+    identity_insert: Option<(u16, i32, String)>,
+    /// SHUTDOWN ran: the server's databases are closed and the session takes no more batches.
+    shut_down: bool,
     /// The common table expressions of the queries running now, innermost last.
     pub(crate) ctes: std::cell::RefCell<Vec<crate::query::CteBinding>>,
     nocount: bool,
@@ -132,6 +138,9 @@ impl Session {
             try_depth: 0,
             catch_stack: Vec::new(),
             ctes: std::cell::RefCell::new(Vec::new()),
+            hints: front::QueryHints::default(),
+            identity_insert: None,
+            shut_down: false,
             nocount: false,
             xact_abort: false,
             rowcount: 0,
@@ -140,6 +149,11 @@ impl Session {
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
         }
+    }
+
+    /// Whether SHUTDOWN ran (the client should stop sending batches).
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down
     }
 
     /// The current database.
@@ -155,6 +169,9 @@ impl Session {
     /// Runs one batch (its text without GO); every result, message and error goes to `out`.
     /// Returns false if an error was raised.
     pub fn execute(&mut self, sql: &str, out: &mut dyn FnMut(Output)) -> bool {
+        if self.shut_down {
+            return false;
+        }
         engine::instance::set_current_spid(self.spid);
         self.variables.clear();
         let parsed = match front::parse_batch(sql) {
@@ -337,6 +354,23 @@ impl Session {
             }
             Stmt::Exec(exec) => self.run_exec(exec, line, out),
             Stmt::Throw(arguments) => self.run_throw(arguments.as_deref(), line),
+            Stmt::Hinted { hints, statement } => {
+                self.hints = *hints;
+                let result = self.run(statement, line, out);
+                self.hints = front::QueryHints::default();
+                result
+            }
+            Stmt::SetVariable { name, value } => {
+                let v = self.eval_stmt(value, line)?;
+                self.set_variable(name, v).map_err(|e| self.fail(e, line))?;
+                Ok(Flow::Next)
+            }
+            Stmt::Shutdown { nowait } => {
+                out(Output::Message("Server shut down by request from login sa.".into()));
+                self.server.shutdown_from_session(*nowait).map_err(|e| self.fail(e, line))?;
+                self.shut_down = true;
+                Ok(Flow::Return)
+            }
             Stmt::CreateIndex { name, table, unique, clustered, columns, filegroup } => {
                 let spec = self
                     .index_spec(table, name, *unique, *clustered, columns, filegroup.clone())
@@ -668,12 +702,74 @@ impl Session {
             }
         }
         let on = words.last().is_some_and(|w| w == "ON");
+        if words.get(1).map(String::as_str) == Some("IDENTITY_INSERT") {
+            let name = text.split_whitespace().nth(2).unwrap_or_default().to_string();
+            return self
+                .set_identity_insert(&name, on)
+                .map(|()| Flow::Next)
+                .map_err(|e| self.fail(e, line));
+        }
         match words.get(1).map(String::as_str) {
             Some("NOCOUNT") => self.nocount = on,
             Some("XACT_ABORT") => self.xact_abort = on,
             _ => {} // other SET options are accepted and ignored (deviation)
         }
         Ok(Flow::Next)
+    }
+
+    /// SET IDENTITY_INSERT table { ON | OFF }: one table per session at a time (8107); the
+    /// table needs an identity column (8106).
+    fn set_identity_insert(&mut self, written: &str, on: bool) -> Result<()> {
+        let name = written.rsplit('.').next().unwrap_or_default().trim_matches(['[', ']']);
+        let table = self.table(name)?;
+        if !table.columns.iter().any(|c| c.identity.is_some()) {
+            return Err(SqlError::new(
+                8106,
+                16,
+                1,
+                format!(
+                    "Table '{written}' does not have the identity property. Cannot perform SET operation."
+                ),
+            ));
+        }
+        let this = (self.db.database_id, table.object_id);
+        if let Some((db, object, other)) = &self.identity_insert
+            && on
+            && (*db, *object) != this
+        {
+            let db_name = self
+                .server
+                .databases()
+                .iter()
+                .find(|d| d.database_id == *db)
+                .map(|d| d.name.clone())
+                .unwrap_or_default();
+            return Err(SqlError::new(
+                8107,
+                16,
+                1,
+                format!(
+                    "IDENTITY_INSERT is already ON for table '{db_name}.dbo.{other}'. Cannot perform SET operation for table '{written}'."
+                ),
+            ));
+        }
+        if on {
+            self.identity_insert = Some((this.0, this.1, table.name.clone()));
+        } else if self
+            .identity_insert
+            .as_ref()
+            .is_some_and(|(db, object, _)| (*db, *object) == this)
+        {
+            self.identity_insert = None;
+        }
+        Ok(())
+    }
+
+    /// Whether SET IDENTITY_INSERT is ON for this table.
+    fn identity_insert_on(&self, table: &engine::catalog::Table) -> bool {
+        self.identity_insert
+            .as_ref()
+            .is_some_and(|(db, object, _)| *db == self.db.database_id && *object == table.object_id)
     }
 
     pub(crate) fn set_variable(&mut self, name: &str, v: Value) -> Result<()> {
@@ -1072,7 +1168,20 @@ impl Session {
         let table = self.table(&last_part(name))?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let defaults = Self::default_exprs(&table)?;
+        let explicit_identity = self.identity_insert_on(&table);
+        let identity_position = table.columns.iter().position(|c| c.identity.is_some());
         let positions: Vec<usize> = if insert.columns.is_empty() {
+            if explicit_identity {
+                return Err(SqlError::new(
+                    8101,
+                    16,
+                    1,
+                    format!(
+                        "An explicit value for the identity column in table '{}' can only be specified when a column list is used and IDENTITY_INSERT is ON.",
+                        table.name
+                    ),
+                ));
+            }
             (0..table.columns.len()).filter(|p| table.columns[*p].identity.is_none()).collect()
         } else {
             let mut positions = Vec::new();
@@ -1081,7 +1190,7 @@ impl Session {
                 let p = table.column_index(&c).ok_or_else(|| {
                     SqlError::new(207, 16, 1, format!("Invalid column name '{c}'."))
                 })?;
-                if table.columns[p].identity.is_some() {
+                if table.columns[p].identity.is_some() && !explicit_identity {
                     return Err(SqlError::new(
                         544,
                         16,
@@ -1093,6 +1202,9 @@ impl Session {
                     ));
                 }
                 positions.push(p);
+            }
+            if explicit_identity && !identity_position.is_some_and(|i| positions.contains(&i)) {
+                return Err(explicit_identity_needed(&table.name));
             }
             positions
         };
@@ -1148,6 +1260,12 @@ impl Session {
             }
             let row = self.complete_row(&table, given, &defaults, "INSERT")?;
             table.insert(&self.db, &row)?;
+            if explicit_identity
+                && let Some(value) = identity_position.and_then(|i| value::as_i64(&row[i]))
+            {
+                table.note_identity_value(value);
+                self.last_identity.set(Some(value));
+            }
             count += 1;
         }
         Ok(count)
@@ -1177,16 +1295,113 @@ impl Session {
         Ok(out)
     }
 
+    /// UPDATE and DELETE with a FROM clause: the target's rows as the FROM list joins and
+    /// filters them, with `exprs` evaluated on each joined row. A target row that several
+    /// joined rows match is changed once, with the first match's values (SQL Server leaves
+    /// which one undefined). The target is the FROM item whose alias or name is `target`.
+    fn joined_targets(
+        &self,
+        target: &str,
+        from: &[sqlparser::ast::TableWithJoins],
+        selection: Option<&Expr>,
+        exprs: &[&Expr],
+    ) -> Result<JoinedTargets> {
+        let table_name = from_item_table(from, target).unwrap_or_else(|| target.to_string());
+        let table = self.table(&table_name)?;
+        table.lock(&self.db, engine::lock::LockMode::IX)?;
+        let stored_rows = table.rows(&self.db)?;
+        let mut columns: Vec<String> =
+            table.columns.iter().map(|c| c.column.name.clone()).collect();
+        columns.push(TARGET_ROW_COLUMN.to_string());
+        let rows = stored_rows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, stored))| {
+                let mut shown = shown_row(&table, stored.clone());
+                shown.push(Value::BigInt(i as i64));
+                shown
+            })
+            .collect();
+        let binding = crate::query::CteBinding {
+            name: table.name.clone(),
+            columns,
+            rows: Arc::new(rows),
+            shadows_table: true,
+        };
+        self.ctes.borrow_mut().push(binding);
+        let joined = self.joined_rows(from, None, None);
+        self.ctes.borrow_mut().pop();
+        let (cols, joined) = joined?;
+        let markers: Vec<usize> =
+            (0..cols.len()).filter(|&i| cols[i].name == TARGET_ROW_COLUMN).collect();
+        let marker = markers
+            .iter()
+            .copied()
+            .find(|&i| cols[i].qualifier.eq_ignore_ascii_case(target))
+            .or(markers.first().copied())
+            .ok_or_else(|| engine::catalog::invalid_object(target))?;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for row in &joined {
+            let env = Env { cols: &cols, row, group: None, outer: None };
+            if let Some(filter) = selection
+                && !is_true(&self.eval(filter, &env)?)
+            {
+                continue;
+            }
+            let Some(index) = value::as_i64(&row[marker]).map(|i| i as usize) else { continue };
+            if !seen.insert(index) {
+                continue;
+            }
+            let mut values = Vec::with_capacity(exprs.len());
+            for e in exprs {
+                values.push(self.eval(e, &env)?);
+            }
+            let (locator, stored) = stored_rows[index].clone();
+            let shown = shown_row(&table, stored.clone());
+            out.push((MatchedRow { locator, stored, shown }, values));
+        }
+        Ok((table, out))
+    }
+
     fn update(&mut self, update: &sqlparser::ast::Update) -> Result<u64> {
         let TableFactor::Table { name, alias, .. } = &update.table.relation else {
             return Err(SqlError::new(40517, 16, 1, "UPDATE of this form is not supported."));
         };
-        if update.from.is_some() || !update.table.joins.is_empty() {
-            return Err(SqlError::new(40517, 16, 1, "UPDATE ... FROM is not supported yet."));
+        if !update.table.joins.is_empty() {
+            return Err(SqlError::new(40517, 16, 1, "UPDATE of this form is not supported."));
+        }
+        if let Some(
+            sqlparser::ast::UpdateTableFromKind::AfterSet(from)
+            | sqlparser::ast::UpdateTableFromKind::BeforeSet(from),
+        ) = &update.from
+        {
+            return self.update_from(&last_part(name), from, update);
         }
         let table = self.table(&last_part(name))?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
+        let targets = Self::update_targets(&table, update)?;
+        let rows = self.matching_rows(&table, &cols, update.selection.as_ref())?;
+        let mut count = 0;
+        for MatchedRow { locator, stored: old, shown } in rows {
+            let env = Env { cols: &cols, row: &shown, group: None, outer: None };
+            let mut given: Vec<Option<Value>> = shown.iter().cloned().map(Some).collect();
+            for (p, e) in &targets {
+                given[*p] = Some(self.eval(e, &env)?);
+            }
+            let new = self.complete_row(&table, given, &[], "UPDATE")?;
+            table.update(&self.db, &locator, &old, &new)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// The target columns of UPDATE's SET list: (column position, value expression).
+    fn update_targets<'u>(
+        table: &engine::catalog::Table,
+        update: &'u sqlparser::ast::Update,
+    ) -> Result<Vec<(usize, &'u Expr)>> {
         let mut targets = Vec::new();
         for assignment in &update.assignments {
             let column = match &assignment.target {
@@ -1206,13 +1421,27 @@ impl Session {
             }
             targets.push((p, &assignment.value));
         }
-        let rows = self.matching_rows(&table, &cols, update.selection.as_ref())?;
+        Ok(targets)
+    }
+
+    /// UPDATE target SET ... FROM ... [WHERE ...].
+    fn update_from(
+        &mut self,
+        target: &str,
+        from: &[sqlparser::ast::TableWithJoins],
+        update: &sqlparser::ast::Update,
+    ) -> Result<u64> {
+        let table_name = from_item_table(from, target).unwrap_or_else(|| target.to_string());
+        let table = self.table(&table_name)?;
+        let targets = Self::update_targets(&table, update)?;
+        let exprs: Vec<&Expr> = targets.iter().map(|(_, e)| *e).collect();
+        let (table, matched) =
+            self.joined_targets(target, from, update.selection.as_ref(), &exprs)?;
         let mut count = 0;
-        for MatchedRow { locator, stored: old, shown } in rows {
-            let env = Env { cols: &cols, row: &shown, group: None, outer: None };
-            let mut given: Vec<Option<Value>> = shown.iter().cloned().map(Some).collect();
-            for (p, e) in &targets {
-                given[*p] = Some(self.eval(e, &env)?);
+        for (MatchedRow { locator, stored: old, shown }, values) in matched {
+            let mut given: Vec<Option<Value>> = shown.into_iter().map(Some).collect();
+            for ((p, _), v) in targets.iter().zip(values) {
+                given[*p] = Some(v);
             }
             let new = self.complete_row(&table, given, &[], "UPDATE")?;
             table.update(&self.db, &locator, &old, &new)?;
@@ -1225,6 +1454,16 @@ impl Session {
         let from = match &delete.from {
             FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
         };
+        if let Some(target) = delete.tables.first() {
+            let target = last_part(target);
+            let (table, matched) =
+                self.joined_targets(&target, from, delete.selection.as_ref(), &[])?;
+            let count = matched.len() as u64;
+            for (MatchedRow { locator, stored, .. }, _) in matched {
+                table.delete(&self.db, &locator, &stored)?;
+            }
+            return Ok(count);
+        }
         let Some(TableFactor::Table { name, alias, .. }) = from.first().map(|t| &t.relation) else {
             return Err(SqlError::new(40517, 16, 1, "DELETE of this form is not supported."));
         };
@@ -1336,6 +1575,41 @@ fn check_length(
         ));
     }
     Ok(())
+}
+
+/// The target table of UPDATE/DELETE ... FROM, and each row it changes with the values of
+/// the expressions asked for.
+type JoinedTargets = (Arc<engine::catalog::Table>, Vec<(MatchedRow, Vec<Value>)>);
+
+/// The column a target row's index travels in through UPDATE/DELETE ... FROM.
+const TARGET_ROW_COLUMN: &str = "__target_row";
+
+/// The table that the FROM item called `target` (by alias, else by name) reads.
+fn from_item_table(from: &[sqlparser::ast::TableWithJoins], target: &str) -> Option<String> {
+    let factors = from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)));
+    for factor in factors {
+        if let TableFactor::Table { name, alias, .. } = factor {
+            let table = last_part(name);
+            let called = alias.as_ref().map_or(table.as_str(), |a| a.name.value.as_str());
+            if called.eq_ignore_ascii_case(target) {
+                return Some(table);
+            }
+        }
+    }
+    None
+}
+
+fn explicit_identity_needed(table: &str) -> SqlError {
+    SqlError::new(
+        545,
+        16,
+        1,
+        format!(
+            "Explicit value must be specified for identity column in table '{table}' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column."
+        ),
+    )
 }
 
 fn undeclared(name: &str) -> SqlError {

@@ -71,6 +71,9 @@ pub fn run_script(
         for _ in 0..batch.repeat {
             let batch_ok = session.execute(&batch.text, &mut |output| print(&format(&output)));
             ok &= batch_ok;
+            if session.is_shut_down() {
+                return ok;
+            }
             if !batch_ok && stop_on_error {
                 return false;
             }

@@ -49,6 +49,21 @@ fn golden_scripts() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// SHUTDOWN WITH NOWAIT skips the checkpoint: the next start recovers the committed rows from
+/// the log. The script stops at SHUTDOWN.
+#[test]
+fn shutdown_with_nowait_leaves_committed_work_to_recovery() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = run(
+        "CREATE TABLE t (id INT PRIMARY KEY)\nINSERT INTO t VALUES (1), (2), (3)\nGO\nSHUTDOWN WITH NOWAIT\nGO\nSELECT 'not reached'\nGO\n",
+        dir.path(),
+    );
+    assert!(first.contains("Server shut down by request from login sa."), "{first}");
+    assert!(!first.contains("not reached"), "{first}");
+    let second = run("SELECT COUNT(*) AS n FROM t\nGO\n", dir.path());
+    assert!(second.contains("\n3\n"), "{second}");
+}
+
 /// Tables, rows and their indexes come back when the server restarts on the same directory.
 #[test]
 fn tables_survive_a_restart() {

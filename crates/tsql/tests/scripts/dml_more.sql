@@ -1,0 +1,49 @@
+-- UPDATE ... FROM and DELETE ... FROM with joins, SET IDENTITY_INSERT, SET @v += n,
+-- OPTION (MAXDOP n, MAXRECURSION n).
+CREATE TABLE Stock (id INT IDENTITY PRIMARY KEY, item VARCHAR(10), qty INT)
+CREATE TABLE Moves (item VARCHAR(10), delta INT)
+INSERT Stock (item, qty) VALUES ('bolt', 10), ('nut', 20), ('gear', 5)
+INSERT Moves VALUES ('bolt', 5), ('nut', -3), ('nut', -100), ('cog', 1)
+GO
+UPDATE s SET qty = s.qty + m.delta
+FROM Stock AS s JOIN Moves AS m ON m.item = s.item
+WHERE m.delta > -50
+SELECT item, qty FROM Stock ORDER BY id
+UPDATE Stock SET qty = 0 FROM Stock JOIN Moves ON Moves.item = Stock.item AND Moves.delta = 1
+SELECT @@ROWCOUNT AS none_matched
+GO
+DELETE s FROM Stock s JOIN Moves m ON m.item = s.item WHERE m.delta < 0
+SELECT item, qty FROM Stock ORDER BY id
+GO
+-- IDENTITY_INSERT: explicit identity values, then the identity goes on above them.
+SET IDENTITY_INSERT Stock ON
+INSERT Stock (id, item, qty) VALUES (100, 'washer', 1)
+INSERT Stock (item, qty) VALUES ('spring', 2)
+INSERT Stock VALUES (101, 'pin', 3)
+SET IDENTITY_INSERT dbo.Stock OFF
+INSERT Stock (item, qty) VALUES ('spring', 2)
+INSERT Stock (id, item, qty) VALUES (200, 'rivet', 1)
+SELECT id, item FROM Stock WHERE id >= 100 ORDER BY id
+SELECT @@IDENTITY AS last_identity
+GO
+SET IDENTITY_INSERT Moves ON
+SET IDENTITY_INSERT Stock ON
+CREATE TABLE Other (id INT IDENTITY, x INT)
+SET IDENTITY_INSERT Other ON
+SET IDENTITY_INSERT Stock OFF
+SET IDENTITY_INSERT Other ON
+GO
+DECLARE @n INT = 10, @s VARCHAR(20) = 'a'
+SET @n += 5
+SET @n *= 2
+SET @n -= 1
+SET @n %= 7
+SET @s += 'bc'
+SELECT @n AS n, @s AS s
+GO
+SELECT COUNT(*) AS n FROM Stock OPTION (MAXDOP 1)
+WITH Numbers AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM Numbers WHERE n < 500)
+SELECT MAX(n) AS highest FROM Numbers OPTION (MAXRECURSION 1000)
+WITH Numbers AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM Numbers WHERE n < 500)
+SELECT MAX(n) AS highest FROM Numbers OPTION (MAXRECURSION 10)
+GO
