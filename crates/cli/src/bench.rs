@@ -28,6 +28,8 @@ pub enum BenchCommand {
     Seed002(crate::bench_seed002::Seed002Bench),
     /// Crash recovery time per GB of log.
     Recovery(crate::bench_recovery::RecoveryBench),
+    /// The T-SQL layer against the embedded API: inserts, and COUNT(*) over 1 M rows.
+    Tsql(crate::bench_tsql::TsqlBench),
 }
 
 #[derive(Args)]
@@ -74,6 +76,7 @@ pub fn run(command: &BenchCommand) -> Result<(), String> {
         BenchCommand::Insert(args) => crate::bench_insert::run(args),
         BenchCommand::Seed002(args) => crate::bench_seed002::run(args),
         BenchCommand::Recovery(args) => crate::bench_recovery::run(args),
+        BenchCommand::Tsql(args) => crate::bench_tsql::run(args),
     }
 }
 

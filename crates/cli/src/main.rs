@@ -32,6 +32,7 @@ mod bench;
 mod bench_insert;
 mod bench_recovery;
 mod bench_seed002;
+mod bench_tsql;
 mod crash_load;
 mod log_growth;
 mod plan;

@@ -317,6 +317,19 @@ impl BTree {
             .map_err(|bad| bad_page(db, page, bad.0))
     }
 
+    /// A leaf record's key against a bound that may be a prefix of the key.
+    fn compare_record_prefix(
+        &self,
+        db: &Database,
+        page: PageId,
+        bytes: &[u8],
+        bound: &[Value],
+    ) -> SqlResult<Ordering> {
+        let wanted = &self.key_columns[..bound.len().min(self.key_columns.len())];
+        record::compare_record_key(&self.columns, &self.layout, bytes, wanted, bound)
+            .map_err(|bad| bad_page(db, page, bad.0))
+    }
+
     fn row_of(&self, db: &Database, page: PageId, bytes: &[u8]) -> SqlResult<Vec<Value>> {
         record::decode(&self.columns, &self.layout, bytes).map_err(|bad| bad_page(db, page, bad.0))
     }
@@ -933,22 +946,34 @@ impl BTree {
         };
         let mut rows = Vec::new();
         loop {
-            let (mut page_rows, header) = self.live_rows(db, &leaf)?;
+            let page = leaf.key().page;
+            let (ended, header) = leaf.read(|buf| -> SqlResult<(bool, PageHeader)> {
+                let header = PageHeader::read(&buf[..]);
+                let count = datapage::slot_count(buf);
+                for step in 0..count {
+                    let slot = if descending { count - 1 - step } else { step };
+                    let bytes =
+                        datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
+                    if is_ghost(bytes[0]) {
+                        continue;
+                    }
+                    // Bounds are checked on the record's key, so only rows in range are decoded.
+                    if let Some(n) = near
+                        && self.compare_record_prefix(db, page, bytes, n)? == before
+                    {
+                        continue;
+                    }
+                    if let Some(f) = far
+                        && self.compare_record_prefix(db, page, bytes, f)? == past
+                    {
+                        return Ok((true, header));
+                    }
+                    rows.push(self.row_of(db, page, bytes)?);
+                }
+                Ok((false, header))
+            })?;
             let next = if descending { header.prev_page } else { header.next_page };
-            if descending {
-                page_rows.reverse();
-            }
-            for row in page_rows {
-                let key = self.key_of(&row);
-                if near.is_some_and(|n| compare_prefix(&key, n) == before) {
-                    continue;
-                }
-                if far.is_some_and(|f| compare_prefix(&key, f) == past) {
-                    return Ok(rows);
-                }
-                rows.push(row);
-            }
-            if next.is_null() {
+            if ended || next.is_null() {
                 return Ok(rows);
             }
             if descending {
@@ -958,22 +983,29 @@ impl BTree {
         }
     }
 
-    /// The rows of a latched leaf that are not ghosts, in slot order, and the leaf's header.
-    fn live_rows(
-        &self,
-        db: &Database,
-        leaf: &PageGuard<'_>,
-    ) -> SqlResult<(Vec<Vec<Value>>, PageHeader)> {
-        let page = leaf.key().page;
-        leaf.read(|buf| {
-            let mut rows = Vec::new();
-            for bytes in Self::records(db, page, buf)? {
-                if !is_ghost(bytes[0]) {
-                    rows.push(self.row_of(db, page, &bytes)?);
+    /// The number of rows (leaf records that are not ghosts), counted leaf by leaf along the
+    /// leaf chain without decoding a row: what COUNT(*) reads. No row locks are taken; the
+    /// caller locks the table.
+    pub fn count_rows(&self, db: &Database) -> SqlResult<u64> {
+        let mut leaf = self.leaf_for_read(db, None, false)?;
+        let mut count = 0u64;
+        loop {
+            let page = leaf.key().page;
+            let (live, next) = leaf.read(|buf| {
+                let mut live = 0u64;
+                for slot in 0..datapage::slot_count(buf) {
+                    let bytes =
+                        datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
+                    live += u64::from(!is_ghost(bytes[0]));
                 }
+                Ok::<_, SqlError>((live, PageHeader::read(&buf[..]).next_page))
+            })?;
+            count += live;
+            if next.is_null() {
+                return Ok(count);
             }
-            Ok((rows, PageHeader::read(&buf[..])))
-        })
+            leaf = db.buffer_pool().fetch(Self::key(db, next), LatchMode::Sh)?;
+        }
     }
 
     /// Deletes the row with `key` by making it a ghost; false if there is none.
@@ -1148,10 +1180,6 @@ fn uniquifier_of(value: &Value) -> Option<u32> {
 }
 
 /// Compares a key with a bound that may be a prefix of it (only the bound's columns count).
-fn compare_prefix(key: &[Value], bound: &[Value]) -> Ordering {
-    compare_keys(&key[..bound.len().min(key.len())], bound)
-}
-
 impl BTree {
     /// The search key for "at or before the last row with this prefix": for a non-unique index
     /// a user key followed by the largest uniquifier.

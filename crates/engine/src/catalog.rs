@@ -236,6 +236,17 @@ impl Table {
         xact::lock(db, resource, mode)
     }
 
+    /// COUNT(*): the table's rows, counted in its heap or clustered index without decoding
+    /// them, under a shared lock on the table (so only committed rows are counted, as READ
+    /// COMMITTED needs; the lock is the transaction's, so an explicit transaction keeps it).
+    pub fn count_rows(&self, db: &Database) -> SqlResult<u64> {
+        self.lock(db, LockMode::S)?;
+        match &self.base {
+            Storage::Heap(heap) => heap.count_rows(db),
+            Storage::Clustered(tree) => tree.count_rows(db),
+        }
+    }
+
     /// The next identity value (None if the table has no identity column).
     pub fn next_identity(&self, db: &Database) -> SqlResult<Option<i64>> {
         let Some(position) = self.columns.iter().position(|c| c.identity.is_some()) else {

@@ -152,6 +152,8 @@ struct UndoEntry {
 struct OpenXact {
     database_id: u16,
     xact_id: u64,
+    /// Its LOP_BEGIN_XACT.
+    begin_lsn: Lsn,
     last_lsn: Lsn,
     undo: Vec<UndoEntry>,
     savepoints: Vec<(String, usize)>,
@@ -173,6 +175,7 @@ impl OpenXact {
         OpenXact {
             database_id,
             xact_id,
+            begin_lsn: last_lsn,
             last_lsn,
             undo: Vec::new(),
             savepoints: Vec::new(),
@@ -332,7 +335,12 @@ impl Database {
         };
         self.note_xact_end(xact.xact_id);
         self.log().release(xact.reserved_bytes);
-        let flushed = if self.delayed_durability() { Ok(()) } else { self.log().flush_to(lsn) };
+        // A transaction that logged nothing after its BEGIN changed nothing: there is nothing
+        // to make durable, so its commit does not wait for the log (a crash that loses its
+        // BEGIN and COMMIT loses no change). Reads in autocommit cost no log flush.
+        let read_only = xact.last_lsn == xact.begin_lsn;
+        let flushed =
+            if self.delayed_durability() || read_only { Ok(()) } else { self.log().flush_to(lsn) };
         let removed = if flushed.is_ok() { self.remove_deleted_heap_rows(&xact) } else { Ok(()) };
         // Locks go once the commit is durable: nobody reads a change that a crash could undo.
         self.instance().locks.release_all(xact.xact_id);

@@ -194,6 +194,30 @@ fn transaction_errors_and_nesting_follow_sql_server() {
     assert_eq!(db.trancount(), 0);
 }
 
+/// A transaction that changed nothing (a read in autocommit) commits without a log flush; one
+/// that changed a row waits for its commit record to be durable.
+#[test]
+fn a_read_only_commit_does_not_flush_the_log() {
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    commit_rows(&db, &tree, 0..10);
+    let flushes = db.log().stats().flushes;
+    lab.instance.waits.clear();
+    for _ in 0..20 {
+        db.begin_tran().unwrap();
+        assert!(tree.seek(&db, &[Value::Int(5)]).unwrap().is_some());
+        db.commit_tran().unwrap();
+    }
+    assert_eq!(db.log().stats().flushes, flushes, "reads flushed the log");
+    assert!(lab.instance.waits.get("WRITELOG").is_none());
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(99)).unwrap();
+    db.commit_tran().unwrap();
+    assert_eq!(db.log().flushed_lsn(), db.log().end_lsn(), "a change's commit is durable");
+    assert!(db.log().stats().flushes > flushes);
+}
+
 #[test]
 fn with_delayed_durability_commit_does_not_wait_for_the_log() {
     let lab = lab_with(|_| {});

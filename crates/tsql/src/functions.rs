@@ -505,10 +505,6 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
         }),
         "IIF" => arg_count(&upper, args, 3, 3)
             .map(|()| if value::is_true(&args[0]) { args[1].clone() } else { args[2].clone() }),
-        "NEWID" => arg_count(&upper, args, 0, 0).map(|()| {
-            let text = uuid::Uuid::new_v4().to_string();
-            Value::Guid(engine::record::guid_from_str(&text).expect("a GUID"))
-        }),
         "DATEADD" => arg_count(&upper, args, 3, 3).and_then(|()| {
             if matches!(args[1], Value::Null) || matches!(args[2], Value::Null) {
                 return Ok(Value::Null);

@@ -3,6 +3,7 @@
 //!
 //! Map of the modules:
 //! - [`batch`]: the sqlcmd-style batch splitter.
+//! - [`cache`]: parsed batches kept by their text.
 //! - [`front`]: parsing, with what sqlparser lacks (CREATE INDEX kinds, filegroups, CHECKPOINT,
 //!   SAVE TRAN), and SQL Server's syntax errors 102 and 156.
 //! - [`dbddl`]: CREATE DATABASE and ALTER DATABASE (file specs, filegroups, options).
@@ -18,6 +19,7 @@
 //! - [`sqlcmd`]: output formatted as sqlcmd prints it.
 
 pub mod batch;
+pub mod cache;
 pub mod dbddl;
 pub mod dialect;
 pub mod front;

@@ -1026,6 +1026,10 @@ impl Session {
         outer: Option<&Env<'_>>,
         order_by: &[sqlparser::ast::OrderByExpr],
     ) -> Result<QueryResult> {
+        if let Some((name, count)) = self.count_star(select)? {
+            let assignments = if name.starts_with('@') { vec![name.clone()] } else { Vec::new() };
+            return Ok(QueryResult { columns: vec![name], rows: vec![vec![count]], assignments });
+        }
         let (cols, mut rows) = self.rows_of_from(select, outer)?;
         if let Some(filter) = &select.selection {
             let mut kept = Vec::with_capacity(rows.len());
@@ -1148,6 +1152,61 @@ impl Session {
             ));
         }
         Ok(QueryResult { columns: names, rows: out_rows, assignments })
+    }
+
+    /// `SELECT COUNT(*) FROM table` (or COUNT_BIG, with an alias or `@v =`), and nothing else:
+    /// the count read from the table's pages ([`Table::count_rows`]), without decoding rows,
+    /// as SQL Server's plan for it reads the smallest index. None for any other query.
+    fn count_star(&self, select: &Select) -> Result<Option<(String, Value)>> {
+        let plain = select.selection.is_none()
+            && select.having.is_none()
+            && select.distinct.is_none()
+            && select.top.is_none()
+            && select.into.is_none()
+            && matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+            && select.from.len() == 1
+            && select.from[0].joins.is_empty()
+            && select.projection.len() == 1;
+        if !plain {
+            return Ok(None);
+        }
+        let TableFactor::Table { name, args: None, .. } = &select.from[0].relation else {
+            return Ok(None);
+        };
+        let (expr, column) = match &select.projection[0] {
+            SelectItem::UnnamedExpr(e) => (e, String::new()),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+            _ => return Ok(None),
+        };
+        let Expr::Function(f) = expr else { return Ok(None) };
+        let function = function_name(&f.name).to_ascii_uppercase();
+        let star = matches!(function_args(f).as_slice(), [FunctionArgExpr::Wildcard]);
+        let counting = (function == "COUNT" || function == "COUNT_BIG") && star;
+        if !counting || f.over.is_some() || f.filter.is_some() || is_distinct_call(f) {
+            return Ok(None);
+        }
+        let table_name = crate::front::last_part(name);
+        let shadowed = self.ctes.borrow().iter().any(|c| c.name.eq_ignore_ascii_case(&table_name));
+        if shadowed
+            || name.0.len() > 1 && name.0[name.0.len() - 2].to_string().eq_ignore_ascii_case("sys")
+        {
+            return Ok(None);
+        }
+        let table = self.table(&table_name)?;
+        let count = table.count_rows(self.db())?;
+        let value = if function == "COUNT_BIG" {
+            Value::BigInt(count as i64)
+        } else {
+            Value::Int(i32::try_from(count).map_err(|_| {
+                SqlError::new(
+                    8115,
+                    16,
+                    2,
+                    "Arithmetic overflow error converting expression to data type int.",
+                )
+            })?)
+        };
+        Ok(Some((column, value)))
     }
 
     /// The select list with `*` and `t.*` expanded: (expression, output name).

@@ -51,6 +51,8 @@ pub enum Output {
 pub struct Server {
     pub instance: Arc<Instance>,
     databases: RwLock<BTreeMap<String, Arc<Database>>>,
+    /// Parsed batches by their text (the ad hoc plan cache's role).
+    pub batch_cache: crate::cache::BatchCache,
 }
 
 fn key(name: &str) -> String {
@@ -67,7 +69,11 @@ impl Server {
     pub fn start(config: InstanceConfig) -> Result<Arc<Server>> {
         std::fs::create_dir_all(&config.dir).map_err(|e| io_error("CREATE DIRECTORY", e))?;
         let instance = Instance::start(config).map_err(|e| io_error("Instance start", e))?;
-        let server = Arc::new(Server { instance, databases: RwLock::new(BTreeMap::new()) });
+        let server = Arc::new(Server {
+            instance,
+            databases: RwLock::new(BTreeMap::new()),
+            batch_cache: crate::cache::BatchCache::default(),
+        });
         for (name, path) in server.registry()? {
             let db = Database::open(&server.instance, &path)?;
             server.databases.write().insert(key(&name), Arc::new(db));

@@ -107,6 +107,9 @@ pub struct Session {
     identity_insert: Option<(u16, i32, String)>,
     /// SHUTDOWN ran: the server's databases are closed and the session takes no more batches.
     shut_down: bool,
+    /// NEWID()'s generator: seeded from the OS once per session, or by
+    /// [`Session::set_random_seed`] to replay a run.
+    rng: std::cell::RefCell<engine::rng::SplitMix64>,
     /// The common table expressions of the queries running now, innermost last.
     pub(crate) ctes: std::cell::RefCell<Vec<crate::query::CteBinding>>,
     nocount: bool,
@@ -141,6 +144,7 @@ impl Session {
             hints: front::QueryHints::default(),
             identity_insert: None,
             shut_down: false,
+            rng: std::cell::RefCell::new(engine::rng::SplitMix64::new(os_seed())),
             nocount: false,
             xact_abort: false,
             rowcount: 0,
@@ -149,6 +153,11 @@ impl Session {
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
         }
+    }
+
+    /// Seeds NEWID()'s generator, so that a run's GUIDs can be replayed.
+    pub fn set_random_seed(&mut self, seed: u64) {
+        self.rng = std::cell::RefCell::new(engine::rng::SplitMix64::new(seed));
     }
 
     /// Whether SHUTDOWN ran (the client should stop sending batches).
@@ -174,7 +183,7 @@ impl Session {
         }
         engine::instance::set_current_spid(self.spid);
         self.variables.clear();
-        let parsed = match front::parse_batch(sql) {
+        let parsed = match self.server.batch_cache.parse(sql) {
             Ok(parsed) => parsed,
             Err((error, line)) => {
                 self.last_error = error.number;
@@ -858,6 +867,7 @@ impl Session {
             "GETDATE" | "CURRENT_TIMESTAMP" | "SYSDATETIME" if args.is_empty() => {
                 Ok(functions::current_time(name, self.server.instance.clock.now_local()))
             }
+            "NEWID" if args.is_empty() => Ok(Value::Guid(self.rng.borrow_mut().guid())),
             "SCOPE_IDENTITY" => Ok(self.last_identity.get().map_or(Value::Null, Value::BigInt)),
             "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
             | "ERROR_PROCEDURE" => Ok(self.error_function(name)),
@@ -1599,6 +1609,11 @@ fn from_item_table(from: &[sqlparser::ast::TableWithJoins], target: &str) -> Opt
         }
     }
     None
+}
+
+/// A seed from the operating system's random source.
+fn os_seed() -> u64 {
+    u64::from_le_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().expect("8 bytes"))
 }
 
 fn explicit_identity_needed(table: &str) -> SqlError {

@@ -89,7 +89,7 @@ fn predicate(rng: &mut Rng, q: &str, depth: u32) -> String {
 /// A random query of one of the supported forms, ordered on every output column.
 fn query(rng: &mut Rng) -> String {
     let p = predicate(rng, "t1", 2);
-    match rng.below(13) {
+    match rng.below(14) {
         0 => format!("SELECT t1.a, t1.b, t1.c FROM t1 WHERE {p} ORDER BY 1, 2, 3"),
         1 => format!(
             "SELECT t1.a, COUNT(*), COUNT(t1.b), SUM(t1.b), MIN(t1.c), MAX(t1.b) FROM t1 WHERE {p} GROUP BY t1.a ORDER BY 1, 2, 3, 4, 5, 6"
@@ -121,6 +121,7 @@ fn query(rng: &mut Rng) -> String {
         10 => format!(
             "WITH g AS (SELECT t1.a AS a, SUM(t1.b) AS s FROM t1 WHERE {p} GROUP BY t1.a) SELECT g.a, g.s, t2.d FROM g JOIN t2 ON g.a = t2.a ORDER BY 1, 2, 3"
         ),
+        12 => format!("SELECT COUNT(*) FROM {}", rng.pick(&["t1", "t2"])),
         11 => "SELECT t1.a, t1.b, t1.c, RANK() OVER (ORDER BY t1.b), DENSE_RANK() OVER (PARTITION BY t1.c ORDER BY t1.a DESC) FROM t1 ORDER BY 1, 2, 3, 4, 5".to_string(),
         _ => format!(
             "SELECT t1.a, COUNT(*) FROM t1 GROUP BY t1.a HAVING COUNT(*) > {} ORDER BY 1, 2",
