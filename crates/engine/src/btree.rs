@@ -578,7 +578,11 @@ impl BTree {
         // The row's logical record joins the mini-transaction that placed it.
         let logged = |placed: bool| {
             if placed {
-                let op = xact::RowOp::Insert { au_id: self.au_id, record: undo_key.clone() };
+                let op = xact::RowOp::Insert {
+                    au_id: self.au_id,
+                    record: undo_key.clone(),
+                    row_bytes: record.len() as u32,
+                };
                 xact::log_row_op(db.database_id, op);
             }
             Ok(placed)

@@ -42,8 +42,9 @@ pub const FLAG_CLR: u16 = 0x0008;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RowOp {
     /// A B-tree row inserted (undo: delete its key); `record` holds the key only, encoded as
-    /// an index entry.
-    Insert { au_id: u64, record: Vec<u8> },
+    /// an index entry. `row_bytes` is the whole row's size, which the undo's compensation
+    /// logs: it sizes the log reserved for the rollback (not logged; 0 when read back).
+    Insert { au_id: u64, record: Vec<u8>, row_bytes: u32 },
     /// A B-tree row deleted (undo: insert it again).
     Delete { au_id: u64, record: Vec<u8> },
     /// A heap row inserted at `rid` (undo: remove it).
@@ -111,7 +112,9 @@ impl RowOp {
             (Operation::ModifyRow, Context::Heap) => {
                 RowOp::HeapUpdate { au_id, rid: rid_at(0)?, record: rest.get(8..)?.to_vec() }
             }
-            (Operation::InsertRows, _) => RowOp::Insert { au_id, record: rest.to_vec() },
+            (Operation::InsertRows, _) => {
+                RowOp::Insert { au_id, record: rest.to_vec(), row_bytes: 0 }
+            }
             (Operation::DeleteRows, _) => RowOp::Delete { au_id, record: rest.to_vec() },
             _ => return None,
         };
@@ -123,7 +126,9 @@ impl RowOp {
     fn undo_log_bytes(&self) -> u64 {
         const PAGE_CHANGE_BYTES: u64 = 512;
         match self {
-            RowOp::Insert { record, .. } => PAGE_CHANGE_BYTES + 2 * record.len() as u64,
+            RowOp::Insert { record, row_bytes, .. } => {
+                PAGE_CHANGE_BYTES + 2 * (record.len() as u64 + u64::from(*row_bytes))
+            }
             RowOp::HeapInsert { .. } => PAGE_CHANGE_BYTES + 64,
             RowOp::HeapDelete { record, .. } => PAGE_CHANGE_BYTES + 2 * record.len() as u64,
             RowOp::Delete { record, .. } | RowOp::HeapUpdate { record, .. } => {
@@ -383,11 +388,14 @@ impl Database {
         let result = self.undo_entries(&mut xact, 0);
         let mut abort = LogRecord::new(Operation::AbortXact, Context::Null, xact.xact_id, vec![]);
         abort.prev_lsn = xact.last_lsn;
-        self.log().append(&abort)?;
+        // The abort record is part of the rollback: it may use the space set aside for
+        // rollbacks, so a transaction that filled the log (9002) still ends.
+        let appended = self.log().append_group(std::slice::from_ref(&abort), true);
         self.note_xact_end(xact.xact_id);
         self.log().release(xact.reserved_bytes);
         self.instance().locks.release_all(xact.xact_id);
         result?;
+        appended?;
         self.catalog_after_transaction(&xact, false)
     }
 

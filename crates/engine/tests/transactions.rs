@@ -508,3 +508,51 @@ fn fn_dblog_shows_a_transaction_as_sql_server_names_its_records() {
     let page_rows = rows.iter().filter(|r| r.page_id.is_some()).count();
     assert!(page_rows >= 2, "the row's page changes are there too");
 }
+
+/// A transaction that fills a log which cannot grow gets 9002, and its rollback still runs to
+/// the end: the undo's compensation records use the space set aside for them, the abort record
+/// too, and the rows are gone.
+#[test]
+fn a_transaction_that_fills_the_log_can_still_roll_back() {
+    let lab = lab_with(|_| {});
+    let mut spec = spec();
+    spec.primary[0] = FileSpec::new("bank_data", "bank.mdf").size(size("32MB"));
+    spec.logs[0] = FileSpec::new("bank_log", "bank.ldf").size(size("2MB")).growth(size("0"));
+    let db = Database::create(&lab.instance, &spec).unwrap();
+    let tree = accounts(&db);
+    // Rows of 4 KB: two a page, so the inserts split pages all along.
+    let wide_columns = vec![
+        Column::new("id", SqlType::Int, false),
+        Column::new("pad", SqlType::Char(4000), false),
+    ];
+    let wide =
+        BTree::create(&db, "dbo.Wide", "PK_Wide", wide_columns, vec![0], true, None).unwrap();
+    let wide_row = |id: i32| vec![Value::Int(id), Value::Text("x".into())];
+    db.begin_tran().unwrap();
+    let mut inserted = 0;
+    let error = loop {
+        // As a T-SQL session does: the failing statement is rolled back alone first.
+        let mark = db.statement_mark().expect("in a transaction");
+        let result = if inserted % 2 == 0 {
+            wide.insert(&db, &wide_row(inserted))
+        } else {
+            tree.insert(&db, &row(inserted))
+        };
+        match result {
+            Ok(()) => inserted += 1,
+            Err(e) => {
+                db.rollback_statement(mark).expect("a statement rollback");
+                break e;
+            }
+        }
+        assert!(inserted < 100_000, "the log never filled");
+    };
+    assert_eq!(error.number, 9002, "{error:?}");
+    assert!(error.message.contains("ACTIVE_TRANSACTION"), "{}", error.message);
+    db.rollback_tran().expect("the rollback is logged in the reserved space");
+    assert_eq!(db.trancount(), 0);
+    assert!(ids(&tree, &db).is_empty(), "{inserted} rows were undone");
+    assert_eq!(wide.check(&db), Ok(0), "{inserted} rows were undone");
+    commit_rows(&db, &tree, 0..3);
+    assert_eq!(ids(&tree, &db), vec![0, 1, 2], "the log is usable again");
+}

@@ -140,6 +140,11 @@ pub fn has_aggregate(expr: &Expr) -> bool {
                     .any(|c| has_aggregate(&c.condition) || has_aggregate(&c.result))
                 || else_result.as_deref().is_some_and(has_aggregate)
         }
+        Expr::Between { expr, low, high, .. } => {
+            has_aggregate(expr) || has_aggregate(low) || has_aggregate(high)
+        }
+        Expr::InList { expr, list, .. } => has_aggregate(expr) || list.iter().any(has_aggregate),
+        Expr::Like { expr, pattern, .. } => has_aggregate(expr) || has_aggregate(pattern),
         _ => false,
     }
 }

@@ -865,8 +865,10 @@ impl LogManager {
             return ReuseWait::LogBackup;
         }
         let current = state.vlf(state.current).header.fseqno;
+        // An open transaction pins the VLF its BEGIN is in, the current one included (a log
+        // of one VLF, or a transaction begun in the current VLF, cannot wrap past it either).
         let oldest = self.open_transactions.lock().values().min().copied();
-        if oldest.is_some_and(|begin| begin.seqno < current) {
+        if oldest.is_some_and(|begin| begin.seqno <= current) {
             return ReuseWait::ActiveTransaction;
         }
         if state.min_lsn.seqno < current {

@@ -29,3 +29,8 @@ SELECT @name = name, @n = salary FROM emp WHERE id = 2
 PRINT @name + ' earns ' + CAST(@n AS VARCHAR(10))
 RAISERROR('progress %d of %d', 0, 1, 3, 4) WITH NOWAIT
 GO
+-- Aggregates inside BETWEEN, IN and LIKE make the query an aggregate query.
+SELECT CASE WHEN COUNT(*) BETWEEN 1 AND 100 THEN 'some' ELSE 'none' END AS how_many,
+       CASE WHEN MAX(salary) IN (1, 2) THEN 'tiny' ELSE 'normal' END AS top_pay
+FROM emp
+GO

@@ -1,0 +1,66 @@
+//! Two T-SQL sessions on one server: a deadlock between them ends with error 1205 for the
+//! victim, whose transaction is rolled back, while the other session's statement completes.
+
+use engine::instance::InstanceConfig;
+use std::sync::{Arc, Barrier};
+use tsql::server::{Output, Server};
+use tsql::session::Session;
+
+/// Runs a batch and returns the error numbers it raised and the text of its results.
+fn run(session: &mut Session, sql: &str) -> (Vec<i32>, String) {
+    let mut errors = Vec::new();
+    let mut text = String::new();
+    session.execute(sql, &mut |output| {
+        if let Output::Error { error, .. } = &output {
+            errors.push(error.number);
+        }
+        text.push_str(&tsql::sqlcmd::format(&output));
+    });
+    (errors, text)
+}
+
+#[test]
+fn a_deadlock_between_two_sessions_makes_one_the_victim() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut setup = Session::new(&server);
+    let (errors, _) = run(
+        &mut setup,
+        "CREATE TABLE a (id INT PRIMARY KEY, v INT)\nCREATE TABLE b (id INT PRIMARY KEY, v INT)\n\
+         INSERT a VALUES (1, 0)\nINSERT b VALUES (1, 0)",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let barrier = Arc::new(Barrier::new(2));
+    let sessions: Vec<_> = [("a", "b"), ("b", "a")]
+        .into_iter()
+        .map(|(first, second)| {
+            let (server, barrier) = (server.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut session = Session::new(&server);
+                let (errors, _) =
+                    run(&mut session, &format!("BEGIN TRAN\nUPDATE {first} SET v = v + 1"));
+                assert!(errors.is_empty(), "{errors:?}");
+                barrier.wait();
+                let (errors, _) = run(&mut session, &format!("UPDATE {second} SET v = v + 10"));
+                let (_, after) = run(&mut session, "SELECT @@TRANCOUNT AS trancount");
+                if errors.is_empty() {
+                    run(&mut session, "COMMIT");
+                }
+                (errors, after)
+            })
+        })
+        .collect();
+    let results: Vec<(Vec<i32>, String)> =
+        sessions.into_iter().map(|t| t.join().expect("a session thread")).collect();
+    let victims: Vec<&(Vec<i32>, String)> =
+        results.iter().filter(|(errors, _)| errors.contains(&1205)).collect();
+    assert_eq!(victims.len(), 1, "{results:?}");
+    assert!(victims[0].1.contains("\n0\n"), "the victim's transaction is gone: {results:?}");
+    let winner = results.iter().find(|(errors, _)| errors.is_empty()).expect("a winner");
+    assert!(winner.1.contains("\n1\n"), "{results:?}");
+    // The winner's two updates are committed; the victim's first update was rolled back.
+    let (_, totals) = run(&mut setup, "SELECT (SELECT v FROM a) + (SELECT v FROM b) AS total");
+    assert!(totals.contains("\n11\n"), "{totals}");
+    drop(setup);
+    server.shutdown().expect("shutdown");
+}
