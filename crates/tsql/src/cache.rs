@@ -64,6 +64,13 @@ impl BatchCache {
         (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
     }
 
+    /// DBCC FREEPROCCACHE: forgets every batch.
+    pub fn clear(&self) {
+        let mut entries = self.entries.lock();
+        entries.by_text.clear();
+        entries.oldest_first.clear();
+    }
+
     /// Batches kept now.
     pub fn len(&self) -> usize {
         self.entries.lock().by_text.len()
@@ -91,5 +98,9 @@ mod tests {
             cache.parse(&format!("SELECT {n}")).unwrap();
         }
         assert_eq!(cache.len(), MAX_ENTRIES);
+        cache.clear();
+        assert!(cache.is_empty(), "DBCC FREEPROCCACHE empties it");
+        let again = cache.parse("SELECT 1").unwrap();
+        assert!(!Arc::ptr_eq(&first, &again), "parsed anew after the clear");
     }
 }

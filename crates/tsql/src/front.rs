@@ -83,6 +83,8 @@ pub enum Stmt {
         name: String,
         value: sqlparser::ast::Expr,
     },
+    /// DBCC command [(arguments)] [WITH options].
+    Dbcc(Box<crate::dbcc::Dbcc>),
     /// SHUTDOWN [WITH NOWAIT].
     Shutdown {
         nowait: bool,
@@ -389,6 +391,10 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if is_word(&first, "BEGIN") && is_word(&parser.peek_nth_token(1).token, "TRY") {
         return parse_try_catch(parser);
+    }
+    if crate::dbcc::starts(parser) {
+        parser.next_token();
+        return Ok(Stmt::Dbcc(Box::new(crate::dbcc::parse(parser)?)));
     }
     if is_word(&first, "SHUTDOWN") {
         parser.next_token();

@@ -6,6 +6,7 @@
 //! - [`cache`]: parsed batches kept by their text.
 //! - [`front`]: parsing, with what sqlparser lacks (CREATE INDEX kinds, filegroups, CHECKPOINT,
 //!   SAVE TRAN), and SQL Server's syntax errors 102 and 156.
+//! - [`dbcc`]: DBCC's parse and the commands built so far.
 //! - [`dbddl`]: CREATE DATABASE and ALTER DATABASE (file specs, filegroups, options).
 //! - [`dialect`]: MsSqlDialect with T-SQL's reserved words kept out of aliases.
 //! - [`procs`]: stored procedures, EXEC, dynamic SQL and sp_executesql.
@@ -20,6 +21,7 @@
 
 pub mod batch;
 pub mod cache;
+pub mod dbcc;
 pub mod dbddl;
 pub mod dialect;
 pub mod front;

@@ -107,6 +107,8 @@ pub struct Session {
     identity_insert: Option<(u16, i32, String)>,
     /// SHUTDOWN ran: the server's databases are closed and the session takes no more batches.
     shut_down: bool,
+    /// Trace flags set by DBCC TRACEON without -1 (this session's own).
+    pub(crate) session_trace_flags: std::collections::BTreeSet<u16>,
     /// NEWID()'s generator: seeded from the OS once per session, or by
     /// [`Session::set_random_seed`] to replay a run.
     rng: std::cell::RefCell<engine::rng::SplitMix64>,
@@ -144,6 +146,7 @@ impl Session {
             hints: front::QueryHints::default(),
             identity_insert: None,
             shut_down: false,
+            session_trace_flags: std::collections::BTreeSet::new(),
             rng: std::cell::RefCell::new(engine::rng::SplitMix64::new(os_seed())),
             nocount: false,
             xact_abort: false,
@@ -363,6 +366,7 @@ impl Session {
             }
             Stmt::Exec(exec) => self.run_exec(exec, line, out),
             Stmt::Throw(arguments) => self.run_throw(arguments.as_deref(), line),
+            Stmt::Dbcc(dbcc) => self.run_dbcc(dbcc, line, out),
             Stmt::Hinted { hints, statement } => {
                 self.hints = *hints;
                 let result = self.run(statement, line, out);

@@ -524,7 +524,9 @@ pub fn display(value: &Value) -> String {
         Value::Decimal(v, scale) => format_decimal(*v, *scale),
         Value::Money(v) => format_decimal(i128::from(*v), 4),
         Value::Float(v) => format_float(*v),
-        Value::Real(v) => format_float(f64::from(*v)),
+        // A real shows the shortest text that reads back as the same 32-bit value.
+        Value::Real(v) if *v == v.trunc() && v.abs() < 1e7 => format!("{v:.0}"),
+        Value::Real(v) => format!("{v}"),
         Value::Text(t) => t.clone(),
         Value::Bytes(b) => {
             let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();

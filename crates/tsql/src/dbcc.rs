@@ -1,0 +1,251 @@
+//! DBCC: the front end's parse of `DBCC command [( arguments )] [WITH options]`, and the
+//! commands whose engine state exists so far.
+//!
+//! Here: TRACEON, TRACEOFF and TRACESTATUS (reference §9.2; with -1 the instance's flags, which
+//! the engine reads; without it the session's own set, which TRACESTATUS shows), SQLPERF
+//! (LOGSPACE) and SQLPERF ('sys.dm_os_wait_stats' | 'sys.dm_os_latch_stats' |
+//! 'sys.dm_os_spinlock_stats', CLEAR), LOGINFO [(database)], FREEPROCCACHE (empties the batch
+//! cache). Any other command is error 2526 until issue 6 builds it (CHECKDB, PAGE, IND, ...).
+//!
+//! Deviation: the engine consults the instance's trace flags only, so a flag set for the
+//! session alone (no -1) is listed by TRACESTATUS but changes no engine behaviour yet.
+
+use crate::front::{is_word, parse_word};
+use crate::server::{Output, ResultSet};
+use crate::session::{Failure, Flow, Session};
+use crate::value;
+use engine::SqlError;
+use engine::record::Value;
+use sqlparser::ast::Expr;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+/// A parsed DBCC statement.
+#[derive(Debug)]
+pub struct Dbcc {
+    /// The command, upper case.
+    pub command: String,
+    pub args: Vec<Expr>,
+    /// WITH options, upper case (NO_INFOMSGS, ...).
+    pub options: Vec<String>,
+}
+
+/// After `DBCC`.
+pub fn parse(parser: &mut Parser<'_>) -> Result<Dbcc, ParserError> {
+    let command = parser.parse_identifier()?.value.to_uppercase();
+    let mut args = Vec::new();
+    if parser.consume_token(&Token::LParen) && !parser.consume_token(&Token::RParen) {
+        loop {
+            args.push(parser.parse_expr()?);
+            if !parser.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        parser.expect_token(&Token::RParen)?;
+    }
+    let mut options = Vec::new();
+    if parse_word(parser, "WITH") {
+        loop {
+            options.push(parser.parse_identifier()?.value.to_uppercase());
+            if parser.consume_token(&Token::Eq) {
+                parser.next_token();
+            }
+            if !parser.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+    }
+    Ok(Dbcc { command, args, options })
+}
+
+/// Whether the next token starts a DBCC statement.
+pub fn starts(parser: &Parser<'_>) -> bool {
+    is_word(&parser.peek_token().token, "DBCC")
+}
+
+const COMPLETED: &str =
+    "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
+
+fn incorrect() -> SqlError {
+    SqlError::new(
+        2526,
+        16,
+        3,
+        "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.",
+    )
+}
+
+fn columns(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| (*n).to_string()).collect()
+}
+
+impl Session {
+    pub(crate) fn run_dbcc(
+        &mut self,
+        dbcc: &Dbcc,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<Flow, Failure> {
+        let mut args = Vec::with_capacity(dbcc.args.len());
+        for arg in &dbcc.args {
+            args.push(match arg {
+                // A bare word (LOGSPACE, CLEAR, a database name) is its text.
+                Expr::Identifier(ident) => Value::Text(ident.value.clone()),
+                other => self.eval_stmt(other, line)?,
+            });
+        }
+        let text = |i: usize| args.get(i).map(value::display).unwrap_or_default().to_uppercase();
+        match dbcc.command.as_str() {
+            "TRACEON" | "TRACEOFF" => self.dbcc_trace(dbcc.command == "TRACEON", &args, line)?,
+            "TRACESTATUS" => out(Output::Rows(self.dbcc_tracestatus(&args))),
+            "SQLPERF" if text(0) == "LOGSPACE" => out(Output::Rows(self.dbcc_logspace())),
+            "SQLPERF" if text(1) == "CLEAR" => {
+                let instance = &self.server.instance;
+                match text(0).as_str() {
+                    "SYS.DM_OS_WAIT_STATS" => instance.waits.clear(),
+                    "SYS.DM_OS_LATCH_STATS" => instance.latches.clear(),
+                    "SYS.DM_OS_SPINLOCK_STATS" => instance.spinlocks.clear(),
+                    _ => return Err(self.fail(incorrect(), line)),
+                }
+            }
+            "LOGINFO" => {
+                let db = match args.first() {
+                    None => Some(self.db().name.clone()),
+                    Some(Value::Text(name)) => Some(name.clone()),
+                    Some(id) => {
+                        let id = value::as_i64(id);
+                        let dbs = self.server.databases();
+                        dbs.iter()
+                            .find(|d| Some(i64::from(d.database_id)) == id)
+                            .map(|d| d.name.clone())
+                    }
+                };
+                let Some(db) = db.and_then(|name| self.server.database(&name)) else {
+                    return Err(self.fail(
+                        SqlError::new(2520, 16, 1, "Could not find database. Check sys.databases."),
+                        line,
+                    ));
+                };
+                out(Output::Rows(loginfo(&db)));
+            }
+            "FREEPROCCACHE" => self.server.batch_cache.clear(),
+            _ => return Err(self.fail(incorrect(), line)),
+        }
+        if !dbcc.options.iter().any(|o| o == "NO_INFOMSGS") {
+            out(Output::Message(COMPLETED.into()));
+        }
+        Ok(Flow::Next)
+    }
+
+    /// TRACEON / TRACEOFF (flags..., [-1]).
+    fn dbcc_trace(&mut self, on: bool, args: &[Value], line: u64) -> Result<(), Failure> {
+        let mut flags = Vec::new();
+        let mut global = false;
+        for arg in args {
+            match value::as_i64(arg) {
+                Some(-1) => global = true,
+                Some(flag) if (0..=u16::MAX as i64).contains(&flag) => flags.push(flag as u16),
+                _ => return Err(self.fail(incorrect(), line)),
+            }
+        }
+        for flag in flags {
+            let flags = &self.server.instance.trace_flags;
+            match (global, on) {
+                (true, true) => flags.on(flag),
+                (true, false) => flags.off(flag),
+                (false, true) => {
+                    self.session_trace_flags.insert(flag);
+                }
+                (false, false) => {
+                    self.session_trace_flags.remove(&flag);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// TRACESTATUS: TraceFlag, Status, Global, Session for the flags asked for (all that are on
+    /// when none are named).
+    fn dbcc_tracestatus(&self, args: &[Value]) -> ResultSet {
+        let global = self.server.instance.trace_flags.list();
+        let asked: Vec<u16> =
+            args.iter().filter_map(value::as_i64).filter(|f| *f >= 0).map(|f| f as u16).collect();
+        let mut flags: Vec<u16> = if asked.is_empty() {
+            global.iter().chain(&self.session_trace_flags).copied().collect()
+        } else {
+            asked
+        };
+        flags.sort_unstable();
+        flags.dedup();
+        let rows = flags
+            .into_iter()
+            .map(|flag| {
+                let is_global = global.contains(&flag);
+                let is_session = self.session_trace_flags.contains(&flag);
+                vec![
+                    Value::Int(i32::from(flag)),
+                    Value::Int(i32::from(is_global || is_session)),
+                    Value::Int(i32::from(is_global)),
+                    Value::Int(i32::from(is_session)),
+                ]
+            })
+            .collect();
+        ResultSet { columns: columns(&["TraceFlag", "Status", "Global", "Session"]), rows }
+    }
+
+    /// SQLPERF(LOGSPACE): one row per database.
+    fn dbcc_logspace(&self) -> ResultSet {
+        let mut databases = self.server.databases();
+        databases.sort_by_key(|d| d.database_id);
+        let rows = databases
+            .iter()
+            .map(|db| {
+                let (name, size_mb, used_pct, status) = db.sqlperf_logspace();
+                vec![
+                    Value::Text(name),
+                    Value::Real(size_mb as f32),
+                    Value::Real(used_pct as f32),
+                    Value::Int(status),
+                ]
+            })
+            .collect();
+        ResultSet {
+            columns: columns(&["Database Name", "Log Size (MB)", "Log Space Used (%)", "Status"]),
+            rows,
+        }
+    }
+}
+
+/// DBCC LOGINFO's rows, from the log's real VLFs.
+fn loginfo(db: &engine::database::Database) -> ResultSet {
+    let rows = db
+        .log()
+        .dbcc_loginfo()
+        .into_iter()
+        .map(|vlf| {
+            vec![
+                Value::Int(vlf.recovery_unit_id as i32),
+                Value::Int(i32::from(vlf.file_id)),
+                Value::BigInt(vlf.file_size as i64),
+                Value::BigInt(vlf.start_offset as i64),
+                Value::Int(vlf.fseqno as i32),
+                Value::Int(i32::from(vlf.status)),
+                Value::Int(i32::from(vlf.parity)),
+                Value::Decimal(vlf.create_lsn as i128, 0),
+            ]
+        })
+        .collect();
+    ResultSet {
+        columns: columns(&[
+            "RecoveryUnitId",
+            "FileId",
+            "FileSize",
+            "StartOffset",
+            "FSeqNo",
+            "Status",
+            "Parity",
+            "CreateLSN",
+        ]),
+        rows,
+    }
+}
