@@ -65,6 +65,19 @@ pub struct GrowBench {
     dir: Option<PathBuf>,
 }
 
+/// A run's temporary data directory, made under `parent` (default: the current directory) and
+/// removed when the run ends.
+pub fn run_dir(parent: Option<&Path>, prefix: &str) -> Result<tempfile::TempDir, String> {
+    let parent = match parent {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            dir.to_path_buf()
+        }
+        None => std::env::current_dir().map_err(|e| e.to_string())?,
+    };
+    tempfile::Builder::new().prefix(prefix).tempdir_in(parent).map_err(|e| e.to_string())
+}
+
 pub fn run(command: &BenchCommand) -> Result<(), String> {
     if cfg!(debug_assertions) {
         eprintln!("warning: a debug build; run benchmarks with cargo run --release");

@@ -17,13 +17,13 @@ pub struct RecoveryBench {
     /// Log to write before the crash, in MB (under the 256 MB automatic checkpoint).
     #[arg(long, default_value_t = 200)]
     log_mb: u64,
+    /// Directory under which the run's data directory is made (default: the current one).
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: &RecoveryBench) -> Result<(), String> {
-    let temp = tempfile::Builder::new()
-        .prefix("extentdb-recovery")
-        .tempdir_in(std::env::current_dir().map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+    let temp = crate::bench::run_dir(args.dir.as_deref(), "extentdb-recovery")?;
     let instance = Instance::start(InstanceConfig::new(temp.path())).map_err(|e| e.to_string())?;
     let spec = DatabaseSpec {
         name: "Recover".into(),

@@ -33,6 +33,9 @@ pub struct Seed002Bench {
     /// cache of a 24 GB machine writing 6 GB of files.
     #[arg(long, default_value_t = 512)]
     max_server_memory_mb: u32,
+    /// Directory under which each run's data directory is made (default: the current one).
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
 }
 
 struct Outcome {
@@ -65,18 +68,22 @@ pub fn run(args: &Seed002Bench) -> Result<(), String> {
     let mut outcomes = Vec::new();
     for rule in &rules {
         for growth_mb in &growths {
-            outcomes.push(run_one(*rule, *growth_mb, args.rows, args.max_server_memory_mb)?);
+            let dir = args.dir.as_deref();
+            outcomes.push(run_one(*rule, *growth_mb, args.rows, args.max_server_memory_mb, dir)?);
         }
     }
     print_table(&outcomes, args.rows);
     Ok(())
 }
 
-fn run_one(rule: VlfRule, growth_mb: u64, rows: u32, memory_mb: u32) -> Result<Outcome, String> {
-    let temp = tempfile::Builder::new()
-        .prefix("extentdb-seed002")
-        .tempdir_in(std::env::current_dir().map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+fn run_one(
+    rule: VlfRule,
+    growth_mb: u64,
+    rows: u32,
+    memory_mb: u32,
+    dir: Option<&std::path::Path>,
+) -> Result<Outcome, String> {
+    let temp = crate::bench::run_dir(dir, "extentdb-seed002")?;
     let mut config = InstanceConfig::new(temp.path());
     config.vlf_rule = rule;
     config.max_server_memory_mb = memory_mb;

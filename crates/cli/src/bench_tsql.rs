@@ -38,6 +38,9 @@ pub struct TsqlBench {
     /// 'max server memory (MB)': room for the counted table, so the count is warm.
     #[arg(long, default_value_t = 2048)]
     max_server_memory_mb: u32,
+    /// Directory under which the run's data directory is made (default: the current one).
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
 }
 
 fn progress(total: u64, what: &str) -> ProgressBar {
@@ -76,10 +79,7 @@ struct Setup {
 }
 
 fn setup(args: &TsqlBench) -> Result<Setup, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("extentdb-bench-tsql")
-        .tempdir_in(std::env::current_dir().map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+    let dir = crate::bench::run_dir(args.dir.as_deref(), "extentdb-bench-tsql")?;
     let mut config = InstanceConfig::new(dir.path());
     config.max_server_memory_mb = args.max_server_memory_mb;
     let server = Server::start(config).map_err(|e| e.to_string())?;

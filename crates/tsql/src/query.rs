@@ -500,6 +500,14 @@ impl Session {
         }
         let raw = function_args(f);
         let upper = name.to_ascii_uppercase();
+        if upper == "IDENTITY" {
+            return Err(SqlError::new(
+                177,
+                15,
+                1,
+                "The IDENTITY function can only be used when the SELECT statement has an INTO clause.",
+            ));
+        }
         // Date parts are bare words, not columns.
         let first_is_word =
             matches!(upper.as_str(), "DATEADD" | "DATEDIFF" | "DATEPART" | "DATENAME");

@@ -27,3 +27,12 @@ DROP TABLE Copy
 DROP TABLE IF EXISTS Copy
 DROP TABLE Copy
 GO
+-- SELECT ... INTO with IDENTITY(type, seed, increment): the new table numbers its rows.
+CREATE TABLE Src (name VARCHAR(10))
+INSERT Src VALUES ('a'), ('b'), ('c')
+SELECT IDENTITY(INT, 100, 10) AS id, name INTO Numbered FROM Src
+SELECT id, name FROM Numbered ORDER BY id
+INSERT Numbered (name) VALUES ('d')
+SELECT MAX(id) AS next_was FROM Numbered
+SELECT IDENTITY(INT, 1, 1) AS id FROM Src
+GO
