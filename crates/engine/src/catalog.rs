@@ -820,11 +820,8 @@ impl Catalog {
         let object_id = self.next_object_id();
         let mut columns = spec.columns.clone();
         let clustered = spec.indexes.iter().find(|i| i.clustered);
-        if let Some(index) = clustered {
-            for key in &index.key_columns {
-                columns[*key].column.nullable = false;
-            }
-        }
+        // A PRIMARY KEY makes its columns NOT NULL; any other index, clustered or not, keeps
+        // NULLs (a unique one admits one NULL, as SQL Server's does).
         for index in spec.indexes.iter().filter(|i| i.primary_key) {
             for key in &index.key_columns {
                 columns[*key].column.nullable = false;
@@ -943,12 +940,7 @@ impl Catalog {
             ));
         }
         let rows = table.rows(db)?;
-        let mut columns = table.columns.clone();
-        if spec.clustered {
-            for key in &spec.key_columns {
-                columns[*key].column.nullable = false;
-            }
-        }
+        let columns = table.columns.clone();
         let plain: Vec<Column> = columns.iter().map(|c| c.column.clone()).collect();
         let table_name = table.qualified_name();
         let mut created = Vec::new();

@@ -73,6 +73,20 @@ fn names_relation(body: &SetExpr, name: &str) -> bool {
     found.is_break()
 }
 
+/// An index seek: the index's position in the table's list (0: its heap or clustered index)
+/// and inclusive bounds on its leading key column.
+struct SeekPlan {
+    position: usize,
+    from: Option<Value>,
+    to: Option<Value>,
+}
+
+impl SeekPlan {
+    fn is_point(&self) -> bool {
+        self.from.is_some() && self.from == self.to
+    }
+}
+
 /// What a query produced.
 pub struct QueryResult {
     pub columns: Vec<String>,
@@ -838,8 +852,9 @@ impl Session {
         }
     }
 
-    /// A table's rows, through an index seek when `filter` has `column = constant` on the
-    /// leading key column of one of its indexes.
+    /// A table's rows, through an index seek when `filter` bounds the leading key column of one
+    /// of its indexes ([`Session::seek_plan`]); else a scan of its heap or clustered index. The
+    /// caller applies the whole filter to the rows afterwards.
     fn read_table(
         &self,
         table: &Arc<Table>,
@@ -849,52 +864,124 @@ impl Session {
     ) -> Result<Vec<Vec<Value>>> {
         let db = self.db();
         table.lock(db, engine::lock::LockMode::IS)?;
-        if let Some((position, key)) = filter.and_then(|f| self.seek_key(table, cols, f, outer)) {
-            let key = [key];
-            let rows = if position == 0 {
-                table.base_range(db, Some(&key), Some(&key))?
+        if let Some(seek) = filter.and_then(|f| self.seek_plan(table, cols, f, outer)) {
+            let from = seek.from.map(|v| [v]);
+            let to = seek.to.map(|v| [v]);
+            let (from, to) = (from.as_ref().map(|k| &k[..]), to.as_ref().map(|k| &k[..]));
+            let rows = if seek.position == 0 {
+                table.base_range(db, from, to)?
             } else {
-                table.index_range(db, position, Some(&key), Some(&key))?
+                table.index_range(db, seek.position, from, to)?
             };
             return Ok(rows.into_iter().map(|(_, r)| shown_row(table, r)).collect());
         }
         Ok(table.rows(db)?.into_iter().map(|(_, r)| shown_row(table, r)).collect())
     }
 
-    /// (index position, key value) for a seek, if a conjunct of `filter` allows one.
-    fn seek_key(
+    /// The index seek that `filter`'s conjuncts allow: `column = constant` on the leading key
+    /// column of an index (first choice), else bounds from `>`, `>=`, `<`, `<=` and BETWEEN on
+    /// it. Bounds are inclusive, so the rows read are a superset of the matches; the constant
+    /// is converted to the column's type, as the comparison would.
+    fn seek_plan(
         &self,
         table: &Table,
         cols: &[ColRef],
         filter: &Expr,
         outer: Option<&Env<'_>>,
-    ) -> Option<(usize, Value)> {
+    ) -> Option<SeekPlan> {
+        let mut best: Option<SeekPlan> = None;
         for conjunct in conjuncts(filter) {
-            let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = conjunct else { continue };
-            for (column_side, value_side) in [(left, right), (right, left)] {
-                let parts = match column_side.as_ref() {
-                    Expr::Identifier(i) => vec![i.value.clone()],
-                    Expr::CompoundIdentifier(p) => p.iter().map(|i| i.value.clone()).collect(),
-                    _ => continue,
-                };
-                let Ok(Some(column)) = find_column(cols, &parts) else { continue };
-                if references_columns(value_side) {
+            for (column, op, value) in self.bounds_of(table, cols, conjunct, outer) {
+                let Some(position) =
+                    table.indexes.iter().position(|i| i.key_columns.first() == Some(&column))
+                else {
                     continue;
+                };
+                let plan = best.get_or_insert(SeekPlan { position, from: None, to: None });
+                if plan.position != position {
+                    if op != BinaryOperator::Eq || plan.is_point() {
+                        continue;
+                    }
+                    *plan = SeekPlan { position, from: None, to: None };
                 }
-                let Ok(value) = self.eval(value_side, outer.unwrap_or(&Env::empty())) else {
-                    continue;
-                };
-                let sql_type = table.columns[column].column.sql_type;
-                let Ok(key) = convert(&value, sql_type) else { continue };
-                let key = functions::to_storage(key, sql_type);
-                let usable =
-                    table.indexes.iter().position(|i| i.key_columns.first() == Some(&column));
-                if let Some(position) = usable {
-                    return Some((position, key));
+                match op {
+                    BinaryOperator::Eq => {
+                        plan.from = Some(value.clone());
+                        plan.to = Some(value);
+                    }
+                    BinaryOperator::Gt | BinaryOperator::GtEq if !plan.is_point() => {
+                        plan.from = Some(value)
+                    }
+                    BinaryOperator::Lt | BinaryOperator::LtEq if !plan.is_point() => {
+                        plan.to = Some(value)
+                    }
+                    _ => {}
                 }
             }
         }
-        None
+        best
+    }
+
+    /// (column, operator with the column on the left, constant) of a conjunct that compares a
+    /// column with a constant; BETWEEN gives two.
+    fn bounds_of(
+        &self,
+        table: &Table,
+        cols: &[ColRef],
+        conjunct: &Expr,
+        outer: Option<&Env<'_>>,
+    ) -> Vec<(usize, BinaryOperator, Value)> {
+        let column_of = |e: &Expr| -> Option<usize> {
+            let parts = match e {
+                Expr::Identifier(i) => vec![i.value.clone()],
+                Expr::CompoundIdentifier(p) => p.iter().map(|i| i.value.clone()).collect(),
+                _ => return None,
+            };
+            find_column(cols, &parts).ok().flatten()
+        };
+        let constant = |column: usize, e: &Expr| -> Option<Value> {
+            if references_columns(e) {
+                return None;
+            }
+            let value = self.eval(e, outer.unwrap_or(&Env::empty())).ok()?;
+            if matches!(value, Value::Null) {
+                return None;
+            }
+            let sql_type = table.columns[column].column.sql_type;
+            Some(functions::to_storage(convert(&value, sql_type).ok()?, sql_type))
+        };
+        match conjunct {
+            Expr::BinaryOp { left, op, right } => {
+                let flipped = match op {
+                    BinaryOperator::Eq => BinaryOperator::Eq,
+                    BinaryOperator::Gt => BinaryOperator::Lt,
+                    BinaryOperator::GtEq => BinaryOperator::LtEq,
+                    BinaryOperator::Lt => BinaryOperator::Gt,
+                    BinaryOperator::LtEq => BinaryOperator::GtEq,
+                    _ => return Vec::new(),
+                };
+                if let Some(column) = column_of(left)
+                    && let Some(value) = constant(column, right)
+                {
+                    return vec![(column, op.clone(), value)];
+                }
+                if let Some(column) = column_of(right)
+                    && let Some(value) = constant(column, left)
+                {
+                    return vec![(column, flipped, value)];
+                }
+                Vec::new()
+            }
+            Expr::Between { expr, negated: false, low, high } => {
+                let Some(column) = column_of(expr) else { return Vec::new() };
+                let (Some(low), Some(high)) = (constant(column, low), constant(column, high))
+                else {
+                    return Vec::new();
+                };
+                vec![(column, BinaryOperator::GtEq, low), (column, BinaryOperator::LtEq, high)]
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The rows of the FROM clause (all joins applied) and their columns.
@@ -1525,7 +1612,40 @@ pub(crate) fn fold_aggregate(upper: &str, values: Vec<Value>) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::like;
+    use super::*;
+
+    /// The seek chosen for a WHERE clause: (index position, from, to).
+    fn plan(sql_where: &str) -> Option<(usize, Option<Value>, Option<Value>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let server =
+            crate::server::Server::start(engine::instance::InstanceConfig::new(dir.path()))
+                .unwrap();
+        let mut session = Session::new(&server);
+        let setup =
+            "CREATE TABLE t (id INT PRIMARY KEY, b INT, c VARCHAR(9))\nCREATE INDEX ix_b ON t (b)";
+        assert!(session.execute(setup, &mut |_| {}));
+        let parsed =
+            crate::front::parse_batch(&format!("SELECT * FROM t WHERE {sql_where}")).unwrap();
+        let crate::front::Stmt::Sql(statement) = &parsed[0].stmt else { panic!() };
+        let sqlparser::ast::Statement::Query(query) = statement.as_ref() else { panic!() };
+        let SetExpr::Select(select) = query.body.as_ref() else { panic!() };
+        let table = session.table("t").unwrap();
+        let cols = table_columns(&table, "t");
+        let found = session.seek_plan(&table, &cols, select.selection.as_ref().unwrap(), None);
+        found.map(|p| (p.position, p.from, p.to))
+    }
+
+    #[test]
+    fn seeks_come_from_equalities_ranges_and_between() {
+        let int = |n| Some(Value::Int(n));
+        assert_eq!(plan("id = 5"), Some((0, int(5), int(5))));
+        assert_eq!(plan("5 < id AND id <= 9"), Some((0, int(5), int(9))));
+        assert_eq!(plan("b BETWEEN 2 AND 4"), Some((1, int(2), int(4))));
+        assert_eq!(plan("b > 2 AND id = 7"), Some((0, int(7), int(7))), "equality wins");
+        assert_eq!(plan("c = 'x'"), None, "no index on c");
+        assert_eq!(plan("id = b"), None, "not a constant");
+        assert_eq!(plan("id > 1 OR b = 2"), None, "not a conjunct");
+    }
 
     #[test]
     fn like_patterns() {
