@@ -410,14 +410,29 @@ fn parse_set_option(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError>
         skip_set_option(parser)?
     };
     if parse_word(parser, "WITH") {
-        skip_options(parser);
-        // WITH ROLLBACK IMMEDIATE / NO_WAIT / ROLLBACK AFTER n [SECONDS]
-        while matches!(parser.peek_token().token, Token::Word(ref w) if !is_statement_start(&w.value))
-        {
-            parser.next_token();
-        }
+        parse_termination(parser)?;
     }
     Ok(action)
+}
+
+/// `ROLLBACK IMMEDIATE | ROLLBACK AFTER n [SECONDS] | NO_WAIT` after `SET ... WITH` (accepted:
+/// there are no other sessions' transactions to end in an embedded engine's database).
+fn parse_termination(parser: &mut Parser<'_>) -> Result<(), ParserError> {
+    if parse_word(parser, "NO_WAIT") {
+        return Ok(());
+    }
+    if !parse_word(parser, "ROLLBACK") {
+        return parser.expected("ROLLBACK or NO_WAIT", parser.peek_token());
+    }
+    if parse_word(parser, "IMMEDIATE") {
+        return Ok(());
+    }
+    if !parse_word(parser, "AFTER") {
+        return parser.expected("IMMEDIATE or AFTER", parser.peek_token());
+    }
+    parser.parse_literal_uint()?;
+    parse_word(parser, "SECONDS");
+    Ok(())
 }
 
 /// An option with no storage meaning: `WORD [= value | ON | OFF | value]`.
@@ -540,12 +555,19 @@ mod tests {
                 AlterAction::MixedPageAllocation(true),
             ),
             ("ALTER DATABASE d SET SINGLE_USER WITH ROLLBACK IMMEDIATE", AlterAction::Ignored),
+            ("ALTER DATABASE d SET MULTI_USER WITH ROLLBACK AFTER 5 SECONDS", AlterAction::Ignored),
             ("ALTER DATABASE d REMOVE FILE f3", AlterAction::RemoveFile("f3".into())),
         ];
         for (sql, expected) in cases {
             let Stmt::AlterDatabase(alter) = one(sql) else { panic!("{sql}") };
             assert_eq!(alter.action, expected, "{sql}");
         }
+    }
+
+    #[test]
+    fn set_options_do_not_swallow_the_next_statement() {
+        let sql = "ALTER DATABASE d SET SINGLE_USER WITH ROLLBACK IMMEDIATE\nPRINT 'x'";
+        assert_eq!(parse_batch(sql).unwrap().len(), 2);
     }
 
     #[test]
