@@ -73,6 +73,10 @@ fn names_relation(body: &SetExpr, name: &str) -> bool {
     found.is_break()
 }
 
+/// A join seeks into its right table once per left row only when that table has more pages
+/// than this (one extent); a smaller one is read once.
+const SEEK_JOIN_MIN_PAGES: usize = 8;
+
 /// An index seek: the index's position in the table's list (0: its heap or clustered index)
 /// and inclusive bounds on its leading key column.
 struct SeekPlan {
@@ -939,8 +943,9 @@ impl Session {
             };
             find_column(cols, &parts).ok().flatten()
         };
+        // A constant, or (in a join) a column of the rows on the left, which `outer` holds.
         let constant = |column: usize, e: &Expr| -> Option<Value> {
-            if references_columns(e) {
+            if references_columns(e) && (column_of(e).is_some() || !is_column_name(e)) {
                 return None;
             }
             let value = self.eval(e, outer.unwrap_or(&Env::empty())).ok()?;
@@ -1053,6 +1058,89 @@ impl Session {
         Ok((cols.into_iter().chain(right_cols).collect(), out))
     }
 
+    /// An index nested-loop join: for each left row, the right table's rows come from a seek
+    /// that the ON clause allows with the left row's values (`ON r.key = l.col`, or a range);
+    /// a left row whose values allow no seek reads the whole right table. None when the right
+    /// side is not a table of the database.
+    fn seek_join(
+        &self,
+        cols: &[ColRef],
+        rows: &[Vec<Value>],
+        relation: &TableFactor,
+        on: &Expr,
+        keep_left: bool,
+        outer: Option<&Env<'_>>,
+    ) -> Result<Option<(Vec<ColRef>, Vec<Vec<Value>>)>> {
+        let TableFactor::Table { name, alias, args: None, .. } = relation else { return Ok(None) };
+        let table_name = crate::front::last_part(name);
+        let is_cte = self.ctes.borrow().iter().any(|c| c.name.eq_ignore_ascii_case(&table_name));
+        let schema = name.0.len().checked_sub(2).map(|i| name.0[i].to_string());
+        if schema.is_some_and(|s| s.trim_matches(['[', ']']).eq_ignore_ascii_case("sys")) {
+            return Ok(None);
+        }
+        let Some(table) = self.db().catalog()?.table(&table_name).filter(|_| !is_cte) else {
+            return Ok(None);
+        };
+        // The choice a cost-based optimiser would make, roughly: a table of one extent or less
+        // is cheaper to read once than to seek into once per left row.
+        let pages = self
+            .db()
+            .allocation_unit(table.indexes[0].au_id)
+            .map_or(0, |unit| unit.extents.len() * 8 + unit.single_pages.len());
+        if pages <= SEEK_JOIN_MIN_PAGES {
+            return Ok(None);
+        }
+        let qualifier = alias.as_ref().map_or(table_name.clone(), |a| a.name.value.clone());
+        let right_cols = table_columns(&table, &qualifier);
+        let all_cols: Vec<ColRef> = cols.iter().chain(&right_cols).cloned().collect();
+        let db = self.db();
+        table.lock(db, engine::lock::LockMode::IS)?;
+        let mut scanned: Option<Vec<Vec<Value>>> = None;
+        let mut out = Vec::new();
+        for left in rows {
+            let left_env = Env { cols, row: left, group: None, outer };
+            let candidates = match self.seek_plan(&table, &right_cols, on, Some(&left_env)) {
+                Some(seek) => {
+                    let from = seek.from.map(|v| [v]);
+                    let to = seek.to.map(|v| [v]);
+                    let (from, to) = (from.as_ref().map(|k| &k[..]), to.as_ref().map(|k| &k[..]));
+                    let found = if seek.position == 0 {
+                        table.base_range(db, from, to)?
+                    } else {
+                        table.index_range(db, seek.position, from, to)?
+                    };
+                    found.into_iter().map(|(_, r)| shown_row(&table, r)).collect()
+                }
+                None => match &scanned {
+                    Some(all) => all.clone(),
+                    None => {
+                        let all: Vec<Vec<Value>> = table
+                            .rows(db)?
+                            .into_iter()
+                            .map(|(_, r)| shown_row(&table, r))
+                            .collect();
+                        scanned = Some(all.clone());
+                        all
+                    }
+                },
+            };
+            let mut matched = false;
+            for right in candidates {
+                let combined: Vec<Value> = left.iter().cloned().chain(right).collect();
+                let env = Env { cols: &all_cols, row: &combined, group: None, outer };
+                if is_true(&self.eval(on, &env)?) {
+                    matched = true;
+                    out.push(combined);
+                }
+            }
+            if !matched && keep_left {
+                let nulls = std::iter::repeat_n(Value::Null, right_cols.len());
+                out.push(left.iter().cloned().chain(nulls).collect());
+            }
+        }
+        Ok(Some((all_cols, out)))
+    }
+
     fn join(
         &self,
         cols: Vec<ColRef>,
@@ -1063,6 +1151,19 @@ impl Session {
         if let JoinOperator::CrossApply | JoinOperator::OuterApply = join.join_operator {
             let keep_left = matches!(join.join_operator, JoinOperator::OuterApply);
             return self.apply(cols, rows, &join.relation, keep_left, outer);
+        }
+        let seekable = match &join.join_operator {
+            JoinOperator::Join(JoinConstraint::On(on))
+            | JoinOperator::Inner(JoinConstraint::On(on)) => Some((on, false)),
+            JoinOperator::Left(JoinConstraint::On(on))
+            | JoinOperator::LeftOuter(JoinConstraint::On(on)) => Some((on, true)),
+            _ => None,
+        };
+        if let Some((on, keep_left)) = seekable
+            && let Some(joined) =
+                self.seek_join(&cols, &rows, &join.relation, on, keep_left, outer)?
+        {
+            return Ok(joined);
         }
         let (right_cols, right_rows) = self.table_factor(&join.relation, outer, None)?;
         let (constraint, keep_left, keep_right) = match &join.join_operator {
@@ -1459,6 +1560,15 @@ fn find_column(cols: &[ColRef], parts: &[String]) -> Result<Option<usize>> {
         found = Some(i);
     }
     Ok(found)
+}
+
+/// Whether an expression is just a column name (`c` or `t.c`, not a variable).
+fn is_column_name(expr: &Expr) -> bool {
+    match expr {
+        Expr::Identifier(i) => !i.value.starts_with('@'),
+        Expr::CompoundIdentifier(_) => true,
+        _ => false,
+    }
 }
 
 fn references_columns(expr: &Expr) -> bool {
