@@ -73,6 +73,9 @@ fn names_relation(body: &SetExpr, name: &str) -> bool {
     found.is_break()
 }
 
+/// Rows and the columns that name their values.
+type Relation = (Vec<ColRef>, Vec<Vec<Value>>);
+
 /// A join seeks into its right table once per left row only when that table has more pages
 /// than this (one extent); a smaller one is read once.
 const SEEK_JOIN_MIN_PAGES: usize = 8;
@@ -1070,7 +1073,7 @@ impl Session {
         on: &Expr,
         keep_left: bool,
         outer: Option<&Env<'_>>,
-    ) -> Result<Option<(Vec<ColRef>, Vec<Vec<Value>>)>> {
+    ) -> Result<Option<Relation>> {
         let TableFactor::Table { name, alias, args: None, .. } = relation else { return Ok(None) };
         let table_name = crate::front::last_part(name);
         let is_cte = self.ctes.borrow().iter().any(|c| c.name.eq_ignore_ascii_case(&table_name));
