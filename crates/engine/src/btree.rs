@@ -38,6 +38,10 @@
 //! 2. Every key under an index entry is >= the entry's key and < the next entry's key.
 //! 3. Every leaf is at level 0 and every child is one level below its parent.
 //! 4. m_prevPage / m_nextPage agree at every level.
+//! 5. No declared key is longer than [`MAX_CLUSTERED_KEY_BYTES`] (clustered) or
+//!    [`MAX_NONCLUSTERED_KEY_BYTES`] (nonclustered), so an index page holds at least four
+//!    entries and every level has fewer pages than the one below (the catalog checks it
+//!    before a row goes in: `Table::check_key_lengths`).
 
 use crate::buffer::{PageGuard, PageKey};
 use crate::database::Database;
@@ -50,6 +54,25 @@ use crate::record::{self, Column, Layout, RecordType, SqlType, Value, compare_ke
 use crate::units::{PAGE_SIZE, PageId};
 use crate::xact;
 use std::cmp::Ordering;
+
+/// The longest key of a clustered index and of a nonclustered one (SQL Server 2016 on).
+pub const MAX_CLUSTERED_KEY_BYTES: usize = 900;
+pub const MAX_NONCLUSTERED_KEY_BYTES: usize = 1700;
+
+/// Bytes a value takes in a record: a fixed type's size, a variable one's actual length.
+pub fn stored_length(sql_type: SqlType, value: &Value) -> usize {
+    if let Some(size) = sql_type.fixed_size() {
+        return size.max(1);
+    }
+    match value {
+        Value::Text(text) if matches!(sql_type, SqlType::NVarChar(_)) => {
+            2 * text.encode_utf16().count()
+        }
+        Value::Text(text) => text.len(),
+        Value::Bytes(bytes) => bytes.len(),
+        _ => 0,
+    }
+}
 
 /// How many times an insert may restart after finding a page changed under it.
 const MAX_RESTARTS: u32 = 1000;
@@ -918,6 +941,12 @@ impl BTree {
     }
 
     /// The stored columns (a non-unique index's uniquifier last).
+    /// The columns records have at `level`: the stored row at the leaves, the index entry
+    /// (lowest key of the child, then `child`, its page id as 6 bytes) above them.
+    pub fn record_columns(&self, level: u8) -> &[Column] {
+        if level == 0 { &self.columns } else { &self.entry_columns }
+    }
+
     pub fn stored_columns(&self) -> &[Column] {
         &self.columns
     }

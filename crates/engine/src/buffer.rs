@@ -693,6 +693,28 @@ impl BufferPool {
         }
     }
 
+    /// DBCC DROPCLEANBUFFERS: every clean page that nobody has pinned leaves the pool, so the
+    /// next access reads it from disk. Dirty and pinned pages stay (SQL Server's advice is to
+    /// run CHECKPOINT first). Returns how many pages were dropped.
+    pub fn drop_clean_buffers(&self) -> usize {
+        let mut table = self.table.lock();
+        let mut free = self.free.lock();
+        let mut dropped = Vec::new();
+        for (key, index) in table.iter() {
+            let mut meta = self.frames[*index].meta.lock();
+            let in_io = self.frames[*index].io_in_progress.load(Ordering::Acquire);
+            if meta.pin_count == 0 && !meta.dirty && !in_io {
+                *meta = FrameMeta::default();
+                free.push(*index);
+                dropped.push(*key);
+            }
+        }
+        for key in &dropped {
+            table.remove(key);
+        }
+        dropped.len()
+    }
+
     /// Latch waits per page, most waited first.
     pub fn page_waits(&self) -> Vec<PageWaitRow> {
         let mut rows: Vec<PageWaitRow> = self

@@ -199,6 +199,35 @@ fn already_exists(name: &str) -> SqlError {
     )
 }
 
+/// Error 1944 when an index's key cannot fit SQL Server's limit even with its variable-length
+/// columns empty (its fixed-length columns alone exceed it). A key that may exceed it fails
+/// at insert (1946); SQL Server also warns (1945) at CREATE INDEX, which extentdb does not.
+fn check_key_size(columns: &[ColumnDef], spec: &IndexSpec) -> SqlResult<()> {
+    let fixed: usize = spec
+        .key_columns
+        .iter()
+        .filter_map(|i| columns.get(*i)?.column.sql_type.fixed_size())
+        .map(|size| size.max(1))
+        .sum();
+    let limit = if spec.clustered {
+        crate::btree::MAX_CLUSTERED_KEY_BYTES
+    } else {
+        crate::btree::MAX_NONCLUSTERED_KEY_BYTES
+    };
+    if fixed > limit {
+        return Err(SqlError::new(
+            1944,
+            16,
+            1,
+            format!(
+                "Index '{}' was not created. This index has a key length of at least {fixed} bytes. The maximum permissible key length is {limit} bytes.",
+                spec.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// 211, SQL Server's error for metadata it cannot read; what was wrong goes to the errorlog.
 fn catalog_corrupt(db: &Database, what: &str) -> SqlError {
     let detail = format!("The catalog of database '{}' is inconsistent: {what}.", db.name);
@@ -245,6 +274,61 @@ impl Table {
             Storage::Heap(heap) => heap.count_rows(db),
             Storage::Clustered(tree) => tree.count_rows(db),
         }
+    }
+
+    /// The rows in the table's heap or clustered index now, counted without a lock, as
+    /// sys.partitions.rows shows them (SQL Server's figure is metadata, not a locked count).
+    pub fn stored_row_count(&self, db: &Database) -> SqlResult<u64> {
+        match &self.base {
+            Storage::Heap(heap) => heap.count_rows(db),
+            Storage::Clustered(tree) => tree.count_rows(db),
+        }
+    }
+
+    /// The columns of the records on a page of one of the table's units, at the page's
+    /// level (for DBCC PAGE's record interpretation). None if the unit is not the table's.
+    pub fn record_columns(&self, au_id: u64, level: u8) -> Option<Vec<Column>> {
+        match &self.base {
+            Storage::Heap(heap) if heap.au_id == au_id => return Some(heap.columns().to_vec()),
+            Storage::Clustered(tree) if tree.au_id == au_id => {
+                return Some(tree.record_columns(level).to_vec());
+            }
+            _ => {}
+        }
+        let tree = self.secondary.iter().find(|t| t.au_id == au_id)?;
+        Some(tree.record_columns(level).to_vec())
+    }
+
+    /// SQL Server's index key limits (btree invariant 5): the declared key of each index of
+    /// `row` is at most 900 bytes (clustered) or 1,700 (nonclustered), else error 1946 and
+    /// nothing is written. (Bug fix: keys of about 4,000 bytes let one entry fit an index
+    /// page, so each level had as many pages as the one below and the tree grew a level per
+    /// row.)
+    fn check_key_lengths(&self, row: &[Value]) -> SqlResult<()> {
+        for index in self.indexes.iter().filter(|i| i.kind != IndexKind::Heap) {
+            let length: usize = index
+                .key_columns
+                .iter()
+                .map(|&i| crate::btree::stored_length(self.columns[i].column.sql_type, &row[i]))
+                .sum();
+            let (limit, kind) = if index.kind == IndexKind::Clustered {
+                (crate::btree::MAX_CLUSTERED_KEY_BYTES, "clustered")
+            } else {
+                (crate::btree::MAX_NONCLUSTERED_KEY_BYTES, "nonclustered")
+            };
+            if length > limit {
+                return Err(SqlError::new(
+                    1946,
+                    16,
+                    3,
+                    format!(
+                        "Operation failed. The index entry of length {length} bytes for the index '{}' exceeds the maximum length of {limit} bytes for {kind} indexes.",
+                        index.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The next identity value (None if the table has no identity column).
@@ -297,6 +381,7 @@ impl Table {
     /// Inserts a row (one value per column, already of the columns' types) into the heap or
     /// clustered index and every nonclustered index.
     pub fn insert(&self, db: &Database, row: &[Value]) -> SqlResult<RowLocator> {
+        self.check_key_lengths(row)?;
         let locator = match &self.base {
             Storage::Heap(heap) => RowLocator::Rid(heap.insert(db, row)?),
             Storage::Clustered(tree) => {
@@ -429,6 +514,7 @@ impl Table {
         old: &[Value],
         new: &[Value],
     ) -> SqlResult<()> {
+        self.check_key_lengths(new)?;
         match (&self.base, locator) {
             (Storage::Heap(heap), RowLocator::Rid(rid)) => {
                 heap.update(db, *rid, new)?;
@@ -665,6 +751,16 @@ impl Catalog {
         Ok(())
     }
 
+    /// sysschobjs.created of every object (tables and procedures), by object id: what
+    /// sys.objects shows as create_date (and modify_date, which extentdb does not track apart).
+    pub fn created_dates(&self, db: &Database) -> SqlResult<BTreeMap<i32, Value>> {
+        let mut dates = BTreeMap::new();
+        for row in self.objects.range_stored(db, None, None)? {
+            dates.insert(int_of(&row[0]) as i32, row[4].clone());
+        }
+        Ok(dates)
+    }
+
     /// The module (procedure) called `name`, if any.
     pub fn module(&self, name: &str) -> Option<Arc<Module>> {
         self.modules.read().get(&name_key(name)).cloned()
@@ -817,6 +913,9 @@ impl Catalog {
         if self.name_taken(&spec.name) {
             return Err(already_exists(&spec.name));
         }
+        for index in &spec.indexes {
+            check_key_size(&spec.columns, index)?;
+        }
         let object_id = self.next_object_id();
         let mut columns = spec.columns.clone();
         let clustered = spec.indexes.iter().find(|i| i.clustered);
@@ -915,6 +1014,7 @@ impl Catalog {
         let table = self.table(table_name).ok_or_else(|| invalid_object(table_name))?;
         table.lock(db, LockMode::X)?;
         let _ddl = self.ddl.lock();
+        check_key_size(&table.columns, spec)?;
         if table.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&spec.name)) {
             return Err(SqlError::new(
                 1913,

@@ -107,6 +107,11 @@ impl Heap {
     }
 
     /// The heap's schema for its unit descriptor (kind 2, name, columns): recovery's undo.
+    /// The columns of the heap's records.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
     pub fn descriptor(&self) -> Vec<u8> {
         let mut out = vec![DESCRIPTOR_HEAP, self.name.len().min(255) as u8];
         out.extend_from_slice(&self.name.as_bytes()[..self.name.len().min(255)]);

@@ -27,6 +27,8 @@ pub const DEFAULT_MAX_SERVER_MEMORY_MB: u32 = 512;
 
 /// The first database id given to user databases, as in SQL Server (1-4 are system databases).
 pub const FIRST_USER_DATABASE_ID: u16 = 5;
+/// master's database id.
+pub const MASTER_DATABASE_ID: u16 = 1;
 
 thread_local! {
     static CURRENT_SPID: Cell<u16> = const { Cell::new(51) };
@@ -80,6 +82,12 @@ impl InstanceConfig {
 pub struct Instance {
     pub config: InstanceConfig,
     pub io: Arc<dyn Io>,
+    /// When the instance started: the clock's reading (sqlserver_start_time) and the
+    /// monotonic instant that sample_ms counts from.
+    pub start_time: chrono::NaiveDateTime,
+    pub started: std::time::Instant,
+    /// Every data and log file's I/O counters (sys.dm_io_virtual_file_stats).
+    pub file_io: Arc<crate::io::FileIoRegistry>,
     pub clock: Arc<dyn Clock>,
     pub errorlog: ErrorLog,
     pub trace_flags: TraceFlags,
@@ -107,6 +115,8 @@ impl Instance {
         io: Arc<dyn Io>,
         clock: Arc<dyn Clock>,
     ) -> std::io::Result<Arc<Instance>> {
+        let file_io = Arc::new(crate::io::FileIoRegistry::default());
+        let io: Arc<dyn Io> = Arc::new(crate::io::StatsIo::new(io, file_io.clone()));
         let errorlog = ErrorLog::open(&config.dir, io.clone(), clock.clone())?;
         let stats = PoolStats::default();
         let frames = config.max_server_memory_mb as usize * PAGES_PER_MB as usize;
@@ -117,7 +127,10 @@ impl Instance {
             latches: stats.latches,
             waiting_tasks: stats.waiting,
             config,
+            start_time: clock.now_local(),
+            started: std::time::Instant::now(),
             io,
+            file_io,
             clock,
             errorlog,
             spinlocks: stats.spinlocks,
@@ -187,6 +200,8 @@ impl Instance {
     }
 
     pub(crate) fn allocate_database_id(&self) -> u16 {
+        // Invariant: ids below FIRST_USER_DATABASE_ID are reserved for system databases.
+        debug_assert!(*self.next_database_id.lock() >= FIRST_USER_DATABASE_ID);
         let mut next = self.next_database_id.lock();
         let id = *next;
         *next += 1;

@@ -1,6 +1,8 @@
 //! Trace flags (reference §9). Flags set at startup (`-T`) or with DBCC TRACEON(n, -1) are
-//! global; session-scope flags arrive with sessions in a later issue, so for now every flag is
-//! global. Flags this crate acts on:
+//! global. A session's own flags (DBCC TRACEON(n) without -1) are installed on the thread that
+//! runs the session's work ([`set_session_flags`]), so they act on that session's work only;
+//! flags that SQL Server honours only globally ([`GLOBAL_ONLY`]) ignore the session's set, as
+//! SQL Server ignores them at session scope. Flags this crate acts on:
 //!
 //! | flag | effect here                                                                 |
 //! |------|-----------------------------------------------------------------------------|
@@ -17,7 +19,25 @@
 //! reproduces older experiments too.
 
 use parking_lot::RwLock;
+use std::cell::RefCell;
 use std::collections::BTreeSet;
+
+/// Flags that act only when set globally (reference §9.1).
+pub const GLOBAL_ONLY: [u16; 6] = [661, 1117, 1118, 1204, 1222, 1806];
+
+thread_local! {
+    static SESSION_FLAGS: RefCell<BTreeSet<u16>> = const { RefCell::new(BTreeSet::new()) };
+}
+
+/// Makes `flags` the session-scope flags of the work this thread does from now on.
+pub fn set_session_flags(flags: impl IntoIterator<Item = u16>) {
+    SESSION_FLAGS.with(|set| *set.borrow_mut() = flags.into_iter().collect());
+}
+
+/// Whether the session running on this thread set `flag` for itself.
+fn session_has(flag: u16) -> bool {
+    !GLOBAL_ONLY.contains(&flag) && SESSION_FLAGS.with(|set| set.borrow().contains(&flag))
+}
 
 pub const TF_DISABLE_GHOST_CLEANUP: u16 = 661;
 pub const TF_AUTOGROW_ALL_FILES: u16 = 1117;
@@ -47,14 +67,20 @@ impl TraceFlags {
         self.on.write().remove(&flag);
     }
 
+    /// Whether `flag` is on globally or for the session running on this thread.
     pub fn is_on(&self, flag: u16) -> bool {
+        self.on.read().contains(&flag) || session_has(flag)
+    }
+
+    /// Whether `flag` is on globally (DBCC TRACESTATUS's Global column).
+    pub fn is_on_globally(&self, flag: u16) -> bool {
         self.on.read().contains(&flag)
     }
 
-    /// True when `flag` is on and its output goes to the errorlog (TF 3605).
+    /// True when `flag` is on and its output goes to the errorlog (TF 3605), each globally or
+    /// for this thread's session.
     pub fn traces_to_errorlog(&self, flag: u16) -> bool {
-        let on = self.on.read();
-        on.contains(&flag) && on.contains(&TF_TRACE_TO_ERRORLOG)
+        self.is_on(flag) && self.is_on(TF_TRACE_TO_ERRORLOG)
     }
 
     pub fn list(&self) -> Vec<u16> {

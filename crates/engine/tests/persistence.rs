@@ -160,9 +160,11 @@ fn the_allocation_check_catches_a_gam_bit_that_disagrees_with_an_iam_page() {
     lab.restart();
     let db = Database::open(&lab.instance, &lab.path("Company_data.mdf")).unwrap();
     let problems = db.check_allocation();
-    let expected =
-        format!("extent {owned}: GAM says free but it is owned, mixed or has allocated pages");
-    assert!(problems.contains(&expected), "{problems:?}");
+    let expected = format!(
+        "Table error: Object ID 0, index ID -1, partition ID 0, alloc unit ID 0 (type Unknown), page ({}:2). Test (extent {owned} is owned or has allocated pages but is free in the GAM) failed. Values are 1 and 0.",
+        owned.file_id
+    );
+    assert!(problems.iter().any(|p| p.number == 8939 && p.message == expected), "{problems:?}");
 }
 
 #[test]

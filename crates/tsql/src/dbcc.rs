@@ -5,10 +5,12 @@
 //! the engine reads; without it the session's own set, which TRACESTATUS shows), SQLPERF
 //! (LOGSPACE) and SQLPERF ('sys.dm_os_wait_stats' | 'sys.dm_os_latch_stats' |
 //! 'sys.dm_os_spinlock_stats', CLEAR), LOGINFO [(database)], FREEPROCCACHE (empties the batch
-//! cache). Any other command is error 2526 until issue 6 builds it (CHECKDB, PAGE, IND, ...).
+//! cache). Any other command is error 2526 (CHECKDB comes with its own issue).
 //!
-//! Deviation: the engine consults the instance's trace flags only, so a flag set for the
-//! session alone (no -1) is listed by TRACESTATUS but changes no engine behaviour yet.
+//! A flag set for the session alone (no -1) acts on the work of this session only: the session
+//! installs its flags on the thread that runs its batches (engine::traceflags).
+//!
+//! PAGE, IND, SHOWFILESTATS, DROPCLEANBUFFERS and CHECKALLOC are in [`crate::dbccpage`].
 
 use crate::front::{is_word, parse_word};
 use crate::server::{Output, ResultSet};
@@ -129,6 +131,19 @@ impl Session {
                 out(Output::Rows(loginfo(&db)));
             }
             "FREEPROCCACHE" => self.server.batch_cache.clear(),
+            "PAGE" => {
+                let table_results = dbcc.options.iter().any(|o| o == "TABLERESULTS");
+                self.dbcc_page(&args, table_results, out).map_err(|e| self.fail(e, line))?
+            }
+            "IND" => self.dbcc_ind(&args, out).map_err(|e| self.fail(e, line))?,
+            "SHOWFILESTATS" => self.dbcc_showfilestats(out),
+            "DROPCLEANBUFFERS" => {
+                self.server.instance.buffer_pool.drop_clean_buffers();
+            }
+            "CHECKALLOC" => {
+                let quiet = dbcc.options.iter().any(|o| o == "NO_INFOMSGS");
+                self.dbcc_checkalloc(&args, quiet, line, out).map_err(|e| self.fail(e, line))?
+            }
             _ => return Err(self.fail(incorrect(), line)),
         }
         if !dbcc.options.iter().any(|o| o == "NO_INFOMSGS") {
@@ -148,7 +163,7 @@ impl Session {
                 _ => return Err(self.fail(incorrect(), line)),
             }
         }
-        for flag in flags {
+        for flag in flags.iter().copied() {
             let flags = &self.server.instance.trace_flags;
             match (global, on) {
                 (true, true) => flags.on(flag),
@@ -161,6 +176,7 @@ impl Session {
                 }
             }
         }
+        engine::traceflags::set_session_flags(self.session_trace_flags.iter().copied());
         Ok(())
     }
 

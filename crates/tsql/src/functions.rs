@@ -124,10 +124,16 @@ pub fn format_temporal(value: &Value) -> String {
     let Some(at) = naive_of(value) else { return String::new() };
     match value {
         Value::Date(_) => at.format("%Y-%m-%d").to_string(),
-        Value::Time(_) => at.format("%H:%M:%S%.7f").to_string(),
+        Value::Time(_) => format!("{}{}", at.format("%H:%M:%S"), seven_digit_fraction(at)),
         Value::DateTime(..) => at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
-        _ => at.format("%Y-%m-%d %H:%M:%S%.7f").to_string(),
+        _ => format!("{}{}", at.format("%Y-%m-%d %H:%M:%S"), seven_digit_fraction(at)),
     }
+}
+
+/// `.fffffff`: the fraction of a second in 100 ns units (chrono has no 7-digit format; bug
+/// fix: asking it for `%.7f` panicked on every time and datetime2 shown as text).
+fn seven_digit_fraction(at: NaiveDateTime) -> String {
+    format!(".{:07}", at.nanosecond() % 1_000_000_000 / 100)
 }
 
 fn units_factor(precision: u8) -> u64 {

@@ -21,9 +21,12 @@
 
 pub mod batch;
 pub mod cache;
+pub mod catalogviews;
 pub mod dbcc;
+pub mod dbccpage;
 pub mod dbddl;
 pub mod dialect;
+pub mod dmv;
 pub mod front;
 pub mod functions;
 pub mod procs;
@@ -31,6 +34,7 @@ pub mod query;
 pub mod server;
 pub mod session;
 pub mod sqlcmd;
+pub mod sysprocs;
 pub mod sysviews;
 pub mod value;
 pub mod window;

@@ -345,7 +345,12 @@ impl Session {
                 self.sp_executesql(args, line, out)?;
                 0
             }
-            ExecTarget::Procedure { name, args } => self.call_procedure(name, args, line, out)?,
+            ExecTarget::Procedure { name, args } => {
+                match self.run_system_procedure(name, args, line, out) {
+                    Some(status) => status?,
+                    None => self.call_procedure(name, args, line, out)?,
+                }
+            }
         };
         if let Some(variable) = &exec.status_variable {
             self.set_variable(variable, Value::Int(status)).map_err(|e| self.fail(e, line))?;

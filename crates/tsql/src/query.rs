@@ -819,6 +819,13 @@ impl Session {
                 let mut arg_values = Vec::new();
                 for arg in args.iter().flat_map(|a| &a.args) {
                     match arg {
+                        // DEFAULT, as in sys.fn_trace_gettable(path, DEFAULT), is NULL here.
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(ident)))
+                            if ident.quote_style.is_none()
+                                && ident.value.eq_ignore_ascii_case("DEFAULT") =>
+                        {
+                            arg_values.push(Value::Null)
+                        }
                         FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
                             arg_values.push(self.eval(e, outer.unwrap_or(&Env::empty()))?)
                         }
@@ -1234,6 +1241,11 @@ impl Session {
             let assignments = if name.starts_with('@') { vec![name.clone()] } else { Vec::new() };
             return Ok(QueryResult { columns: vec![name], rows: vec![vec![count]], assignments });
         }
+        if order_by.is_empty()
+            && let Some(result) = self.top_over_cross_joins(select, outer)?
+        {
+            return Ok(result);
+        }
         let (cols, mut rows) = self.rows_of_from(select, outer)?;
         if let Some(filter) = &select.selection {
             let mut kept = Vec::with_capacity(rows.len());
@@ -1356,6 +1368,106 @@ impl Session {
             ));
         }
         Ok(QueryResult { columns: names, rows: out_rows, assignments })
+    }
+
+    /// `SELECT TOP (n) ... FROM a CROSS JOIN b [CROSS JOIN ...] [WHERE ...]` with no grouping,
+    /// aggregate, window, DISTINCT or ORDER BY: the joined rows are made one at a time and the
+    /// query stops at the n-th result, instead of materialising the whole product. This is
+    /// the row-generator idiom (`sys.all_objects AS s1 CROSS JOIN sys.all_objects AS s2`),
+    /// whose full product has millions of rows. None for any other query.
+    fn top_over_cross_joins(
+        &self,
+        select: &Select,
+        outer: Option<&Env<'_>>,
+    ) -> Result<Option<QueryResult>> {
+        let limit = match select.top.as_ref().and_then(|t| t.quantity.as_ref()) {
+            Some(TopQuantity::Constant(n)) => *n,
+            Some(TopQuantity::Expr(e)) => {
+                let n = convert(&self.eval(e, outer.unwrap_or(&Env::empty()))?, SqlType::BigInt)?;
+                value::as_i64(&n).unwrap_or(0).max(0) as u64
+            }
+            None => return Ok(None),
+        };
+        if select.top.as_ref().is_some_and(|t| t.percent || t.with_ties) {
+            return Ok(None);
+        }
+        let only_cross = select.from.len() > 1
+            || select.from.first().is_some_and(|f| {
+                !f.joins.is_empty()
+                    && f.joins.iter().all(|j| matches!(j.join_operator, JoinOperator::CrossJoin(_)))
+            });
+        let plain = only_cross
+            && select.from.iter().all(|f| {
+                f.joins.iter().all(|j| matches!(j.join_operator, JoinOperator::CrossJoin(_)))
+            })
+            && select.distinct.is_none()
+            && select.having.is_none()
+            && matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+            && !select.projection.iter().any(|item| match item {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                    has_aggregate(e) || has_window(e)
+                }
+                _ => false,
+            });
+        if !plain {
+            return Ok(None);
+        }
+        let mut cols: Vec<ColRef> = Vec::new();
+        let mut factors = Vec::new();
+        for item in &select.from {
+            for relation in
+                std::iter::once(&item.relation).chain(item.joins.iter().map(|j| &j.relation))
+            {
+                let (c, rows) = self.table_factor(relation, outer, None)?;
+                cols.extend(c);
+                factors.push(rows);
+            }
+        }
+        let items = self.expand_items(&select.projection, &cols)?;
+        let names: Vec<String> = items.iter().map(|(_, n)| n.clone()).collect();
+        if names.iter().any(|n| n.starts_with('@')) {
+            return Ok(None);
+        }
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let mut out_rows = Vec::new();
+        let mut positions = vec![0usize; factors.len()];
+        let mut row: Vec<Value> = Vec::with_capacity(cols.len());
+        while out_rows.len() < limit && factors.iter().all(|f| !f.is_empty()) {
+            row.clear();
+            for (factor, &at) in factors.iter().zip(&positions) {
+                row.extend(factor[at].iter().cloned());
+            }
+            let env = Env { cols: &cols, row: &row, group: None, outer };
+            let passes = match &select.selection {
+                Some(filter) => is_true(&self.eval(filter, &env)?),
+                None => true,
+            };
+            if passes {
+                let mut out = Vec::with_capacity(items.len());
+                for (e, _) in &items {
+                    out.push(self.eval(e, &env)?);
+                }
+                out_rows.push(out);
+            }
+            // The next combination: the last factor varies fastest (nested loops).
+            let mut level = factors.len();
+            loop {
+                if level == 0 {
+                    return Ok(Some(QueryResult {
+                        columns: names,
+                        rows: out_rows,
+                        assignments: Vec::new(),
+                    }));
+                }
+                level -= 1;
+                positions[level] += 1;
+                if positions[level] < factors[level].len() {
+                    break;
+                }
+                positions[level] = 0;
+            }
+        }
+        Ok(Some(QueryResult { columns: names, rows: out_rows, assignments: Vec::new() }))
     }
 
     /// `SELECT COUNT(*) FROM table` (or COUNT_BIG, with an alias or `@v =`), and nothing else:
@@ -1598,6 +1710,19 @@ fn conjuncts(expr: &Expr) -> Vec<&Expr> {
         Expr::Nested(inner) => conjuncts(inner),
         other => vec![other],
     }
+}
+
+/// Whether an expression holds a window function (a call with OVER).
+fn has_window(expr: &Expr) -> bool {
+    let found = sqlparser::ast::visit_expressions(expr, |e: &Expr| {
+        if let Expr::Function(f) = e
+            && f.over.is_some()
+        {
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found.is_break()
 }
 
 fn cross(

@@ -47,8 +47,36 @@ pub enum Output {
     },
 }
 
+/// What sys.dm_exec_sessions and sys.dm_exec_requests show of a session: kept up to date by
+/// the session as its batches start and end.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    pub login_time: Value,
+    /// The client's host name, as its login sends it (None for an embedded session, which
+    /// has no client of its own; the TDS server fills it from LOGIN7).
+    pub host_name: Option<String>,
+    pub program_name: String,
+    pub database_id: u16,
+    /// The running batch: when it started (monotonic and as a datetime) and its command.
+    pub request: Option<RunningRequest>,
+    pub last_request_start_time: Value,
+    pub last_request_end_time: Value,
+    pub open_transaction_count: i32,
+}
+
+/// A batch that is running now.
+#[derive(Clone, Debug)]
+pub struct RunningRequest {
+    pub started: std::time::Instant,
+    pub start_time: Value,
+    /// The batch's first keyword, upper case (SELECT, INSERT, DBCC, ...).
+    pub command: String,
+}
+
 /// An instance and its open databases.
 pub struct Server {
+    /// The sessions that are connected, by session id.
+    pub sessions: parking_lot::Mutex<BTreeMap<u16, SessionInfo>>,
     pub instance: Arc<Instance>,
     databases: RwLock<BTreeMap<String, Arc<Database>>>,
     /// Parsed batches by their text (the ad hoc plan cache's role).
@@ -72,6 +100,7 @@ impl Server {
         let server = Arc::new(Server {
             instance,
             databases: RwLock::new(BTreeMap::new()),
+            sessions: parking_lot::Mutex::new(BTreeMap::new()),
             batch_cache: crate::cache::BatchCache::default(),
         });
         for (name, path) in server.registry()? {

@@ -127,11 +127,32 @@ pub struct Session {
     batch_failed: bool,
 }
 
+impl Drop for Session {
+    /// The session disconnects: sys.dm_exec_sessions no longer lists it.
+    fn drop(&mut self) {
+        self.server.sessions.lock().remove(&self.spid);
+    }
+}
+
 impl Session {
     /// A session in `master`.
     pub fn new(server: &Arc<Server>) -> Session {
         let engine_session = engine::session::Session::open(&server.instance);
         let db = server.database("master").expect("master exists");
+        let now = crate::functions::current_time("GETDATE", server.instance.clock.now_local());
+        server.sessions.lock().insert(
+            engine_session.spid,
+            crate::server::SessionInfo {
+                login_time: now.clone(),
+                host_name: None,
+                program_name: "extentdb".into(),
+                database_id: db.database_id,
+                request: None,
+                last_request_start_time: now.clone(),
+                last_request_end_time: now,
+                open_transaction_count: 0,
+            },
+        );
         Session {
             server: server.clone(),
             spid: engine_session.spid,
@@ -185,6 +206,40 @@ impl Session {
             return false;
         }
         engine::instance::set_current_spid(self.spid);
+        engine::traceflags::set_session_flags(self.session_trace_flags.iter().copied());
+        self.request_started(sql);
+        let succeeded = self.execute_batch(sql, out);
+        self.request_ended();
+        succeeded
+    }
+
+    /// The batch's request starts: sys.dm_exec_requests shows it from now.
+    fn request_started(&self, sql: &str) {
+        let now = crate::functions::current_time("GETDATE", self.server.instance.clock.now_local());
+        let command = first_keyword(sql);
+        if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
+            info.last_request_start_time = now.clone();
+            info.request = Some(crate::server::RunningRequest {
+                started: std::time::Instant::now(),
+                start_time: now,
+                command,
+            });
+        }
+    }
+
+    /// The batch's request ended: the session is sleeping again.
+    fn request_ended(&self) {
+        let now = crate::functions::current_time("GETDATE", self.server.instance.clock.now_local());
+        let open = self.db.trancount() as i32 - i32::from(self.in_autocommit);
+        if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
+            info.request = None;
+            info.last_request_end_time = now;
+            info.database_id = self.db.database_id;
+            info.open_transaction_count = open;
+        }
+    }
+
+    fn execute_batch(&mut self, sql: &str, out: &mut dyn FnMut(Output)) -> bool {
         self.variables.clear();
         let parsed = match self.server.batch_cache.parse(sql) {
             Ok(parsed) => parsed,
@@ -199,6 +254,13 @@ impl Session {
             self.report(failure, out);
         }
         !self.batch_failed
+    }
+
+    /// Remembers an error that was sent without failing the statement (DBCC's findings):
+    /// @@ERROR shows it and the batch counts as failed.
+    pub(crate) fn note_error(&mut self, number: i32) {
+        self.last_error = number;
+        self.batch_failed = true;
     }
 
     /// Sends an error to the client and remembers it (@@ERROR, the batch's result).
@@ -494,11 +556,12 @@ impl Session {
                 if let Some(target) = into {
                     let (query, identity) =
                         identity_column(query).map_err(|e| self.fail(e, line))?;
+                    let declared = declared_types(&query);
                     let result = self.atomic(line, |s| s.run_query(&query, None))?;
                     let n = result.rows.len() as u64;
                     let table = target;
                     self.atomic(line, |s| {
-                        s.select_into(&table, &result.columns, &result.rows, identity)
+                        s.select_into(&table, &result.columns, &result.rows, identity, &declared)
                     })?;
                     self.rows_affected(n, out);
                     return Ok(Flow::Next);
@@ -1506,13 +1569,15 @@ impl Session {
         Ok(())
     }
 
-    /// SELECT ... INTO: a new heap whose columns take the types of the values.
+    /// SELECT ... INTO: a new heap whose columns take the types the select list declares
+    /// (CAST and CONVERT), else the types of the values.
     fn select_into(
         &mut self,
         name: &str,
         columns: &[String],
         rows: &[Vec<Value>],
         identity: Option<IdentityColumn>,
+        declared: &[Option<SqlType>],
     ) -> Result<()> {
         let mut defs = Vec::new();
         for (i, column) in columns.iter().enumerate() {
@@ -1531,7 +1596,13 @@ impl Session {
                     def.identity = Some((id.seed, id.step));
                     defs.push(def);
                 }
-                _ => defs.push(ColumnDef::new(column, type_of_value(sample, rows, i), true)),
+                _ => {
+                    let sql_type = match declared.get(i).copied().flatten() {
+                        Some(sql_type) => sql_type,
+                        None => type_of_value(sample, rows, i),
+                    };
+                    defs.push(ColumnDef::new(column, sql_type, true))
+                }
             }
         }
         let spec = TableSpec {
@@ -1596,6 +1667,47 @@ fn identity_column(
         *expr = Expr::value(sqlparser::ast::Value::Null);
     }
     Ok((query, found))
+}
+
+/// The first word of a batch after comments, upper case: what sys.dm_exec_requests shows as
+/// its command.
+fn first_keyword(sql: &str) -> String {
+    let mut rest = sql.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix("--") {
+            rest = after.split_once('\n').map_or("", |(_, next)| next).trim_start();
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, next)| next).trim_start();
+        } else {
+            break;
+        }
+    }
+    let word: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    word.to_uppercase()
+}
+
+/// The type each item of a SELECT INTO's list declares: the target of a CAST or CONVERT
+/// (bug fix: `SELECT TOP (0) CONVERT(nchar(2048), N'x') AS name INTO t` made an int column,
+/// as there was no value to take a type from). None where the list does not say.
+fn declared_types(query: &sqlparser::ast::Query) -> Vec<Option<SqlType>> {
+    let SetExpr::Select(select) = query.body.as_ref() else { return Vec::new() };
+    select
+        .projection
+        .iter()
+        .map(|item| {
+            let expr = match item {
+                sqlparser::ast::SelectItem::UnnamedExpr(e) => e,
+                sqlparser::ast::SelectItem::ExprWithAlias { expr, .. } => expr,
+                _ => return None,
+            };
+            match expr {
+                Expr::Cast { data_type, .. } | Expr::Convert { data_type: Some(data_type), .. } => {
+                    crate::query::sql_type_of(data_type).ok()
+                }
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// The type SELECT INTO gives a column, from its values.
@@ -1701,7 +1813,8 @@ fn undeclared(name: &str) -> SqlError {
     SqlError::new(137, 15, 2, format!("Must declare the scalar variable \"{name}\"."))
 }
 
-fn server_name() -> String {
+/// @@SERVERNAME: the machine's name from the environment, else `extentdb`.
+pub(crate) fn server_name() -> String {
     std::env::var("HOSTNAME").unwrap_or_else(|_| "extentdb".into())
 }
 

@@ -16,11 +16,11 @@ use engine::record::Value;
 /// A system view's columns and rows.
 pub type ViewRows = (Vec<String>, Vec<Vec<Value>>);
 
-fn columns(names: &[&str]) -> Vec<String> {
+pub(crate) fn columns(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| (*n).to_string()).collect()
 }
 
-fn text(s: &str) -> Value {
+pub(crate) fn text(s: &str) -> Value {
     Value::Text(s.to_string())
 }
 
@@ -32,6 +32,33 @@ impl Session {
             "databases" => Some(Ok(self.sys_databases())),
             "database_files" => Some(Ok(self.sys_database_files())),
             "filegroups" => Some(Ok(self.sys_filegroups())),
+            "master_files" => Some(Ok(self.sys_master_files())),
+            "data_spaces" => Some(Ok(self.sys_data_spaces())),
+            "schemas" => Some(Ok(self.sys_schemas())),
+            "objects" => Some(self.sys_objects()),
+            "all_objects" => Some(self.sys_all_objects()),
+            "system_objects" => Some(Ok(self.sys_system_objects())),
+            "tables" => Some(self.sys_tables()),
+            "columns" => Some(self.sys_columns()),
+            "types" => Some(Ok(self.sys_types())),
+            "indexes" => Some(self.sys_indexes()),
+            "partitions" => Some(self.sys_partitions()),
+            "allocation_units" => Some(self.sys_allocation_units(false)),
+            "system_internals_allocation_units" => Some(self.sys_allocation_units(true)),
+            "dm_os_wait_stats" => Some(Ok(self.dm_os_wait_stats())),
+            "dm_os_waiting_tasks" => Some(Ok(self.dm_os_waiting_tasks())),
+            "dm_os_latch_stats" => Some(Ok(self.dm_os_latch_stats())),
+            "dm_os_spinlock_stats" => Some(Ok(self.dm_os_spinlock_stats())),
+            "dm_exec_sessions" => Some(Ok(self.dm_exec_sessions())),
+            "dm_exec_requests" => Some(Ok(self.dm_exec_requests())),
+            "dm_io_virtual_file_stats" => Some(Ok(self.dm_io_virtual_file_stats(args))),
+            "dm_db_log_space_usage" => Some(Ok(self.dm_db_log_space_usage())),
+            "dm_db_file_space_usage" => Some(self.dm_db_file_space_usage()),
+            "dm_server_services" => Some(Ok(self.dm_server_services())),
+            "dm_db_database_page_allocations" => Some(self.dm_db_database_page_allocations(args)),
+            "dm_db_index_physical_stats" => Some(self.dm_db_index_physical_stats(args)),
+            "traces" => Some(Ok(self.sys_traces())),
+            "fn_trace_gettable" => Some(self.fn_trace_gettable(args)),
             "dm_db_log_info" => Some(Ok(self.dm_db_log_info(args.first()))),
             _ => None,
         }
@@ -107,20 +134,7 @@ impl Session {
     }
 
     fn sys_database_files(&self) -> ViewRows {
-        let cols = columns(&[
-            "file_id",
-            "type",
-            "type_desc",
-            "data_space_id",
-            "name",
-            "physical_name",
-            "state",
-            "state_desc",
-            "size",
-            "max_size",
-            "growth",
-            "is_percent_growth",
-        ]);
+        let cols = columns(&DATABASE_FILE_COLUMNS);
         let rows = self.db().database_files().iter().map(database_file_row).collect();
         (cols, rows)
     }
@@ -157,9 +171,25 @@ impl Session {
     }
 }
 
+/// sys.database_files' columns (sys.master_files adds database_id before them).
+pub(crate) const DATABASE_FILE_COLUMNS: [&str; 12] = [
+    "file_id",
+    "type",
+    "type_desc",
+    "data_space_id",
+    "name",
+    "physical_name",
+    "state",
+    "state_desc",
+    "size",
+    "max_size",
+    "growth",
+    "is_percent_growth",
+];
+
 /// max_size: -1 unlimited, else pages; a log's unlimited shows as 2 TB (268435456), as SQL
 /// Server shows it. growth: pages, or whole percent.
-fn database_file_row(file: &DatabaseFile) -> Vec<Value> {
+pub(crate) fn database_file_row(file: &DatabaseFile) -> Vec<Value> {
     const LOG_UNLIMITED_PAGES: i32 = 268_435_456;
     let max_size = match (file.max_size_pages, file.is_log) {
         (Some(pages), _) => i32::try_from(pages).unwrap_or(i32::MAX),

@@ -2,6 +2,10 @@
 //! temporary data directory) as `sqlcmd -i` runs it, and its output must equal
 //! `tests/scripts/NAME.out`. `UPDATE_GOLDEN=1 cargo test -p extentdb-tsql --test golden`
 //! rewrites the expected files; review the diff.
+//!
+//! The data directory's path shows as `$DIR` in the output. A script whose first line is
+//! `-- golden: mask-times` also has every `yyyy-mm-dd hh:mm:ss.fff` datetime shown as
+//! `<datetime>` (errorlog lines, login times), so that its output is the same on every run.
 
 use engine::instance::InstanceConfig;
 use std::path::Path;
@@ -33,6 +37,9 @@ fn golden_scripts() {
         let dir = tempfile::tempdir().expect("temp dir");
         let text = std::fs::read_to_string(&script).expect("script");
         let actual = run(&text, dir.path());
+        let actual = actual.replace(&dir.path().display().to_string(), "$DIR");
+        let actual =
+            if text.starts_with("-- golden: mask-times") { mask_times(&actual) } else { actual };
         let expected_path = script.with_extension("out");
         if update {
             std::fs::write(&expected_path, &actual).expect("write expected");
@@ -47,6 +54,42 @@ fn golden_scripts() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Replaces each `dddd-dd-dd dd:dd:dd.d...` with `<datetime>`.
+fn mask_times(text: &str) -> String {
+    const SHAPE: &[u8] = b"dddd-dd-dd dd:dd:dd.";
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let fits = bytes.len() - at > SHAPE.len()
+            && SHAPE.iter().zip(&bytes[at..]).all(|(shape, b)| match shape {
+                b'd' => b.is_ascii_digit(),
+                other => other == b,
+            });
+        if fits {
+            let mut end = at + SHAPE.len();
+            while end < bytes.len() && bytes[end].is_ascii_digit() {
+                end += 1;
+            }
+            out.push_str("<datetime>");
+            at = end;
+        } else {
+            let ch = text[at..].chars().next().expect("in bounds");
+            out.push(ch);
+            at += ch.len_utf8();
+        }
+    }
+    out
+}
+
+#[test]
+fn masking_replaces_datetimes_only() {
+    assert_eq!(
+        mask_times("2016-10-04 11:38:33.830 spid56 took 12.5 ms"),
+        "<datetime> spid56 took 12.5 ms"
+    );
 }
 
 /// SHUTDOWN WITH NOWAIT skips the checkpoint: the next start recovers the committed rows from

@@ -54,7 +54,13 @@ impl Database {
 
     fn create_registered(instance: &Arc<Instance>, spec: &DatabaseSpec) -> SqlResult<Database> {
         let (planned, filegroups) = Self::plan_create(instance, spec)?;
-        let database_id = instance.allocate_database_id();
+        // master is database 1, as in SQL Server; user databases count from 5 (2-4 are
+        // tempdb, model and msdb there, which extentdb does not have).
+        let database_id = if spec.name.eq_ignore_ascii_case("master") {
+            crate::instance::MASTER_DATABASE_ID
+        } else {
+            instance.allocate_database_id()
+        };
         let mut boot = BootInfo {
             database_id,
             binding_id: new_binding_id(instance),

@@ -41,7 +41,7 @@ pub use spec::{
     DEFAULT_GROWTH_PAGES, DEFAULT_SIZE_PAGES, DatabaseSpec, FileSpec, FilegroupSpec,
     MODEL_PRIMARY_SIZE_MB, MaxSize, ResolvedFile, resolve, resolve_growth,
 };
-pub use units::AllocUnitInfo;
+pub use units::{AllocUnitInfo, AllocationStatus, UnitPage};
 
 use crate::alloc;
 use crate::boot::{BootInfo, FileEntry, FilegroupEntry};

@@ -67,6 +67,39 @@ pub struct AllocUnitInfo {
     pub single_pages: Vec<PageId>,
 }
 
+/// One page an allocation unit owns, as sys.dm_db_database_page_allocations and DBCC IND
+/// list them: an IAM page, a single page of a mixed extent, or a page of one of its uniform
+/// extents (allocated or not, as PFS says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnitPage {
+    pub page: PageId,
+    /// The IAM page that records it (None for an IAM page itself).
+    pub iam_page: Option<PageId>,
+    /// The first page of its extent.
+    pub extent: PageId,
+    pub is_iam: bool,
+    pub is_mixed: bool,
+    /// PFS's ALLOCATED bit.
+    pub is_allocated: bool,
+}
+
+/// How the allocation maps see one page: DBCC PAGE's "Allocation Status".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocationStatus {
+    pub gam_page: PageId,
+    /// The GAM bit is 0: the extent is allocated.
+    pub gam_allocated: bool,
+    pub sgam_page: PageId,
+    /// The SGAM bit is 1: a mixed extent with a free page.
+    pub sgam_allocated: bool,
+    pub pfs_page: PageId,
+    pub pfs_byte: u8,
+    pub dcm_page: PageId,
+    pub dcm_changed: bool,
+    pub bcm_page: PageId,
+    pub bcm_min_logged: bool,
+}
+
 fn missing_unit(au_id: u64) -> SqlError {
     SqlError::new(
         5204,
@@ -217,6 +250,103 @@ impl Database {
             extents: unit.extents.iter().copied().collect(),
             single_pages: unit.single_pages.clone(),
         })
+    }
+
+    /// The pages an allocation unit owns, IAM pages first, then single pages, then the pages
+    /// of its uniform extents in page order; each with its PFS ALLOCATED bit, read through the
+    /// buffer pool.
+    pub fn unit_pages(&self, au_id: u64) -> SqlResult<Vec<UnitPage>> {
+        let inner = self.inner.read();
+        let unit = inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?.lock();
+        let first_iam = unit.iams.first().map(|iam| iam.page);
+        let mut pages = Vec::new();
+        for iam in &unit.iams {
+            let extent = PageId::new(
+                iam.page.file_id,
+                first_page_of_extent(extent_of_page(iam.page.page_no)),
+            );
+            pages.push(UnitPage {
+                page: iam.page,
+                iam_page: None,
+                extent,
+                is_iam: true,
+                is_mixed: true,
+                is_allocated: true,
+            });
+        }
+        for page in &unit.single_pages {
+            let extent =
+                PageId::new(page.file_id, first_page_of_extent(extent_of_page(page.page_no)));
+            pages.push(UnitPage {
+                page: *page,
+                iam_page: first_iam,
+                extent,
+                is_iam: false,
+                is_mixed: true,
+                is_allocated: true,
+            });
+        }
+        for extent in &unit.extents {
+            let file = inner.data_files.get(&extent.file_id).ok_or_else(|| missing_unit(au_id))?;
+            let interval = extent.page_no / GAM_INTERVAL_PAGES;
+            let iam_page = unit
+                .iams
+                .iter()
+                .find(|iam| iam.file_id == extent.file_id && iam.interval == interval)
+                .map(|iam| iam.page);
+            for page_no in extent.page_no..extent.page_no + crate::units::PAGES_PER_EXTENT {
+                let byte = file.alloc.pfs(&self.pool, page_no)?;
+                pages.push(UnitPage {
+                    page: PageId::new(extent.file_id, page_no),
+                    iam_page,
+                    extent: *extent,
+                    is_iam: false,
+                    is_mixed: false,
+                    is_allocated: byte & pfs::ALLOCATED != 0,
+                });
+            }
+        }
+        Ok(pages)
+    }
+
+    /// The PFS byte of every page of a data file, read through the buffer pool (DBCC
+    /// CHECKALLOC's per-file statistics). None if there is no such data file.
+    pub fn pfs_bytes(&self, file_id: u16) -> SqlResult<Option<Vec<u8>>> {
+        let inner = self.inner.read();
+        let Some(file) = inner.data_files.get(&file_id) else { return Ok(None) };
+        let size = file.alloc.size_pages();
+        let mut bytes = Vec::with_capacity(size as usize);
+        for page_no in 0..size {
+            bytes.push(file.alloc.pfs(&self.pool, page_no)?);
+        }
+        Ok(Some(bytes))
+    }
+
+    /// The GAM, SGAM, PFS, DCM and BCM entries for `page`, read through the buffer pool. None
+    /// if the file does not exist or the page is past its end.
+    pub fn allocation_status(&self, page: PageId) -> SqlResult<Option<AllocationStatus>> {
+        use crate::alloc::{MapKind, map_page, pfs_page_for};
+        let inner = self.inner.read();
+        let Some(file) = inner.data_files.get(&page.file_id) else { return Ok(None) };
+        let state = &file.alloc;
+        if page.page_no >= state.size_pages() {
+            return Ok(None);
+        }
+        let extent = extent_of_page(page.page_no);
+        let interval = extent / GAM_INTERVAL_EXTENTS;
+        let id = |no: u32| PageId::new(page.file_id, no);
+        Ok(Some(AllocationStatus {
+            gam_page: id(map_page(interval, MapKind::Gam)),
+            gam_allocated: !state.map_bit(&self.pool, MapKind::Gam, extent)?,
+            sgam_page: id(map_page(interval, MapKind::Sgam)),
+            sgam_allocated: state.map_bit(&self.pool, MapKind::Sgam, extent)?,
+            pfs_page: id(pfs_page_for(page.page_no)),
+            pfs_byte: state.pfs(&self.pool, page.page_no)?,
+            dcm_page: id(map_page(interval, MapKind::Dcm)),
+            dcm_changed: state.map_bit(&self.pool, MapKind::Dcm, extent)?,
+            bcm_page: id(map_page(interval, MapKind::Bcm)),
+            bcm_min_logged: state.map_bit(&self.pool, MapKind::Bcm, extent)?,
+        }))
     }
 
     fn with_unit<R>(
@@ -651,10 +781,11 @@ impl Database {
         Ok((extents, pages))
     }
 
-    /// Checks every allocation invariant across all maps and units, as DBCC CHECKALLOC will;
-    /// returns one line per problem (empty when consistent). Run it on a quiet database: pages
-    /// are latched one at a time, so concurrent allocations can show as transient problems.
-    pub fn check_allocation(&self) -> Vec<String> {
+    /// Checks every allocation invariant across all maps and units, as DBCC CHECKALLOC does;
+    /// returns one error per problem, with SQL Server's number and text where it has one
+    /// (empty when consistent). Run it on a quiet database: pages are latched one at a time,
+    /// so concurrent allocations can show as transient problems.
+    pub fn check_allocation(&self) -> Vec<SqlError> {
         let inner = self.inner.read();
         let mut owners: BTreeMap<PageId, u32> = BTreeMap::new();
         let mut single_pages = BTreeSet::new();
@@ -667,11 +798,11 @@ impl Database {
             single_pages.extend(unit.single_pages.iter().copied());
             iam_pages.extend(unit.iams.iter().map(|iam| iam.page));
         }
-        let claims = Claims { owners, single_pages, iam_pages };
+        let claims = Claims { owners, single_pages, iam_pages, database_id: self.database_id };
         let mut problems = Vec::new();
         for file in inner.data_files.values() {
             if let Err(error) = check_file(&self.pool, &file.alloc, &claims, &mut problems) {
-                problems.push(format!("file {}: {}", file.file_id, error.message));
+                problems.push(error);
             }
         }
         problems
@@ -683,21 +814,40 @@ struct Claims {
     owners: BTreeMap<PageId, u32>,
     single_pages: BTreeSet<PageId>,
     iam_pages: BTreeSet<PageId>,
+    database_id: u16,
+}
+
+fn allocation_error(number: i32, message: String) -> SqlError {
+    SqlError::new(number, 16, 1, message)
+}
+
+/// 8939, SQL Server's error for an internal test that failed, for the invariants that have no
+/// error of their own (an allocation page belongs to no object: object ID 0, index ID -1).
+fn failed_test(page: PageId, test: &str, actual: i64, expected: i64) -> SqlError {
+    allocation_error(
+        8939,
+        format!(
+            "Table error: Object ID 0, index ID -1, partition ID 0, alloc unit ID 0 (type Unknown), page {page}. Test ({test}) failed. Values are {actual} and {expected}."
+        ),
+    )
 }
 
 fn check_file(
     pool: &BufferPool,
     state: &FileAlloc,
     claims: &Claims,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<SqlError>,
 ) -> SqlResult<()> {
-    use crate::alloc::MapKind;
+    use crate::alloc::{MapKind, map_page, pfs_page_for};
     let file_id = state.file_id;
+    let database_id = claims.database_id;
     let counted = state.count_free_extents(pool)?;
     if counted != state.free_extents() {
-        problems.push(format!(
-            "file {file_id}: free extent count {} but GAM has {counted}",
-            state.free_extents()
+        problems.push(failed_test(
+            PageId::new(file_id, 2),
+            "cached free extent count == GAM free extent count",
+            i64::from(state.free_extents()),
+            i64::from(counted),
         ));
     }
     let fixed: BTreeSet<u32> =
@@ -714,21 +864,45 @@ fn check_file(
         let used_pages = bytes.iter().filter(|b| *b & pfs::ALLOCATED != 0).count();
         let owned = claims.owners.get(&id).copied().unwrap_or(0);
         let owners = owned + u32::from(mixed);
-        if gam_free && (owners > 0 || used_pages > 0 || sgam) {
-            problems.push(format!(
-                "extent {id}: GAM says free but it is owned, mixed or has allocated pages"
+        let interval = extent / crate::units::GAM_INTERVAL_EXTENTS;
+        let gam = PageId::new(file_id, map_page(interval, MapKind::Gam));
+        let sgam_page = PageId::new(file_id, map_page(interval, MapKind::Sgam));
+        let pfs_page = PageId::new(file_id, pfs_page_for(first));
+        if gam_free && sgam {
+            problems.push(allocation_error(8903, format!(
+                "Extent {id} in database ID {database_id} is allocated in both GAM {gam} and SGAM {sgam_page}."
+            )));
+        } else if gam_free && (owners > 0 || used_pages > 0) {
+            // In use, but free in the GAM: the GAM bit fails the test (1 = free, 0 expected).
+            problems.push(failed_test(
+                gam,
+                &format!("extent {id} is owned or has allocated pages but is free in the GAM"),
+                1,
+                0,
             ));
         }
-        if !gam_free && owners != 1 {
-            problems.push(format!("extent {id}: allocated in GAM but has {owners} owners"));
+        if !gam_free && owners == 0 {
+            problems.push(allocation_error(8905, format!(
+                "Extent {id} in database ID {database_id} is marked allocated in the GAM, but no SGAM or IAM has allocated it."
+            )));
         }
-        if sgam && (!mixed || !has_free_page) {
-            problems.push(format!(
-                "extent {id}: SGAM set but it is not a mixed extent with a free page"
-            ));
+        if !gam_free && owners > 1 {
+            problems.push(allocation_error(8904, format!(
+                "Extent {id} in database ID {database_id} is allocated by more than one allocation object."
+            )));
+        }
+        if sgam && !gam_free && (!mixed || !has_free_page) {
+            problems.push(allocation_error(8903, format!(
+                "Extent {id} in database ID {database_id} is allocated in both GAM {gam} and SGAM {sgam_page}."
+            )));
         }
         if mixed && !sgam && has_free_page {
-            problems.push(format!("extent {id}: mixed extent with a free page but SGAM clear"));
+            problems.push(failed_test(
+                sgam_page,
+                "SGAM bit of a mixed extent with a free page",
+                0,
+                1,
+            ));
         }
         for (offset, byte) in bytes.iter().enumerate() {
             let page = first + offset as u32;
@@ -737,11 +911,17 @@ fn check_file(
             let accounted = fixed.contains(&page)
                 || claims.single_pages.contains(&page_id)
                 || claims.iam_pages.contains(&page_id);
-            if mixed && allocated != accounted {
-                problems.push(format!(
-                    "page {page_id}: PFS allocated={allocated} but {} by any owner",
-                    if accounted { "used" } else { "not used" }
-                ));
+            if mixed && allocated && !accounted {
+                problems.push(allocation_error(8906, format!(
+                    "Page {page_id} in database ID {database_id} is allocated in the SGAM {sgam_page} and PFS {pfs_page}, but was not allocated in any IAM. PFS flags '{}'.",
+                    crate::alloc::pfs::describe(*byte)
+                )));
+            }
+            if mixed && !allocated && accounted {
+                problems.push(allocation_error(8948, format!(
+                    "Database error: Page {page_id} is marked with the wrong type in PFS page {pfs_page}. PFS status 0x{byte:x} expected 0x{:x}.",
+                    byte | pfs::ALLOCATED
+                )));
             }
         }
     }

@@ -8,12 +8,17 @@
 //!   after a byte budget. It also counts writes, bytes and syncs, which tests use to prove that
 //!   instant file initialisation writes nothing.
 //!
+//! - [`StatsIo`]: wraps the instance's backend and counts each file's reads, writes and stall
+//!   time for sys.dm_io_virtual_file_stats.
+//!
 //! Durability contract: a write is durable only after `sync_data` returns Ok on that file.
 
 mod fault;
+mod stats;
 mod std_io;
 
 pub use fault::{FaultIo, FaultPlan, IoCounters, ReadGate};
+pub use stats::{FileIoCounters, FileIoRegistry, FileIoSnapshot, StatsIo};
 pub use std_io::StdIo;
 
 use std::io;

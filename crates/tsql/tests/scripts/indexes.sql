@@ -16,3 +16,14 @@ DELETE FROM items WHERE code = 'C003'
 SELECT id, code FROM items WHERE id = 3
 SELECT OBJECT_NAME(OBJECT_ID('items')) AS name
 GO
+-- Index key limits: 900 bytes clustered, 1,700 nonclustered (1944 at CREATE, 1946 at INSERT).
+CREATE TABLE wide (id int NOT NULL PRIMARY KEY, filler char(4000) NOT NULL DEFAULT 'x');
+CREATE INDEX ix_wide ON wide (filler);
+CREATE TABLE big_key (k char(1000) NOT NULL PRIMARY KEY);
+CREATE TABLE var_key (k varchar(2000) NOT NULL PRIMARY KEY, n nvarchar(1000) NULL);
+CREATE INDEX ix_n ON var_key (n);
+INSERT var_key VALUES (REPLICATE('a', 901), NULL);
+INSERT var_key VALUES (REPLICATE('a', 900), REPLICATE(N'n', 851));
+INSERT var_key VALUES (REPLICATE('b', 900), REPLICATE(N'n', 800));
+SELECT LEN(k) AS k_len, LEN(n) AS n_len FROM var_key;
+GO

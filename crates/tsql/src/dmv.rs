@@ -1,0 +1,869 @@
+//! Dynamic management views and functions (reference §5–7, §6.5, §10.6), built when a query
+//! reads them from the instance's real counters and the databases' real pages:
+//!
+//! - waits, latches, spinlocks, waiting tasks: the engine's statistics, every figure from a
+//!   wait that a thread really waited (issue 3);
+//! - sessions and requests: the server's session registry, with the waits of the tasks that
+//!   wait now;
+//! - file I/O: the counters of the I/O seam ([`engine::io::StatsIo`]);
+//! - space: GAM free-extent counts, the log's VLFs, and allocation units read page by page.
+//!
+//! Deviations (also in docs/deviations.md): each view has the columns its function lists;
+//! sample_ms counts from instance start, not computer start; dm_exec_requests.command is the
+//! batch's first keyword, not the running statement's; there is one task per session
+//! (exec_context_id 0) and no task addresses (NULL).
+
+use crate::session::Session;
+use crate::sysviews::{ViewRows, columns, text};
+use crate::value::{self, Result};
+use engine::SqlError;
+use engine::database::{Database, UnitPage};
+use engine::page::PageHeader;
+use engine::record::Value;
+use engine::units::PageId;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+fn big(n: u64) -> Value {
+    Value::BigInt(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// An argument of a DMF: None when absent, NULL or DEFAULT.
+fn arg_i64(args: &[Value], i: usize) -> Option<i64> {
+    args.get(i).and_then(value::as_i64)
+}
+
+/// The page type names of sys.dm_db_database_page_allocations (reference §1.4).
+fn page_type_desc(page_type: u8) -> &'static str {
+    match page_type {
+        1 => "DATA_PAGE",
+        2 => "INDEX_PAGE",
+        3 => "TEXT_MIX_PAGE",
+        4 => "TEXT_TREE_PAGE",
+        8 => "GAM_PAGE",
+        9 => "SGAM_PAGE",
+        10 => "IAM_PAGE",
+        11 => "PFS_PAGE",
+        13 => "BOOT_PAGE",
+        15 => "FILEHEADER_PAGE",
+        16 => "DIFF_MAP_PAGE",
+        17 => "ML_MAP_PAGE",
+        _ => "UNKNOWN",
+    }
+}
+
+impl Session {
+    /// The database a DMF's database_id argument names (NULL or absent: the current one).
+    fn dmf_database(&self, args: &[Value]) -> Option<Arc<Database>> {
+        match arg_i64(args, 0) {
+            None => self.server.database(&self.db().name),
+            Some(id) => {
+                self.server.databases().into_iter().find(|d| i64::from(d.database_id) == id)
+            }
+        }
+    }
+
+    pub(crate) fn dm_os_wait_stats(&self) -> ViewRows {
+        let cols = columns(&[
+            "wait_type",
+            "waiting_tasks_count",
+            "wait_time_ms",
+            "max_wait_time_ms",
+            "signal_wait_time_ms",
+        ]);
+        let rows = self
+            .server
+            .instance
+            .waits
+            .snapshot()
+            .into_iter()
+            .map(|w| {
+                vec![
+                    Value::Text(w.wait_type),
+                    big(w.waiting_tasks_count),
+                    big(w.wait_time_ms),
+                    big(w.max_wait_time_ms),
+                    big(w.signal_wait_time_ms),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
+    pub(crate) fn dm_os_waiting_tasks(&self) -> ViewRows {
+        let cols = columns(&[
+            "waiting_task_address",
+            "session_id",
+            "exec_context_id",
+            "wait_duration_ms",
+            "wait_type",
+            "resource_address",
+            "blocking_task_address",
+            "blocking_session_id",
+            "blocking_exec_context_id",
+            "resource_description",
+        ]);
+        let rows = self
+            .server
+            .instance
+            .waiting_tasks
+            .snapshot()
+            .into_iter()
+            .map(|t| {
+                vec![
+                    Value::Null,
+                    Value::SmallInt(t.session_id as i16),
+                    Value::Int(0),
+                    big(t.wait_duration_ms),
+                    text(t.wait_type),
+                    Value::Null,
+                    Value::Null,
+                    t.blocking_session_id.map_or(Value::Null, |s| Value::SmallInt(s as i16)),
+                    Value::Null,
+                    Value::Text(t.resource_description),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
+    pub(crate) fn dm_os_latch_stats(&self) -> ViewRows {
+        let cols =
+            columns(&["latch_class", "waiting_requests_count", "wait_time_ms", "max_wait_time_ms"]);
+        let rows = self
+            .server
+            .instance
+            .latches
+            .snapshot()
+            .into_iter()
+            .map(|l| {
+                vec![
+                    Value::Text(l.latch_class),
+                    big(l.waiting_requests_count),
+                    big(l.wait_time_ms),
+                    big(l.max_wait_time_ms),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
+    pub(crate) fn dm_os_spinlock_stats(&self) -> ViewRows {
+        let cols = columns(&[
+            "name",
+            "collisions",
+            "spins",
+            "spins_per_collision",
+            "sleep_time",
+            "backoffs",
+        ]);
+        let rows = self
+            .server
+            .instance
+            .spinlocks
+            .snapshot()
+            .into_iter()
+            .map(|s| {
+                vec![
+                    Value::Text(s.name),
+                    big(s.collisions),
+                    big(s.spins),
+                    Value::Real(s.spins_per_collision as f32),
+                    big(s.sleep_time),
+                    Value::Int(i32::try_from(s.backoffs).unwrap_or(i32::MAX)),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
+    pub(crate) fn dm_exec_sessions(&self) -> ViewRows {
+        let cols = columns(&[
+            "session_id",
+            "login_time",
+            "host_name",
+            "program_name",
+            "login_name",
+            "status",
+            "database_id",
+            "last_request_start_time",
+            "last_request_end_time",
+            "is_user_process",
+            "open_transaction_count",
+        ]);
+        let sessions = self.server.sessions.lock().clone();
+        let rows = sessions
+            .into_iter()
+            .map(|(spid, info)| {
+                let status = if info.request.is_some() { "running" } else { "sleeping" };
+                vec![
+                    Value::SmallInt(spid as i16),
+                    info.login_time,
+                    info.host_name.map_or(Value::Null, Value::Text),
+                    Value::Text(info.program_name),
+                    text("sa"),
+                    text(status),
+                    Value::SmallInt(info.database_id as i16),
+                    info.last_request_start_time,
+                    info.last_request_end_time,
+                    Value::Bit(true),
+                    Value::Int(info.open_transaction_count),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
+    /// One row per session running a batch now: suspended while its task waits (with the
+    /// wait from sys.dm_os_waiting_tasks), running otherwise.
+    pub(crate) fn dm_exec_requests(&self) -> ViewRows {
+        let cols = columns(&[
+            "session_id",
+            "request_id",
+            "start_time",
+            "status",
+            "command",
+            "database_id",
+            "blocking_session_id",
+            "wait_type",
+            "wait_time",
+            "wait_resource",
+            "open_transaction_count",
+            "total_elapsed_time",
+        ]);
+        let waits: BTreeMap<u16, engine::waits::WaitingTaskRow> = self
+            .server
+            .instance
+            .waiting_tasks
+            .snapshot()
+            .into_iter()
+            .map(|t| (t.session_id, t))
+            .collect();
+        let sessions = self.server.sessions.lock().clone();
+        let mut rows = Vec::new();
+        for (spid, info) in sessions {
+            let Some(request) = info.request else { continue };
+            let wait = waits.get(&spid);
+            let database_id =
+                if spid == self.spid { self.db().database_id } else { info.database_id };
+            rows.push(vec![
+                Value::SmallInt(spid as i16),
+                Value::Int(0),
+                request.start_time,
+                text(if wait.is_some() { "suspended" } else { "running" }),
+                Value::Text(request.command),
+                Value::SmallInt(database_id as i16),
+                Value::SmallInt(wait.and_then(|w| w.blocking_session_id).unwrap_or(0) as i16),
+                wait.map_or(Value::Null, |w| text(w.wait_type)),
+                Value::Int(
+                    wait.map_or(0, |w| i32::try_from(w.wait_duration_ms).unwrap_or(i32::MAX)),
+                ),
+                Value::Text(wait.map_or(String::new(), |w| w.resource_description.clone())),
+                Value::Int(info.open_transaction_count),
+                Value::Int(
+                    i32::try_from(request.started.elapsed().as_millis()).unwrap_or(i32::MAX),
+                ),
+            ]);
+        }
+        (cols, rows)
+    }
+
+    /// sys.dm_io_virtual_file_stats(database_id | NULL, file_id | NULL).
+    pub(crate) fn dm_io_virtual_file_stats(&self, args: &[Value]) -> ViewRows {
+        let cols = columns(&[
+            "database_id",
+            "file_id",
+            "sample_ms",
+            "num_of_reads",
+            "num_of_bytes_read",
+            "io_stall_read_ms",
+            "num_of_writes",
+            "num_of_bytes_written",
+            "io_stall_write_ms",
+            "io_stall",
+            "size_on_disk_bytes",
+            "file_handle",
+        ]);
+        let (want_db, want_file) = (arg_i64(args, 0), arg_i64(args, 1));
+        let instance = &self.server.instance;
+        let sample_ms = instance.started.elapsed().as_millis() as i64;
+        let mut databases = self.server.databases();
+        databases.sort_by_key(|d| d.database_id);
+        let mut rows = Vec::new();
+        for db in
+            databases.iter().filter(|d| want_db.is_none_or(|id| id == i64::from(d.database_id)))
+        {
+            for file in db.database_files() {
+                if want_file.is_some_and(|id| id != i64::from(file.file_id)) {
+                    continue;
+                }
+                let io = instance.file_io.snapshot(&file.path);
+                rows.push(vec![
+                    Value::SmallInt(db.database_id as i16),
+                    Value::SmallInt(file.file_id as i16),
+                    Value::BigInt(sample_ms),
+                    big(io.num_of_reads),
+                    big(io.num_of_bytes_read),
+                    big(io.io_stall_read_ms),
+                    big(io.num_of_writes),
+                    big(io.num_of_bytes_written),
+                    big(io.io_stall_write_ms),
+                    big(io.io_stall_read_ms + io.io_stall_write_ms),
+                    big(u64::from(file.size_pages) * 8192),
+                    Value::Null,
+                ]);
+            }
+        }
+        (cols, rows)
+    }
+
+    pub(crate) fn dm_db_log_space_usage(&self) -> ViewRows {
+        let cols = columns(&[
+            "database_id",
+            "total_log_size_in_bytes",
+            "used_log_space_in_bytes",
+            "used_log_space_in_percent",
+        ]);
+        let db = self.db();
+        let (size_mb, used_pct) = db.log().space();
+        let total = (size_mb * 1024.0 * 1024.0).round() as i64;
+        let used = (total as f64 * used_pct / 100.0).round() as i64;
+        let row = vec![
+            Value::Int(i32::from(db.database_id)),
+            Value::BigInt(total),
+            Value::BigInt(used),
+            Value::Real(used_pct as f32),
+        ];
+        (cols, vec![row])
+    }
+
+    /// One row per data file of the current database; mixed extents are those holding an
+    /// allocation unit's single pages or IAM pages.
+    pub(crate) fn dm_db_file_space_usage(&self) -> Result<ViewRows> {
+        let cols = columns(&[
+            "database_id",
+            "file_id",
+            "filegroup_id",
+            "total_page_count",
+            "allocated_extent_page_count",
+            "unallocated_extent_page_count",
+            "version_store_reserved_page_count",
+            "user_object_reserved_page_count",
+            "internal_object_reserved_page_count",
+            "mixed_extent_page_count",
+        ]);
+        let db = self.db();
+        let mut mixed: BTreeSet<PageId> = BTreeSet::new();
+        let mut user_pages: BTreeMap<u16, i64> = BTreeMap::new();
+        for (au_id, _) in db.allocation_units() {
+            for page in db.unit_pages(au_id)? {
+                if page.is_mixed {
+                    mixed.insert(page.extent);
+                } else {
+                    *user_pages.entry(page.page.file_id).or_default() += 1;
+                }
+            }
+        }
+        let fg_ids: BTreeMap<String, u16> =
+            db.filegroups().into_iter().map(|(id, name, ..)| (name, id)).collect();
+        let rows = db
+            .file_space()
+            .into_iter()
+            .map(|f| {
+                let total = i64::from(f.total_extents) * 8;
+                let free = i64::from(f.free_extents) * 8;
+                let mixed_pages =
+                    mixed.iter().filter(|e| e.file_id == f.file_id).count() as i64 * 8;
+                vec![
+                    Value::SmallInt(db.database_id as i16),
+                    Value::SmallInt(f.file_id as i16),
+                    Value::SmallInt(fg_ids.get(&f.filegroup).copied().unwrap_or(1) as i16),
+                    Value::BigInt(total),
+                    Value::BigInt(total - free),
+                    Value::BigInt(free),
+                    Value::BigInt(0),
+                    Value::BigInt(user_pages.get(&f.file_id).copied().unwrap_or(0)),
+                    Value::BigInt(0),
+                    Value::BigInt(mixed_pages),
+                ]
+            })
+            .collect();
+        Ok((cols, rows))
+    }
+
+    pub(crate) fn dm_server_services(&self) -> ViewRows {
+        let cols = columns(&[
+            "servicename",
+            "startup_type_desc",
+            "status_desc",
+            "process_id",
+            "last_startup_time",
+            "service_account",
+            "filename",
+            "is_clustered",
+            "instant_file_initialization_enabled",
+        ]);
+        let instance = &self.server.instance;
+        let started = crate::functions::current_time("SYSDATETIME", instance.start_time);
+        let row = vec![
+            text("SQL Server (MSSQLSERVER)"),
+            text("Manual"),
+            text("Running"),
+            Value::Int(std::process::id() as i32),
+            started,
+            text("extentdb"),
+            Value::Text(
+                std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            ),
+            text("N"),
+            text(if instance.ifi_enabled() { "Y" } else { "N" }),
+        ];
+        (cols, vec![row])
+    }
+
+    /// The allocation units a DMF's (object_id, index_id) arguments select in `db`:
+    /// (object id, index id, unit id). NULL object: every table (and, with no object, the
+    /// system tables too, as object ids 34, 41, 54 and 60).
+    fn selected_units(
+        &self,
+        db: &Database,
+        object_id: Option<i64>,
+        index_id: Option<i64>,
+    ) -> Result<Vec<(i32, i32, u64)>> {
+        let catalog = db.catalog()?;
+        let mut units = Vec::new();
+        let mut tables = catalog.tables();
+        tables.sort_by_key(|t| t.object_id);
+        for table in tables {
+            if object_id.is_some_and(|id| id != i64::from(table.object_id)) {
+                continue;
+            }
+            for index in &table.indexes {
+                if index_id.is_none_or(|id| id == i64::from(index.index_id)) {
+                    units.push((table.object_id, index.index_id, index.au_id));
+                }
+            }
+        }
+        Ok(units)
+    }
+
+    /// sys.dm_db_database_page_allocations(database_id, object_id, index_id, partition_id,
+    /// 'LIMITED' | 'DETAILED'): one row per page the selected units own. DETAILED reads each
+    /// allocated page's header (type, level, links, free space).
+    pub(crate) fn dm_db_database_page_allocations(&self, args: &[Value]) -> Result<ViewRows> {
+        let cols = columns(&[
+            "database_id",
+            "object_id",
+            "index_id",
+            "partition_id",
+            "rowset_id",
+            "allocation_unit_id",
+            "allocation_unit_type",
+            "allocation_unit_type_desc",
+            "extent_file_id",
+            "extent_page_id",
+            "allocated_page_iam_file_id",
+            "allocated_page_iam_page_id",
+            "allocated_page_file_id",
+            "allocated_page_page_id",
+            "is_allocated",
+            "is_iam_page",
+            "is_mixed_page_allocation",
+            "page_free_space_percent",
+            "page_type",
+            "page_type_desc",
+            "page_level",
+            "next_page_file_id",
+            "next_page_page_id",
+            "previous_page_file_id",
+            "previous_page_page_id",
+            "is_page_compressed",
+            "has_ghost_records",
+        ]);
+        let mode = args.get(4).map(value::display).unwrap_or_default().to_uppercase();
+        let detailed = match mode.as_str() {
+            "DETAILED" => true,
+            "LIMITED" | "" => false,
+            _ => return Err(invalid_mode(&mode)),
+        };
+        let Some(db) = self.dmf_database(args) else { return Ok((cols, Vec::new())) };
+        let mut rows = Vec::new();
+        for (object_id, index_id, au_id) in
+            self.selected_units(&db, arg_i64(args, 1), arg_i64(args, 2))?
+        {
+            for page in db.unit_pages(au_id)? {
+                let header = if detailed && page.is_allocated {
+                    Some(PageHeader::read(&db.page_copy(page.page)?[..]))
+                } else {
+                    None
+                };
+                rows.push(page_allocation_row(
+                    db.database_id,
+                    object_id,
+                    index_id,
+                    au_id,
+                    &page,
+                    header,
+                ));
+            }
+        }
+        Ok((cols, rows))
+    }
+
+    /// sys.dm_db_index_physical_stats(database_id, object_id, index_id, partition_number,
+    /// mode): per index, the leaf level (LIMITED) or every level (DETAILED, SAMPLED), from the
+    /// page headers. Fragmentation follows SQL Server's definitions: for an index, the share of
+    /// leaf pages whose next-page pointer is not the next leaf page in file order; for a heap,
+    /// the share of extents not physically after the previous one.
+    pub(crate) fn dm_db_index_physical_stats(&self, args: &[Value]) -> Result<ViewRows> {
+        let cols = columns(&[
+            "database_id",
+            "object_id",
+            "index_id",
+            "partition_number",
+            "index_type_desc",
+            "alloc_unit_type_desc",
+            "index_depth",
+            "index_level",
+            "avg_fragmentation_in_percent",
+            "fragment_count",
+            "avg_fragment_size_in_pages",
+            "page_count",
+            "avg_page_space_used_in_percent",
+            "record_count",
+            "ghost_record_count",
+        ]);
+        let mode = args.get(4).map(value::display).unwrap_or_default().to_uppercase();
+        let detailed = match mode.as_str() {
+            "DETAILED" | "SAMPLED" => true,
+            "LIMITED" | "DEFAULT" | "" => false,
+            _ => return Err(invalid_mode(&mode)),
+        };
+        let Some(db) = self.dmf_database(args) else { return Ok((cols, Vec::new())) };
+        let mut rows = Vec::new();
+        for (object_id, index_id, au_id) in
+            self.selected_units(&db, arg_i64(args, 1), arg_i64(args, 2))?
+        {
+            let mut levels: BTreeMap<u8, Vec<(PageId, PageHeader)>> = BTreeMap::new();
+            for page in db.unit_pages(au_id)?.into_iter().filter(|p| p.is_allocated && !p.is_iam) {
+                let header = PageHeader::read(&db.page_copy(page.page)?[..]);
+                levels.entry(header.level).or_default().push((page.page, header));
+            }
+            let depth = levels.len().max(1) as u8;
+            let kind = if index_id == 0 {
+                "HEAP"
+            } else if index_id == 1 {
+                "CLUSTERED INDEX"
+            } else {
+                "NONCLUSTERED INDEX"
+            };
+            let shown: Vec<u8> = if detailed { levels.keys().copied().collect() } else { vec![0] };
+            for level in shown {
+                let pages = levels.get(&level).cloned().unwrap_or_default();
+                let stats = LevelStats::of(&pages, index_id == 0);
+                let leaf = level == 0;
+                rows.push(vec![
+                    Value::SmallInt(db.database_id as i16),
+                    Value::Int(object_id),
+                    Value::Int(index_id),
+                    Value::Int(1),
+                    text(kind),
+                    text("IN_ROW_DATA"),
+                    Value::TinyInt(if index_id == 0 { 1 } else { depth }),
+                    Value::TinyInt(level),
+                    if leaf { Value::Float(stats.fragmentation_pct) } else { Value::Float(0.0) },
+                    if leaf { big(stats.fragments) } else { Value::Null },
+                    if leaf && stats.fragments > 0 {
+                        Value::Float(pages.len() as f64 / stats.fragments as f64)
+                    } else {
+                        Value::Null
+                    },
+                    big(pages.len() as u64),
+                    if detailed { Value::Float(stats.space_used_pct) } else { Value::Null },
+                    if detailed { big(stats.records) } else { Value::Null },
+                    if detailed { big(stats.ghosts) } else { Value::Null },
+                ]);
+            }
+        }
+        Ok((cols, rows))
+    }
+}
+
+fn invalid_mode(mode: &str) -> SqlError {
+    SqlError::new(
+        2560,
+        16,
+        1,
+        format!("Parameter 5 is incorrect for this statement. Mode '{mode}' is not valid."),
+    )
+}
+
+/// One level's page statistics.
+struct LevelStats {
+    fragmentation_pct: f64,
+    fragments: u64,
+    space_used_pct: f64,
+    records: u64,
+    ghosts: u64,
+}
+
+/// Bytes a page can hold for records and slots (8,192 - the 96-byte header).
+const PAGE_BODY_BYTES: f64 = 8096.0;
+
+impl LevelStats {
+    fn of(pages: &[(PageId, PageHeader)], heap: bool) -> LevelStats {
+        let mut sorted: Vec<PageId> = pages.iter().map(|(p, _)| *p).collect();
+        sorted.sort();
+        let next_in_file_order: BTreeMap<PageId, PageId> =
+            sorted.windows(2).map(|w| (w[0], w[1])).collect();
+        let mut out_of_order = 0u64;
+        let mut fragments = 0u64;
+        for (i, page) in sorted.iter().enumerate() {
+            let follows = i > 0 && {
+                let previous = sorted[i - 1];
+                previous.file_id == page.file_id && previous.page_no + 1 == page.page_no
+            };
+            if !follows {
+                fragments += 1;
+            }
+        }
+        if heap {
+            let mut extents: Vec<PageId> =
+                sorted.iter().map(|p| PageId::new(p.file_id, p.page_no / 8 * 8)).collect();
+            extents.dedup();
+            for pair in extents.windows(2) {
+                if pair[1].file_id != pair[0].file_id || pair[1].page_no != pair[0].page_no + 8 {
+                    out_of_order += 1;
+                }
+            }
+            let fragmentation_pct = percent(out_of_order, extents.len() as u64);
+            return LevelStats { fragmentation_pct, fragments, ..LevelStats::space(pages) };
+        }
+        for (page, header) in pages {
+            if header.next_page.is_null() {
+                continue;
+            }
+            if next_in_file_order.get(page) != Some(&header.next_page) {
+                out_of_order += 1;
+            }
+        }
+        LevelStats {
+            fragmentation_pct: percent(out_of_order, pages.len() as u64),
+            fragments,
+            ..LevelStats::space(pages)
+        }
+    }
+
+    fn space(pages: &[(PageId, PageHeader)]) -> LevelStats {
+        let used: f64 = pages.iter().map(|(_, h)| PAGE_BODY_BYTES - f64::from(h.free_count)).sum();
+        let records: u64 = pages.iter().map(|(_, h)| u64::from(h.slot_count)).sum();
+        let ghosts: u64 = pages.iter().map(|(_, h)| u64::from(h.ghost_record_count)).sum();
+        let space_used_pct = if pages.is_empty() {
+            0.0
+        } else {
+            100.0 * used / (PAGE_BODY_BYTES * pages.len() as f64)
+        };
+        LevelStats {
+            fragmentation_pct: 0.0,
+            fragments: 0,
+            space_used_pct,
+            records: records - ghosts,
+            ghosts,
+        }
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
+}
+
+fn page_allocation_row(
+    database_id: u16,
+    object_id: i32,
+    index_id: i32,
+    au_id: u64,
+    page: &UnitPage,
+    header: Option<PageHeader>,
+) -> Vec<Value> {
+    let file_or_null =
+        |p: Option<PageId>| p.map_or(Value::Null, |p| Value::SmallInt(p.file_id as i16));
+    let page_or_null = |p: Option<PageId>| p.map_or(Value::Null, |p| Value::Int(p.page_no as i32));
+    let link = |p: PageId| if p.is_null() { None } else { Some(p) };
+    let (free_pct, page_type, level, next, prev, ghosts) = match header {
+        Some(h) => {
+            let pct = 100.0 * f64::from(h.free_count) / PAGE_BODY_BYTES;
+            let bucket = if pct > 50.0 {
+                "50_PCT_FULL"
+            } else if pct > 20.0 {
+                "80_PCT_FULL"
+            } else if pct > 5.0 {
+                "95_PCT_FULL"
+            } else {
+                "100_PCT_FULL"
+            };
+            let bucket = if h.slot_count == 0 { "0_PCT_FULL" } else { bucket };
+            (
+                Value::Text(bucket.into()),
+                Some(h.page_type),
+                Value::TinyInt(h.level),
+                link(h.next_page),
+                link(h.prev_page),
+                Value::Bit(h.ghost_record_count > 0),
+            )
+        }
+        None => (Value::Null, None, Value::Null, None, None, Value::Null),
+    };
+    let detailed = page_type.is_some();
+    vec![
+        Value::SmallInt(database_id as i16),
+        Value::Int(object_id),
+        Value::Int(index_id),
+        Value::BigInt(au_id as i64),
+        Value::BigInt(au_id as i64),
+        Value::BigInt(au_id as i64),
+        Value::TinyInt(1),
+        text("IN_ROW_DATA"),
+        Value::SmallInt(page.extent.file_id as i16),
+        Value::Int(page.extent.page_no as i32),
+        file_or_null(page.iam_page),
+        page_or_null(page.iam_page),
+        Value::SmallInt(page.page.file_id as i16),
+        Value::Int(page.page.page_no as i32),
+        Value::Bit(page.is_allocated),
+        Value::Bit(page.is_iam),
+        Value::Bit(page.is_mixed),
+        if detailed && !page.is_iam { free_pct } else { Value::Null },
+        page_type.map_or(Value::Null, Value::TinyInt),
+        page_type.map_or(Value::Null, |t| text(page_type_desc(t))),
+        level,
+        file_or_null(next),
+        page_or_null(next),
+        file_or_null(prev),
+        page_or_null(prev),
+        if detailed { Value::Bit(false) } else { Value::Null },
+        ghosts,
+    ]
+}
+
+/// The default trace's file, as sys.traces shows it: in the instance directory, with `\`
+/// separators so that scripts which cut the folder off with CHARINDEX(N'\', ...) work as
+/// written (deviation: extentdb keeps the default trace's events in memory, not in log.trc).
+fn default_trace_path(dir: &std::path::Path) -> String {
+    let shown = dir.join("log.trc").display().to_string();
+    shown.replace('/', "\\")
+}
+
+/// Whether a path given to fn_trace_gettable names the default trace file (either
+/// separator): its last component is log.trc or a rollover log_N.trc.
+fn names_default_trace(path: &str) -> bool {
+    let file = path.rsplit(['/', '\\']).next().unwrap_or(path).to_lowercase();
+    let rollover = file
+        .strip_prefix("log_")
+        .and_then(|rest| rest.strip_suffix(".trc"))
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    file == "log.trc" || rollover
+}
+
+impl Session {
+    /// sys.traces: the default trace (id 1), running since the instance started.
+    pub(crate) fn sys_traces(&self) -> ViewRows {
+        let cols = columns(&[
+            "id",
+            "status",
+            "path",
+            "max_size",
+            "stop_time",
+            "max_files",
+            "is_rowset",
+            "is_rollover",
+            "is_shutdown",
+            "is_default",
+            "buffer_count",
+            "buffer_size",
+            "start_time",
+            "event_count",
+        ]);
+        let instance = &self.server.instance;
+        let events: usize =
+            self.server.databases().iter().map(|db| db.default_trace_growths().len()).sum();
+        let row = vec![
+            Value::Int(1),
+            Value::Int(1),
+            Value::Text(default_trace_path(instance.dir())),
+            Value::BigInt(20),
+            Value::Null,
+            Value::Int(5),
+            Value::Bit(false),
+            Value::Bit(true),
+            Value::Bit(false),
+            Value::Bit(true),
+            Value::Int(2),
+            Value::Int(1024),
+            crate::functions::current_time("GETDATE", instance.start_time),
+            big(events as u64),
+        ];
+        (cols, vec![row])
+    }
+
+    /// sys.fn_trace_gettable(path, number_files): the default trace's events, the file
+    /// auto-grow events (EventClass 92 data, 93 log) of every open database, in time order.
+    /// Any other path is error 567.
+    pub(crate) fn fn_trace_gettable(&self, args: &[Value]) -> Result<ViewRows> {
+        let cols = columns(&[
+            "EventClass",
+            "EventSequence",
+            "DatabaseID",
+            "DatabaseName",
+            "FileName",
+            "StartTime",
+            "EndTime",
+            "Duration",
+            "IntegerData",
+            "SPID",
+            "ApplicationName",
+            "LoginName",
+            "HostName",
+            "ServerName",
+            "IsSystem",
+        ]);
+        let path = args.first().map(value::display).unwrap_or_default();
+        if !names_default_trace(&path) {
+            return Err(SqlError::new(
+                567,
+                16,
+                1,
+                format!(
+                    "File '{path}' either does not exist or is not a recognizable trace file. Or there was an error opening the file."
+                ),
+            ));
+        }
+        let mut events: Vec<engine::database::FileSizeChange> =
+            self.server.databases().iter().flat_map(|db| db.default_trace_growths()).collect();
+        events.sort_by_key(|e| e.start_time);
+        let host = crate::session::server_name();
+        let rows = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                vec![
+                    Value::Int(i32::from(e.event_class.unwrap_or(0))),
+                    Value::BigInt(i as i64 + 1),
+                    Value::Int(i32::from(e.database_id)),
+                    Value::Text(e.database_name),
+                    Value::Text(e.file_name),
+                    crate::functions::current_time("GETDATE", e.start_time),
+                    crate::functions::current_time("GETDATE", e.end_time),
+                    big(e.duration_us),
+                    Value::Int(i32::try_from(e.integer_data).unwrap_or(i32::MAX)),
+                    Value::Null,
+                    text("extentdb"),
+                    text("sa"),
+                    Value::Text(host.clone()),
+                    Value::Text(host.clone()),
+                    Value::Int(0),
+                ]
+            })
+            .collect();
+        Ok((cols, rows))
+    }
+}

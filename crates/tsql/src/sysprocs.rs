@@ -1,0 +1,411 @@
+//! System procedures (reference §10.1 and SQL Server's documentation of each): run in
+//! place of a catalog lookup when EXEC names them, from the instance's and the databases'
+//! real state.
+//!
+//! Here: sp_cycle_errorlog, xp_readerrorlog and sp_readerrorlog (LogDate, ProcessInfo, Text;
+//! log number, log type, two search strings, start and end times, sort order), sp_helpdb,
+//! sp_helpfile, sp_spaceused (database or table) and sp_who.
+//!
+//! Deviations: there is no SQL Server Agent log (log type 2 gives no rows); sizes in
+//! sp_spaceused come from the allocation units' IAM chains and page headers, read at the time
+//! of the call (SQL Server reads metadata counts); sp_who shows every session as login `sa`.
+
+use crate::procs::ExecArg;
+use crate::server::{Output, ResultSet};
+use crate::session::{Failure, Session};
+use crate::sysviews::{columns, text};
+use crate::value;
+use engine::SqlError;
+use engine::database::{Database, FileSpace};
+use engine::filegroup::Growth;
+use engine::record::{SqlType, Value};
+
+/// The system procedures this module runs.
+pub const SYSTEM_PROCEDURES: [&str; 7] = [
+    "sp_cycle_errorlog",
+    "xp_readerrorlog",
+    "sp_readerrorlog",
+    "sp_helpdb",
+    "sp_helpfile",
+    "sp_spaceused",
+    "sp_who",
+];
+
+const DBCC_COMPLETED: &str =
+    "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
+
+/// Whether `name` (possibly `sys.`- or `master..`-qualified) is a system procedure here.
+pub fn is_system_procedure(name: &str) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name).trim_matches(['[', ']']);
+    SYSTEM_PROCEDURES.iter().any(|p| p.eq_ignore_ascii_case(last))
+}
+
+fn kb(pages: i64) -> String {
+    format!("{} KB", pages * 8)
+}
+
+fn mb_text(pages: i64) -> String {
+    format!("{:.2} MB", pages as f64 / 128.0)
+}
+
+/// Space used by a set of allocation units: (reserved, used, data) pages.
+fn unit_space(
+    db: &Database,
+    au_ids: &[u64],
+    data_units: &[u64],
+) -> Result<(i64, i64, i64), SqlError> {
+    let (mut reserved, mut used, mut data) = (0i64, 0i64, 0i64);
+    for au_id in au_ids {
+        for page in db.unit_pages(*au_id)? {
+            reserved += 1;
+            if !page.is_allocated {
+                continue;
+            }
+            used += 1;
+            if data_units.contains(au_id) && !page.is_iam {
+                let header = engine::page::PageHeader::read(&db.page_copy(page.page)?[..]);
+                data += i64::from(header.level == 0);
+            }
+        }
+    }
+    Ok((reserved, used, data))
+}
+
+impl Session {
+    /// Runs a system procedure; None if `name` is not one.
+    pub(crate) fn run_system_procedure(
+        &mut self,
+        name: &str,
+        args: &[ExecArg],
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> Option<Result<i32, Failure>> {
+        if !is_system_procedure(name) {
+            return None;
+        }
+        let proc_name =
+            name.rsplit('.').next().unwrap_or(name).trim_matches(['[', ']']).to_lowercase();
+        let mut values = Vec::with_capacity(args.len());
+        for arg in args {
+            let value = match &arg.value {
+                Some(expr) => match self.eval_stmt(expr, line) {
+                    Ok(v) => v,
+                    Err(failure) => return Some(Err(failure)),
+                },
+                None => Value::Null,
+            };
+            values.push(value);
+        }
+        let result = match proc_name.as_str() {
+            "sp_cycle_errorlog" => self.sp_cycle_errorlog(out),
+            "xp_readerrorlog" | "sp_readerrorlog" => self.xp_readerrorlog(&values, out),
+            "sp_helpdb" => self.sp_helpdb(values.first(), out),
+            "sp_helpfile" => self.sp_helpfile(values.first(), out),
+            "sp_spaceused" => self.sp_spaceused(values.first(), out),
+            _ => self.sp_who(values.first(), out),
+        };
+        Some(result.map(|_| 0).map_err(|error| self.fail(error, line)))
+    }
+
+    fn sp_cycle_errorlog(&self, out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+        self.server.instance.cycle_errorlog().map_err(|e| {
+            SqlError::new(17049, 16, 1, format!("Unable to cycle error log file: {e}"))
+        })?;
+        out(Output::Message(DBCC_COMPLETED.into()));
+        Ok(())
+    }
+
+    /// xp_readerrorlog [log_no], [log_type], [search1], [search2], [start], [end], [sort]; the
+    /// two search strings are ANDed, case-insensitively.
+    fn xp_readerrorlog(&self, args: &[Value], out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+        let log_no = args.first().and_then(value::as_i64).unwrap_or(0);
+        let log_type = args.get(1).and_then(value::as_i64).unwrap_or(1);
+        let search: Vec<String> = args
+            .iter()
+            .skip(2)
+            .take(2)
+            .filter(|v| !matches!(v, Value::Null))
+            .map(|v| value::display(v).to_lowercase())
+            .collect();
+        let bound = |i: usize| -> Result<Option<Value>, SqlError> {
+            match args.get(i) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => Ok(Some(value::convert(v, SqlType::DateTime)?)),
+            }
+        };
+        let (start, end) = (bound(4)?, bound(5)?);
+        let descending =
+            args.get(6).is_some_and(|v| value::display(v).eq_ignore_ascii_case("desc"));
+        let entries = if log_type == 2 {
+            Vec::new()
+        } else {
+            let not_found = || {
+                SqlError::new(
+                    22004,
+                    16,
+                    1,
+                    "xp_readerrorlog() returned error 2, 'The system cannot find the file specified.'",
+                )
+            };
+            let log_no = u32::try_from(log_no).map_err(|_| not_found())?;
+            self.server.instance.errorlog.read(log_no).map_err(|_| not_found())?
+        };
+        let mut rows = Vec::new();
+        for entry in entries {
+            let lower = entry.text.to_lowercase();
+            if !search.iter().all(|s| lower.contains(s.as_str())) {
+                continue;
+            }
+            let date = value::convert(&Value::Text(entry.log_date), SqlType::DateTime)?;
+            let after_start =
+                start.as_ref().is_none_or(|s| value::compare(&date, s).is_ok_and(|o| o.is_ge()));
+            let before_end =
+                end.as_ref().is_none_or(|e| value::compare(&date, e).is_ok_and(|o| o.is_le()));
+            if after_start && before_end {
+                rows.push(vec![date, Value::Text(entry.process_info), Value::Text(entry.text)]);
+            }
+        }
+        if descending {
+            rows.reverse();
+        }
+        out(Output::Rows(ResultSet {
+            columns: columns(&["LogDate", "ProcessInfo", "Text"]),
+            rows,
+        }));
+        Ok(())
+    }
+
+    /// The database an argument names, or the current one; error 15010 if there is none.
+    fn named_database(&self, name: Option<&Value>) -> Result<std::sync::Arc<Database>, SqlError> {
+        let name = match name {
+            None | Some(Value::Null) => self.db().name.clone(),
+            Some(v) => value::display(v),
+        };
+        self.server.database(&name).ok_or_else(|| {
+            SqlError::new(15010, 16, 1, format!("The database '{name}' does not exist. Supply a valid database name. To see available databases, use sys.databases."))
+        })
+    }
+
+    /// sp_helpdb [name]: a row per database; with a name, that database and then its files.
+    fn sp_helpdb(&self, name: Option<&Value>, out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+        let databases = match name {
+            None | Some(Value::Null) => {
+                let mut all = self.server.databases();
+                all.sort_by_key(|d| d.name.to_lowercase());
+                all
+            }
+            Some(_) => vec![self.named_database(name)?],
+        };
+        let rows = databases
+            .iter()
+            .map(|db| {
+                let pages: i64 = db.database_files().iter().map(|f| i64::from(f.size_pages)).sum();
+                vec![
+                    Value::Text(db.name.clone()),
+                    Value::Text(format!("{:>13}", mb_text(pages))),
+                    text("sa"),
+                    Value::SmallInt(db.database_id as i16),
+                    Value::Text(format!(
+                        "Status=ONLINE, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Version=957, Collation=SQL_Latin1_General_CP1_CI_AS, SQLSortOrder=52, IsAutoCreateStatistics, IsAutoUpdateStatistics",
+                        db.recovery_model_desc()
+                    )),
+                    Value::TinyInt(160),
+                ]
+            })
+            .collect();
+        out(Output::Rows(ResultSet {
+            columns: columns(&[
+                "name",
+                "db_size",
+                "owner",
+                "dbid",
+                "status",
+                "compatibility_level",
+            ]),
+            rows,
+        }));
+        if !matches!(name, None | Some(Value::Null)) {
+            out(Output::Rows(self.help_files(&databases[0], None)));
+        }
+        Ok(())
+    }
+
+    /// sp_helpfile [name]: the current database's files (or the one named).
+    fn sp_helpfile(
+        &self,
+        name: Option<&Value>,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let only = match name {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(value::display(v)),
+        };
+        let db = self.server.database(&self.db().name).expect("the current database is open");
+        out(Output::Rows(self.help_files(&db, only.as_deref())));
+        Ok(())
+    }
+
+    fn help_files(&self, db: &Database, only: Option<&str>) -> ResultSet {
+        let filegroups: std::collections::BTreeMap<u16, String> =
+            db.filegroups().into_iter().map(|(id, name, ..)| (id, name)).collect();
+        let rows = db
+            .database_files()
+            .into_iter()
+            .filter(|f| only.is_none_or(|n| n.eq_ignore_ascii_case(&f.logical_name)))
+            .map(|f| {
+                let maxsize = match f.max_size_pages {
+                    None => "Unlimited".to_string(),
+                    Some(pages) => kb(i64::from(pages)),
+                };
+                let growth = match f.growth {
+                    Growth::None => "0 KB".to_string(),
+                    Growth::Pages(pages) => kb(i64::from(pages)),
+                    Growth::Percent(pct) => format!("{pct}%"),
+                };
+                let filegroup = if f.is_log {
+                    Value::Null
+                } else {
+                    filegroups.get(&f.data_space_id).map_or(Value::Null, |n| Value::Text(n.clone()))
+                };
+                vec![
+                    Value::Text(f.logical_name.clone()),
+                    Value::SmallInt(f.file_id as i16),
+                    Value::Text(f.path.display().to_string()),
+                    filegroup,
+                    Value::Text(kb(i64::from(f.size_pages))),
+                    Value::Text(maxsize),
+                    Value::Text(growth),
+                    text(if f.is_log { "log only" } else { "data only" }),
+                ]
+            })
+            .collect();
+        ResultSet {
+            columns: columns(&[
+                "name",
+                "fileid",
+                "filename",
+                "filegroup",
+                "size",
+                "maxsize",
+                "growth",
+                "usage",
+            ]),
+            rows,
+        }
+    }
+
+    /// sp_spaceused: the database's size and unallocated space, then reserved, data, index and
+    /// unused space over every allocation unit; or, given a table, its rows and space.
+    fn sp_spaceused(
+        &self,
+        object: Option<&Value>,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let db = self.db();
+        let catalog = db.catalog()?;
+        if let Some(object) = object.filter(|v| !matches!(v, Value::Null)) {
+            let name = value::display(object);
+            let short =
+                name.rsplit('.').next().unwrap_or(&name).trim_matches(['[', ']']).to_string();
+            let table = catalog.table(&short).ok_or_else(|| {
+                SqlError::new(15009, 16, 1, format!("The object '{name}' does not exist in database '{}' or is invalid for this operation.", db.name))
+            })?;
+            let au_ids = table.au_ids();
+            let (reserved, used, data) = unit_space(db, &au_ids, &au_ids[..1])?;
+            let rows = table.stored_row_count(db)?;
+            out(Output::Rows(ResultSet {
+                columns: columns(&["name", "rows", "reserved", "data", "index_size", "unused"]),
+                rows: vec![vec![
+                    Value::Text(table.name.clone()),
+                    Value::Text(format!("{rows:>20}")),
+                    Value::Text(kb(reserved)),
+                    Value::Text(kb(data)),
+                    Value::Text(kb(used - data)),
+                    Value::Text(kb(reserved - used)),
+                ]],
+            }));
+            return Ok(());
+        }
+        let files = db.database_files();
+        let size_pages: i64 = files.iter().map(|f| i64::from(f.size_pages)).sum();
+        let space: Vec<FileSpace> = db.file_space();
+        let free_pages: i64 = space.iter().map(|f| i64::from(f.free_extents) * 8).sum();
+        out(Output::Rows(ResultSet {
+            columns: columns(&["database_name", "database_size", "unallocated space"]),
+            rows: vec![vec![
+                Value::Text(db.name.clone()),
+                Value::Text(mb_text(size_pages)),
+                Value::Text(mb_text(free_pages)),
+            ]],
+        }));
+        let all: Vec<u64> = db.allocation_units().into_iter().map(|(id, _)| id).collect();
+        let base: Vec<u64> = catalog.tables().iter().map(|t| t.indexes[0].au_id).collect();
+        let (reserved, used, data) = unit_space(db, &all, &base)?;
+        out(Output::Rows(ResultSet {
+            columns: columns(&["reserved", "data", "index_size", "unused"]),
+            rows: vec![vec![
+                Value::Text(kb(reserved)),
+                Value::Text(kb(data)),
+                Value::Text(kb(used - data)),
+                Value::Text(kb(reserved - used)),
+            ]],
+        }));
+        Ok(())
+    }
+
+    /// sp_who [spid]: every session (or one), with what it runs and the session blocking it.
+    fn sp_who(&self, spid: Option<&Value>, out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+        let only = spid.and_then(value::as_i64);
+        let waits: std::collections::BTreeMap<u16, Option<u16>> = self
+            .server
+            .instance
+            .waiting_tasks
+            .snapshot()
+            .into_iter()
+            .map(|t| (t.session_id, t.blocking_session_id))
+            .collect();
+        let names: std::collections::BTreeMap<u16, String> =
+            self.server.databases().into_iter().map(|d| (d.database_id, d.name.clone())).collect();
+        let sessions = self.server.sessions.lock().clone();
+        let mut rows = Vec::new();
+        for (id, info) in sessions {
+            if only.is_some_and(|o| o != i64::from(id)) {
+                continue;
+            }
+            let database_id =
+                if id == self.spid { self.db().database_id } else { info.database_id };
+            let (status, cmd) = match &info.request {
+                Some(r) if waits.contains_key(&id) => ("suspended", r.command.clone()),
+                Some(r) => ("runnable", r.command.clone()),
+                None => ("sleeping", "AWAITING COMMAND".to_string()),
+            };
+            let blk = waits.get(&id).copied().flatten().unwrap_or(0);
+            rows.push(vec![
+                Value::SmallInt(id as i16),
+                Value::SmallInt(0),
+                text(status),
+                text("sa"),
+                Value::Text(info.host_name.clone().unwrap_or_default()),
+                Value::Text(format!("{blk:>5}")),
+                names.get(&database_id).map_or(Value::Null, |n| Value::Text(n.clone())),
+                Value::Text(cmd),
+                Value::Int(0),
+            ]);
+        }
+        out(Output::Rows(ResultSet {
+            columns: columns(&[
+                "spid",
+                "ecid",
+                "status",
+                "loginame",
+                "hostname",
+                "blk",
+                "dbname",
+                "cmd",
+                "request_id",
+            ]),
+            rows,
+        }));
+        Ok(())
+    }
+}

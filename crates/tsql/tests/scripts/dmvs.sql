@@ -1,0 +1,63 @@
+-- DMVs and DMFs: their columns, and values checked by property where they vary.
+CREATE DATABASE dm ON (NAME = dm_data, FILENAME = 'dm_data.mdf', SIZE = 4MB)
+  LOG ON (NAME = dm_log, FILENAME = 'dm_log.ldf', SIZE = 1MB);
+GO
+USE dm;
+CREATE TABLE t (id int NOT NULL PRIMARY KEY, filler char(2000) NOT NULL DEFAULT 'x');
+GO
+SET NOCOUNT ON;
+DECLARE @i int = 1;
+WHILE @i <= 40 BEGIN INSERT t (id) VALUES (@i); SET @i += 1; END;
+SET NOCOUNT OFF;
+GO
+-- Every commit waited for its log flush: WRITELOG waits were recorded.
+SELECT wait_type, CASE WHEN waiting_tasks_count >= 40 THEN '>= 40' END AS waits,
+       CASE WHEN wait_time_ms >= signal_wait_time_ms AND max_wait_time_ms <= wait_time_ms THEN 'consistent' END AS times
+FROM sys.dm_os_wait_stats WHERE wait_type = N'WRITELOG';
+DBCC SQLPERF ('sys.dm_os_wait_stats', CLEAR);
+SELECT COUNT(*) AS rows_after_clear FROM sys.dm_os_wait_stats WHERE waiting_tasks_count > 0 AND wait_type = N'WRITELOG';
+-- No one else is connected: nothing waits now, and this session is the one running request.
+SELECT COUNT(*) AS waiting_now FROM sys.dm_os_waiting_tasks;
+SELECT session_id, status, DB_NAME(database_id) AS db, is_user_process, open_transaction_count FROM sys.dm_exec_sessions;
+SELECT session_id, request_id, status, command, DB_NAME(database_id) AS db, blocking_session_id, wait_type
+FROM sys.dm_exec_requests WHERE session_id = @@SPID;
+SELECT latch_class FROM sys.dm_os_latch_stats WHERE waiting_requests_count < 0;
+SELECT name FROM sys.dm_os_spinlock_stats WHERE name IN (N'FGCB_PRP_FILL', N'BUF_HASH') ORDER BY name;
+-- File I/O: the data file was written by checkpoints; the log by every commit.
+CHECKPOINT;
+SELECT file_id, CASE WHEN num_of_writes > 0 THEN 'written' END AS writes,
+       CASE WHEN num_of_bytes_written >= num_of_writes * 512 THEN 'bytes ok' END AS bytes,
+       CASE WHEN io_stall = io_stall_read_ms + io_stall_write_ms THEN 'sum ok' END AS stall,
+       size_on_disk_bytes
+FROM sys.dm_io_virtual_file_stats(DB_ID(), NULL) ORDER BY file_id;
+SELECT COUNT(*) AS files_of_file_2 FROM sys.dm_io_virtual_file_stats(DB_ID(), 2);
+-- Reads after DROPCLEANBUFFERS come from the data file.
+DECLARE @before bigint = (SELECT num_of_reads FROM sys.dm_io_virtual_file_stats(DB_ID(), 1));
+DBCC DROPCLEANBUFFERS WITH NO_INFOMSGS;
+SELECT COUNT(*) AS n FROM t;
+SELECT CASE WHEN num_of_reads > @before THEN 'read from disk' END AS after_drop
+FROM sys.dm_io_virtual_file_stats(DB_ID(), 1);
+SELECT DB_NAME(database_id) AS db, total_log_size_in_bytes,
+       CASE WHEN used_log_space_in_bytes <= total_log_size_in_bytes THEN 'ok' END AS used
+FROM sys.dm_db_log_space_usage;
+SELECT file_id, total_page_count, allocated_extent_page_count + unallocated_extent_page_count AS pages,
+       CASE WHEN user_object_reserved_page_count >= 16 THEN 'user pages' END AS user_pages
+FROM sys.dm_db_file_space_usage;
+SELECT instant_file_initialization_enabled FROM sys.dm_server_services;
+-- The pages of t: one IAM page, the root and ten leaves, linked in order.
+SELECT allocated_page_page_id AS page, is_iam_page, page_type_desc, page_level,
+       previous_page_page_id AS prev_page, next_page_page_id AS next_page
+FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('t'), NULL, NULL, 'DETAILED')
+WHERE is_allocated = 1 ORDER BY page;
+SELECT COUNT(*) AS uniform_extent_pages, SUM(CASE WHEN is_allocated = 1 THEN 1 ELSE 0 END) AS allocated
+FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('t'), 1, NULL, 'LIMITED') WHERE is_iam_page = 0;
+SELECT index_type_desc, index_depth, index_level, avg_fragmentation_in_percent, fragment_count, page_count,
+       record_count
+FROM sys.dm_db_index_physical_stats(DB_ID(), OBJECT_ID('t'), NULL, NULL, 'DETAILED') ORDER BY index_level;
+SELECT page_count, avg_page_space_used_in_percent FROM sys.dm_db_index_physical_stats(DB_ID(), OBJECT_ID('t'), 1, NULL, 'LIMITED');
+SELECT * FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL, 'FAST');
+GO
+-- The log's VLFs from its real layout.
+SELECT file_id, vlf_sequence_number, vlf_active, vlf_status FROM sys.dm_db_log_info(DB_ID()) ORDER BY vlf_begin_offset;
+USE master;
+GO

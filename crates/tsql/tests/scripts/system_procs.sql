@@ -1,0 +1,56 @@
+-- golden: mask-times
+-- System procedures, the errorlog, and the default trace's growth events.
+-- Seed 000's opening: session-scope TF 1165 + 3605, a cycled errorlog, a new database.
+DBCC TRACEON (1165, 3605);
+DBCC TRACESTATUS;
+EXEC sp_cycle_errorlog;
+CREATE DATABASE sp ON (NAME = sp_data, FILENAME = 'sp_data.mdf', SIZE = 3MB)
+  LOG ON (NAME = sp_log, FILENAME = 'sp_log.ldf', SIZE = 1MB, FILEGROWTH = 1MB);
+GO
+EXEC xp_readerrorlog 0, 1, N'Proportional Fill';
+EXEC sp_readerrorlog 0, 1, N'sp_data';
+EXEC xp_readerrorlog 0, 1, N'error log', N'reinitialized';
+EXEC xp_readerrorlog 1, 1, N'cycle';
+EXEC xp_readerrorlog 99;
+GO
+USE sp;
+CREATE TABLE t (id int NOT NULL PRIMARY KEY, filler char(1500) NOT NULL DEFAULT 'x');
+CREATE INDEX ix ON t (filler);
+GO
+BEGIN TRAN;
+DECLARE @i int = 1;
+SET NOCOUNT ON;
+WHILE @i <= 150 BEGIN INSERT t (id) VALUES (@i); SET @i += 1; END;
+SET NOCOUNT OFF;
+COMMIT;
+GO
+EXEC sp_helpfile;
+EXEC sp_helpfile N'sp_data';
+EXEC sp_helpdb N'sp';
+EXEC sp_spaceused N't';
+EXEC sp_spaceused;
+EXEC sp_who;
+EXEC sp_who 51;
+EXEC sp_spaceused N'no_such_table';
+EXEC sp_helpdb N'no_such_db';
+GO
+-- sys.traces and sys.fn_trace_gettable: seed 002's query, as written.
+SELECT id, is_default, is_rollover, max_files FROM sys.traces;
+SELECT t.DatabaseName,
+       GrowthEvents    = COUNT(*),
+       TotalPages      = SUM(t.IntegerData)
+FROM
+(
+  SELECT [path] = REVERSE(SUBSTRING(p, CHARINDEX(N'\', p), 260)) + N'log.trc'
+  FROM (SELECT REVERSE([path]) FROM sys.traces WHERE is_default = 1) AS s(p)
+) AS p
+CROSS APPLY sys.fn_trace_gettable(p.[path], DEFAULT) AS t
+WHERE t.EventClass = 93
+GROUP BY t.DatabaseName;
+SELECT COUNT(*) AS log_growths FROM sys.fn_trace_gettable(N'log.trc', DEFAULT) WHERE EventClass = 93 AND Duration >= 0;
+SELECT * FROM sys.fn_trace_gettable(N'other.trc', DEFAULT);
+GO
+USE master;
+DBCC TRACEOFF (1165, 3605);
+DBCC TRACESTATUS;
+GO
