@@ -64,6 +64,10 @@ pub struct InsertBench {
     /// Delayed durability: commits do not wait for the log (the engine without the flushes).
     #[arg(long)]
     no_log_flush: bool,
+    /// After the load, run this T-SQL script on the same instance (its waits, latches and
+    /// files), e.g. examples/top_waits.sql.
+    #[arg(long)]
+    sql: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -260,7 +264,22 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     } else {
         print_report(&report);
     }
+    if let Some(script) = &args.sql {
+        run_script_on(&instance, script)?;
+    }
     Ok(())
+}
+
+/// Runs a T-SQL script in a session of a server over the benchmark's instance.
+fn run_script_on(instance: &Arc<Instance>, script: &std::path::Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(script)
+        .map_err(|e| format!("Sqlcmd: '{}': Invalid filename. ({e})", script.display()))?;
+    let server = tsql::server::Server::start_on(instance.clone()).map_err(|e| e.to_string())?;
+    let mut session = tsql::session::Session::new(&server);
+    let ok = tsql::sqlcmd::run_script(&mut session, &text, false, &mut |t| crate::write_stdout(t));
+    drop(session);
+    server.shutdown().map_err(|e| e.to_string())?;
+    if ok { Ok(()) } else { Err(format!("{} raised an error", script.display())) }
 }
 
 /// PFS / GAM / SGAM by position (as Microsoft's scripts classify), else the page's m_type.

@@ -1,7 +1,9 @@
 //! `extentdb`: the command line. Subcommands:
 //! - `plan`: the what-if planner for proportional fill (seed 000), no I/O;
 //! - `log`: seed 002's log growth on a real log (VLFs, zeroing, growth events);
-//! - `bench ...`: the benchmarks of docs/benchmarks.md (release mode).
+//! - `bench ...`: the benchmarks of docs/benchmarks.md (release mode);
+//! - `examples`: the seeds' experiments as T-SQL scripts (examples/);
+//! - `run`, `shell`: T-SQL on the embedded engine.
 
 /// Writes to standard output; a closed pipe (`extentdb ... | head`) ends the program quietly
 /// with success instead of a panic.
@@ -34,6 +36,7 @@ mod bench_recovery;
 mod bench_seed002;
 mod bench_tsql;
 mod crash_load;
+mod examples;
 mod log_growth;
 mod plan;
 mod sql;
@@ -61,6 +64,8 @@ enum Command {
     /// The child process of the crash tests: a transactional load, run until killed.
     #[command(hide = true)]
     CrashLoad(crash_load::CrashLoadArgs),
+    /// Run the seeds' experiments (examples/*.sql) and show what each seed shows.
+    Examples(examples::ExamplesArgs),
     /// Run T-SQL scripts on the embedded engine, as `sqlcmd -i` does.
     Run(sql::RunArgs),
     /// An interactive T-SQL shell on the embedded engine (sqlcmd's GO, :r, -Q and -b).
@@ -78,6 +83,7 @@ fn main() -> ExitCode {
         Command::CrashLoad(args) => crash_load::run(&args),
         Command::Bench(command) => bench::run(&command),
         Command::Run(args) => sql::run(&args),
+        Command::Examples(args) => examples::run(&args),
         Command::Shell(args) => sql::shell(&args),
     };
     match result {

@@ -23,6 +23,9 @@ pub struct RunArgs {
     /// Stop at the first batch that raises an error and exit with 1 (sqlcmd -b).
     #[arg(short = 'b')]
     pub stop_on_error: bool,
+    /// The log rules of this SQL Server version: VLF sizes and IFI for log growth.
+    #[arg(long, default_value = "2022")]
+    pub vlf_rule: String,
 }
 
 #[derive(Args, Debug)]
@@ -38,8 +41,11 @@ pub struct ShellArgs {
     pub stop_on_error: bool,
 }
 
-fn start(dir: &PathBuf) -> Result<std::sync::Arc<Server>, String> {
-    Server::start(InstanceConfig::new(dir)).map_err(|e| e.to_string())
+fn start(dir: &PathBuf, vlf_rule: &str) -> Result<std::sync::Arc<Server>, String> {
+    let mut config = InstanceConfig::new(dir);
+    config.vlf_rule =
+        engine::log::vlf::VlfRule::parse(vlf_rule).ok_or("--vlf-rule must be 2019 or 2022")?;
+    Server::start(config).map_err(|e| e.to_string())
 }
 
 /// Closes the databases; with `-b`, an error in a batch makes the exit code 1 (the error
@@ -54,7 +60,7 @@ fn print(text: &str) {
 }
 
 pub fn run(args: &RunArgs) -> Result<(), String> {
-    let server = start(&args.dir)?;
+    let server = start(&args.dir, &args.vlf_rule)?;
     let mut session = Session::new(&server);
     let mut ok = true;
     for file in &args.files {
@@ -71,7 +77,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
 /// The interactive shell: lines gather into a batch until `GO [n]`; `:r file` reads a script
 /// into the batch; `exit` or `quit` (or end of input) leaves.
 pub fn shell(args: &ShellArgs) -> Result<(), String> {
-    let server = start(&args.dir)?;
+    let server = start(&args.dir, "2022")?;
     let mut session = Session::new(&server);
     if let Some(query) = &args.query {
         let ok = tsql::sqlcmd::run_script(&mut session, query, args.stop_on_error, &mut print);

@@ -54,3 +54,25 @@ fn bad_arguments_are_refused() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("at least 1"));
 }
+
+/// The standard top-waits query (examples/top_waits.sql) runs unmodified on the instance of a
+/// `bench insert` load and lists the load's PAGELATCH or WRITELOG waits.
+#[test]
+fn the_top_waits_query_runs_after_a_load_and_lists_its_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/top_waits.sql");
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["bench", "insert", "--sessions", "4", "--files", "1", "--rows", "4000", "--dir"])
+        .arg(dir.path())
+        .arg("--sql")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let table = stdout.split("WaitType").nth(1).expect("the query's result");
+    let listed: Vec<&str> =
+        table.lines().skip(2).filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(listed.iter().any(|w| w.starts_with("PAGELATCH_") || *w == "WRITELOG"), "{table}");
+}

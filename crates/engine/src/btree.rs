@@ -965,6 +965,12 @@ impl BTree {
         to: Option<&[Value]>,
         descending: bool,
     ) -> SqlResult<Vec<Vec<Value>>> {
+        // A whole-index scan reads ahead; a range read does not (it may stop after a page).
+        let mut read_ahead = if from.is_none() && to.is_none() {
+            crate::readahead::ReadAhead::for_unit(db, self.au_id)?
+        } else {
+            None
+        };
         let mut leaf = if descending {
             let upper = to.map(|t| self.upper_search_key(t));
             self.leaf_for_read(db, upper.as_deref(), to.is_none())?
@@ -1012,6 +1018,9 @@ impl BTree {
             if descending {
                 drop(leaf);
             }
+            if let Some(read_ahead) = &mut read_ahead {
+                read_ahead.before(db, next)?;
+            }
             leaf = db.buffer_pool().fetch(Self::key(db, next), LatchMode::Sh)?;
         }
     }
@@ -1020,6 +1029,7 @@ impl BTree {
     /// leaf chain without decoding a row: what COUNT(*) reads. No row locks are taken; the
     /// caller locks the table.
     pub fn count_rows(&self, db: &Database) -> SqlResult<u64> {
+        let mut read_ahead = crate::readahead::ReadAhead::for_unit(db, self.au_id)?;
         let mut leaf = self.leaf_for_read(db, None, false)?;
         let mut count = 0u64;
         loop {
@@ -1036,6 +1046,9 @@ impl BTree {
             count += live;
             if next.is_null() {
                 return Ok(count);
+            }
+            if let Some(read_ahead) = &mut read_ahead {
+                read_ahead.before(db, next)?;
             }
             leaf = db.buffer_pool().fetch(Self::key(db, next), LatchMode::Sh)?;
         }

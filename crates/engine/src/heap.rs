@@ -78,6 +78,11 @@ pub struct Heap {
     layout: Layout,
     /// The page the last insert used.
     last_page: Mutex<Option<PageId>>,
+    /// False after a PFS search found no page with room, until a delete or update of this
+    /// heap may have made some: inserts then go straight to a new page instead of searching
+    /// again (SQL Server keeps a similar hint of pages with free space). Space freed later by
+    /// ghost cleanup is found at the next search after a delete.
+    may_have_room: std::sync::atomic::AtomicBool,
 }
 
 fn corrupt(database: &Database, page: PageId, what: &str) -> SqlError {
@@ -145,6 +150,8 @@ impl Heap {
 
     /// Undoes a transaction's change to this heap (a compensation).
     pub(crate) fn undo(&self, db: &Database, op: &xact::RowOp) -> SqlResult<()> {
+        // Undoing an insert or an update can leave room on a page.
+        self.may_have_room.store(true, std::sync::atomic::Ordering::Relaxed);
         match op {
             xact::RowOp::HeapInsert { rid, .. } => {
                 let rid = Rid::from_bytes(rid);
@@ -194,7 +201,14 @@ impl Heap {
     /// A heap over an existing allocation unit.
     pub fn attach(au_id: u64, name: &str, columns: Vec<Column>) -> Heap {
         let layout = Layout::new(&columns);
-        Heap { au_id, name: name.to_string(), columns, layout, last_page: Mutex::new(None) }
+        Heap {
+            au_id,
+            name: name.to_string(),
+            columns,
+            layout,
+            last_page: Mutex::new(None),
+            may_have_room: std::sync::atomic::AtomicBool::new(true),
+        }
     }
 
     fn key(db: &Database, page: PageId) -> PageKey {
@@ -225,15 +239,26 @@ impl Heap {
 
     /// Puts a record on a page with room (not `avoid`), allocating a page if none has room.
     fn place(&self, db: &Database, record: &[u8], avoid: Option<PageId>) -> SqlResult<Rid> {
+        // The page the last insert used first; the PFS search only when it is full (bug fix:
+        // the search ran before every insert, so filling a heap took time quadratic in its
+        // pages).
         let hint = *self.last_page.lock();
-        let candidates = hint.into_iter().chain(self.pages_with_room(db, record.len())?);
-        for page in candidates.filter(|p| Some(*p) != avoid) {
-            let guard = db.buffer_pool().fetch(Self::key(db, page), LatchMode::Ex)?;
-            if let Some(slot) = self.insert_on(db, &guard, record)? {
-                *self.last_page.lock() = Some(page);
-                return Ok(Rid { page, slot });
+        if let Some(page) = hint.filter(|p| Some(*p) != avoid)
+            && let Some(rid) = self.try_page(db, page, record)?
+        {
+            return Ok(rid);
+        }
+        let may_have_room = self.may_have_room.load(std::sync::atomic::Ordering::Relaxed);
+        for page in if may_have_room { self.pages_with_room(db, record.len())? } else { Vec::new() }
+        {
+            if Some(page) == avoid || Some(page) == hint {
+                continue;
+            }
+            if let Some(rid) = self.try_page(db, page, record)? {
+                return Ok(rid);
             }
         }
+        self.may_have_room.store(false, std::sync::atomic::Ordering::Relaxed);
         let page = db.allocate_page(self.au_id)?;
         let guard = db.buffer_pool().new_page(Self::key(db, page))?;
         guard.write(|buf| {
@@ -244,6 +269,14 @@ impl Heap {
             .expect("a record of at most 8,060 bytes fits an empty page");
         *self.last_page.lock() = Some(page);
         Ok(Rid { page, slot })
+    }
+
+    /// Inserts the record on `page` if it fits there, and makes it the next insert's hint.
+    fn try_page(&self, db: &Database, page: PageId, record: &[u8]) -> SqlResult<Option<Rid>> {
+        let guard = db.buffer_pool().fetch(Self::key(db, page), LatchMode::Ex)?;
+        let Some(slot) = self.insert_on(db, &guard, record)? else { return Ok(None) };
+        *self.last_page.lock() = Some(page);
+        Ok(Some(Rid { page, slot }))
     }
 
     /// Inserts on a latched page if it fits; updates the PFS bucket.
@@ -371,7 +404,11 @@ impl Heap {
     /// ghosts. No row locks are taken; the caller locks the table.
     pub fn count_rows(&self, db: &Database) -> SqlResult<u64> {
         let mut count = 0u64;
+        let mut read_ahead = crate::readahead::ReadAhead::for_unit(db, self.au_id)?;
         for page in self.pages(db)? {
+            if let Some(read_ahead) = &mut read_ahead {
+                read_ahead.before(db, page)?;
+            }
             let guard = db.buffer_pool().fetch(Self::key(db, page), LatchMode::Sh)?;
             let live = guard
                 .read(|buf| {
@@ -396,7 +433,11 @@ impl Heap {
     /// Every row, in IAM order: (RID, values). A forwarded row is returned at its stub's RID.
     pub fn scan(&self, db: &Database) -> SqlResult<Vec<(Rid, Vec<Value>)>> {
         let mut rows = Vec::new();
+        let mut read_ahead = crate::readahead::ReadAhead::for_unit(db, self.au_id)?;
         for page in self.pages(db)? {
+            if let Some(read_ahead) = &mut read_ahead {
+                read_ahead.before(db, page)?;
+            }
             let records: Vec<(u16, Vec<u8>)> = {
                 let guard = db.buffer_pool().fetch(Self::key(db, page), LatchMode::Sh)?;
                 guard
@@ -432,6 +473,7 @@ impl Heap {
     /// LCX_HEAP), so that the undo (updating the row back) is possible whatever part of the
     /// change reached the log.
     pub fn update(&self, db: &Database, rid: Rid, values: &[Value]) -> SqlResult<()> {
+        self.may_have_room.store(true, std::sync::atomic::Ordering::Relaxed);
         if xact::is_open(db.database_id) && !xact::compensating() {
             self.lock_row(db, rid)?;
             let old = self
@@ -491,6 +533,7 @@ impl Heap {
     /// In a transaction the row is X-locked and becomes a ghost (LOP_DELETE_ROWS, LCX_HEAP):
     /// its slot stays taken until the commit empties it, so a rollback can put it back.
     pub fn delete(&self, db: &Database, rid: Rid) -> SqlResult<()> {
+        self.may_have_room.store(true, std::sync::atomic::Ordering::Relaxed);
         if xact::is_open(db.database_id) && !xact::compensating() {
             return self.delete_in_transaction(db, rid);
         }

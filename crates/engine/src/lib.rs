@@ -43,6 +43,7 @@ pub mod lock;
 pub mod log;
 pub mod page;
 pub mod plan;
+pub mod readahead;
 pub mod record;
 pub mod rng;
 pub mod session;

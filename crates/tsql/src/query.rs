@@ -1536,6 +1536,9 @@ impl Session {
             match item {
                 SelectItem::UnnamedExpr(e) => {
                     let name = match e {
+                        // `SELECT @v` reads the variable: an unnamed column, not an assignment
+                        // (bug fix: it was taken for `SELECT @v = ...`, error 141).
+                        Expr::Identifier(i) if i.value.starts_with('@') => String::new(),
                         Expr::Identifier(i) => i.value.clone(),
                         Expr::CompoundIdentifier(p) => {
                             p.last().map(|i| i.value.clone()).unwrap_or_default()

@@ -97,6 +97,13 @@ impl Server {
     pub fn start(config: InstanceConfig) -> Result<Arc<Server>> {
         std::fs::create_dir_all(&config.dir).map_err(|e| io_error("CREATE DIRECTORY", e))?;
         let instance = Instance::start(config).map_err(|e| io_error("Instance start", e))?;
+        Server::start_on(instance)
+    }
+
+    /// A server over an instance that is already running (a benchmark's, whose waits and
+    /// files a T-SQL script then reads): its registered databases are opened and `master` is
+    /// created in its directory if there is none.
+    pub fn start_on(instance: Arc<Instance>) -> Result<Arc<Server>> {
         let server = Arc::new(Server {
             instance,
             databases: RwLock::new(BTreeMap::new()),

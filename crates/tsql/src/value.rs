@@ -581,6 +581,9 @@ pub fn parse_type_name(name: &str, args: &[u64]) -> Option<SqlType> {
         "datetime" | "smalldatetime" => SqlType::DateTime,
         "datetime2" => SqlType::DateTime2(args.first().copied().unwrap_or(7).min(7) as u8),
         "sysname" => SqlType::NVarChar(128),
+        // Deviation: xml is its text, as nvarchar(4000): no parsing, schema or methods (enough
+        // for DBA scripts that CAST a URL to xml to make it clickable).
+        "xml" => SqlType::NVarChar(4000),
         _ => return None,
     })
 }

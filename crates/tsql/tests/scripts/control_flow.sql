@@ -24,3 +24,10 @@ GO
 INSERT INTO ticks (at) VALUES (10)
 SELECT @@IDENTITY AS identity_value, SCOPE_IDENTITY() AS scope_identity
 GO
+-- SELECT @v (no =) reads the variable: a column without a name, also inside INSERT ... SELECT.
+DECLARE @n int = 7;
+SELECT @n, 'x' AS x;
+CREATE TABLE var_rows (n int, tag varchar(5));
+INSERT var_rows (n, tag) SELECT @n, 'y';
+SELECT n, tag FROM var_rows;
+GO

@@ -1,0 +1,127 @@
+//! `extentdb examples`: the seeds' experiments (examples/*.sql), run on the embedded engine,
+//! each in its own directory under the data directory, with a heading that says what the
+//! experiment shows. Seed 002's runs twice, with SQL Server 2019's and 2022's log rules.
+//! The scripts are compiled in, so the command works from any directory.
+
+use clap::Args;
+use engine::instance::InstanceConfig;
+use engine::log::vlf::VlfRule;
+use std::path::PathBuf;
+use std::time::Instant;
+use tsql::server::Server;
+use tsql::session::Session;
+
+/// One example: its name, what it reproduces, its script, and the log rules it runs under.
+struct Example {
+    name: &'static str,
+    title: &'static str,
+    script: &'static str,
+    rules: &'static [VlfRule],
+}
+
+const EXAMPLES: [Example; 5] = [
+    Example {
+        name: "seed000",
+        title: "proportional fill: skip targets (TF 1165) as files are added, and where the extents go",
+        script: include_str!("../../../examples/seed000_proportional_fill.sql"),
+        rules: &[VlfRule::Sql2022],
+    },
+    Example {
+        name: "seed002",
+        title: "log growth: zeroing waits, growth events and VLFs for 64 MB and 1 GB growths",
+        script: include_str!("../../../examples/seed002_log_growth.sql"),
+        rules: &[VlfRule::Sql2019, VlfRule::Sql2022],
+    },
+    Example {
+        name: "seed003",
+        title: "read-ahead: I/O count and size of a cold scan with and without TF 652",
+        script: include_str!("../../../examples/seed003_read_ahead.sql"),
+        rules: &[VlfRule::Sql2022],
+    },
+    Example {
+        name: "seed004",
+        title: "create/drop a table per transaction: allocations over 1 and 4 data files",
+        script: include_str!("../../../examples/seed004_create_drop.sql"),
+        rules: &[VlfRule::Sql2022],
+    },
+    Example {
+        name: "top_waits",
+        title: "the standard top-waits query over this instance's waits",
+        script: include_str!("../../../examples/top_waits.sql"),
+        rules: &[VlfRule::Sql2022],
+    },
+];
+
+#[derive(Args, Debug)]
+pub struct ExamplesArgs {
+    /// The data directory; each example runs in a directory of its own under it.
+    #[arg(long, default_value = crate::sql::DEFAULT_DIR)]
+    pub dir: PathBuf,
+    /// Run only these examples (seed000, seed002, seed003, seed004, top_waits).
+    pub only: Vec<String>,
+    /// Stop at the first batch that raises an error and exit with 1.
+    #[arg(short = 'b')]
+    pub stop_on_error: bool,
+}
+
+pub fn run(args: &ExamplesArgs) -> Result<(), String> {
+    for name in &args.only {
+        if !EXAMPLES.iter().any(|e| e.name == name) {
+            return Err(format!("no example named {name}"));
+        }
+    }
+    if cfg!(debug_assertions) {
+        outln!("(debug build: build with --release for faster runs)");
+    }
+    let mut failed = Vec::new();
+    for example in
+        EXAMPLES.iter().filter(|e| args.only.is_empty() || args.only.iter().any(|n| n == e.name))
+    {
+        for rule in example.rules {
+            let label = if example.rules.len() > 1 {
+                format!("{} (SQL Server {} rules)", example.name, rule.name())
+            } else {
+                example.name.to_string()
+            };
+            outln!("==== {label}: {}", example.title);
+            outln!();
+            let started = Instant::now();
+            let dir = args.dir.join(match example.rules.len() {
+                1 => example.name.to_string(),
+                _ => format!("{}-{}", example.name, rule.name()),
+            });
+            let ok = run_one(example, *rule, &dir, args.stop_on_error)?;
+            outln!(
+                "==== {label}: {:.1} s{}",
+                started.elapsed().as_secs_f64(),
+                if ok { "" } else { ", with errors" }
+            );
+            outln!();
+            if !ok {
+                failed.push(label);
+                if args.stop_on_error {
+                    break;
+                }
+            }
+        }
+    }
+    if failed.is_empty() { Ok(()) } else { Err(format!("errors in: {}", failed.join(", "))) }
+}
+
+fn run_one(
+    example: &Example,
+    rule: VlfRule,
+    dir: &std::path::Path,
+    stop_on_error: bool,
+) -> Result<bool, String> {
+    let mut config = InstanceConfig::new(dir);
+    config.vlf_rule = rule;
+    let server = Server::start(config).map_err(|e| e.to_string())?;
+    let mut session = Session::new(&server);
+    let ok = tsql::sqlcmd::run_script(&mut session, example.script, stop_on_error, &mut |t| {
+        crate::write_stdout(t)
+    });
+    drop(session);
+    server.shutdown().map_err(|e| e.to_string())?;
+    Ok(ok)
+}

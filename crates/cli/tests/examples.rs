@@ -1,0 +1,84 @@
+//! `extentdb examples`: every seed experiment in examples/ runs clean (`-b`: any error fails
+//! the run), and each shows its seed's phenomenon.
+
+use std::process::Command;
+
+fn examples(only: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["examples", "-b", "--dir"])
+        .arg(dir.path())
+        .args(only)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
+/// The line of `text` that starts with `prefix`, split into words.
+fn row<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix} row in\n{text}"));
+    line.split_whitespace().collect()
+}
+
+#[test]
+fn seed000_the_new_large_file_gets_skip_target_1_and_most_extents() {
+    let out = examples(&["seed000"]);
+    assert!(
+        out.contains("File [ThirdFile] (4) has 3996 free extents and skip target of 1."),
+        "{out}"
+    );
+    let third: u32 = row(&out, "ThirdFile ")[1].parse().unwrap();
+    let first: u32 = row(&out, "Company_data ")[1].parse().unwrap();
+    assert!(third > 10 * first, "ThirdFile {third} extents, Company_data {first}");
+}
+
+#[test]
+fn seed002_2022_uses_ifi_for_64mb_log_growths_and_makes_fewer_vlfs() {
+    let out = examples(&["seed002"]);
+    let runs: Vec<&str> = out.split("==== seed002 (SQL Server 2022 rules): log").collect();
+    assert_eq!(runs.len(), 2, "{out}");
+    let (sql2019, sql2022) = (runs[0], runs[1]);
+    // 2019 zeroes the 64 MB growths; 2022 does not (the 64 MB database has no zeroing row).
+    assert!(sql2019.contains("ifi_64        PREEMPTIVE_OS_WRITEFILEGATHER"), "{sql2019}");
+    assert!(!sql2022.contains("ifi_64        PREEMPTIVE_OS_WRITEFILEGATHER"), "{sql2022}");
+    assert!(sql2022.contains("ifi_1024      PREEMPTIVE_OS_WRITEFILEGATHER"), "{sql2022}");
+    let vlfs = |text: &str| -> u32 {
+        let table = text.split("VLFCount").nth(1).expect("the VLF query's result");
+        row(table, "ifi_64 ")[1].parse().unwrap()
+    };
+    assert!(vlfs(sql2022) < vlfs(sql2019), "2022 makes fewer VLFs for the same growths");
+}
+
+#[test]
+fn seed003_read_ahead_reads_in_far_fewer_larger_ios() {
+    let out = examples(&["seed003"]);
+    let off = row(&out, "TF 652 on");
+    let on = row(&out, "read-ahead ");
+    let (reads_off, per_read_off): (u64, u64) =
+        (off[off.len() - 3].parse().unwrap(), off[off.len() - 1].parse().unwrap());
+    let (reads_on, per_read_on): (u64, u64) = (on[1].parse().unwrap(), on[3].parse().unwrap());
+    assert_eq!(per_read_off, 8192, "one page a read under TF 652");
+    assert!(reads_on * 10 < reads_off, "{reads_on} reads against {reads_off}");
+    assert!(per_read_on > 128 * 1024, "read-ahead I/Os of {per_read_on} bytes");
+}
+
+#[test]
+fn seed004_allocations_rotate_over_four_files() {
+    let out = examples(&["seed004"]);
+    assert_eq!(row(&out, "files1 ")[2], "200", "{out}");
+    for file in ["f4_data1", "f4_data2", "f4_data3", "f4_data4"] {
+        let count: u32 = row(&out, &format!("files4        {file}"))[2].parse().unwrap();
+        assert!((40..=60).contains(&count), "{file}: {count} of 200");
+    }
+}
+
+#[test]
+fn every_example_runs_clean() {
+    let out = examples(&["top_waits"]);
+    assert!(out.contains("WaitType"), "{out}");
+}

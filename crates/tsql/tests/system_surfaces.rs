@@ -1,0 +1,161 @@
+//! System surfaces that a golden script cannot show: a blocked session as the DMVs and
+//! sp_who see it while it really waits, and DBCC CHECKALLOC on a file corrupted on disk.
+
+use engine::instance::InstanceConfig;
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+use tsql::server::{Output, Server};
+use tsql::session::Session;
+
+/// Runs a batch and returns the errors it raised and its output as sqlcmd prints it.
+fn run(session: &mut Session, sql: &str) -> (Vec<i32>, String) {
+    let mut errors = Vec::new();
+    let mut text = String::new();
+    session.execute(sql, &mut |output| {
+        if let Output::Error { error, .. } = &output {
+            errors.push(error.number);
+        }
+        text.push_str(&tsql::sqlcmd::format(&output));
+    });
+    (errors, text)
+}
+
+/// The rows of a query, as text values.
+fn rows(session: &mut Session, sql: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    session.execute(sql, &mut |output| match output {
+        Output::Rows(set) => {
+            found = set.rows.iter().map(|r| r.iter().map(tsql::value::display).collect()).collect()
+        }
+        Output::Error { error, .. } => panic!("{}: {}", error.number, error.message),
+        _ => {}
+    });
+    found
+}
+
+#[test]
+fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut holder = Session::new(&server);
+    let (errors, _) = run(
+        &mut holder,
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)\nBEGIN TRAN\nUPDATE t SET v = 1 WHERE id = 1",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let holder_spid = holder.spid.to_string();
+    let blocked = {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let mut reader = Session::new(&server);
+            let spid = reader.spid;
+            let (errors, text) = run(&mut reader, "SELECT v FROM t WHERE id = 1");
+            (spid, errors, text)
+        })
+    };
+    let mut observer = Session::new(&server);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let waiting = loop {
+        let waiting = rows(
+            &mut observer,
+            "SELECT session_id, wait_type, blocking_session_id, resource_description FROM sys.dm_os_waiting_tasks",
+        );
+        if !waiting.is_empty() {
+            break waiting;
+        }
+        assert!(Instant::now() < deadline, "the reader never waited");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (wait_type, blocker) = (&waiting[0][1], &waiting[0][2]);
+    assert!(wait_type.starts_with("LCK_M_"), "{waiting:?}");
+    assert_eq!(blocker, &holder_spid, "{waiting:?}");
+    let waiter = waiting[0][0].clone();
+    let requests = rows(
+        &mut observer,
+        &format!(
+            "SELECT status, wait_type, blocking_session_id FROM sys.dm_exec_requests WHERE session_id = {waiter}"
+        ),
+    );
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0][0], "suspended");
+    assert_eq!(&requests[0][1], wait_type);
+    assert_eq!(requests[0][2], holder_spid);
+    let who = rows(&mut observer, &format!("EXEC sp_who {waiter}"));
+    assert_eq!(who[0][2], "suspended", "{who:?}");
+    assert_eq!(who[0][5].trim(), holder_spid, "{who:?}");
+    let sessions = rows(
+        &mut observer,
+        "SELECT session_id, status, open_transaction_count FROM sys.dm_exec_sessions",
+    );
+    assert!(
+        sessions.iter().any(|s| s[0] == holder_spid && s[1] == "sleeping" && s[2] == "1"),
+        "{sessions:?}"
+    );
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty());
+    let (_, errors, text) = blocked.join().expect("reader");
+    assert!(errors.is_empty(), "{text}");
+    assert!(text.contains("\n1\n"), "the reader sees the committed value: {text}");
+    // The wait was recorded when it ended.
+    let recorded = rows(
+        &mut observer,
+        &format!(
+            "SELECT waiting_tasks_count FROM sys.dm_os_wait_stats WHERE wait_type = '{wait_type}'"
+        ),
+    );
+    assert!(recorded[0][0].parse::<u64>().unwrap() >= 1);
+}
+
+#[test]
+fn checkalloc_reports_an_extent_the_gam_lost_with_sql_servers_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = "CREATE DATABASE c ON (NAME = c_data, FILENAME = 'c_data.mdf', SIZE = 4MB) LOG ON (NAME = c_log, FILENAME = 'c_log.ldf', SIZE = 1MB)";
+    let extent: u32 = {
+        let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+        let mut session = Session::new(&server);
+        assert!(run(&mut session, script).0.is_empty());
+        assert!(
+            run(&mut session, "USE c\nCREATE TABLE t (id INT PRIMARY KEY)\nINSERT t VALUES (1)")
+                .0
+                .is_empty()
+        );
+        let (errors, clean) = run(&mut session, "DBCC CHECKALLOC");
+        assert!(errors.is_empty(), "{clean}");
+        assert!(
+            clean.contains(
+                "CHECKALLOC found 0 allocation errors and 0 consistency errors in database 'c'."
+            ),
+            "{clean}"
+        );
+        let extent = rows(
+            &mut session,
+            "SELECT TOP (1) extent_page_id FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('t'), NULL, NULL, 'LIMITED') WHERE is_iam_page = 0",
+        );
+        drop(session);
+        server.shutdown().expect("shutdown");
+        extent[0][0].parse().unwrap()
+    };
+    // Mark the table's extent free in the GAM (page 2), behind the engine's back.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.path().join("c_data.mdf"))
+        .unwrap();
+    let mut gam = engine::page::new_page_buf();
+    file.read_exact_at(&mut gam[..], 2 * 8192).unwrap();
+    engine::alloc::bitmap_set(&mut gam, extent / 8, true);
+    engine::page::seal(&mut gam);
+    file.write_all_at(&gam[..], 2 * 8192).unwrap();
+    drop(file);
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut session = Session::new(&server);
+    let (errors, text) = run(&mut session, "DBCC CHECKALLOC ('c')");
+    assert!(errors.contains(&8939), "{text}");
+    assert!(text.contains(&format!("Test (extent (1:{extent}) is owned or has allocated pages but is free in the GAM) failed. Values are 1 and 0.")), "{text}");
+    assert!(
+        text.contains(
+            "CHECKALLOC found 1 allocation errors and 0 consistency errors in database 'c'."
+        ),
+        "{text}"
+    );
+}
