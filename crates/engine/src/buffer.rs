@@ -446,16 +446,7 @@ impl BufferPool {
                 })
             }
             Err(error) => {
-                {
-                    let mut table = self.table.lock();
-                    table.remove(&key);
-                    let mut meta = frame.meta.lock();
-                    meta.key = None;
-                    meta.orphaned = true;
-                }
-                frame.io_in_progress.store(false, Ordering::Release);
-                frame.latch.release(LatchMode::Ex, spid);
-                self.unpin(index);
+                self.abandon_frame(index, key, spid);
                 Err(error)
             }
         }
@@ -518,7 +509,8 @@ impl BufferPool {
         Ok(installed)
     }
 
-    /// Gives back a claimed frame whose read failed: unmapped, unlatched, unpinned.
+    /// Gives back a claimed frame whose read failed: unmapped, unlatched, unpinned (freed by
+    /// its last unpin, as another session may have pinned it to wait for the read).
     fn abandon_frame(&self, index: usize, key: PageKey, spid: u16) {
         let frame = &self.frames[index];
         {

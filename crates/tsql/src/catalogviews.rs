@@ -207,26 +207,10 @@ impl Session {
         (cols, rows)
     }
 
-    /// sys.data_spaces: the filegroups, as data spaces.
+    /// sys.data_spaces: the filegroups, as data spaces (sys.filegroups' first six columns).
     pub(crate) fn sys_data_spaces(&self) -> ViewRows {
-        let cols =
-            columns(&["name", "data_space_id", "type", "type_desc", "is_default", "is_system"]);
-        let rows = self
-            .db()
-            .filegroups()
-            .into_iter()
-            .map(|(id, name, is_default, _, _)| {
-                vec![
-                    Value::Text(name),
-                    Value::Int(i32::from(id)),
-                    text("FG"),
-                    text("ROWS_FILEGROUP"),
-                    Value::Bit(is_default),
-                    Value::Bit(false),
-                ]
-            })
-            .collect();
-        (cols, rows)
+        let (cols, rows) = self.sys_filegroups();
+        (cols[..6].to_vec(), rows.into_iter().map(|r| r[..6].to_vec()).collect())
     }
 
     /// sys.schemas: SQL Server's fixed schemas (extentdb has no CREATE SCHEMA).

@@ -137,6 +137,7 @@ impl Session {
                 }
             }
             _ if is_allocation_page => sections.push(allocation_contents(db, page, &buf, &header)?),
+            _ if header.page_type == 15 => sections.extend(file_header_section(&buf)),
             _ if matches!(header.page_type, 1 | 2) => {
                 let interpret = printopt == 3;
                 sections.extend(self.record_sections(db, &buf, &header, interpret));
@@ -667,6 +668,30 @@ fn allocation_contents(
     lines.insert(0, Line::Text(String::new()));
     lines.insert(0, Line::Text(title.clone()));
     Ok(Section { parent: "Allocation Map", object: title, lines })
+}
+
+/// A file header page's fields (printopt 1 and 3), as sys.database_files shows them.
+fn file_header_section(buf: &PageBuf) -> Option<Section> {
+    let h = engine::file::FileHeader::decode(buf)?;
+    let lines = vec![
+        Line::Text("File Header @0x0000000000000000".into()),
+        Line::Text(String::new()),
+        Line::Fields(vec![
+            field("FileId", h.file_id),
+            field("FileGroupId", h.data_space_id),
+            field("LogicalName", &h.logical_name),
+            field("Type", h.file_type as u8),
+            field("Primary", u8::from(h.is_primary)),
+            field("Size", h.size_pages),
+            field("MaxSize", h.max_size_pages),
+            field("Growth", h.growth),
+            field("IsPercentGrowth", u8::from(h.is_percent_growth)),
+            field("DatabaseId", h.database_id),
+            field("BindingId", h.binding_id),
+        ]),
+        Line::Text(String::new()),
+    ];
+    Some(Section { parent: "File Header", object: "File Header".into(), lines })
 }
 
 /// A PFS byte as a range line shows it: `    ALLOCATED   0_PCT_FULL IAM Page Mixed Ext`.

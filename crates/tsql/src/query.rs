@@ -842,7 +842,22 @@ impl Session {
                         .collect();
                     return Ok((cols, rows));
                 }
-                let table = self.table(&table_name)?;
+                // 208 names the object as written (`sys.no_such_view`, `dbo.t`).
+                let table = self.table(&table_name).map_err(|e| {
+                    if e.number == 208 {
+                        let written: Vec<String> = name
+                            .0
+                            .iter()
+                            .map(|part| match part {
+                                sqlparser::ast::ObjectNamePart::Identifier(i) => i.value.clone(),
+                                other => other.to_string(),
+                            })
+                            .collect();
+                        engine::catalog::invalid_object(&written.join("."))
+                    } else {
+                        e
+                    }
+                })?;
                 let cols = table_columns(&table, &qualifier);
                 let rows = self.read_table(&table, &cols, filter, outer)?;
                 Ok((cols, rows))

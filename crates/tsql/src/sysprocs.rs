@@ -240,8 +240,7 @@ impl Session {
             None | Some(Value::Null) => None,
             Some(v) => Some(value::display(v)),
         };
-        let db = self.server.database(&self.db().name).expect("the current database is open");
-        out(Output::Rows(self.help_files(&db, only.as_deref())));
+        out(Output::Rows(self.help_files(self.db(), only.as_deref())));
         Ok(())
     }
 

@@ -1,8 +1,10 @@
 //! System views that FROM can name (`sys.<view>`): each is built, when a query reads it, from
 //! the engine's real state, with SQL Server's column names (reference §10.4).
 //!
-//! Here so far: sys.databases, sys.database_files and sys.filegroups, the views a DBA reads
-//! after CREATE/ALTER DATABASE, and the table-valued function sys.dm_db_log_info. The other catalog views and the DMVs come with issue 6.
+//! This module dispatches a `sys.` name to its builder and holds the database-level views
+//! (sys.databases, sys.database_files, sys.filegroups, sys.dm_db_log_info); the catalog views
+//! are in [`crate::catalogviews`], the DMVs, sys.traces and sys.fn_trace_gettable in
+//! [`crate::dmv`].
 //!
 //! Deviations: each view has the columns listed in its function, not every column SQL Server
 //! has (file_guid, the LSN columns and the like are left out until something fills them).
@@ -139,7 +141,7 @@ impl Session {
         (cols, rows)
     }
 
-    fn sys_filegroups(&self) -> ViewRows {
+    pub(crate) fn sys_filegroups(&self) -> ViewRows {
         let cols = columns(&[
             "name",
             "data_space_id",

@@ -159,3 +159,86 @@ fn checkalloc_reports_an_extent_the_gam_lost_with_sql_servers_error() {
         "{text}"
     );
 }
+
+/// Field -> VALUE of `DBCC PAGE ... WITH TABLERESULTS`.
+fn page_fields(
+    session: &mut Session,
+    file: &str,
+    page: &str,
+    printopt: u8,
+) -> std::collections::BTreeMap<String, String> {
+    rows(session, &format!("DBCC PAGE (0, {file}, {page}, {printopt}) WITH TABLERESULTS"))
+        .into_iter()
+        .map(|r| (r[2].clone(), r[3].clone()))
+        .collect()
+}
+
+#[test]
+fn allocation_dmvs_agree_with_dbcc_ind_and_page_and_database_files_with_file_headers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut s = Session::new(&server);
+    let setup = "CREATE DATABASE k ON PRIMARY (NAME = k1, FILENAME = 'k1.mdf', SIZE = 4MB), (NAME = k2, FILENAME = 'k2.ndf', SIZE = 4MB) LOG ON (NAME = k_log, FILENAME = 'k.ldf', SIZE = 2MB)
+GO
+USE k
+CREATE TABLE t (id INT PRIMARY KEY, pad CHAR(500) NOT NULL)
+CREATE INDEX ix_pad ON t (pad)
+CREATE TABLE h (id INT NOT NULL, pad CHAR(700) NOT NULL)
+SET NOCOUNT ON
+BEGIN TRAN
+DECLARE @i INT = 0
+WHILE @i < 400 BEGIN INSERT t VALUES ((@i * 7919) % 400, CAST(@i AS CHAR(10))); INSERT h VALUES (@i, 'x'); SET @i += 1 END
+COMMIT";
+    for batch in setup.split("\nGO\n") {
+        let (errors, text) = run(&mut s, batch);
+        assert!(errors.is_empty(), "{text}");
+    }
+    for table in ["t", "h"] {
+        let object_id = rows(&mut s, &format!("SELECT OBJECT_ID('{table}')"))[0][0].clone();
+        let mut ind: Vec<(String, String, String)> =
+            rows(&mut s, &format!("DBCC IND (0, '{table}', -1)"))
+                .into_iter()
+                .map(|r| (r[0].clone(), r[1].clone(), r[9].clone()))
+                .collect();
+        let dmv = rows(
+            &mut s,
+            &format!(
+                "SELECT allocated_page_file_id, allocated_page_page_id, page_type, page_level FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('{table}'), NULL, NULL, 'DETAILED') WHERE is_allocated = 1"
+            ),
+        );
+        let mut from_dmv: Vec<(String, String, String)> =
+            dmv.iter().map(|r| (r[0].clone(), r[1].clone(), r[2].clone())).collect();
+        ind.sort();
+        from_dmv.sort();
+        assert_eq!(ind, from_dmv, "DBCC IND and the DMV list the same pages of {table}");
+        assert!(from_dmv.len() > 20, "{table} spans many pages");
+        assert!(dmv.iter().any(|r| r[0] == "3"), "{table} has pages in both files");
+        for r in &dmv {
+            let fields = page_fields(&mut s, &r[0], &r[1], 0);
+            assert_eq!(fields["m_type"], r[2], "page ({}:{})", r[0], r[1]);
+            assert_eq!(fields["m_level"], r[3], "page ({}:{})", r[0], r[1]);
+            assert_eq!(fields["Metadata: ObjectId"], object_id, "page ({}:{})", r[0], r[1]);
+        }
+    }
+    let (errors, text) =
+        run(&mut s, "ALTER DATABASE k MODIFY FILE (NAME = k2, SIZE = 6MB, FILEGROWTH = 10%)");
+    assert!(errors.is_empty(), "{text}");
+    let files = rows(
+        &mut s,
+        "SELECT file_id, name, size, max_size, growth, is_percent_growth, FILEPROPERTY(name, 'SpaceUsed') FROM sys.database_files WHERE type = 0",
+    );
+    let usage =
+        rows(&mut s, "SELECT file_id, allocated_extent_page_count FROM sys.dm_db_file_space_usage");
+    assert_eq!(files.len(), 2);
+    for f in &files {
+        let header = page_fields(&mut s, &f[0], "0", 3);
+        assert_eq!(header["LogicalName"], f[1]);
+        assert_eq!(header["Size"], f[2], "file {} size: header against sys.database_files", f[1]);
+        assert_eq!(header["MaxSize"], f[3]);
+        assert_eq!(header["Growth"], f[4]);
+        assert_eq!(header["IsPercentGrowth"], f[5]);
+        let used = usage.iter().find(|u| u[0] == f[0]).expect("usage row");
+        assert_eq!(f[6], used[1], "FILEPROPERTY SpaceUsed against dm_db_file_space_usage");
+    }
+    assert_eq!(files.iter().find(|f| f[1] == "k2").unwrap()[2], "768", "6 MB in pages");
+}

@@ -77,3 +77,8 @@ SELECT c.name, t.name AS type_name, c.max_length FROM sys.columns c JOIN sys.typ
 WHERE c.object_id = OBJECT_ID('dbo.dummy') ORDER BY c.column_id;
 USE master;
 GO
+-- An unknown view or table is 208, named as written.
+SELECT * FROM sys.no_such_view;
+GO
+SELECT * FROM dbo.[no_such_table];
+GO
