@@ -39,6 +39,7 @@ mod crash_load;
 mod examples;
 mod log_growth;
 mod plan;
+mod serve;
 mod sql;
 
 use clap::{Parser, Subcommand};
@@ -68,6 +69,8 @@ enum Command {
     Examples(examples::ExamplesArgs),
     /// Run T-SQL scripts on the embedded engine, as `sqlcmd -i` does.
     Run(sql::RunArgs),
+    /// Serve SQL Server clients over TDS (sa's password from EXTENTDB_SA_PASSWORD at first start).
+    Serve(serve::ServeArgs),
     /// An interactive T-SQL shell on the embedded engine (sqlcmd's GO, :r, -Q and -b).
     Shell(sql::ShellArgs),
     /// Run a benchmark (build with --release).
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         Command::Bench(command) => bench::run(&command),
         Command::Run(args) => sql::run(&args),
         Command::Examples(args) => examples::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Shell(args) => sql::shell(&args),
     };
     match result {

@@ -1,0 +1,35 @@
+//! `extentdb serve`: the TDS server (crates/tds) on a data directory, for SQL Server clients.
+
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The data directory (created, with the sa login, on first start).
+    #[arg(long, default_value = crate::sql::DEFAULT_DIR)]
+    pub dir: PathBuf,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub address: String,
+    /// The TCP port.
+    #[arg(long, default_value_t = 1433)]
+    pub port: u16,
+    /// The most connections at once.
+    #[arg(long, default_value_t = 256)]
+    pub max_connections: usize,
+}
+
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let mut config = tds::server::ServeConfig::new(&args.dir);
+    config.address = args.address.clone();
+    config.port = args.port;
+    config.max_connections = args.max_connections;
+    config.sa_password = std::env::var(tds::logins::SA_PASSWORD_VAR).ok();
+    let listener = tds::server::Listener::bind(config)?;
+    eprintln!(
+        "extentdb: listening on {} (data directory {})",
+        listener.local_addr(),
+        args.dir.display()
+    );
+    listener.run()
+}

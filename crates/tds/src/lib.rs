@@ -1,0 +1,55 @@
+//! The TDS 7.4 server side of extentdb (reference tds-clients.md; MS-TDS):
+//!
+//! - [`packet`]: the 8-byte packet header, and messages split into and gathered from packets;
+//! - [`prelogin`]: the PRELOGIN exchange (VERSION, ENCRYPTION, INSTOPT, THREADID, MARS);
+//! - [`login`]: the LOGIN7 decoder;
+//! - [`token`]: the response tokens (ENVCHANGE, LOGINACK, INFO, ERROR, COLMETADATA, ROW,
+//!   DONE) and the typed values of rows;
+//! - [`logins`]: the sa login, its password policy and its salted hash;
+//! - [`server`]: `extentdb serve`, a listener with one thread per connection that runs each
+//!   connection's batches in a T-SQL session.
+//!
+//! The codecs do no I/O, so that each decoder can be fed any bytes (the fuzz and unit tests do):
+//! a malformed message is an error value that closes its connection, never a panic.
+//!
+//! Deviations (also in docs/deviations.md): no TLS yet (PRELOGIN answers NOT_SUP), no RPC,
+//! transaction-manager or MARS requests yet; a result column's TDS type comes from its values
+//! (the T-SQL layer does not carry declared result types yet), and every string is sent as
+//! NVARCHAR.
+
+pub mod login;
+pub mod logins;
+pub mod packet;
+pub mod prelogin;
+pub mod server;
+pub mod token;
+
+/// A malformed or unsupported message: the connection that sent it is closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl std::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+fn malformed(what: &str) -> ProtocolError {
+    ProtocolError(format!("malformed {what}"))
+}
+
+/// UTF-16LE bytes of a string.
+pub fn utf16(text: &str) -> Vec<u8> {
+    text.encode_utf16().flat_map(u16::to_le_bytes).collect()
+}
+
+/// A string from UTF-16LE bytes (None if the length is odd or a surrogate is unpaired).
+pub fn from_utf16(bytes: &[u8]) -> Option<String> {
+    if !bytes.len().is_multiple_of(2) {
+        return None;
+    }
+    let units: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+    String::from_utf16(&units).ok()
+}

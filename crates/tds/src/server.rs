@@ -1,0 +1,399 @@
+//! `extentdb serve`: a TCP listener (127.0.0.1:1433 by default) over the embedded server of the
+//! T-SQL layer. Each connection gets a thread and a T-SQL session: PRELOGIN, LOGIN7 checked
+//! against the logins file, the login reply, then SQL batches until the client closes.
+//!
+//! Limits: at most `max_connections` connections (the next one gets error 17809 and is
+//! closed), a login timeout, and a largest message (`max_message_bytes`). A malformed,
+//! truncated or oversized message closes its connection with an errorlog line; the server and
+//! the other sessions carry on.
+//!
+//! Errorlog lines: the listening address at start, every failed login (18456 with SQL Server's
+//! state: 5 no such login, 8 wrong password), closed connections, and shutdown.
+//!
+//! SHUTDOWN from a session ends the listener after that session; the databases are
+//! checkpointed and closed by the session's SHUTDOWN.
+//!
+//! Deviations: requests other than SQL_BATCH and ATTENTION (RPC, transaction manager, bulk
+//! load) get error 40517 and the connection stays open; a batch runs to its end before an
+//! ATTENTION that arrives during it is read.
+
+use crate::logins::Logins;
+use crate::packet::{self, DEFAULT_PACKET_SIZE, MAX_PACKET_SIZE, MIN_PACKET_SIZE};
+use crate::token::{self, DONE_ATTN, DONE_COUNT, DONE_ERROR, DONE_FINAL, DONE_MORE};
+use crate::{ProtocolError, from_utf16, login, prelogin};
+use engine::instance::InstanceConfig;
+use std::io::Write;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+use tsql::server::{Output, Server};
+use tsql::session::Session;
+
+/// How a server is started.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub dir: std::path::PathBuf,
+    pub address: String,
+    pub port: u16,
+    pub max_connections: usize,
+    pub login_timeout: Duration,
+    /// The largest request message (a batch's text and headers).
+    pub max_message_bytes: usize,
+    /// sa's password for the first start (from EXTENTDB_SA_PASSWORD).
+    pub sa_password: Option<String>,
+}
+
+impl ServeConfig {
+    pub fn new(dir: impl Into<std::path::PathBuf>) -> ServeConfig {
+        ServeConfig {
+            dir: dir.into(),
+            address: "127.0.0.1".into(),
+            port: 1433,
+            max_connections: 256,
+            login_timeout: Duration::from_secs(15),
+            max_message_bytes: 64 << 20,
+            sa_password: None,
+        }
+    }
+}
+
+/// A running listener.
+pub struct Listener {
+    listener: TcpListener,
+    server: Arc<Server>,
+    logins: Arc<Logins>,
+    config: ServeConfig,
+    stop: Arc<AtomicBool>,
+    connections: Arc<AtomicUsize>,
+}
+
+fn error_text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+impl Listener {
+    /// Starts the instance (creating it on first start, with `sa`) and binds the address.
+    pub fn bind(config: ServeConfig) -> Result<Listener, String> {
+        std::fs::create_dir_all(&config.dir).map_err(error_text)?;
+        let logins = Logins::open_or_create(&config.dir, config.sa_password.as_deref())
+            .map_err(error_text)?;
+        let server = Server::start(InstanceConfig::new(&config.dir)).map_err(error_text)?;
+        let listener = TcpListener::bind((config.address.as_str(), config.port)).map_err(|e| {
+            format!("TDS: could not listen on {}:{}: {e}", config.address, config.port)
+        })?;
+        listener.set_nonblocking(true).map_err(error_text)?;
+        let local = listener.local_addr().map_err(error_text)?;
+        server.instance.errorlog.write(
+            "Server",
+            &format!("Server is listening on [ {} <ipv4> {}].", local.ip(), local.port()),
+        );
+        Ok(Listener {
+            listener,
+            server,
+            logins: Arc::new(logins),
+            config,
+            stop: Arc::new(AtomicBool::new(false)),
+            connections: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// A flag that stops [`Listener::run`] when set.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Accepts connections until a session runs SHUTDOWN or the stop flag is set, then closes
+    /// the databases.
+    pub fn run(self) -> Result<(), String> {
+        while !self.stop.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.start_connection(stream, peer),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => self.log(&format!("TDS: accept failed: {e}")),
+            }
+        }
+        while self.connections.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.log("SQL Server is terminating because of a system shutdown. This is an informational message only. No user action is required.");
+        self.server.shutdown().map_err(error_text)
+    }
+
+    fn log(&self, text: &str) {
+        self.server.instance.errorlog.write("Server", text);
+    }
+
+    fn start_connection(&self, mut stream: TcpStream, peer: SocketAddr) {
+        let count = self.connections.fetch_add(1, Ordering::AcqRel) + 1;
+        if count > self.config.max_connections {
+            self.connections.fetch_sub(1, Ordering::AcqRel);
+            let error = token::message(
+                17809,
+                1,
+                20,
+                &format!(
+                    "Could not connect because the maximum number of '{}' user connections has already been reached. The system administrator can use sp_configure to increase the maximum value. The connection has been closed.",
+                    self.config.max_connections
+                ),
+                "",
+                0,
+            );
+            let mut reply = error;
+            reply.extend(token::done(DONE_ERROR, 0));
+            let _ = packet::write_message(
+                &mut stream,
+                packet::TABULAR_RESULT,
+                &reply,
+                DEFAULT_PACKET_SIZE,
+                0,
+            );
+            self.log(&format!(
+                "TDS: connection from {peer} refused: {} connections",
+                self.config.max_connections
+            ));
+            return;
+        }
+        let connection = Connection {
+            server: self.server.clone(),
+            logins: self.logins.clone(),
+            config: self.config.clone(),
+            stop: self.stop.clone(),
+            peer,
+            packet_size: DEFAULT_PACKET_SIZE,
+        };
+        let connections = self.connections.clone();
+        let spawned = std::thread::Builder::new().name(format!("tds-{peer}")).spawn(move || {
+            let _ = stream.set_nonblocking(false);
+            connection.serve(stream);
+            connections.fetch_sub(1, Ordering::AcqRel);
+        });
+        if spawned.is_err() {
+            self.connections.fetch_sub(1, Ordering::AcqRel);
+            self.log(&format!("TDS: no thread for the connection from {peer}"));
+        }
+    }
+}
+
+/// One client connection.
+struct Connection {
+    server: Arc<Server>,
+    logins: Arc<Logins>,
+    config: ServeConfig,
+    stop: Arc<AtomicBool>,
+    peer: SocketAddr,
+    packet_size: usize,
+}
+
+impl Connection {
+    fn log(&self, text: &str) {
+        self.server.instance.errorlog.write("Logon", text);
+    }
+
+    fn serve(mut self, mut stream: TcpStream) {
+        let _ = stream.set_read_timeout(Some(self.config.login_timeout));
+        let session = match self.login(&mut stream) {
+            Ok(Some(session)) => session,
+            Ok(None) => return,
+            Err(error) => {
+                self.log(&format!("TDS: connection from {} closed: {error}", self.peer));
+                return;
+            }
+        };
+        let _ = stream.set_read_timeout(None);
+        if let Err(error) = self.requests(&mut stream, session) {
+            self.server
+                .instance
+                .errorlog
+                .write("Server", &format!("TDS: connection from {} closed: {error}", self.peer));
+        }
+        let _ = stream.shutdown(Shutdown::Both);
+    }
+
+    fn read(
+        &self,
+        stream: &mut TcpStream,
+        max: usize,
+    ) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
+        packet::read_message(stream, MAX_PACKET_SIZE.max(self.packet_size), max)
+    }
+
+    fn send(&self, stream: &mut TcpStream, payload: &[u8]) -> Result<(), ProtocolError> {
+        packet::write_message(stream, packet::TABULAR_RESULT, payload, self.packet_size, 0)
+            .map_err(|e| ProtocolError(format!("write: {e}")))
+    }
+
+    /// PRELOGIN, LOGIN7 and the login reply; None when the login failed (already answered).
+    fn login(&mut self, stream: &mut TcpStream) -> Result<Option<Session>, ProtocolError> {
+        const LOGIN_MESSAGE_MAX: usize = 64 * 1024;
+        let Some((kind, payload)) = self.read(stream, LOGIN_MESSAGE_MAX)? else { return Ok(None) };
+        if kind != packet::PRELOGIN {
+            return Err(ProtocolError(format!("expected PRELOGIN, got packet type {kind:#04x}")));
+        }
+        prelogin::decode(&payload)?;
+        self.send(stream, &prelogin::encode_response(prelogin::ENCRYPT_NOT_SUP))?;
+        let Some((kind, payload)) = self.read(stream, LOGIN_MESSAGE_MAX)? else { return Ok(None) };
+        if kind != packet::LOGIN7 {
+            return Err(ProtocolError(format!("expected LOGIN7, got packet type {kind:#04x}")));
+        }
+        let login = login::decode(&payload)?;
+        if !self.logins.authenticate(&login.user_name, &login.password) {
+            let (state, reason) = if self.logins.exists(&login.user_name) {
+                (8, "Password did not match that for the login provided.")
+            } else {
+                (5, "Could not find a login matching the name provided.")
+            };
+            let errorlog = &self.server.instance.errorlog;
+            errorlog.write("Logon", &format!("Error: 18456, Severity: 14, State: {state}."));
+            errorlog.write(
+                "Logon",
+                &format!(
+                    "Login failed for user '{}'. Reason: {reason} [CLIENT: {}]",
+                    login.user_name,
+                    self.peer.ip()
+                ),
+            );
+            let mut reply = token::message(
+                18456,
+                1,
+                14,
+                &format!("Login failed for user '{}'.", login.user_name),
+                "",
+                1,
+            );
+            reply.extend(token::done(DONE_ERROR, 0));
+            self.send(stream, &reply)?;
+            return Ok(None);
+        }
+        let requested = login.packet_size as usize;
+        self.packet_size = if requested == 0 {
+            DEFAULT_PACKET_SIZE
+        } else {
+            requested.clamp(MIN_PACKET_SIZE, MAX_PACKET_SIZE)
+        };
+        let mut session = Session::new(&self.server);
+        if !login.database.is_empty() && !login.database.eq_ignore_ascii_case("master") {
+            if self.server.database(&login.database).is_none() {
+                let mut reply = token::message(
+                    4060,
+                    1,
+                    11,
+                    &format!(
+                        "Cannot open database \"{}\" requested by the login. The login failed.",
+                        login.database
+                    ),
+                    "",
+                    1,
+                );
+                reply.extend(token::done(DONE_ERROR, 0));
+                self.send(stream, &reply)?;
+                return Ok(None);
+            }
+            session.execute(&format!("USE [{}]", login.database.replace(']', "]]")), &mut |_| {});
+        }
+        let mut reply = token::env_change(token::ENV_DATABASE, &session.database_name(), "master");
+        reply.extend(token::env_collation());
+        reply.extend(token::env_change(token::ENV_LANGUAGE, "us_english", ""));
+        reply.extend(token::env_change(
+            token::ENV_PACKET_SIZE,
+            &self.packet_size.to_string(),
+            "4096",
+        ));
+        reply.extend(token::login_ack());
+        reply.extend(token::done(DONE_FINAL, 0));
+        self.send(stream, &reply)?;
+        Ok(Some(session))
+    }
+
+    /// The requests of a logged-in connection, until the client closes or SHUTDOWN runs.
+    fn requests(&self, stream: &mut TcpStream, mut session: Session) -> Result<(), ProtocolError> {
+        loop {
+            let Some((kind, payload)) = self.read(stream, self.config.max_message_bytes)? else {
+                return Ok(());
+            };
+            let reply = match kind {
+                packet::SQL_BATCH => run_batch(&mut session, &batch_text(&payload)?),
+                packet::ATTENTION => token::done(DONE_ATTN, 0),
+                packet::RPC | packet::TRANSACTION_MANAGER | 0x07 => {
+                    let mut reply = token::message(
+                        40517,
+                        1,
+                        16,
+                        &format!("TDS request type {kind:#04x} is not supported yet."),
+                        "",
+                        1,
+                    );
+                    reply.extend(token::done(DONE_ERROR, 0));
+                    reply
+                }
+                other => return Err(ProtocolError(format!("unexpected packet type {other:#04x}"))),
+            };
+            self.send(stream, &reply)?;
+            if session.is_shut_down() {
+                self.stop.store(true, Ordering::Relaxed);
+                let _ = stream.flush();
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A SQL_BATCH's text, after its ALL_HEADERS (a u32 total length that includes itself).
+pub fn batch_text(payload: &[u8]) -> Result<String, ProtocolError> {
+    let bad = || ProtocolError("malformed SQL_BATCH".into());
+    let headers = payload.get(..4).ok_or_else(bad)?;
+    let headers_len = u32::from_le_bytes([headers[0], headers[1], headers[2], headers[3]]) as usize;
+    // A batch without ALL_HEADERS (TDS 7.1 clients) starts with text; headers are at least 4 bytes.
+    let text = if (4..=payload.len()).contains(&headers_len) && headers_len >= 18 {
+        &payload[headers_len..]
+    } else {
+        payload
+    };
+    from_utf16(text).ok_or_else(bad)
+}
+
+/// Runs a batch and returns its tokens: each result set, row count, message and error as SQL
+/// Server sends them, an ENVCHANGE when the batch changed the database, then the final DONE.
+pub fn run_batch(session: &mut Session, text: &str) -> Vec<u8> {
+    let database_before = session.database_name();
+    let mut tokens = Vec::new();
+    let mut result_open = false;
+    let mut failed = false;
+    session.execute(text, &mut |output| match output {
+        Output::Rows(set) => {
+            if result_open {
+                tokens.extend(token::done(DONE_MORE, 0));
+            }
+            tokens.extend(token::result_set(&set.columns, &set.rows));
+            result_open = true;
+        }
+        Output::RowCount(n) => {
+            tokens.extend(token::done(DONE_MORE | DONE_COUNT, n));
+            result_open = false;
+        }
+        Output::Message(text) => tokens.extend(token::message(0, 1, 0, &text, "", 1)),
+        Output::Error { error, line, procedure } => {
+            failed = true;
+            tokens.extend(token::message(
+                error.number,
+                error.state,
+                error.severity,
+                &error.message,
+                procedure.as_deref().unwrap_or(""),
+                line as u32,
+            ));
+        }
+    });
+    let database_after = session.database_name();
+    if database_after != database_before {
+        tokens.extend(token::env_change(token::ENV_DATABASE, &database_after, &database_before));
+    }
+    tokens.extend(token::done(if failed { DONE_ERROR } else { DONE_FINAL }, 0));
+    tokens
+}
