@@ -12,8 +12,10 @@
 //! The codecs do no I/O, so that each decoder can be fed any bytes (the fuzz and unit tests do):
 //! a malformed message is an error value that closes its connection, never a panic.
 //!
-//! Deviations (also in docs/deviations.md): no TLS yet (PRELOGIN answers NOT_SUP), no RPC,
-//! transaction-manager or MARS requests yet; a result column's TDS type comes from its values
+//! - [`rpc`]: the RPC decoder (procedure by ProcID or name, typed parameters, PLP values);
+//!
+//! Deviations (also in docs/deviations.md): no TLS yet (PRELOGIN answers NOT_SUP), no MARS or
+//! bulk load; a result column's TDS type comes from its values
 //! (the T-SQL layer does not carry declared result types yet), and every string is sent as
 //! NVARCHAR.
 
@@ -21,6 +23,7 @@ pub mod login;
 pub mod logins;
 pub mod packet;
 pub mod prelogin;
+pub mod rpc;
 pub mod server;
 pub mod token;
 

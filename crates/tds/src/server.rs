@@ -13,15 +13,19 @@
 //! SHUTDOWN from a session ends the listener after that session; the databases are
 //! checkpointed and closed by the session's SHUTDOWN.
 //!
-//! Deviations: requests other than SQL_BATCH and ATTENTION (RPC, transaction manager, bulk
-//! load) get error 40517 and the connection stays open; a batch runs to its end before an
-//! ATTENTION that arrives during it is read.
+//! Requests: SQL_BATCH, RPC ([`run_rpc`]), TRANSACTION_MANAGER ([`transaction_manager`]) and
+//! ATTENTION.
+//!
+//! Deviations: BULK_LOAD gets error 40517 and the connection stays open; a batch runs to its
+//! end before an ATTENTION that arrives during it is read.
 
 use crate::logins::Logins;
 use crate::packet::{self, DEFAULT_PACKET_SIZE, MAX_PACKET_SIZE, MIN_PACKET_SIZE};
+use crate::rpc::{Param, Procedure, Rpc};
 use crate::token::{self, DONE_ATTN, DONE_COUNT, DONE_ERROR, DONE_FINAL, DONE_MORE};
 use crate::{ProtocolError, from_utf16, login, prelogin};
 use engine::instance::InstanceConfig;
+use engine::record::{SqlType, Value};
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -313,14 +317,20 @@ impl Connection {
 
     /// The requests of a logged-in connection, until the client closes or SHUTDOWN runs.
     fn requests(&self, stream: &mut TcpStream, mut session: Session) -> Result<(), ProtocolError> {
+        let mut prepared = Prepared::default();
+        let mut transactions = 0u64;
         loop {
             let Some((kind, payload)) = self.read(stream, self.config.max_message_bytes)? else {
                 return Ok(());
             };
             let reply = match kind {
                 packet::SQL_BATCH => run_batch(&mut session, &batch_text(&payload)?),
+                packet::RPC => run_rpc(&mut session, &mut prepared, crate::rpc::decode(&payload)?),
                 packet::ATTENTION => token::done(DONE_ATTN, 0),
-                packet::RPC | packet::TRANSACTION_MANAGER | 0x07 => {
+                packet::TRANSACTION_MANAGER => {
+                    transaction_manager(&mut session, &mut transactions, &payload)?
+                }
+                0x07 => {
                     let mut reply = token::message(
                         40517,
                         1,
@@ -361,20 +371,33 @@ pub fn batch_text(payload: &[u8]) -> Result<String, ProtocolError> {
 /// Runs a batch and returns its tokens: each result set, row count, message and error as SQL
 /// Server sends them, an ENVCHANGE when the batch changed the database, then the final DONE.
 pub fn run_batch(session: &mut Session, text: &str) -> Vec<u8> {
+    let (mut tokens, failed) = statement_tokens(session, text, Vec::new(), token::DONE);
+    tokens.extend(token::done(if failed { DONE_ERROR } else { DONE_FINAL }, 0));
+    tokens
+}
+
+/// The tokens of a batch's statements (`done` ends each: DONE, or DONEINPROC inside an RPC)
+/// and whether it raised an error; the caller adds the final DONE or DONEPROC.
+fn statement_tokens(
+    session: &mut Session,
+    text: &str,
+    variables: Vec<(String, SqlType, Value)>,
+    done: u8,
+) -> (Vec<u8>, bool) {
     let database_before = session.database_name();
     let mut tokens = Vec::new();
     let mut result_open = false;
     let mut failed = false;
-    session.execute(text, &mut |output| match output {
+    session.execute_with_variables(text, variables, &mut |output| match output {
         Output::Rows(set) => {
             if result_open {
-                tokens.extend(token::done(DONE_MORE, 0));
+                tokens.extend(token::done_token(done, DONE_MORE, 0));
             }
             tokens.extend(token::result_set(&set.columns, &set.rows));
             result_open = true;
         }
         Output::RowCount(n) => {
-            tokens.extend(token::done(DONE_MORE | DONE_COUNT, n));
+            tokens.extend(token::done_token(done, DONE_MORE | DONE_COUNT, n));
             result_open = false;
         }
         Output::Message(text) => tokens.extend(token::message(0, 1, 0, &text, "", 1)),
@@ -390,10 +413,201 @@ pub fn run_batch(session: &mut Session, text: &str) -> Vec<u8> {
             ));
         }
     });
+    if result_open {
+        tokens.extend(token::done_token(done, DONE_MORE, 0));
+    }
     let database_after = session.database_name();
     if database_after != database_before {
         tokens.extend(token::env_change(token::ENV_DATABASE, &database_after, &database_before));
     }
+    (tokens, failed)
+}
+
+/// TRANSACTION_MANAGER (MS-TDS 2.2.6.9): after ALL_HEADERS, a u16 request type: 5 begin,
+/// 7 commit, 8 rollback (their names and flags are ignored). Each runs as BEGIN/COMMIT/
+/// ROLLBACK TRAN in the session and is answered with ENVCHANGE 8, 9 or 10 carrying an 8-byte
+/// transaction descriptor (a count of the connection's transactions), then DONE.
+pub fn transaction_manager(
+    session: &mut Session,
+    transactions: &mut u64,
+    payload: &[u8],
+) -> Result<Vec<u8>, ProtocolError> {
+    let bad = || ProtocolError("malformed TRANSACTION_MANAGER request".into());
+    let headers = payload.get(..4).ok_or_else(bad)?;
+    let headers_len = u32::from_le_bytes([headers[0], headers[1], headers[2], headers[3]]) as usize;
+    let kind = payload.get(headers_len..headers_len + 2).ok_or_else(bad)?;
+    let (statement, env, descriptor) = match u16::from_le_bytes([kind[0], kind[1]]) {
+        5 => {
+            *transactions += 1;
+            ("BEGIN TRAN", 8u8, *transactions)
+        }
+        7 => ("COMMIT TRAN", 9, *transactions),
+        8 => ("ROLLBACK TRAN", 10, *transactions),
+        other => {
+            return Err(ProtocolError(format!(
+                "transaction manager request {other} is not supported"
+            )));
+        }
+    };
+    let (mut tokens, failed) = statement_tokens(session, statement, Vec::new(), token::DONE);
+    if !failed {
+        tokens.extend(token::env_transaction(env, descriptor));
+    }
     tokens.extend(token::done(if failed { DONE_ERROR } else { DONE_FINAL }, 0));
+    Ok(tokens)
+}
+
+/// Statements prepared with sp_prepare or sp_prepexec on one connection: handle ->
+/// (parameter declarations, statement).
+#[derive(Default)]
+pub struct Prepared {
+    statements: std::collections::BTreeMap<i32, (Value, Value)>,
+    next_handle: i32,
+}
+
+impl Prepared {
+    fn add(&mut self, declarations: Value, statement: Value) -> i32 {
+        self.next_handle += 1;
+        self.statements.insert(self.next_handle, (declarations, statement));
+        self.next_handle
+    }
+}
+
+fn handle_of(param: Option<&Param>) -> Option<i32> {
+    param.and_then(|p| tsql::value::as_i64(&p.value)).map(|h| h as i32)
+}
+
+/// The lower-case name of the procedure an RPC calls (special ProcIDs by their names).
+fn procedure_name(procedure: &Procedure) -> String {
+    use crate::rpc::{SP_EXECUTE, SP_EXECUTESQL, SP_PREPARE, SP_PREPEXEC, SP_UNPREPARE};
+    match procedure {
+        Procedure::Id(SP_EXECUTESQL) => "sp_executesql".into(),
+        Procedure::Id(SP_PREPARE) => "sp_prepare".into(),
+        Procedure::Id(SP_EXECUTE) => "sp_execute".into(),
+        Procedure::Id(SP_PREPEXEC) => "sp_prepexec".into(),
+        Procedure::Id(SP_UNPREPARE) => "sp_unprepare".into(),
+        Procedure::Id(other) => format!("procedure id {other}"),
+        Procedure::Name(name) => {
+            name.rsplit('.').next().unwrap_or(name).trim_matches(['[', ']']).to_lowercase()
+        }
+    }
+}
+
+/// Runs an RPC: sp_executesql, the prepared-statement procedures (sp_prepare, sp_execute,
+/// sp_prepexec, sp_unprepare), sp_tables, the ODBC catalog call sp_datatype_info[_100] (no
+/// rows), or any other procedure by name with its parameters. Statements end with
+/// DONEINPROC; then RETURNSTATUS, a RETURNVALUE per OUTPUT parameter, and DONEPROC.
+pub fn run_rpc(session: &mut Session, prepared: &mut Prepared, rpc: Rpc) -> Vec<u8> {
+    let name = procedure_name(&rpc.procedure);
+    let mut params = rpc.params;
+    let mut handle_out: Option<(String, i32)> = None;
+    let (procedure, args): (String, Vec<Param>) = match name.as_str() {
+        "sp_prepare" | "sp_prepexec" if params.len() >= 3 => {
+            let handle = prepared.add(params[1].value.clone(), params[2].value.clone());
+            handle_out = Some((params[0].name.clone(), handle));
+            if name == "sp_prepare" {
+                return proc_end(Vec::new(), false, 0, handle_out, &[]);
+            }
+            params.remove(0);
+            params.swap(0, 1);
+            ("sp_executesql".into(), params)
+        }
+        "sp_execute" => {
+            let found =
+                handle_of(params.first()).and_then(|h| prepared.statements.get(&h).cloned());
+            let Some((declarations, statement)) = found else {
+                return rpc_error(8179, "Could not find prepared statement with handle.");
+            };
+            let mut args = vec![text_param(statement), text_param(declarations)];
+            args.extend(params.into_iter().skip(1));
+            ("sp_executesql".into(), args)
+        }
+        "sp_unprepare" => {
+            if let Some(handle) = handle_of(params.first()) {
+                prepared.statements.remove(&handle);
+            }
+            return proc_end(Vec::new(), false, 0, None, &[]);
+        }
+        "sp_datatype_info_100" | "sp_datatype_info" => {
+            return proc_end(Vec::new(), false, 0, None, &[]);
+        }
+        "sp_tables" => {
+            let text = "SELECT DB_NAME() AS TABLE_QUALIFIER, SCHEMA_NAME(schema_id) AS TABLE_OWNER, \
+                name AS TABLE_NAME, 'TABLE' AS TABLE_TYPE, CAST(NULL AS varchar(254)) AS REMARKS \
+                FROM sys.tables ORDER BY name";
+            let (tokens, failed) = statement_tokens(session, text, Vec::new(), token::DONEINPROC);
+            return proc_end(tokens, failed, 0, None, &[]);
+        }
+        _ => (name.clone(), params),
+    };
+    call_procedure(session, &procedure, args, handle_out)
+}
+
+fn text_param(value: Value) -> Param {
+    Param { name: String::new(), output: false, sql_type: SqlType::NVarChar(4000), value }
+}
+
+fn rpc_error(number: i32, text: &str) -> Vec<u8> {
+    let mut tokens = token::message(number, 1, 16, text, "", 1);
+    tokens.extend(token::done_token(token::DONEPROC, DONE_ERROR, 0));
+    tokens
+}
+
+/// `EXEC @status = procedure @__rpc0, @name = @__rpc1 OUTPUT, ...` with the parameters as the
+/// batch's variables; OUTPUT values are read back after it.
+fn call_procedure(
+    session: &mut Session,
+    procedure: &str,
+    args: Vec<Param>,
+    handle_out: Option<(String, i32)>,
+) -> Vec<u8> {
+    let executesql = procedure.eq_ignore_ascii_case("sp_executesql");
+    let mut variables = vec![("@__rpc_status".to_string(), SqlType::Int, Value::Null)];
+    let mut call = Vec::new();
+    for (i, param) in args.iter().enumerate() {
+        let variable = format!("@__rpc{i}");
+        variables.push((variable.clone(), param.sql_type, param.value.clone()));
+        // sp_executesql's statement and declarations go by position (clients name them
+        // @statement/@params, stmt/params or nothing).
+        let named = param.name.starts_with('@') && !(executesql && i < 2);
+        let prefix = if named { format!("{} = ", param.name) } else { String::new() };
+        call.push(format!("{prefix}{variable}{}", if param.output { " OUTPUT" } else { "" }));
+    }
+    let text =
+        format!("EXEC @__rpc_status = [{}] {}", procedure.replace(']', "]]"), call.join(", "));
+    let (tokens, failed) = statement_tokens(session, &text, variables, token::DONEINPROC);
+    let status = session
+        .variable_after_batch("@__rpc_status")
+        .and_then(|v| tsql::value::as_i64(&v))
+        .unwrap_or(0) as i32;
+    let outputs: Vec<(u16, String, Value)> = args
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.output)
+        .map(|(i, p)| {
+            let value = session.variable_after_batch(&format!("@__rpc{i}")).unwrap_or(Value::Null);
+            (i as u16, p.name.clone(), value)
+        })
+        .collect();
+    proc_end(tokens, failed, status, handle_out, &outputs)
+}
+
+/// RETURNSTATUS, the RETURNVALUEs (a prepared handle first) and DONEPROC after `tokens`.
+fn proc_end(
+    mut tokens: Vec<u8>,
+    failed: bool,
+    status: i32,
+    handle: Option<(String, i32)>,
+    outputs: &[(u16, String, Value)],
+) -> Vec<u8> {
+    tokens.extend(token::return_status(status));
+    if let Some((name, handle)) = handle {
+        tokens.extend(token::return_value(0, &name, &Value::Int(handle)));
+    }
+    for (ordinal, name, value) in outputs {
+        tokens.extend(token::return_value(*ordinal, name, value));
+    }
+    let status = if failed { DONE_ERROR } else { DONE_FINAL };
+    tokens.extend(token::done_token(token::DONEPROC, status, 0));
     tokens
 }

@@ -26,6 +26,10 @@ pub const INFO: u8 = 0xAB;
 pub const COLMETADATA: u8 = 0x81;
 pub const ROW: u8 = 0xD1;
 pub const DONE: u8 = 0xFD;
+pub const DONEPROC: u8 = 0xFE;
+pub const DONEINPROC: u8 = 0xFF;
+pub const RETURNSTATUS: u8 = 0x79;
+pub const RETURNVALUE: u8 = 0xAC;
 pub const DONE_FINAL: u16 = 0x00;
 pub const DONE_MORE: u16 = 0x01;
 pub const DONE_ERROR: u16 = 0x02;
@@ -78,6 +82,23 @@ pub fn env_collation() -> Vec<u8> {
     with_length(ENVCHANGE, &body)
 }
 
+/// ENVCHANGE 8 (begin: new value the descriptor), 9 (commit) or 10 (rollback: old value the
+/// descriptor), with 8-byte binary values.
+pub fn env_transaction(kind: u8, descriptor: u64) -> Vec<u8> {
+    let mut body = vec![kind];
+    let bytes = descriptor.to_le_bytes();
+    if kind == 8 {
+        body.push(8);
+        body.extend_from_slice(&bytes);
+        body.push(0);
+    } else {
+        body.push(0);
+        body.push(8);
+        body.extend_from_slice(&bytes);
+    }
+    with_length(ENVCHANGE, &body)
+}
+
 /// LOGINACK: TDS 7.4, "Microsoft SQL Server" version 16.0.1000 (SQL Server 2022).
 pub fn login_ack() -> Vec<u8> {
     let mut body = vec![1];
@@ -108,7 +129,12 @@ pub fn message(
 }
 
 pub fn done(status: u16, row_count: u64) -> Vec<u8> {
-    let mut out = vec![DONE];
+    done_token(DONE, status, row_count)
+}
+
+/// DONE, DONEPROC (0xFE, the end of an RPC) or DONEINPROC (0xFF, a statement inside one).
+pub fn done_token(token: u8, status: u16, row_count: u64) -> Vec<u8> {
+    let mut out = vec![token];
     out.extend_from_slice(&status.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
     out.extend_from_slice(&row_count.to_le_bytes());
@@ -249,6 +275,27 @@ impl WireType {
 fn sized(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(bytes.len() as u8);
     out.extend_from_slice(bytes);
+}
+
+/// RETURNSTATUS: a procedure's RETURN value.
+pub fn return_status(status: i32) -> Vec<u8> {
+    let mut out = vec![RETURNSTATUS];
+    out.extend_from_slice(&status.to_le_bytes());
+    out
+}
+
+/// RETURNVALUE: an OUTPUT parameter's value after the call (a NULL is sent as an INTN NULL).
+pub fn return_value(ordinal: u16, name: &str, value: &Value) -> Vec<u8> {
+    let wire = WireType::of(value).unwrap_or(WireType::Int(4));
+    let mut out = vec![RETURNVALUE];
+    out.extend_from_slice(&ordinal.to_le_bytes());
+    b_varchar(&mut out, name);
+    out.push(0x01);
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&0x0001u16.to_le_bytes());
+    wire.type_info(&mut out);
+    wire.encode(value, &mut out).expect("a value fits the type made from it");
+    out
 }
 
 /// COLMETADATA for columns of these types and names.

@@ -101,6 +101,41 @@ async fn tiberius_runs_batches_and_gets_errors_and_results() {
         .unwrap()
         .unwrap();
     assert_eq!(n.get::<i32, _>(0), Some(2));
+    // Parameterised queries (tiberius sends sp_executesql with @P1, @P2 ...).
+    let row = client
+        .query(
+            "SELECT @P1 + 1 AS n, @P2 AS s, @P3 AS missing",
+            &[&41i32, &"abc", &Option::<i32>::None],
+        )
+        .await
+        .unwrap()
+        .into_row()
+        .await
+        .unwrap()
+        .expect("a row");
+    assert_eq!(row.get::<i32, _>("n"), Some(42));
+    assert_eq!(row.get::<&str, _>("s"), Some("abc"));
+    let inserted = client
+        .execute(
+            "INSERT t (id, v, b, big) VALUES (@P1, @P2, @P3, @P4)",
+            &[&10i32, &"ten", &true, &10i64],
+        )
+        .await
+        .unwrap();
+    assert_eq!(inserted.total(), 1);
+    let ten = client
+        .query("SELECT v FROM t WHERE id = @P1", &[&10i32])
+        .await
+        .unwrap()
+        .into_row()
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ten.get::<&str, _>("v"), Some("ten"));
+    let Err(error) = client.query("SELECT * FROM t WHERE nope = @P1", &[&1i32]).await else {
+        panic!("207 expected")
+    };
+    assert_eq!(server_code(&error), Some(207), "{error}");
     // USE changes the database (ENVCHANGE); the next batch runs there.
     client.simple_query("CREATE DATABASE other").await.unwrap().into_results().await.unwrap();
     client.simple_query("USE other").await.unwrap().into_results().await.unwrap();

@@ -205,12 +205,32 @@ impl Session {
         if self.shut_down {
             return false;
         }
+        self.execute_with_variables(sql, Vec::new(), out)
+    }
+
+    /// Runs a batch whose variables start with `variables` (name with its @, type, value):
+    /// how a remote procedure call's parameters reach the batch the TDS server makes of it.
+    /// After the batch, [`Session::variable_after_batch`] reads them back (OUTPUT parameters).
+    pub fn execute_with_variables(
+        &mut self,
+        sql: &str,
+        variables: Vec<(String, SqlType, Value)>,
+        out: &mut dyn FnMut(Output),
+    ) -> bool {
+        if self.shut_down {
+            return false;
+        }
         engine::instance::set_current_spid(self.spid);
         engine::traceflags::set_session_flags(self.session_trace_flags.iter().copied());
         self.request_started(sql);
-        let succeeded = self.execute_batch(sql, out);
+        let succeeded = self.execute_batch(sql, variables, out);
         self.request_ended();
         succeeded
+    }
+
+    /// The value of a variable of the last batch (None if it has none by that name).
+    pub fn variable_after_batch(&self, name: &str) -> Option<Value> {
+        self.variables.get(&name.to_lowercase()).map(|(_, v)| v.clone())
     }
 
     /// The batch's request starts: sys.dm_exec_requests shows it from now.
@@ -239,8 +259,16 @@ impl Session {
         }
     }
 
-    fn execute_batch(&mut self, sql: &str, out: &mut dyn FnMut(Output)) -> bool {
+    fn execute_batch(
+        &mut self,
+        sql: &str,
+        variables: Vec<(String, SqlType, Value)>,
+        out: &mut dyn FnMut(Output),
+    ) -> bool {
         self.variables.clear();
+        for (name, sql_type, value) in variables {
+            self.variables.insert(name.to_lowercase(), (sql_type, value));
+        }
         let parsed = match self.server.batch_cache.parse(sql) {
             Ok(parsed) => parsed,
             Err((error, line)) => {
