@@ -1,4 +1,6 @@
 //! `extentdb serve`: the TDS server (crates/tds) on a data directory, for SQL Server clients.
+//! SIGTERM (or Ctrl-C) and the SHUTDOWN statement end it cleanly: connections finish, the
+//! databases are checkpointed and closed, and the errorlog says so.
 
 use clap::Args;
 use std::path::PathBuf;
@@ -26,6 +28,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     config.max_connections = args.max_connections;
     config.sa_password = std::env::var(tds::logins::SA_PASSWORD_VAR).ok();
     let listener = tds::server::Listener::bind(config)?;
+    // SIGTERM and SIGINT stop the listener, which then checkpoints and closes the databases.
+    let stop = listener.stop_flag();
+    ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
+        .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
     eprintln!(
         "extentdb: listening on {} (data directory {})",
         listener.local_addr(),

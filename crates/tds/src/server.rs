@@ -70,6 +70,9 @@ pub struct Listener {
     config: ServeConfig,
     stop: Arc<AtomicBool>,
     connections: Arc<AtomicUsize>,
+    /// A handle on each open connection's socket, to close them at shutdown.
+    open: Arc<parking_lot::Mutex<std::collections::BTreeMap<u64, TcpStream>>>,
+    next_connection: u64,
 }
 
 fn error_text(error: impl std::fmt::Display) -> String {
@@ -99,6 +102,8 @@ impl Listener {
             config,
             stop: Arc::new(AtomicBool::new(false)),
             connections: Arc::new(AtomicUsize::new(0)),
+            open: Arc::new(parking_lot::Mutex::new(std::collections::BTreeMap::new())),
+            next_connection: 0,
         })
     }
 
@@ -113,7 +118,7 @@ impl Listener {
 
     /// Accepts connections until a session runs SHUTDOWN or the stop flag is set, then closes
     /// the databases.
-    pub fn run(self) -> Result<(), String> {
+    pub fn run(mut self) -> Result<(), String> {
         while !self.stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((stream, peer)) => self.start_connection(stream, peer),
@@ -122,6 +127,10 @@ impl Listener {
                 }
                 Err(e) => self.log(&format!("TDS: accept failed: {e}")),
             }
+        }
+        // Idle connections are closed; a running batch finishes first.
+        for stream in self.open.lock().values() {
+            let _ = stream.shutdown(Shutdown::Read);
         }
         while self.connections.load(Ordering::Acquire) > 0 {
             std::thread::sleep(Duration::from_millis(20));
@@ -134,7 +143,7 @@ impl Listener {
         self.server.instance.errorlog.write("Server", text);
     }
 
-    fn start_connection(&self, mut stream: TcpStream, peer: SocketAddr) {
+    fn start_connection(&mut self, mut stream: TcpStream, peer: SocketAddr) {
         let count = self.connections.fetch_add(1, Ordering::AcqRel) + 1;
         if count > self.config.max_connections {
             self.connections.fetch_sub(1, Ordering::AcqRel);
@@ -173,12 +182,20 @@ impl Listener {
             packet_size: DEFAULT_PACKET_SIZE,
         };
         let connections = self.connections.clone();
+        self.next_connection += 1;
+        let id = self.next_connection;
+        if let Ok(handle) = stream.try_clone() {
+            self.open.lock().insert(id, handle);
+        }
+        let open = self.open.clone();
         let spawned = std::thread::Builder::new().name(format!("tds-{peer}")).spawn(move || {
             let _ = stream.set_nonblocking(false);
             connection.serve(stream);
+            open.lock().remove(&id);
             connections.fetch_sub(1, Ordering::AcqRel);
         });
         if spawned.is_err() {
+            self.open.lock().remove(&id);
             self.connections.fetch_sub(1, Ordering::AcqRel);
             self.log(&format!("TDS: no thread for the connection from {peer}"));
         }

@@ -1,0 +1,72 @@
+//! `extentdb serve` as a user starts it: the first start refuses a weak sa password with
+//! SQL Server's policy error and writes nothing; with a strong one it listens, an idle client
+//! does not hold it up, and SIGTERM ends it cleanly with the errorlog's shutdown line.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn a_weak_sa_password_is_refused_at_first_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["serve", "--port", &free_port().to_string(), "--dir"])
+        .arg(dir.path())
+        .env("EXTENTDB_SA_PASSWORD", "password")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("15118") && stderr.contains("not complex enough"), "{stderr}");
+    assert!(!dir.path().join("logins").exists());
+}
+
+#[test]
+fn sigterm_stops_the_server_cleanly_with_an_idle_client_connected() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["serve", "--port", &port.to_string(), "--dir"])
+        .arg(dir.path())
+        .env("EXTENTDB_SA_PASSWORD", "Str0ng!Passw0rd")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let idle = loop {
+        if let Ok(stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            break stream;
+        }
+        assert!(Instant::now() < deadline, "the server never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "the server did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(exit.success(), "{stderr}");
+    drop(idle);
+    let errorlog = std::fs::read_to_string(dir.path().join("ERRORLOG")).unwrap();
+    assert!(
+        errorlog.contains(&format!("Server is listening on [ 127.0.0.1 <ipv4> {port}].")),
+        "{errorlog}"
+    );
+    assert!(
+        errorlog.contains("SQL Server is terminating because of a system shutdown."),
+        "{errorlog}"
+    );
+    let logins = std::fs::read_to_string(dir.path().join("logins")).unwrap();
+    assert!(logins.starts_with("sa\t$argon2id$") && !logins.contains("Str0ng!Passw0rd"));
+}
