@@ -39,6 +39,28 @@ pub struct ShellArgs {
     /// Exit with 1 when a batch raises an error (sqlcmd -b).
     #[arg(short = 'b')]
     pub stop_on_error: bool,
+    /// Connect to a TDS server (`host`, `host,port` or `host:port`) instead of the embedded
+    /// engine (sqlcmd -S).
+    #[arg(short = 'S')]
+    pub server: Option<String>,
+    /// Login name for -S (sqlcmd -U).
+    #[arg(short = 'U', default_value = "sa")]
+    pub user: String,
+    /// Password for -S (sqlcmd -P); else EXTENTDB_SA_PASSWORD.
+    #[arg(short = 'P')]
+    pub password: Option<String>,
+    /// The database to start in, for -S (sqlcmd -d).
+    #[arg(short = 'd', default_value = "master")]
+    pub database: String,
+}
+
+/// `host`, `host,port` or `host:port` as an address to connect to (port 1433 by default).
+fn server_address(server: &str) -> String {
+    let server = server.strip_prefix("tcp:").unwrap_or(server);
+    match server.split_once([',', ':']) {
+        Some((host, port)) => format!("{}:{}", host.trim(), port.trim()),
+        None => format!("{}:1433", server.trim()),
+    }
 }
 
 fn start(dir: &PathBuf, vlf_rule: &str) -> Result<std::sync::Arc<Server>, String> {
@@ -77,12 +99,40 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
 /// The interactive shell: lines gather into a batch until `GO [n]`; `:r file` reads a script
 /// into the batch; `exit` or `quit` (or end of input) leaves.
 pub fn shell(args: &ShellArgs) -> Result<(), String> {
+    if let Some(server) = &args.server {
+        let password = args
+            .password
+            .clone()
+            .or_else(|| std::env::var(tds::logins::SA_PASSWORD_VAR).ok())
+            .unwrap_or_default();
+        let mut client = tds::client::Client::connect(
+            &server_address(server),
+            &args.user,
+            &password,
+            &args.database,
+        )?;
+        let ok = match &args.query {
+            Some(query) => {
+                tsql::sqlcmd::run_script(&mut client, query, args.stop_on_error, &mut print)
+            }
+            None => repl(&mut client, args.stop_on_error)?,
+        };
+        return if ok || !args.stop_on_error { Ok(()) } else { Err(String::new()) };
+    }
     let server = start(&args.dir, "2022")?;
     let mut session = Session::new(&server);
-    if let Some(query) = &args.query {
-        let ok = tsql::sqlcmd::run_script(&mut session, query, args.stop_on_error, &mut print);
-        return finish(&server, ok, args.stop_on_error);
-    }
+    let ok = match &args.query {
+        Some(query) => {
+            tsql::sqlcmd::run_script(&mut session, query, args.stop_on_error, &mut print)
+        }
+        None => repl(&mut session, args.stop_on_error)?,
+    };
+    drop(session);
+    finish(&server, ok, args.stop_on_error)
+}
+
+/// The interactive loop over any batch runner (the embedded session or a TDS connection).
+fn repl(session: &mut dyn tsql::sqlcmd::BatchRunner, stop_on_error: bool) -> Result<bool, String> {
     let mut ok = true;
     let mut pending = String::new();
     let mut editor = rustyline::DefaultEditor::new().map_err(|e| e.to_string())?;
@@ -125,16 +175,16 @@ pub fn shell(args: &ShellArgs) -> Result<(), String> {
         number += 1;
         let first_word = trimmed.split_whitespace().next().unwrap_or_default();
         if first_word.eq_ignore_ascii_case("go") {
-            ok &= tsql::sqlcmd::run_script(&mut session, &pending, args.stop_on_error, &mut print);
+            ok &= tsql::sqlcmd::run_script(session, &pending, stop_on_error, &mut print);
             pending.clear();
             number = 1;
-            if (!ok && args.stop_on_error) || session.is_shut_down() {
+            if (!ok && stop_on_error) || session.is_shut_down() {
                 break;
             }
         }
     }
     if !pending.trim().is_empty() {
-        ok &= tsql::sqlcmd::run_script(&mut session, &pending, args.stop_on_error, &mut print);
+        ok &= tsql::sqlcmd::run_script(session, &pending, stop_on_error, &mut print);
     }
-    finish(&server, ok, args.stop_on_error)
+    Ok(ok)
 }

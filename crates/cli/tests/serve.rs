@@ -70,3 +70,74 @@ fn sigterm_stops_the_server_cleanly_with_an_idle_client_connected() {
     let logins = std::fs::read_to_string(dir.path().join("logins")).unwrap();
     assert!(logins.starts_with("sa\t$argon2id$") && !logins.contains("Str0ng!Passw0rd"));
 }
+
+/// Starts `extentdb serve` on a free port; returns the child, its port and its directory.
+fn serve() -> (std::process::Child, u16, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["serve", "--port", &port.to_string(), "--dir"])
+        .arg(dir.path())
+        .env("EXTENTDB_SA_PASSWORD", "Str0ng!Passw0rd")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the server never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, port, dir)
+}
+
+fn shell(port: u16, extra: &[&str], stdin: Option<&str>) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["shell", "-S", &format!("127.0.0.1,{port}"), "-U", "sa", "-P", "Str0ng!Passw0rd"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    let output = child.wait_with_output().unwrap();
+    (output.status.success(), String::from_utf8_lossy(&output.stdout).to_string())
+}
+
+#[test]
+fn the_shell_speaks_tds_and_runs_a_seed_example_over_it() {
+    let (mut server, port, _dir) = serve();
+    let (ok, out) = shell(port, &["-Q", "SELECT 1 AS one; PRINT 'printed'", "-b"], None);
+    assert!(ok, "{out}");
+    assert!(out.contains("one\n---\n1\n") && out.contains("printed"), "{out}");
+    let (ok, out) = shell(port, &["-Q", "SELECT * FROM no_such_table", "-b"], None);
+    assert!(!ok, "-b makes an error the exit code");
+    assert!(
+        out.contains("Msg 208, Level 16, State 1, Line 1\nInvalid object name 'no_such_table'."),
+        "{out}"
+    );
+    let (ok, out) = shell(
+        port,
+        &[
+            "-Q",
+            "BEGIN TRAN; CREATE TABLE r (id int); INSERT r VALUES (1); ROLLBACK; SELECT OBJECT_ID('r') AS gone",
+        ],
+        None,
+    );
+    assert!(ok && out.contains("gone\n----\nNULL"), "{out}");
+    // Seed 004's example, as a script piped into the shell (GO-separated batches).
+    let script = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/seed004_create_drop.sql"),
+    )
+    .unwrap();
+    let (ok, out) = shell(port, &["-b"], Some(&script));
+    assert!(ok, "{out}");
+    assert!(out.contains("files4        f4_data4"), "{out}");
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let _ = server.wait();
+}

@@ -19,6 +19,7 @@
 //! (the T-SQL layer does not carry declared result types yet), and every string is sent as
 //! NVARCHAR.
 
+pub mod client;
 pub mod login;
 pub mod logins;
 pub mod packet;

@@ -50,8 +50,25 @@ pub fn format(output: &Output) -> String {
 /// Runs a script as `sqlcmd -i` does: batch by batch (`GO n` repeats one), printing as it goes.
 /// With `stop_on_error` (sqlcmd `-b`) the script stops at the first batch that raised an error.
 /// Returns whether every batch ran without error.
+/// What runs a batch for sqlcmd: an embedded session, or a TDS client connected to a server.
+pub trait BatchRunner {
+    /// Runs one batch; every output goes to `out`. False if an error was raised.
+    fn execute_batch(&mut self, text: &str, out: &mut dyn FnMut(Output)) -> bool;
+    /// SHUTDOWN ran (or the connection ended): no more batches.
+    fn is_shut_down(&self) -> bool;
+}
+
+impl BatchRunner for crate::session::Session {
+    fn execute_batch(&mut self, text: &str, out: &mut dyn FnMut(Output)) -> bool {
+        self.execute(text, out)
+    }
+    fn is_shut_down(&self) -> bool {
+        crate::session::Session::is_shut_down(self)
+    }
+}
+
 pub fn run_script(
-    session: &mut crate::session::Session,
+    session: &mut dyn BatchRunner,
     script: &str,
     stop_on_error: bool,
     print: &mut dyn FnMut(&str),
@@ -69,7 +86,8 @@ pub fn run_script(
     let mut ok = true;
     for batch in batches {
         for _ in 0..batch.repeat {
-            let batch_ok = session.execute(&batch.text, &mut |output| print(&format(&output)));
+            let batch_ok =
+                session.execute_batch(&batch.text, &mut |output| print(&format(&output)));
             ok &= batch_ok;
             if session.is_shut_down() {
                 return ok;
