@@ -30,6 +30,8 @@ pub enum BenchCommand {
     Recovery(crate::bench_recovery::RecoveryBench),
     /// The T-SQL layer against the embedded API: inserts, and COUNT(*) over 1 M rows.
     Tsql(crate::bench_tsql::TsqlBench),
+    /// The TDS server against embedded sessions: SELECT 1 round trips, 16-connection inserts.
+    Tds(crate::bench_tds::TdsBench),
 }
 
 #[derive(Args)]
@@ -90,6 +92,7 @@ pub fn run(command: &BenchCommand) -> Result<(), String> {
         BenchCommand::Seed002(args) => crate::bench_seed002::run(args),
         BenchCommand::Recovery(args) => crate::bench_recovery::run(args),
         BenchCommand::Tsql(args) => crate::bench_tsql::run(args),
+        BenchCommand::Tds(args) => crate::bench_tds::run(args),
     }
 }
 

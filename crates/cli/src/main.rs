@@ -34,6 +34,7 @@ mod bench;
 mod bench_insert;
 mod bench_recovery;
 mod bench_seed002;
+mod bench_tds;
 mod bench_tsql;
 mod crash_load;
 mod examples;

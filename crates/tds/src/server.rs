@@ -190,6 +190,7 @@ impl Listener {
         let open = self.open.clone();
         let spawned = std::thread::Builder::new().name(format!("tds-{peer}")).spawn(move || {
             let _ = stream.set_nonblocking(false);
+            let _ = stream.set_nodelay(true);
             connection.serve(stream);
             open.lock().remove(&id);
             connections.fetch_sub(1, Ordering::AcqRel);

@@ -198,14 +198,14 @@ impl Session {
                 let status = if info.request.is_some() { "running" } else { "sleeping" };
                 vec![
                     Value::SmallInt(spid as i16),
-                    info.login_time,
+                    self.server.datetime_of(info.login_time),
                     info.host_name.map_or(Value::Null, Value::Text),
                     Value::Text(info.program_name),
                     text("sa"),
                     text(status),
                     Value::SmallInt(info.database_id as i16),
-                    info.last_request_start_time,
-                    info.last_request_end_time,
+                    self.server.datetime_of(info.last_request_start_time),
+                    self.server.datetime_of(info.last_request_end_time),
                     Value::Bit(true),
                     Value::Int(info.open_transaction_count),
                 ]
@@ -249,7 +249,7 @@ impl Session {
             rows.push(vec![
                 Value::SmallInt(spid as i16),
                 Value::Int(0),
-                request.start_time,
+                self.server.datetime_of(request.started),
                 text(if wait.is_some() { "suspended" } else { "running" }),
                 Value::Text(request.command),
                 Value::SmallInt(database_id as i16),

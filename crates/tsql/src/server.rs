@@ -48,10 +48,12 @@ pub enum Output {
 }
 
 /// What sys.dm_exec_sessions and sys.dm_exec_requests show of a session: kept up to date by
-/// the session as its batches start and end.
+/// the session as its batches start and end. Times are monotonic instants, shown as datetimes
+/// of the instance's clock ([`Server::datetime_of`]) when a view reads them, so that a batch
+/// does not read the wall clock twice.
 #[derive(Clone, Debug)]
 pub struct SessionInfo {
-    pub login_time: Value,
+    pub login_time: std::time::Instant,
     /// The client's host name, as its login sends it (None for an embedded session, which
     /// has no client of its own; the TDS server fills it from LOGIN7).
     pub host_name: Option<String>,
@@ -59,8 +61,8 @@ pub struct SessionInfo {
     pub database_id: u16,
     /// The running batch: when it started (monotonic and as a datetime) and its command.
     pub request: Option<RunningRequest>,
-    pub last_request_start_time: Value,
-    pub last_request_end_time: Value,
+    pub last_request_start_time: std::time::Instant,
+    pub last_request_end_time: std::time::Instant,
     pub open_transaction_count: i32,
 }
 
@@ -68,7 +70,6 @@ pub struct SessionInfo {
 #[derive(Clone, Debug)]
 pub struct RunningRequest {
     pub started: std::time::Instant,
-    pub start_time: Value,
     /// The batch's first keyword, upper case (SELECT, INSERT, DBCC, ...).
     pub command: String,
 }
@@ -119,6 +120,15 @@ impl Server {
             server.create_database(&spec)?;
         }
         Ok(server)
+    }
+
+    /// A monotonic instant as a datetime of the instance's clock: its start time plus the time
+    /// since it started.
+    pub fn datetime_of(&self, at: std::time::Instant) -> Value {
+        let instance = &self.instance;
+        let since = at.saturating_duration_since(instance.started);
+        let since = chrono::Duration::from_std(since).unwrap_or_else(|_| chrono::Duration::zero());
+        crate::functions::current_time("GETDATE", instance.start_time + since)
     }
 
     fn registry_path(&self) -> PathBuf {

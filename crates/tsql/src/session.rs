@@ -139,16 +139,16 @@ impl Session {
     pub fn new(server: &Arc<Server>) -> Session {
         let engine_session = engine::session::Session::open(&server.instance);
         let db = server.database("master").expect("master exists");
-        let now = crate::functions::current_time("GETDATE", server.instance.clock.now_local());
+        let now = std::time::Instant::now();
         server.sessions.lock().insert(
             engine_session.spid,
             crate::server::SessionInfo {
-                login_time: now.clone(),
+                login_time: now,
                 host_name: None,
                 program_name: "extentdb".into(),
                 database_id: db.database_id,
                 request: None,
-                last_request_start_time: now.clone(),
+                last_request_start_time: now,
                 last_request_end_time: now,
                 open_transaction_count: 0,
             },
@@ -235,21 +235,17 @@ impl Session {
 
     /// The batch's request starts: sys.dm_exec_requests shows it from now.
     fn request_started(&self, sql: &str) {
-        let now = crate::functions::current_time("GETDATE", self.server.instance.clock.now_local());
+        let now = std::time::Instant::now();
         let command = first_keyword(sql);
         if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
-            info.last_request_start_time = now.clone();
-            info.request = Some(crate::server::RunningRequest {
-                started: std::time::Instant::now(),
-                start_time: now,
-                command,
-            });
+            info.last_request_start_time = now;
+            info.request = Some(crate::server::RunningRequest { started: now, command });
         }
     }
 
     /// The batch's request ended: the session is sleeping again.
     fn request_ended(&self) {
-        let now = crate::functions::current_time("GETDATE", self.server.instance.clock.now_local());
+        let now = std::time::Instant::now();
         let open = self.db.trancount() as i32 - i32::from(self.in_autocommit);
         if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
             info.request = None;

@@ -1,0 +1,157 @@
+//! `extentdb bench tds`: the TDS server against the embedded T-SQL path, in one process.
+//!
+//! - Round trips: `SELECT 1` batches per second over 1 and over 16 TDS connections (this
+//!   crate's client over 127.0.0.1), against as many embedded sessions running the same batch.
+//! - Inserts: 16 connections, each inserting its share of `--rows` rows into one clustered
+//!   table keyed by NEWID(), one INSERT batch per row and a commit every 1,000 rows, against
+//!   16 embedded sessions doing exactly the same.
+//!
+//! The ratio (TDS / embedded) is the figure; the machine is noisy, so both sides run here.
+
+use clap::Args;
+use engine::instance::InstanceConfig;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tds::client::Client;
+use tsql::server::Server;
+use tsql::session::Session;
+
+const PASSWORD: &str = "Bench!Passw0rd";
+
+#[derive(Args)]
+pub struct TdsBench {
+    /// Seconds per round-trip measurement.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Rows of the insert load (over 16 connections).
+    #[arg(long, default_value_t = 160_000)]
+    rows: u64,
+    /// Directory under which the runs' data directories are made (default: the current one).
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
+}
+
+/// Something that runs a batch: an embedded session or a TDS connection.
+trait Runner: Send {
+    fn run(&mut self, sql: &str);
+}
+
+impl Runner for Session {
+    fn run(&mut self, sql: &str) {
+        let mut failed = None;
+        self.execute(sql, &mut |o| {
+            if let tsql::server::Output::Error { error, .. } = o {
+                failed = Some(error);
+            }
+        });
+        assert!(failed.is_none(), "{sql}: {failed:?}");
+    }
+}
+
+impl Runner for Client {
+    fn run(&mut self, sql: &str) {
+        let outputs = self.batch(sql).expect("the server answers");
+        let failed = outputs.iter().any(|o| matches!(o, tsql::server::Output::Error { .. }));
+        assert!(!failed, "{sql}: {outputs:?}");
+    }
+}
+
+/// Batches per second over `runners` running `sql` in a loop for `seconds`.
+fn round_trips(runners: Vec<Box<dyn Runner>>, sql: &'static str, seconds: u64) -> f64 {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let threads: Vec<_> = runners
+        .into_iter()
+        .map(|mut runner| {
+            std::thread::spawn(move || {
+                let mut count = 0u64;
+                while Instant::now() < until {
+                    runner.run(sql);
+                    count += 1;
+                }
+                count
+            })
+        })
+        .collect();
+    let total: u64 = threads.into_iter().map(|t| t.join().expect("a runner")).sum();
+    total as f64 / seconds as f64
+}
+
+/// Rows per second: each runner inserts `share` rows, one batch each, committing every 1,000.
+fn inserts(runners: Vec<Box<dyn Runner>>, share: u64) -> f64 {
+    let started = Instant::now();
+    let threads: Vec<_> = runners
+        .into_iter()
+        .map(|mut runner| {
+            std::thread::spawn(move || {
+                runner.run("BEGIN TRAN");
+                for row in 1..=share {
+                    runner
+                        .run("INSERT dbo.MyBigTable (c1, c2, c3) VALUES (NEWID(), GETDATE(), 'a')");
+                    if row % 1000 == 0 {
+                        runner.run("COMMIT TRAN; BEGIN TRAN");
+                    }
+                }
+                runner.run("COMMIT TRAN");
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("an inserting runner");
+    }
+    (share * 16) as f64 / started.elapsed().as_secs_f64()
+}
+
+const CREATE: &str = "CREATE TABLE dbo.MyBigTable (c1 uniqueidentifier NOT NULL PRIMARY KEY, c2 datetime NOT NULL, c3 char(400) NOT NULL)";
+
+pub fn run(args: &TdsBench) -> Result<(), String> {
+    if cfg!(debug_assertions) {
+        outln!("(debug build: build with --release for meaningful figures)");
+    }
+    let base = crate::bench::run_dir(args.dir.as_deref(), "extentdb-bench-tds")?;
+    let mut config = tds::server::ServeConfig::new(base.path().join("served"));
+    config.port = 0;
+    config.sa_password = Some(PASSWORD.into());
+    let listener = tds::server::Listener::bind(config)?;
+    let address = listener.local_addr().to_string();
+    let stop = listener.stop_flag();
+    let serving = std::thread::spawn(move || listener.run());
+    let embedded = Server::start(InstanceConfig::new(base.path().join("embedded")))
+        .map_err(|e| e.to_string())?;
+    let connect = || -> Result<Box<dyn Runner>, String> {
+        Ok(Box::new(Client::connect(&address, "sa", PASSWORD, "master")?))
+    };
+    let session = |server: &Arc<Server>| -> Box<dyn Runner> { Box::new(Session::new(server)) };
+    outln!("{:<34} {:>14} {:>14} {:>7}", "measurement", "embedded", "TDS", "ratio");
+    for connections in [1usize, 16] {
+        let local: Vec<Box<dyn Runner>> = (0..connections).map(|_| session(&embedded)).collect();
+        let remote: Vec<Box<dyn Runner>> =
+            (0..connections).map(|_| connect()).collect::<Result<_, _>>()?;
+        let local_rate = round_trips(local, "SELECT 1", args.seconds);
+        let remote_rate = round_trips(remote, "SELECT 1", args.seconds);
+        outln!(
+            "{:<34} {:>12.0}/s {:>12.0}/s {:>6.0}%",
+            format!("SELECT 1, {connections} connection(s)"),
+            local_rate,
+            remote_rate,
+            100.0 * remote_rate / local_rate
+        );
+    }
+    let share = (args.rows / 16).max(1);
+    connect()?.run(CREATE);
+    session(&embedded).run(CREATE);
+    let local: Vec<Box<dyn Runner>> = (0..16).map(|_| session(&embedded)).collect();
+    let remote: Vec<Box<dyn Runner>> = (0..16).map(|_| connect()).collect::<Result<_, _>>()?;
+    let local_rate = inserts(local, share);
+    let remote_rate = inserts(remote, share);
+    outln!(
+        "{:<34} {:>10.0} rows/s {:>7.0} rows/s {:>6.0}%",
+        format!("INSERT, 16 connections, {} rows", share * 16),
+        local_rate,
+        remote_rate,
+        100.0 * remote_rate / local_rate
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    serving.join().map_err(|_| "the listener panicked".to_string())??;
+    embedded.shutdown().map_err(|e| e.to_string())?;
+    Ok(())
+}
