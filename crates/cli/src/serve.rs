@@ -19,6 +19,16 @@ pub struct ServeArgs {
     /// The most connections at once.
     #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
+    /// No TLS: PRELOGIN answers NOT_SUP (clients that demand encryption are refused).
+    #[arg(long)]
+    pub no_tls: bool,
+    /// The TLS certificate (PEM); with --key. Default: a self-signed one made at first start
+    /// in the data directory (tds_cert.pem, tds_key.pem).
+    #[arg(long, requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, requires = "cert")]
+    pub key: Option<PathBuf>,
 }
 
 pub fn run(args: &ServeArgs) -> Result<(), String> {
@@ -27,6 +37,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     config.port = args.port;
     config.max_connections = args.max_connections;
     config.sa_password = std::env::var(tds::logins::SA_PASSWORD_VAR).ok();
+    config.tls = match (&args.cert, &args.key, args.no_tls) {
+        (_, _, true) => tds::server::TlsSetting::Off,
+        (Some(cert), Some(key), false) => {
+            tds::server::TlsSetting::Files { cert: cert.clone(), key: key.clone() }
+        }
+        _ => tds::server::TlsSetting::SelfSigned,
+    };
     let listener = tds::server::Listener::bind(config)?;
     // SIGTERM and SIGINT stop the listener, which then checkpoints and closes the databases.
     let stop = listener.stop_flag();

@@ -193,9 +193,9 @@ impl<'a> Decoder<'a> {
                     (self.u8()?, self.u8()?)
                 }
                 0xE7 | 0xA7 | 0xEF | 0xAF => {
-                    self.u16()?;
+                    let max = self.u16()?;
                     self.take(5)?;
-                    (0, 0)
+                    (u8::from(max == 0xFFFF), 0)
                 }
                 0xA5 | 0xAD => {
                     self.u16()?;
@@ -223,6 +223,9 @@ impl<'a> Decoder<'a> {
     }
 
     fn value(&mut self, type_id: u8, a: u8, b: u8) -> Result<Value, ProtocolError> {
+        if type_id == 0xE7 && a == 1 {
+            return self.plp_text();
+        }
         if matches!(type_id, 0xE7 | 0xA7 | 0xEF | 0xAF | 0xA5 | 0xAD) {
             let len = self.u16()?;
             if len == 0xFFFF {
@@ -273,6 +276,22 @@ impl<'a> Decoder<'a> {
                 )));
             }
         })
+    }
+
+    /// NVARCHAR(MAX) text: u64 total (all ones = NULL), u32-long chunks, an empty chunk.
+    fn plp_text(&mut self) -> Result<Value, ProtocolError> {
+        if self.u64()? == u64::MAX {
+            return Ok(Value::Null);
+        }
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")) as usize;
+            if chunk == 0 {
+                break;
+            }
+            bytes.extend_from_slice(self.take(chunk)?);
+        }
+        from_utf16(&bytes).map(Value::Text).ok_or_else(|| protocol("bad UTF-16"))
     }
 
     fn message(&mut self, kind: u8) -> Result<Output, ProtocolError> {

@@ -14,8 +14,11 @@
 //!
 //! - [`rpc`]: the RPC decoder (procedure by ProcID or name, typed parameters, PLP values);
 //!
-//! Deviations (also in docs/deviations.md): no TLS yet (PRELOGIN answers NOT_SUP), no MARS or
-//! bulk load; a result column's TDS type comes from its values
+//! - [`tls`]: TLS inside TDS (rustls, TLS 1.2): the certificate, the handshake inside PRELOGIN
+//!   packets, and the plain-or-TLS transport;
+//! - [`client`]: a small client (the shell's `-S` mode, the benchmarks, the round-trip tests).
+//!
+//! Deviations (also in docs/deviations.md): no MARS or bulk load; a result column's TDS type comes from its values
 //! (the T-SQL layer does not carry declared result types yet), and every string is sent as
 //! NVARCHAR.
 
@@ -26,6 +29,7 @@ pub mod packet;
 pub mod prelogin;
 pub mod rpc;
 pub mod server;
+pub mod tls;
 pub mod token;
 
 /// A malformed or unsupported message: the connection that sent it is closed.

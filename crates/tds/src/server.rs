@@ -22,6 +22,7 @@
 use crate::logins::Logins;
 use crate::packet::{self, DEFAULT_PACKET_SIZE, MAX_PACKET_SIZE, MIN_PACKET_SIZE};
 use crate::rpc::{Param, Procedure, Rpc};
+use crate::tls::Transport;
 use crate::token::{self, DONE_ATTN, DONE_COUNT, DONE_ERROR, DONE_FINAL, DONE_MORE};
 use crate::{ProtocolError, from_utf16, login, prelogin};
 use engine::instance::InstanceConfig;
@@ -46,6 +47,21 @@ pub struct ServeConfig {
     pub max_message_bytes: usize,
     /// sa's password for the first start (from EXTENTDB_SA_PASSWORD).
     pub sa_password: Option<String>,
+    /// TLS inside TDS: off (PRELOGIN answers NOT_SUP), or with a certificate.
+    pub tls: TlsSetting,
+}
+
+/// Where the TLS certificate comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TlsSetting {
+    Off,
+    /// The data directory's pair, generated self-signed at first start.
+    SelfSigned,
+    /// PEM files: the certificate (chain) and its private key.
+    Files {
+        cert: std::path::PathBuf,
+        key: std::path::PathBuf,
+    },
 }
 
 impl ServeConfig {
@@ -58,6 +74,7 @@ impl ServeConfig {
             login_timeout: Duration::from_secs(15),
             max_message_bytes: 64 << 20,
             sa_password: None,
+            tls: TlsSetting::SelfSigned,
         }
     }
 }
@@ -73,6 +90,7 @@ pub struct Listener {
     /// A handle on each open connection's socket, to close them at shutdown.
     open: Arc<parking_lot::Mutex<std::collections::BTreeMap<u64, TcpStream>>>,
     next_connection: u64,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 fn error_text(error: impl std::fmt::Display) -> String {
@@ -85,6 +103,13 @@ impl Listener {
         std::fs::create_dir_all(&config.dir).map_err(error_text)?;
         let logins = Logins::open_or_create(&config.dir, config.sa_password.as_deref())
             .map_err(error_text)?;
+        let tls = match &config.tls {
+            TlsSetting::Off => None,
+            TlsSetting::SelfSigned => Some(crate::tls::server_config(&config.dir, None, None)?),
+            TlsSetting::Files { cert, key } => {
+                Some(crate::tls::server_config(&config.dir, Some(cert), Some(key))?)
+            }
+        };
         let server = Server::start(InstanceConfig::new(&config.dir)).map_err(error_text)?;
         let listener = TcpListener::bind((config.address.as_str(), config.port)).map_err(|e| {
             format!("TDS: could not listen on {}:{}: {e}", config.address, config.port)
@@ -104,6 +129,7 @@ impl Listener {
             connections: Arc::new(AtomicUsize::new(0)),
             open: Arc::new(parking_lot::Mutex::new(std::collections::BTreeMap::new())),
             next_connection: 0,
+            tls,
         })
     }
 
@@ -180,6 +206,7 @@ impl Listener {
             stop: self.stop.clone(),
             peer,
             packet_size: DEFAULT_PACKET_SIZE,
+            tls: self.tls.clone(),
         };
         let connections = self.connections.clone();
         self.next_connection += 1;
@@ -211,6 +238,7 @@ struct Connection {
     stop: Arc<AtomicBool>,
     peer: SocketAddr,
     packet_size: usize,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Connection {
@@ -218,51 +246,73 @@ impl Connection {
         self.server.instance.errorlog.write("Logon", text);
     }
 
-    fn serve(mut self, mut stream: TcpStream) {
+    fn serve(mut self, stream: TcpStream) {
         let _ = stream.set_read_timeout(Some(self.config.login_timeout));
-        let session = match self.login(&mut stream) {
-            Ok(Some(session)) => session,
+        let (session, mut transport) = match self.login(Transport::Plain(stream)) {
+            Ok(Some(logged_in)) => logged_in,
             Ok(None) => return,
             Err(error) => {
                 self.log(&format!("TDS: connection from {} closed: {error}", self.peer));
                 return;
             }
         };
-        let _ = stream.set_read_timeout(None);
-        if let Err(error) = self.requests(&mut stream, session) {
+        let _ = transport.tcp().set_read_timeout(None);
+        if let Err(error) = self.requests(&mut transport, session) {
             self.server
                 .instance
                 .errorlog
                 .write("Server", &format!("TDS: connection from {} closed: {error}", self.peer));
         }
-        let _ = stream.shutdown(Shutdown::Both);
+        let _ = transport.tcp().shutdown(Shutdown::Both);
     }
 
     fn read(
         &self,
-        stream: &mut TcpStream,
+        stream: &mut impl std::io::Read,
         max: usize,
     ) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
         packet::read_message(stream, MAX_PACKET_SIZE.max(self.packet_size), max)
     }
 
-    fn send(&self, stream: &mut TcpStream, payload: &[u8]) -> Result<(), ProtocolError> {
+    fn send(&self, stream: &mut impl Write, payload: &[u8]) -> Result<(), ProtocolError> {
         packet::write_message(stream, packet::TABULAR_RESULT, payload, self.packet_size, 0)
             .map_err(|e| ProtocolError(format!("write: {e}")))
     }
 
-    /// PRELOGIN, LOGIN7 and the login reply; None when the login failed (already answered).
-    fn login(&mut self, stream: &mut TcpStream) -> Result<Option<Session>, ProtocolError> {
+    /// PRELOGIN (with the TLS handshake it asks for), LOGIN7 and the login reply; None when
+    /// the login failed (already answered).
+    fn login(
+        &mut self,
+        mut stream: Transport,
+    ) -> Result<Option<(Session, Transport)>, ProtocolError> {
         const LOGIN_MESSAGE_MAX: usize = 64 * 1024;
-        let Some((kind, payload)) = self.read(stream, LOGIN_MESSAGE_MAX)? else { return Ok(None) };
+        let Some((kind, payload)) = self.read(&mut stream, LOGIN_MESSAGE_MAX)? else {
+            return Ok(None);
+        };
         if kind != packet::PRELOGIN {
             return Err(ProtocolError(format!("expected PRELOGIN, got packet type {kind:#04x}")));
         }
-        prelogin::decode(&payload)?;
-        self.send(stream, &prelogin::encode_response(prelogin::ENCRYPT_NOT_SUP))?;
-        let Some((kind, payload)) = self.read(stream, LOGIN_MESSAGE_MAX)? else { return Ok(None) };
+        let asked = prelogin::decode(&payload)?;
+        let answer = match (&self.tls, asked.encryption) {
+            (Some(_), Some(prelogin::ENCRYPT_OFF)) => prelogin::ENCRYPT_OFF,
+            (Some(_), Some(prelogin::ENCRYPT_ON | prelogin::ENCRYPT_REQ)) => prelogin::ENCRYPT_ON,
+            _ => prelogin::ENCRYPT_NOT_SUP,
+        };
+        self.send(&mut stream, &prelogin::encode_response(answer))?;
+        if let (Some(config), prelogin::ENCRYPT_OFF | prelogin::ENCRYPT_ON) = (&self.tls, answer) {
+            let mut tcp = stream.into_plain();
+            let connection = crate::tls::handshake(&mut tcp, config)?;
+            stream = Transport::Tls(Box::new(rustls::StreamOwned::new(connection, tcp)));
+        }
+        let Some((kind, payload)) = self.read(&mut stream, LOGIN_MESSAGE_MAX)? else {
+            return Ok(None);
+        };
         if kind != packet::LOGIN7 {
             return Err(ProtocolError(format!("expected LOGIN7, got packet type {kind:#04x}")));
+        }
+        if answer == prelogin::ENCRYPT_OFF {
+            // Login-only TLS: both sides drop TLS after LOGIN7.
+            stream = Transport::Plain(stream.into_plain());
         }
         let login = login::decode(&payload)?;
         if !self.logins.authenticate(&login.user_name, &login.password) {
@@ -290,7 +340,7 @@ impl Connection {
                 1,
             );
             reply.extend(token::done(DONE_ERROR, 0));
-            self.send(stream, &reply)?;
+            self.send(&mut stream, &reply)?;
             return Ok(None);
         }
         let requested = login.packet_size as usize;
@@ -314,7 +364,7 @@ impl Connection {
                     1,
                 );
                 reply.extend(token::done(DONE_ERROR, 0));
-                self.send(stream, &reply)?;
+                self.send(&mut stream, &reply)?;
                 return Ok(None);
             }
             session.execute(&format!("USE [{}]", login.database.replace(']', "]]")), &mut |_| {});
@@ -329,12 +379,12 @@ impl Connection {
         ));
         reply.extend(token::login_ack());
         reply.extend(token::done(DONE_FINAL, 0));
-        self.send(stream, &reply)?;
-        Ok(Some(session))
+        self.send(&mut stream, &reply)?;
+        Ok(Some((session, stream)))
     }
 
     /// The requests of a logged-in connection, until the client closes or SHUTDOWN runs.
-    fn requests(&self, stream: &mut TcpStream, mut session: Session) -> Result<(), ProtocolError> {
+    fn requests(&self, stream: &mut Transport, mut session: Session) -> Result<(), ProtocolError> {
         let mut prepared = Prepared::default();
         let mut transactions = 0u64;
         loop {

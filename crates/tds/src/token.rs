@@ -147,9 +147,15 @@ pub enum WireType {
     Int(u8),
     Bit,
     Float(u8),
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     Money,
     NVarChar,
+    /// NVARCHAR(MAX), sent as partially length-prefixed (PLP) data: for text longer than
+    /// 4,000 characters.
+    NVarCharMax,
     VarBinary,
     Guid,
     Date,
@@ -201,6 +207,11 @@ impl WireType {
                 out.extend_from_slice(&8000u16.to_le_bytes());
                 out.extend_from_slice(&COLLATION);
             }
+            WireType::NVarCharMax => {
+                out.push(0xE7);
+                out.extend_from_slice(&0xFFFFu16.to_le_bytes());
+                out.extend_from_slice(&COLLATION);
+            }
             WireType::VarBinary => {
                 out.push(0xA5);
                 out.extend_from_slice(&8000u16.to_le_bytes());
@@ -218,6 +229,7 @@ impl WireType {
     fn encode(self, value: &Value, out: &mut Vec<u8>) -> Option<()> {
         if matches!(value, Value::Null) {
             match self {
+                WireType::NVarCharMax => out.extend_from_slice(&u64::MAX.to_le_bytes()),
                 WireType::NVarChar | WireType::VarBinary => {
                     out.extend_from_slice(&0xFFFFu16.to_le_bytes())
                 }
@@ -259,6 +271,15 @@ impl WireType {
                 let mut bytes = days.to_le_bytes().to_vec();
                 bytes.extend_from_slice(&ticks.to_le_bytes());
                 sized(out, &bytes);
+            }
+            (WireType::NVarCharMax, other) => {
+                let text = utf16(&tsql::value::display(other));
+                out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+                if !text.is_empty() {
+                    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                    out.extend_from_slice(&text);
+                }
+                out.extend_from_slice(&0u32.to_le_bytes());
             }
             (WireType::NVarChar, other) => {
                 let text = utf16(&tsql::value::display(other));
@@ -330,6 +351,17 @@ pub fn result_set(columns: &[String], rows: &[Vec<Value>]) -> Vec<u8> {
             rows.iter().any(|r| r.get(c).and_then(WireType::of).is_some_and(|t| t != *wire));
         if mixed {
             *wire = WireType::NVarChar;
+        }
+        // Text longer than NVARCHAR(4000) holds goes as NVARCHAR(MAX), never cut (bug fix:
+        // it was cut at 4,000 characters).
+        let long = *wire == WireType::NVarChar
+            && rows.iter().any(|r| match r.get(c) {
+                Some(Value::Null) | None => false,
+                Some(Value::Text(t)) => t.encode_utf16().count() > 4000,
+                Some(other) => tsql::value::display(other).len() > 4000,
+            });
+        if long {
+            *wire = WireType::NVarCharMax;
         }
     }
     let named: Vec<(String, WireType)> =

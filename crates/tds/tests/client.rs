@@ -30,6 +30,7 @@ fn batches_over_tds_return_what_they_return_in_process() {
         "SELECT * FROM no_such_table",
         "UPDATE t SET name = N'uno' WHERE id = 1; SELECT name FROM t WHERE id = 1",
         "SET NOCOUNT ON; SELECT 2 AS two",
+        "SELECT REPLICATE(N'x', 5000) AS long_text, CAST(NULL AS nvarchar(10)) AS none",
     ];
     for batch in batches {
         let remote = client.batch(batch).unwrap();

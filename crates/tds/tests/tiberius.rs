@@ -23,11 +23,20 @@ fn start() -> (tempfile::TempDir, u16, std::sync::Arc<std::sync::atomic::AtomicB
 }
 
 async fn connect(port: u16, password: &str) -> tiberius::Result<Client<Compat<TcpStream>>> {
+    connect_with(port, password, EncryptionLevel::NotSupported).await
+}
+
+async fn connect_with(
+    port: u16,
+    password: &str,
+    encryption: EncryptionLevel,
+) -> tiberius::Result<Client<Compat<TcpStream>>> {
     let mut config = Config::new();
+    config.trust_cert();
     config.host("127.0.0.1");
     config.port(port);
     config.authentication(AuthMethod::sql_server("sa", password));
-    config.encryption(EncryptionLevel::NotSupported);
+    config.encryption(encryption);
     let tcp = TcpStream::connect(config.get_addr()).await?;
     tcp.set_nodelay(true)?;
     Client::connect(config, tcp.compat_write()).await
@@ -184,5 +193,38 @@ async fn malformed_and_truncated_input_closes_one_connection_only() {
     assert_eq!(one.get::<i32, _>(0), Some(1));
     let errorlog = std::fs::read_to_string(dir.path().join("ERRORLOG")).unwrap();
     assert!(errorlog.matches("TDS: connection from 127.0.0.1").count() >= 3, "{errorlog}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// TLS inside TDS: full encryption (Required) and login-only (Off), with the self-signed
+/// certificate the server made at its first start.
+#[tokio::test(flavor = "current_thread")]
+async fn tiberius_over_tls_full_and_login_only() {
+    let (dir, port, stop) = start();
+    assert!(dir.path().join("tds_cert.pem").exists() && dir.path().join("tds_key.pem").exists());
+    for level in [EncryptionLevel::Required, EncryptionLevel::On, EncryptionLevel::Off] {
+        let mut client =
+            connect_with(port, PASSWORD, level).await.unwrap_or_else(|e| panic!("{level:?}: {e}"));
+        let row = client
+            .query("SELECT @P1 * 2 AS doubled, REPLICATE('x', 5000) AS long_text", &[&21i32])
+            .await
+            .unwrap()
+            .into_row()
+            .await
+            .unwrap()
+            .expect("a row");
+        assert_eq!(row.get::<i32, _>("doubled"), Some(42), "{level:?}");
+        assert_eq!(
+            row.get::<&str, _>("long_text").map(str::len),
+            Some(5000),
+            "{level:?}: a reply of several packets"
+        );
+        let Err(error) = client.simple_query("SELECT * FROM nope").await else { panic!("208") };
+        assert_eq!(server_code(&error), Some(208));
+    }
+    let Err(error) = connect_with(port, "Wrong!Passw0rd", EncryptionLevel::Required).await else {
+        panic!("a refused login over TLS")
+    };
+    assert_eq!(server_code(&error), Some(18456), "{error}");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
 }
