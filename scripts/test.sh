@@ -25,3 +25,19 @@ echo "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
+
+# Interoperability with real SQL Server clients: a Python virtual environment with pinned
+# clients (PyPI), then the ignored interop tests against `extentdb serve`.
+echo "== interop clients (python-tds, pymssql, pyOpenSSL)"
+if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-venv python3-pip >/dev/null
+fi
+VENV="target/interop-venv"
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
+fi
+"$VENV/bin/pip" install -q --disable-pip-version-check python-tds==1.17.1 pymssql==2.4.6 pyOpenSSL==26.4.0
+echo "== interop tests"
+EXTENTDB_INTEROP_PYTHON="$PWD/$VENV/bin/python" cargo test --locked -p extentdb --test interop -- --ignored

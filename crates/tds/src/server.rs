@@ -215,10 +215,29 @@ impl Listener {
             self.open.lock().insert(id, handle);
         }
         let open = self.open.clone();
+        let errorlog_server = self.server.clone();
         let spawned = std::thread::Builder::new().name(format!("tds-{peer}")).spawn(move || {
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_nodelay(true);
-            connection.serve(stream);
+            let closer = stream.try_clone();
+            // An internal error (a panic) ends this connection only: the client sees the
+            // connection close, the errorlog says why, the server and other sessions go on.
+            let served =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection.serve(stream)));
+            if let Err(panic) = served {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                errorlog_server.instance.errorlog.write(
+                    "Server",
+                    &format!("TDS: connection from {peer} closed by an internal error: {what}"),
+                );
+                if let Ok(socket) = closer {
+                    let _ = socket.shutdown(Shutdown::Both);
+                }
+            }
             open.lock().remove(&id);
             connections.fetch_sub(1, Ordering::AcqRel);
         });

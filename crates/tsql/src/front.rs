@@ -247,24 +247,24 @@ fn parse_tokens(
     options.require_semicolon_stmt_delimiter = false;
     let mut parser =
         Parser::new(&dialect).with_options(options).with_tokens_with_locations(tokens.clone());
+    BATCH_TOKENS.with(|context| *context.borrow_mut() = Some((tokens.clone(), removed.to_vec())));
     let mut out = Vec::new();
     if procedure {
         let line = parser.peek_token().span.start.line;
         let def = crate::procs::parse_create_procedure(&mut parser)
             .map_err(|e| parse_failure(&mut parser, e, line))?;
         let mut def = def;
-        def.body = parse_rest(&mut parser, &tokens, removed)?;
+        def.body = parse_rest(&mut parser, removed)?;
         out.push(Parsed { stmt: Stmt::CreateProcedure(Box::new(def)), line });
         return Ok(out);
     }
-    out.extend(parse_rest(&mut parser, &tokens, removed)?);
+    out.extend(parse_rest(&mut parser, removed)?);
     Ok(out)
 }
 
 /// The statements from the parser's position to the end of the batch.
 fn parse_rest(
     parser: &mut Parser<'_>,
-    tokens: &[TokenWithSpan],
     removed: &[(usize, String)],
 ) -> Result<Vec<Parsed>, (SqlError, u64)> {
     let mut out = Vec::new();
@@ -278,19 +278,6 @@ fn parse_rest(
         let start = parser.index();
         let stmt = parse_one(parser).map_err(|e| parse_failure(parser, e, line))?;
         let end = parser.index();
-        let stmt = match stmt {
-            Stmt::Sql(statement) if matches!(*statement, Statement::CreateTable(_)) => {
-                create_table_extras(
-                    parser,
-                    statement,
-                    &tokens[start..end.min(tokens.len())],
-                    removed,
-                    start,
-                )
-                .map_err(|e| parse_failure(parser, e, line))?
-            }
-            other => other,
-        };
         let hints = removed
             .iter()
             .filter(|(at, word)| *at > start && *at <= end && word.starts_with(OPTION_MARK))
@@ -499,7 +486,36 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     if is_word(&first, "CREATE") && is_create_index(parser) {
         return parse_create_index(parser);
     }
-    Ok(Stmt::Sql(Box::new(parser.parse_statement()?)))
+    let start = parser.index();
+    let statement = Box::new(parser.parse_statement()?);
+    if !matches!(*statement, Statement::CreateTable(_)) {
+        return Ok(Stmt::Sql(statement));
+    }
+    // CREATE TABLE anywhere (a batch, an IF or WHILE body, a block, a procedure) gets the
+    // clauses sqlparser does not keep (bug fix: inside IF it reached the executor unwrapped
+    // and panicked).
+    let end = parser.index();
+    BATCH_TOKENS.with(|context| {
+        let context = context.borrow();
+        let (tokens, removed) =
+            context.as_ref().expect("parse_with_tokens sets the batch's tokens");
+        create_table_extras(
+            parser,
+            statement,
+            &tokens[start..end.min(tokens.len())],
+            removed,
+            start,
+        )
+    })
+}
+
+/// The tokens of a batch and the words taken out of it (with their token positions).
+type BatchTokens = (Vec<TokenWithSpan>, Vec<(usize, String)>);
+
+thread_local! {
+    /// The batch being parsed, for the CREATE TABLE clauses that need its tokens.
+    static BATCH_TOKENS: std::cell::RefCell<Option<BatchTokens>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// `SET @v op= expr`, if that is what follows.

@@ -31,3 +31,11 @@ CREATE TABLE var_rows (n int, tag varchar(5));
 INSERT var_rows (n, tag) SELECT @n, 'y';
 SELECT n, tag FROM var_rows;
 GO
+-- CREATE TABLE inside IF and BEGIN ... END keeps its clauses (bug: it panicked).
+IF OBJECT_ID('nested_t') IS NULL CREATE TABLE nested_t (id int PRIMARY KEY NONCLUSTERED, g uniqueidentifier ROWGUIDCOL);
+IF 1 = 1
+BEGIN
+    CREATE TABLE nested_u (id int NOT NULL, CONSTRAINT pk_u PRIMARY KEY CLUSTERED (id));
+END
+SELECT OBJECT_NAME(object_id) AS tbl, type_desc FROM sys.indexes WHERE OBJECT_NAME(object_id) LIKE 'nested%' ORDER BY tbl, index_id;
+GO
