@@ -28,11 +28,12 @@ cargo test --workspace --locked
 
 # Interoperability with real SQL Server clients: a Python virtual environment with pinned
 # clients (PyPI), then the ignored interop tests against `extentdb serve`.
-echo "== interop clients (python-tds, pymssql, pyOpenSSL)"
-if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+echo "== interop clients (FreeTDS tsql, python-tds, pymssql, pyOpenSSL)"
+if ! command -v tsql >/dev/null 2>&1 || ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
     SUDO=""
     if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
-    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-venv python3-pip >/dev/null
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq freetds-bin python3-venv python3-pip >/dev/null
 fi
 VENV="target/interop-venv"
 if [ ! -x "$VENV/bin/python" ]; then

@@ -22,10 +22,11 @@ fn repo(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
-fn run_client(client: &str) {
+/// Starts `extentdb serve` in a new directory; returns it, its port and its directory.
+fn serve() -> (std::process::Child, u16, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+    let server = Command::new(env!("CARGO_BIN_EXE_extentdb"))
         .args(["serve", "--port", &port.to_string(), "--dir"])
         .arg(dir.path())
         .env("EXTENTDB_SA_PASSWORD", "Str0ng!Passw0rd")
@@ -37,6 +38,17 @@ fn run_client(client: &str) {
         assert!(Instant::now() < deadline, "the server never listened");
         std::thread::sleep(Duration::from_millis(50));
     }
+    (server, port, dir)
+}
+
+fn stop(mut server: std::process::Child) {
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let exit = server.wait().unwrap();
+    assert!(exit.success(), "the server stops cleanly after the clients");
+}
+
+fn run_client(client: &str) {
+    let (server, port, dir) = serve();
     for tls in ["plain", "tls"] {
         let output = Command::new(python())
             .arg(repo("tests/interop/python_clients.py"))
@@ -58,9 +70,62 @@ fn run_client(client: &str) {
             );
         }
     }
-    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
-    let exit = server.wait().unwrap();
-    assert!(exit.success(), "the server stops cleanly after the clients");
+    stop(server);
+}
+
+/// FreeTDS `tsql` (apt: freetds-bin), plain and with `encryption = require` from a private
+/// freetds.conf: seed 004's example piped in, sp_executesql with a parameter, a rolled-back
+/// transaction, and Msg 208.
+#[test]
+#[ignore = "needs FreeTDS tsql, which scripts/test.sh installs"]
+fn freetds_tsql_plain_and_tls() {
+    let (server, port, dir) = serve();
+    let example = std::fs::read_to_string(repo("examples/seed004_create_drop.sql")).unwrap();
+    let checks = "EXEC sp_executesql N'SELECT @p + 1 AS n', N'@p int', @p = 41\ngo\n\
+        BEGIN TRAN\nCREATE TABLE r (id int)\nINSERT r VALUES (1)\nROLLBACK\nSELECT OBJECT_ID('r') AS gone\ngo\n\
+        SELECT * FROM no_such_table\ngo\nexit\n";
+    let conf = dir.path().join("freetds.conf");
+    std::fs::write(&conf, "[global]\n\tencryption = require\n").unwrap();
+    for tls in [false, true] {
+        let mut command = Command::new("tsql");
+        command.args([
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-U",
+            "sa",
+            "-P",
+            "Str0ng!Passw0rd",
+        ]);
+        if tls {
+            command.env("FREETDSCONF", &conf);
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tsql (freetds-bin)");
+        {
+            use std::io::Write;
+            let mut input = child.stdin.take().unwrap();
+            input.write_all(example.as_bytes()).unwrap();
+            input.write_all(b"\n").unwrap();
+            input.write_all(checks.as_bytes()).unwrap();
+        }
+        let output = child.wait_with_output().unwrap();
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(out.contains("files4\tf4_data4"), "tls {tls}: seed 004's example\n{out}");
+        assert!(out.contains("n\n42\n"), "tls {tls}: sp_executesql\n{out}");
+        assert!(out.contains("gone\nNULL\n"), "tls {tls}: rollback\n{out}");
+        assert!(out.contains("Msg 208 (severity 16, state 1)"), "tls {tls}: error 208\n{out}");
+    }
+    stop(server);
 }
 
 #[test]
