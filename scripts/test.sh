@@ -40,5 +40,6 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 "$VENV/bin/pip" install -q --disable-pip-version-check python-tds==1.17.1 pymssql==2.4.6 pyOpenSSL==26.4.0
-echo "== interop tests"
-EXTENTDB_INTEROP_PYTHON="$PWD/$VENV/bin/python" cargo test --locked -p extentdb --test interop -- --ignored
+echo "== interop tests (FreeTDS tsql, pytds, pymssql, go-mssqldb, mssql-jdbc; plain and TLS)"
+# The only ignored tests are the interop ones; --workspace keeps the build of the run above.
+EXTENTDB_INTEROP_PYTHON="$PWD/$VENV/bin/python" cargo test --workspace --locked -- --ignored

@@ -1,9 +1,12 @@
-//! Interoperability with real SQL Server clients (issue "TDS server…"): each connects to
-//! `extentdb serve`, runs seed 004's example end to end, a parameterised query, a transaction
-//! that rolls back, and gets error 208 with its number; without TLS and with TLS.
+//! Interoperability with real SQL Server clients (issue "TDS server…"): FreeTDS `tsql`,
+//! pytds, pymssql, go-mssqldb and Microsoft's JDBC driver each connect to `extentdb serve`,
+//! run seed 004's example end to end, a parameterised query, a transaction that rolls back,
+//! and get error 208 with its number; without TLS and with TLS. (tiberius is tested in the
+//! tds crate.)
 //!
-//! These need the clients installed, which `scripts/test.sh` does (a Python virtual
-//! environment with python-tds, pymssql and pyOpenSSL) before it runs them with `--ignored`;
+//! These need the clients installed, which `scripts/test.sh` does (apt freetds-bin; a Python
+//! virtual environment with python-tds, pymssql and pyOpenSSL; Go modules and Maven
+//! artifacts fetched by the builds here) before it runs them with `--ignored`;
 //! `EXTENTDB_INTEROP_PYTHON` names that environment's python.
 
 use std::process::{Command, Stdio};
@@ -138,4 +141,74 @@ fn pytds_plain_and_tls() {
 #[ignore = "needs the Python clients that scripts/test.sh installs"]
 fn pymssql_plain_and_tls() {
     run_client("pymssql");
+}
+
+/// Runs a client program for plain and TLS and checks its report lines.
+fn run_program(label: &str, program: &mut dyn FnMut(&str, u16) -> std::process::Output) {
+    let (server, port, _dir) = serve();
+    for tls in ["plain", "tls"] {
+        let output = program(tls, port);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{label} {tls}:\n{stdout}\n{stderr}");
+        for check in
+            ["connected", "example ran", "parameterised query ok", "rollback ok", "error 208 ok"]
+        {
+            assert!(
+                stdout.contains(&format!("{label} {tls}: {check}")),
+                "{label} {tls}: {check}\n{stdout}"
+            );
+        }
+    }
+    stop(server);
+}
+
+/// go-mssqldb v1.11.2 (Go module proxy): tests/interop/go, built here.
+#[test]
+#[ignore = "needs Go and the module proxy (scripts/test.sh runs it)"]
+fn go_mssqldb_plain_and_tls() {
+    let build = tempfile::tempdir().unwrap();
+    let binary = build.path().join("interop-go");
+    let built = Command::new("go")
+        .args(["build", "-mod=mod", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(repo("tests/interop/go"))
+        .status()
+        .expect("go");
+    assert!(built.success(), "go build");
+    run_program("go-mssqldb", &mut |tls, port| {
+        Command::new(&binary)
+            .args(["127.0.0.1", &port.to_string(), "Str0ng!Passw0rd"])
+            .arg(repo("examples/seed004_create_drop.sql"))
+            .arg(tls)
+            .output()
+            .unwrap()
+    });
+}
+
+/// Microsoft's JDBC driver 13.6.2 (Maven Central): tests/interop/jdbc, built here with Maven.
+#[test]
+#[ignore = "needs Java and Maven (scripts/test.sh runs it)"]
+fn mssql_jdbc_plain_and_tls() {
+    let project = repo("tests/interop/jdbc");
+    let built = Command::new("mvn")
+        .args(["-q", "-B", "package", "dependency:copy-dependencies"])
+        .current_dir(&project)
+        .status()
+        .expect("mvn");
+    assert!(built.success(), "mvn package");
+    let classpath = format!(
+        "{}:{}/*",
+        project.join("target/classes").display(),
+        project.join("target/dependency").display()
+    );
+    run_program("jdbc", &mut |tls, port| {
+        Command::new("java")
+            .args(["-cp", &classpath, "Interop", "127.0.0.1", &port.to_string(), "Str0ng!Passw0rd"])
+            .arg(repo("examples/seed004_create_drop.sql"))
+            .arg(tls)
+            .output()
+            .unwrap()
+    });
 }

@@ -120,6 +120,9 @@ pub struct Session {
     last_error: i32,
     /// A statement runs in its own (autocommit) transaction, which @@TRANCOUNT does not show.
     in_autocommit: bool,
+    /// SET IMPLICIT_TRANSACTIONS ON: a statement outside a transaction starts one that stays
+    /// open until COMMIT or ROLLBACK (JDBC's setAutoCommit(false) relies on it).
+    implicit_transactions: bool,
     /// The identity value the session's last insert generated (@@IDENTITY, SCOPE_IDENTITY();
     /// one scope until procedures exist).
     last_identity: std::cell::Cell<Option<i64>>,
@@ -174,6 +177,7 @@ impl Session {
             rowcount: 0,
             last_error: 0,
             in_autocommit: false,
+            implicit_transactions: false,
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
         }
@@ -515,6 +519,9 @@ impl Session {
         f: impl FnOnce(&mut Session) -> Result<T>,
     ) -> std::result::Result<T, Failure> {
         let db = self.db.clone();
+        if db.trancount() == 0 && self.implicit_transactions {
+            db.begin_tran().map_err(|e| self.fail(e, line))?;
+        }
         if db.trancount() == 0 {
             db.begin_tran().map_err(|e| self.fail(e, line))?;
             self.in_autocommit = true;
@@ -817,6 +824,7 @@ impl Session {
         match words.get(1).map(String::as_str) {
             Some("NOCOUNT") => self.nocount = on,
             Some("XACT_ABORT") => self.xact_abort = on,
+            Some("IMPLICIT_TRANSACTIONS") => self.implicit_transactions = on,
             _ => {} // other SET options are accepted and ignored (deviation)
         }
         Ok(Flow::Next)

@@ -35,3 +35,13 @@ PRINT 'not printed'
 GO
 SELECT @@TRANCOUNT AS after_abort, COUNT(*) AS sevens FROM acct WHERE id = 7
 GO
+-- SET IMPLICIT_TRANSACTIONS ON: a statement outside a transaction opens one (JDBC's
+-- setAutoCommit(false)); ROLLBACK undoes it.
+CREATE TABLE implicit_t (id int PRIMARY KEY);
+SET IMPLICIT_TRANSACTIONS ON;
+INSERT implicit_t VALUES (1);
+SELECT @@TRANCOUNT AS open_transactions;
+ROLLBACK;
+SET IMPLICIT_TRANSACTIONS OFF;
+SELECT COUNT(*) AS rows_after_rollback, @@TRANCOUNT AS open_transactions FROM implicit_t;
+GO
