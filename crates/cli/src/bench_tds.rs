@@ -101,6 +101,18 @@ fn inserts(runners: Vec<Box<dyn Runner>>, share: u64) -> f64 {
     (share * 16) as f64 / started.elapsed().as_secs_f64()
 }
 
+/// VmRSS of this process, in KB (Linux).
+fn resident_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
 const CREATE: &str = "CREATE TABLE dbo.MyBigTable (c1 uniqueidentifier NOT NULL PRIMARY KEY, c2 datetime NOT NULL, c3 char(400) NOT NULL)";
 
 pub fn run(args: &TdsBench) -> Result<(), String> {
@@ -150,6 +162,19 @@ pub fn run(args: &TdsBench) -> Result<(), String> {
         remote_rate,
         100.0 * remote_rate / local_rate
     );
+    // Idle connections: the process's resident memory with 200 more of them open (server
+    // thread, session and socket, plus this benchmark's client side of each).
+    let before_kb = resident_kb();
+    let idle: Vec<Box<dyn Runner>> = (0..200).map(|_| connect()).collect::<Result<_, _>>()?;
+    std::thread::sleep(Duration::from_millis(200));
+    let after_kb = resident_kb();
+    outln!(
+        "{:<34} {:>14} {:>12.1} KB per connection (both ends)",
+        "200 idle connections",
+        "",
+        (after_kb.saturating_sub(before_kb)) as f64 / 200.0
+    );
+    drop(idle);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     serving.join().map_err(|_| "the listener panicked".to_string())??;
     embedded.shutdown().map_err(|e| e.to_string())?;
