@@ -186,13 +186,36 @@ impl Listener {
             );
             let mut reply = error;
             reply.extend(token::done(DONE_ERROR, 0));
-            let _ = packet::write_message(
-                &mut stream,
-                packet::TABULAR_RESULT,
-                &reply,
-                DEFAULT_PACKET_SIZE,
-                0,
-            );
+            // The client hears the refusal as its login's answer: PRELOGIN is answered (no
+            // TLS), LOGIN7 gets the error, then the connection closes. A short-lived thread, so
+            // that a slow client does not hold up the listener.
+            let _ = std::thread::Builder::new().name("tds-refuse".into()).spawn(move || {
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let limit = 64 * 1024;
+                if let Ok(Some((packet::PRELOGIN, _))) =
+                    packet::read_message(&mut stream, MAX_PACKET_SIZE, limit)
+                {
+                    let answer = prelogin::encode_response(prelogin::ENCRYPT_NOT_SUP);
+                    let tabular = packet::TABULAR_RESULT;
+                    let _ = packet::write_message(
+                        &mut stream,
+                        tabular,
+                        &answer,
+                        DEFAULT_PACKET_SIZE,
+                        0,
+                    );
+                    let _ = packet::read_message(&mut stream, MAX_PACKET_SIZE, limit);
+                }
+                let _ = packet::write_message(
+                    &mut stream,
+                    packet::TABULAR_RESULT,
+                    &reply,
+                    DEFAULT_PACKET_SIZE,
+                    0,
+                );
+                let _ = stream.shutdown(Shutdown::Both);
+            });
             self.log(&format!(
                 "TDS: connection from {peer} refused: {} connections",
                 self.config.max_connections

@@ -50,3 +50,41 @@ fn batches_over_tds_return_what_they_return_in_process() {
     drop(client);
     running.join().unwrap().unwrap();
 }
+
+#[test]
+fn the_connection_limit_is_17809_and_a_silent_client_is_dropped_at_the_login_timeout() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tds::server::ServeConfig::new(dir.path());
+    config.port = 0;
+    config.sa_password = Some("Str0ng!Passw0rd".into());
+    config.max_connections = 2;
+    config.login_timeout = Duration::from_millis(500);
+    let listener = tds::server::Listener::bind(config).unwrap();
+    let address = listener.local_addr().to_string();
+    let stop = listener.stop_flag();
+    let running = std::thread::spawn(move || listener.run());
+    let first = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
+    let second = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
+    let Err(third) = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master")
+    else {
+        panic!("a third connection over the limit of 2")
+    };
+    assert!(third.contains("Msg 17809"), "{third}");
+    drop((first, second));
+    std::thread::sleep(Duration::from_millis(200));
+    // A client that says nothing is closed once the login timeout passes.
+    let mut silent = std::net::TcpStream::connect(&address).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let started = std::time::Instant::now();
+    let mut byte = [0u8; 1];
+    assert_eq!(silent.read(&mut byte).unwrap_or(0), 0, "closed without an answer");
+    assert!(started.elapsed() < Duration::from_secs(5), "closed at the login timeout");
+    // Wrong passwords stay wrong after a right one was cached.
+    let ok = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master");
+    assert!(ok.is_ok());
+    drop(ok);
+    assert!(tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd2", "master").is_err());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    running.join().unwrap().unwrap();
+}
