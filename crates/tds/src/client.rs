@@ -19,6 +19,8 @@ pub struct Client {
     pub database: String,
     /// The connection failed; no more batches.
     closed: bool,
+    /// The last reply held a DONE with DONE_ATTN (the server acknowledged an ATTENTION).
+    pub attention_acknowledged: bool,
 }
 
 fn protocol(error: impl std::fmt::Display) -> ProtocolError {
@@ -40,6 +42,7 @@ impl Client {
             packet_size: DEFAULT_PACKET_SIZE,
             database: String::new(),
             closed: false,
+            attention_acknowledged: false,
         };
         client
             .send(packet::PRELOGIN, &prelogin::encode_response(prelogin::ENCRYPT_NOT_SUP))
@@ -79,22 +82,29 @@ impl Client {
         }
     }
 
+    /// Sends a batch and, `delay` later, an ATTENTION; returns the reply's outputs
+    /// ([`Client::attention_acknowledged`] says whether DONE_ATTN came).
+    pub fn batch_then_attention(
+        &mut self,
+        sql: &str,
+        delay: std::time::Duration,
+    ) -> Result<Vec<Output>, ProtocolError> {
+        self.send(packet::SQL_BATCH, &batch_payload(sql))?;
+        std::thread::sleep(delay);
+        self.send(packet::ATTENTION, &[])?;
+        self.read_reply()
+    }
+
     /// Runs a batch; its outputs in order (result sets, row counts, messages, errors).
     pub fn batch(&mut self, sql: &str) -> Result<Vec<Output>, ProtocolError> {
-        let mut payload = Vec::with_capacity(22 + sql.len() * 2);
-        payload.extend_from_slice(&22u32.to_le_bytes());
-        payload.extend_from_slice(&18u32.to_le_bytes());
-        payload.extend_from_slice(&2u16.to_le_bytes());
-        payload.extend_from_slice(&[0; 8]);
-        payload.extend_from_slice(&1u32.to_le_bytes());
-        payload.extend(crate::utf16(sql));
-        self.send(packet::SQL_BATCH, &payload)?;
+        self.send(packet::SQL_BATCH, &batch_payload(sql))?;
         self.read_reply()
     }
 
     /// Reads one reply message and decodes its tokens.
     fn read_reply(&mut self) -> Result<Vec<Output>, ProtocolError> {
         let payload = self.receive()?;
+        self.attention_acknowledged = false;
         let mut decoder = Decoder { bytes: &payload, at: 0, columns: Vec::new() };
         let mut outputs = Vec::new();
         let mut rows: Option<ResultSet> = None;
@@ -116,6 +126,7 @@ impl Client {
                     let status = decoder.u16()?;
                     decoder.u16()?;
                     let count = decoder.u64()?;
+                    self.attention_acknowledged |= status & token::DONE_ATTN != 0;
                     if let Some(set) = rows.take() {
                         outputs.push(Output::Rows(set));
                     }
@@ -144,6 +155,18 @@ impl Client {
         }
         Ok(outputs)
     }
+}
+
+/// A SQL_BATCH message: ALL_HEADERS (a transaction descriptor header) and the UTF-16 text.
+fn batch_payload(sql: &str) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(22 + sql.len() * 2);
+    payload.extend_from_slice(&22u32.to_le_bytes());
+    payload.extend_from_slice(&18u32.to_le_bytes());
+    payload.extend_from_slice(&2u16.to_le_bytes());
+    payload.extend_from_slice(&[0; 8]);
+    payload.extend_from_slice(&1u32.to_le_bytes());
+    payload.extend(crate::utf16(sql));
+    payload
 }
 
 /// Reads tokens; `columns` are the current result set's types.

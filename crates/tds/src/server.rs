@@ -16,8 +16,9 @@
 //! Requests: SQL_BATCH, RPC ([`run_rpc`]), TRANSACTION_MANAGER ([`transaction_manager`]) and
 //! ATTENTION.
 //!
-//! Deviations: BULK_LOAD gets error 40517 and the connection stays open; a batch runs to its
-//! end before an ATTENTION that arrives during it is read.
+//! Deviations: BULK_LOAD gets error 40517 and the connection stays open; an ATTENTION stops
+//! a batch between statements (a running statement finishes), and over TLS only after the
+//! batch ([`watching_attention`]).
 
 use crate::logins::Logins;
 use crate::packet::{self, DEFAULT_PACKET_SIZE, MAX_PACKET_SIZE, MIN_PACKET_SIZE};
@@ -434,8 +435,15 @@ impl Connection {
                 return Ok(());
             };
             let reply = match kind {
-                packet::SQL_BATCH => run_batch(&mut session, &batch_text(&payload)?),
-                packet::RPC => run_rpc(&mut session, &mut prepared, crate::rpc::decode(&payload)?),
+                packet::SQL_BATCH => {
+                    let text = batch_text(&payload)?;
+                    watching_attention(stream, &mut session, |s| run_batch(s, &text))
+                }
+                packet::RPC => {
+                    let rpc = crate::rpc::decode(&payload)?;
+                    let prepared = &mut prepared;
+                    watching_attention(stream, &mut session, |s| run_rpc(s, prepared, rpc))
+                }
                 packet::ATTENTION => token::done(DONE_ATTN, 0),
                 packet::TRANSACTION_MANAGER => {
                     transaction_manager(&mut session, &mut transactions, &payload)?
@@ -531,6 +539,57 @@ fn statement_tokens(
         tokens.extend(token::env_change(token::ENV_DATABASE, &database_after, &database_before));
     }
     (tokens, failed)
+}
+
+/// Runs a request while a watcher thread looks at the socket for an ATTENTION packet (a
+/// header of type 0x06, peeked, so nothing else is consumed): if one comes, the session's
+/// cancel flag stops the batch at its next statement, and DONE_ATTN follows the reply.
+/// Deviation: over TLS the watcher cannot read the encrypted bytes, so an ATTENTION is read
+/// after the request ends (and still answered DONE_ATTN).
+fn watching_attention(
+    stream: &Transport,
+    session: &mut Session,
+    run: impl FnOnce(&mut Session) -> Vec<u8>,
+) -> Vec<u8> {
+    let Transport::Plain(tcp) = stream else { return run(session) };
+    let Ok(watch) = tcp.try_clone() else { return run(session) };
+    let cancel = session.cancel_handle();
+    let finished = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(AtomicBool::new(false));
+    let _ = watch.set_read_timeout(Some(Duration::from_millis(20)));
+    let watcher = {
+        let (finished, seen, cancel) = (finished.clone(), seen.clone(), cancel.clone());
+        std::thread::spawn(move || {
+            let mut header = [0u8; packet::HEADER_LEN];
+            while !finished.load(Ordering::Relaxed) {
+                match watch.peek(&mut header) {
+                    Ok(0) => return,
+                    Ok(_) if header[0] != packet::ATTENTION => return,
+                    Ok(n) if n < packet::HEADER_LEN => std::thread::sleep(Duration::from_millis(1)),
+                    Ok(_) => {
+                        let _ = std::io::Read::read_exact(&mut &watch, &mut header);
+                        seen.store(true, Ordering::Relaxed);
+                        cancel.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(_) => return,
+                }
+            }
+        })
+    };
+    let mut reply = run(session);
+    finished.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let _ = tcp.set_read_timeout(None);
+    if seen.load(Ordering::Relaxed) {
+        reply.extend(token::done(DONE_ATTN, 0));
+    }
+    reply
 }
 
 /// TRANSACTION_MANAGER (MS-TDS 2.2.6.9): after ALL_HEADERS, a u16 request type: 5 begin,

@@ -88,3 +88,41 @@ fn the_connection_limit_is_17809_and_a_silent_client_is_dropped_at_the_login_tim
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     running.join().unwrap().unwrap();
 }
+
+#[test]
+fn attention_stops_a_running_batch_and_is_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tds::server::ServeConfig::new(dir.path());
+    config.port = 0;
+    config.sa_password = Some("Str0ng!Passw0rd".into());
+    let listener = tds::server::Listener::bind(config).unwrap();
+    let address = listener.local_addr().to_string();
+    let stop = listener.stop_flag();
+    let running = std::thread::spawn(move || listener.run());
+    let mut client =
+        tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
+    client.batch("CREATE TABLE progress (n int)").unwrap();
+    let started = std::time::Instant::now();
+    // About 100 million iterations: minutes of work unless the attention stops it.
+    let outputs = client
+        .batch_then_attention(
+            "DECLARE @i bigint = 0; WHILE @i < 99000000 SET @i += 1; INSERT progress VALUES (1)",
+            Duration::from_millis(300),
+        )
+        .unwrap();
+    assert!(client.attention_acknowledged, "DONE_ATTN ends the reply: {outputs:?}");
+    assert!(started.elapsed() < Duration::from_secs(20), "stopped early: {:?}", started.elapsed());
+    assert!(
+        !outputs.iter().any(|o| matches!(o, tsql::server::Output::Error { .. })),
+        "no error message: {outputs:?}"
+    );
+    // The statement after the loop never ran, and the connection goes on.
+    let count = client.batch("SELECT COUNT(*) AS n FROM progress").unwrap();
+    assert!(
+        matches!(&count[0], tsql::server::Output::Rows(set) if set.rows[0][0] == engine::record::Value::Int(0)),
+        "{count:?}"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(client);
+    running.join().unwrap().unwrap();
+}

@@ -77,6 +77,9 @@ fn qualifier_of(
 
 /// The most iterations a WHILE loop may make (bounded, as every loop here is).
 const MAX_WHILE_ITERATIONS: u64 = 100_000_000;
+/// The error a cancelled batch stops with (SQL Server's 3617 for an attention; severity 25,
+/// so no CATCH block takes it). The client sees no message, only DONE_ATTN.
+const CANCELLED: i32 = 3617;
 
 fn aborts_batch(number: i32) -> bool {
     matches!(
@@ -123,6 +126,8 @@ pub struct Session {
     /// SET IMPLICIT_TRANSACTIONS ON: a statement outside a transaction starts one that stays
     /// open until COMMIT or ROLLBACK (JDBC's setAutoCommit(false) relies on it).
     implicit_transactions: bool,
+    /// Set by the TDS layer when the client sends ATTENTION.
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// The identity value the session's last insert generated (@@IDENTITY, SCOPE_IDENTITY();
     /// one scope until procedures exist).
     last_identity: std::cell::Cell<Option<i64>>,
@@ -178,6 +183,7 @@ impl Session {
             last_error: 0,
             in_autocommit: false,
             implicit_transactions: false,
+            cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
         }
@@ -278,10 +284,24 @@ impl Session {
             }
         };
         self.batch_failed = false;
+        self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         if let Err(failure) = self.run_parsed_block(&parsed, out) {
-            self.report(failure, out);
+            if failure.error.number == CANCELLED {
+                // An attention: the batch stops with no error message (the client gets
+                // DONE_ATTN from the TDS layer); an open transaction stays open.
+                self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+                self.batch_failed = true;
+            } else {
+                self.report(failure, out);
+            }
         }
         !self.batch_failed
+    }
+
+    /// A flag that, when set (a client's ATTENTION), stops the running batch before its next
+    /// statement or loop iteration.
+    pub fn cancel_handle(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.cancel.clone()
     }
 
     /// Remembers an error that was sent without failing the statement (DBCC's findings):
@@ -782,6 +802,17 @@ impl Session {
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
         for Parsed { stmt, line } in statements {
+            if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                let error = SqlError::new(
+                    CANCELLED,
+                    25,
+                    1,
+                    "The query was cancelled by the client (ATTENTION).",
+                );
+                let mut failure = self.fail(error, *line);
+                failure.abort_batch = true;
+                return Err(failure);
+            }
             match self.run(stmt, *line, out) {
                 Ok(Flow::Next) => {}
                 Ok(flow) => return Ok(flow),
