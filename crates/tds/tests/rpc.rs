@@ -144,3 +144,20 @@ fn transaction_manager_requests_begin_and_roll_back() {
     assert!(tds::server::transaction_manager(&mut s, &mut count, &tm(99)).is_err());
     assert!(tds::server::transaction_manager(&mut s, &mut count, &[1, 2]).is_err());
 }
+
+#[test]
+fn sp_columns_by_name_lists_a_tables_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let mut prepared = Prepared::default();
+    run_batch(&mut s, "CREATE TABLE people (id int PRIMARY KEY, name nvarchar(40) NULL)");
+    let reply = call(
+        &mut s,
+        &mut prepared,
+        Procedure::Name("sp_columns".into()),
+        &[("@table_name", false, nvarchar_param("people"))],
+    );
+    assert_eq!(reply[0], 0x81, "a result set: {reply:02x?}");
+    assert!(holds(&reply, &tds::utf16("COLUMN_NAME")) && holds(&reply, &tds::utf16("name")));
+    assert!(holds(&reply, &tds::utf16("nvarchar")));
+}

@@ -189,6 +189,11 @@ fn is_distinct_call(f: &sqlparser::ast::Function) -> bool {
 }
 
 /// A LIKE pattern match (% _ [set]), case-insensitive.
+/// LIKE for callers outside this module (catalog procedures' name patterns).
+pub(crate) fn like_pattern(text: &str, pattern: &str) -> bool {
+    like(text, pattern)
+}
+
 fn like(text: &str, pattern: &str) -> bool {
     let t: Vec<char> = text.to_lowercase().chars().collect();
     let p: Vec<char> = pattern.to_lowercase().chars().collect();

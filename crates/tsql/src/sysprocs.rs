@@ -21,7 +21,8 @@ use engine::filegroup::Growth;
 use engine::record::{SqlType, Value};
 
 /// The system procedures this module runs.
-pub const SYSTEM_PROCEDURES: [&str; 7] = [
+pub const SYSTEM_PROCEDURES: [&str; 8] = [
+    "sp_columns",
     "sp_cycle_errorlog",
     "xp_readerrorlog",
     "sp_readerrorlog",
@@ -102,6 +103,7 @@ impl Session {
             "sp_helpdb" => self.sp_helpdb(values.first(), out),
             "sp_helpfile" => self.sp_helpfile(values.first(), out),
             "sp_spaceused" => self.sp_spaceused(values.first(), out),
+            "sp_columns" => self.sp_columns(&values, out),
             _ => self.sp_who(values.first(), out),
         };
         Some(result.map(|_| 0).map_err(|error| self.fail(error, line)))
@@ -352,6 +354,81 @@ impl Session {
         Ok(())
     }
 
+    /// sp_columns @table_name [, @table_owner, @table_qualifier, @column_name]: the ODBC
+    /// catalog call for a table's columns (names may use % and _ as LIKE patterns).
+    fn sp_columns(&self, args: &[Value], out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+        let pattern = |i: usize| match args.get(i) {
+            None | Some(Value::Null) => "%".to_string(),
+            Some(v) => value::display(v),
+        };
+        let (table_pattern, column_pattern) = (pattern(0), pattern(3));
+        let db = self.db();
+        let mut tables = db.catalog()?.tables();
+        tables.sort_by_key(|t| t.name.to_lowercase());
+        let mut rows = Vec::new();
+        for table in tables.iter().filter(|t| crate::query::like_pattern(&t.name, &table_pattern)) {
+            for (i, def) in table.columns.iter().enumerate() {
+                if !crate::query::like_pattern(&def.column.name, &column_pattern) {
+                    continue;
+                }
+                let (type_name, _, max_length, precision, scale) =
+                    crate::catalogviews::type_info(def.column.sql_type);
+                let (odbc_type, precision) = odbc_type(def.column.sql_type, precision, max_length);
+                let nullable = def.column.nullable;
+                rows.push(vec![
+                    Value::Text(db.name.clone()),
+                    text("dbo"),
+                    Value::Text(table.name.clone()),
+                    Value::Text(def.column.name.clone()),
+                    Value::SmallInt(odbc_type),
+                    Value::Text(if def.identity.is_some() {
+                        format!("{type_name} identity")
+                    } else {
+                        type_name.to_string()
+                    }),
+                    Value::Int(precision),
+                    Value::Int(i32::from(max_length)),
+                    Value::SmallInt(i16::from(scale)),
+                    Value::SmallInt(if matches!(odbc_type, 2..=8 | -5 | -6) { 10 } else { 0 }),
+                    Value::SmallInt(i16::from(nullable)),
+                    Value::Null,
+                    def.default_sql.clone().map_or(Value::Null, Value::Text),
+                    Value::SmallInt(odbc_type),
+                    Value::Null,
+                    Value::Int(i32::from(max_length)),
+                    Value::Int(i as i32 + 1),
+                    text(if nullable { "YES" } else { "NO" }),
+                    Value::TinyInt(0),
+                ]);
+            }
+        }
+        out(Output::Rows(ResultSet {
+            columns: columns(&[
+                "TABLE_QUALIFIER",
+                "TABLE_OWNER",
+                "TABLE_NAME",
+                "COLUMN_NAME",
+                "DATA_TYPE",
+                "TYPE_NAME",
+                "PRECISION",
+                "LENGTH",
+                "SCALE",
+                "RADIX",
+                "NULLABLE",
+                "REMARKS",
+                "COLUMN_DEF",
+                "SQL_DATA_TYPE",
+                "SQL_DATETIME_SUB",
+                "CHAR_OCTET_LENGTH",
+                "ORDINAL_POSITION",
+                "IS_NULLABLE",
+                "SS_DATA_TYPE",
+            ]),
+            rows,
+        }));
+        Ok(())
+    }
+
     /// sp_who [spid]: every session (or one), with what it runs and the session blocking it.
     fn sp_who(&self, spid: Option<&Value>, out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
         let only = spid.and_then(value::as_i64);
@@ -406,5 +483,34 @@ impl Session {
             rows,
         }));
         Ok(())
+    }
+}
+
+/// A type's ODBC DATA_TYPE code and PRECISION column (characters for strings, digits for
+/// numbers), as sp_columns reports them.
+fn odbc_type(sql_type: SqlType, precision: u8, max_length: i16) -> (i16, i32) {
+    use SqlType::*;
+    let chars = i32::from(max_length);
+    match sql_type {
+        Bit => (-7, 1),
+        TinyInt => (-6, 3),
+        SmallInt => (5, 5),
+        Int => (4, 10),
+        BigInt => (-5, 19),
+        Decimal { .. } => (3, i32::from(precision)),
+        Float => (6, 15),
+        Real => (7, 7),
+        Money => (3, 19),
+        Char(_) => (1, chars),
+        VarChar(_) => (12, chars),
+        NChar(_) => (-8, chars / 2),
+        NVarChar(_) => (-9, chars / 2),
+        Binary(_) => (-2, chars),
+        VarBinary(_) => (-3, chars),
+        UniqueIdentifier => (-11, 36),
+        Date => (-9, 10),
+        Time(_) => (-9, 16),
+        DateTime => (11, 23),
+        DateTime2(_) => (-9, 27),
     }
 }

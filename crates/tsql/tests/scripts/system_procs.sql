@@ -54,3 +54,9 @@ USE master;
 DBCC TRACEOFF (1165, 3605);
 DBCC TRACESTATUS;
 GO
+-- sp_columns: the ODBC catalog call (FreeTDS SQLColumns sends it as an RPC).
+USE sp;
+EXEC sp_columns N't';
+EXEC sp_columns N't', NULL, NULL, N'fill%';
+USE master;
+GO
