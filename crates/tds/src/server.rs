@@ -430,6 +430,7 @@ impl Connection {
     fn requests(&self, stream: &mut Transport, mut session: Session) -> Result<(), ProtocolError> {
         let mut prepared = Prepared::default();
         let mut transactions = 0u64;
+        let watch = AttentionWatch::start(stream, session.cancel_handle());
         loop {
             let Some((kind, payload)) = self.read(stream, self.config.max_message_bytes)? else {
                 return Ok(());
@@ -437,12 +438,12 @@ impl Connection {
             let reply = match kind {
                 packet::SQL_BATCH => {
                     let text = batch_text(&payload)?;
-                    watching_attention(stream, &mut session, |s| run_batch(s, &text))
+                    watching_attention(watch.as_ref(), &mut session, |s| run_batch(s, &text))
                 }
                 packet::RPC => {
                     let rpc = crate::rpc::decode(&payload)?;
                     let prepared = &mut prepared;
-                    watching_attention(stream, &mut session, |s| run_rpc(s, prepared, rpc))
+                    watching_attention(watch.as_ref(), &mut session, |s| run_rpc(s, prepared, rpc))
                 }
                 packet::ATTENTION => token::done(DONE_ATTN, 0),
                 packet::TRANSACTION_MANAGER => {
@@ -541,52 +542,162 @@ fn statement_tokens(
     (tokens, failed)
 }
 
-/// Runs a request while a watcher thread looks at the socket for an ATTENTION packet (a
-/// header of type 0x06, peeked, so nothing else is consumed): if one comes, the session's
-/// cancel flag stops the batch at its next statement, and DONE_ATTN follows the reply.
-/// Deviation: over TLS the watcher cannot read the encrypted bytes, so an ATTENTION is read
-/// after the request ends (and still answered DONE_ATTN).
+/// The ATTENTION watcher of one plain-TCP connection: a thread that sleeps until a request
+/// has run for [`ATTENTION_ARM_DELAY`], then peeks at the socket (nothing is consumed unless
+/// it is an ATTENTION header) until the request ends. Short requests never wake it, so they
+/// pay one mutex round, not a thread. If an ATTENTION comes, the session's cancel flag stops
+/// the batch at its next statement and DONE_ATTN follows the reply. Deviation: over TLS the
+/// bytes are encrypted, so there is no watcher and an ATTENTION is read after the request.
+pub struct AttentionWatch {
+    state: Arc<(std::sync::Mutex<WatchState>, std::sync::Condvar)>,
+    seen: Arc<AtomicBool>,
+    socket: TcpStream,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long a request runs before the watcher starts to look at the socket.
+pub const ATTENTION_ARM_DELAY: Duration = Duration::from_millis(10);
+/// How long one peek waits, which bounds how long the end of a long request waits for it.
+const ATTENTION_POLL: Duration = Duration::from_millis(5);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WatchState {
+    Idle,
+    Armed,
+    Watching,
+    Stopping,
+    Closed,
+}
+
+impl AttentionWatch {
+    /// A watcher for a plain connection (None over TLS).
+    fn start(stream: &Transport, cancel: Arc<AtomicBool>) -> Option<AttentionWatch> {
+        let Transport::Plain(tcp) = stream else { return None };
+        let socket = tcp.try_clone().ok()?;
+        let peek = socket.try_clone().ok()?;
+        let state = Arc::new((std::sync::Mutex::new(WatchState::Idle), std::sync::Condvar::new()));
+        let seen = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (state, seen) = (state.clone(), seen.clone());
+            std::thread::Builder::new()
+                .name("tds-attention".into())
+                .spawn(move || watch_loop(&state, &peek, &seen, &cancel))
+                .ok()?
+        };
+        Some(AttentionWatch { state, seen, socket, thread: Some(thread) })
+    }
+
+    fn set(&self, to: WatchState) {
+        let (lock, changed) = &*self.state;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = to;
+        changed.notify_all();
+    }
+
+    /// Runs `request` with the watcher armed; true if an ATTENTION came.
+    fn around(&self, request: impl FnOnce()) -> bool {
+        self.seen.store(false, Ordering::Relaxed);
+        self.set(WatchState::Armed);
+        request();
+        let (lock, changed) = &*self.state;
+        let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
+        if *state == WatchState::Armed {
+            *state = WatchState::Idle;
+        } else if *state == WatchState::Watching {
+            *state = WatchState::Stopping;
+            changed.notify_all();
+            while *state != WatchState::Idle {
+                state = changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+            let _ = self.socket.set_read_timeout(None);
+        }
+        drop(state);
+        changed.notify_all();
+        self.seen.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for AttentionWatch {
+    fn drop(&mut self) {
+        self.set(WatchState::Closed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn watch_loop(
+    state: &(std::sync::Mutex<WatchState>, std::sync::Condvar),
+    socket: &TcpStream,
+    seen: &AtomicBool,
+    cancel: &AtomicBool,
+) {
+    let (lock, changed) = state;
+    loop {
+        let mut current = lock.lock().unwrap_or_else(|e| e.into_inner());
+        while !matches!(*current, WatchState::Armed | WatchState::Closed) {
+            current = changed.wait(current).unwrap_or_else(|e| e.into_inner());
+        }
+        if *current == WatchState::Closed {
+            return;
+        }
+        // Armed: a short request disarms before the delay passes.
+        let (guard, _) = changed
+            .wait_timeout_while(current, ATTENTION_ARM_DELAY, |s| *s == WatchState::Armed)
+            .unwrap_or_else(|e| e.into_inner());
+        current = guard;
+        if *current != WatchState::Armed {
+            continue;
+        }
+        *current = WatchState::Watching;
+        drop(current);
+        let _ = socket.set_read_timeout(Some(ATTENTION_POLL));
+        let mut header = [0u8; packet::HEADER_LEN];
+        loop {
+            if *lock.lock().unwrap_or_else(|e| e.into_inner()) != WatchState::Watching {
+                break;
+            }
+            match socket.peek(&mut header) {
+                Ok(n) if n >= 1 && header[0] != packet::ATTENTION => break,
+                Ok(n) if n >= packet::HEADER_LEN => {
+                    let _ = std::io::Read::read_exact(&mut &*socket, &mut header);
+                    seen.store(true, Ordering::Relaxed);
+                    cancel.store(true, Ordering::Relaxed);
+                    break;
+                }
+                Ok(0) => break,
+                Ok(_) => std::thread::sleep(Duration::from_millis(1)),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+        }
+        // Stay out of the socket until the request ends, then report idle.
+        let mut current = lock.lock().unwrap_or_else(|e| e.into_inner());
+        while *current == WatchState::Watching {
+            current = changed.wait(current).unwrap_or_else(|e| e.into_inner());
+        }
+        if *current == WatchState::Closed {
+            return;
+        }
+        *current = WatchState::Idle;
+        changed.notify_all();
+    }
+}
+
+/// Runs a request under the connection's ATTENTION watcher (if it has one); DONE_ATTN follows
+/// the reply when an ATTENTION came.
 fn watching_attention(
-    stream: &Transport,
+    watch: Option<&AttentionWatch>,
     session: &mut Session,
     run: impl FnOnce(&mut Session) -> Vec<u8>,
 ) -> Vec<u8> {
-    let Transport::Plain(tcp) = stream else { return run(session) };
-    let Ok(watch) = tcp.try_clone() else { return run(session) };
-    let cancel = session.cancel_handle();
-    let finished = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(AtomicBool::new(false));
-    let _ = watch.set_read_timeout(Some(Duration::from_millis(20)));
-    let watcher = {
-        let (finished, seen, cancel) = (finished.clone(), seen.clone(), cancel.clone());
-        std::thread::spawn(move || {
-            let mut header = [0u8; packet::HEADER_LEN];
-            while !finished.load(Ordering::Relaxed) {
-                match watch.peek(&mut header) {
-                    Ok(0) => return,
-                    Ok(_) if header[0] != packet::ATTENTION => return,
-                    Ok(n) if n < packet::HEADER_LEN => std::thread::sleep(Duration::from_millis(1)),
-                    Ok(_) => {
-                        let _ = std::io::Read::read_exact(&mut &watch, &mut header);
-                        seen.store(true, Ordering::Relaxed);
-                        cancel.store(true, Ordering::Relaxed);
-                        return;
-                    }
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) => {}
-                    Err(_) => return,
-                }
-            }
-        })
-    };
-    let mut reply = run(session);
-    finished.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
-    let _ = tcp.set_read_timeout(None);
-    if seen.load(Ordering::Relaxed) {
+    let Some(watch) = watch else { return run(session) };
+    let mut reply = Vec::new();
+    let seen = watch.around(|| reply = run(session));
+    if seen {
         reply.extend(token::done(DONE_ATTN, 0));
     }
     reply
