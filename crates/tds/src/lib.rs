@@ -3,24 +3,22 @@
 //! - [`packet`]: the 8-byte packet header, and messages split into and gathered from packets;
 //! - [`prelogin`]: the PRELOGIN exchange (VERSION, ENCRYPTION, INSTOPT, THREADID, MARS);
 //! - [`login`]: the LOGIN7 decoder;
-//! - [`token`]: the response tokens (ENVCHANGE, LOGINACK, INFO, ERROR, COLMETADATA, ROW,
-//!   DONE) and the typed values of rows;
-//! - [`logins`]: the sa login, its password policy and its salted hash;
-//! - [`server`]: `extentdb serve`, a listener with one thread per connection that runs each
-//!   connection's batches in a T-SQL session.
-//!
-//! The codecs do no I/O, so that each decoder can be fed any bytes (the fuzz and unit tests do):
-//! a malformed message is an error value that closes its connection, never a panic.
-//!
 //! - [`rpc`]: the RPC decoder (procedure by ProcID or name, typed parameters, PLP values);
-//!
+//! - [`token`]: the response tokens (ENVCHANGE, LOGINACK, INFO, ERROR, COLMETADATA, ROW,
+//!   DONE/DONEPROC/DONEINPROC, RETURNSTATUS, RETURNVALUE) and the typed values of rows;
 //! - [`tls`]: TLS inside TDS (rustls, TLS 1.2): the certificate, the handshake inside PRELOGIN
 //!   packets, and the plain-or-TLS transport;
+//! - [`logins`]: the sa login, its password policy and its salted hash;
+//! - [`server`]: `extentdb serve`, a listener with one thread per connection that runs each
+//!   connection's requests in a T-SQL session;
 //! - [`client`]: a small client (the shell's `-S` mode, the benchmarks, the round-trip tests).
 //!
-//! Deviations (also in docs/deviations.md): no MARS or bulk load; a result column's TDS type comes from its values
-//! (the T-SQL layer does not carry declared result types yet), and every string is sent as
-//! NVARCHAR.
+//! The codecs do no I/O, so that each decoder can be fed any bytes (the fuzz and unit tests
+//! do): a malformed message is an error value that closes its connection, never a panic.
+//!
+//! Deviations (also in docs/deviations.md): no MARS or bulk load; a result column's TDS type
+//! comes from its values (the T-SQL layer does not carry declared result types yet), and every
+//! string is sent as NVARCHAR.
 
 pub mod client;
 pub mod login;

@@ -18,7 +18,7 @@
 //!
 //! Deviations: BULK_LOAD gets error 40517 and the connection stays open; an ATTENTION stops
 //! a batch between statements (a running statement finishes), and over TLS only after the
-//! batch ([`watching_attention`]).
+//! batch ([`AttentionWatch`]).
 
 use crate::logins::Logins;
 use crate::packet::{self, DEFAULT_PACKET_SIZE, MAX_PACKET_SIZE, MIN_PACKET_SIZE};
