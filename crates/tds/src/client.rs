@@ -159,12 +159,7 @@ impl Client {
 
 /// A SQL_BATCH message: ALL_HEADERS (a transaction descriptor header) and the UTF-16 text.
 fn batch_payload(sql: &str) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(22 + sql.len() * 2);
-    payload.extend_from_slice(&22u32.to_le_bytes());
-    payload.extend_from_slice(&18u32.to_le_bytes());
-    payload.extend_from_slice(&2u16.to_le_bytes());
-    payload.extend_from_slice(&[0; 8]);
-    payload.extend_from_slice(&1u32.to_le_bytes());
+    let mut payload = packet::ALL_HEADERS.to_vec();
     payload.extend(crate::utf16(sql));
     payload
 }

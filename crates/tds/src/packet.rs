@@ -30,6 +30,23 @@ pub const MAX_PACKET_SIZE: usize = 32_767;
 /// The packet size before LOGIN7 negotiates one.
 pub const DEFAULT_PACKET_SIZE: usize = 4096;
 
+/// ALL_HEADERS as clients send them before a batch, an RPC or a transaction-manager
+/// request: the total length (u32, itself included), then one transaction-descriptor header
+/// (length 18, type 2, descriptor 0, one outstanding request).
+pub const ALL_HEADERS: [u8; 22] =
+    [22, 0, 0, 0, 18, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+
+/// The length ALL_HEADERS say they take (the first u32 of a request), if there are 4 bytes.
+pub fn all_headers_len(payload: &[u8]) -> Option<usize> {
+    Some(u32::from_le_bytes(payload.get(..4)?.try_into().ok()?) as usize)
+}
+
+/// The request after its ALL_HEADERS; None if their length is under 4 or past the end.
+pub fn after_all_headers(payload: &[u8]) -> Option<&[u8]> {
+    let len = all_headers_len(payload)?;
+    if len < 4 { None } else { payload.get(len..) }
+}
+
 /// A parsed packet header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {

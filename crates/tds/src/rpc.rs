@@ -75,12 +75,8 @@ impl<'a> Reader<'a> {
 
 /// Decodes an RPC request message.
 pub fn decode(payload: &[u8]) -> Result<Rpc, ProtocolError> {
-    let mut r = Reader { bytes: payload, at: 0 };
-    let headers = r.u32()? as usize;
-    if headers < 4 || headers > payload.len() {
-        return Err(malformed("RPC headers"));
-    }
-    r.at = headers;
+    let body = crate::packet::after_all_headers(payload).ok_or_else(|| malformed("RPC headers"))?;
+    let mut r = Reader { bytes: body, at: 0 };
     let name_len = r.u16()?;
     let procedure = if name_len == 0xFFFF {
         Procedure::Id(r.u16()?)
@@ -347,12 +343,7 @@ fn typed_value(r: &mut Reader<'_>) -> Result<(SqlType, Value), ProtocolError> {
 /// Encodes an RPC as a client would (tests and fuzz seeds): ProcID or name, then parameters
 /// given as (name, output, TYPE_INFO and value bytes).
 pub fn encode(procedure: &Procedure, params: &[(&str, bool, Vec<u8>)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&22u32.to_le_bytes());
-    out.extend_from_slice(&18u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&1u32.to_le_bytes());
+    let mut out = crate::packet::ALL_HEADERS.to_vec();
     match procedure {
         Procedure::Id(id) => {
             out.extend_from_slice(&0xFFFFu16.to_le_bytes());

@@ -476,13 +476,12 @@ impl Connection {
 /// A SQL_BATCH's text, after its ALL_HEADERS (a u32 total length that includes itself).
 pub fn batch_text(payload: &[u8]) -> Result<String, ProtocolError> {
     let bad = || ProtocolError("malformed SQL_BATCH".into());
-    let headers = payload.get(..4).ok_or_else(bad)?;
-    let headers_len = u32::from_le_bytes([headers[0], headers[1], headers[2], headers[3]]) as usize;
-    // A batch without ALL_HEADERS (TDS 7.1 clients) starts with text; headers are at least 4 bytes.
-    let text = if (4..=payload.len()).contains(&headers_len) && headers_len >= 18 {
-        &payload[headers_len..]
-    } else {
-        payload
+    // A batch without ALL_HEADERS (TDS 7.1 clients) starts with its text; ALL_HEADERS with
+    // a transaction descriptor take at least 18 bytes.
+    let has_headers = packet::all_headers_len(payload).is_some_and(|len| len >= 18);
+    let text = match packet::after_all_headers(payload) {
+        Some(rest) if has_headers => rest,
+        _ => payload,
     };
     from_utf16(text).ok_or_else(bad)
 }
@@ -713,9 +712,7 @@ pub fn transaction_manager(
     payload: &[u8],
 ) -> Result<Vec<u8>, ProtocolError> {
     let bad = || ProtocolError("malformed TRANSACTION_MANAGER request".into());
-    let headers = payload.get(..4).ok_or_else(bad)?;
-    let headers_len = u32::from_le_bytes([headers[0], headers[1], headers[2], headers[3]]) as usize;
-    let kind = payload.get(headers_len..headers_len + 2).ok_or_else(bad)?;
+    let kind = packet::after_all_headers(payload).and_then(|rest| rest.get(..2)).ok_or_else(bad)?;
     let (statement, env, descriptor) = match u16::from_le_bytes([kind[0], kind[1]]) {
         5 => {
             *transactions += 1;

@@ -114,12 +114,7 @@ fn a_procedure_by_name_returns_its_output_parameter_and_status() {
 
 /// A TRANSACTION_MANAGER request: ALL_HEADERS (22 bytes), then the request type.
 fn tm(kind: u16) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&22u32.to_le_bytes());
-    out.extend_from_slice(&18u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&1u32.to_le_bytes());
+    let mut out = tds::packet::ALL_HEADERS.to_vec();
     out.extend_from_slice(&kind.to_le_bytes());
     out.extend_from_slice(&[0, 0]);
     out

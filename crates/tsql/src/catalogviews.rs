@@ -90,40 +90,40 @@ fn type_desc(code: &str) -> &'static str {
 }
 
 /// A type's (name, system_type_id, max_length, precision, scale), as sys.types and
-/// sys.columns show them.
+/// sys.columns show them. max_length is the bytes the record format gives the type
+/// ([`SqlType::fixed_size`], else its largest variable size), so it follows the storage
+/// (bug fix: time(n) and datetime2(n) showed 5 and 8 bytes whatever their scale).
 pub fn type_info(sql_type: SqlType) -> (&'static str, u8, i16, u8, u8) {
     use SqlType::*;
-    let n = |len: u16| len as i16;
-    match sql_type {
-        TinyInt => ("tinyint", 48, 1, 3, 0),
-        SmallInt => ("smallint", 52, 2, 5, 0),
-        Int => ("int", 56, 4, 10, 0),
-        BigInt => ("bigint", 127, 8, 19, 0),
-        Bit => ("bit", 104, 1, 1, 0),
-        Decimal { precision, scale } => {
-            let bytes = match precision {
-                0..=9 => 5,
-                10..=19 => 9,
-                20..=28 => 13,
-                _ => 17,
-            };
-            ("decimal", 106, bytes, precision, scale)
-        }
-        Float => ("float", 62, 8, 53, 0),
-        Real => ("real", 59, 4, 24, 0),
-        Money => ("money", 60, 8, 19, 4),
-        Char(len) => ("char", 175, n(len), 0, 0),
-        VarChar(len) => ("varchar", 167, n(len), 0, 0),
-        NChar(len) => ("nchar", 239, 2 * n(len), 0, 0),
-        NVarChar(len) => ("nvarchar", 231, 2 * n(len), 0, 0),
-        Binary(len) => ("binary", 173, n(len), 0, 0),
-        VarBinary(len) => ("varbinary", 165, n(len), 0, 0),
-        UniqueIdentifier => ("uniqueidentifier", 36, 16, 0, 0),
-        Date => ("date", 40, 3, 10, 0),
-        Time(scale) => ("time", 41, 5, 16, scale),
-        DateTime => ("datetime", 61, 8, 23, 3),
-        DateTime2(scale) => ("datetime2", 42, 8, 27, scale),
-    }
+    let max_length = match sql_type.fixed_size() {
+        Some(bytes) => bytes.max(1),
+        None => sql_type.max_var_size(),
+    } as i16;
+    // time and datetime2 precision: the digits shown, a fraction adding its point.
+    let fraction = |scale: u8| if scale == 0 { 0 } else { scale + 1 };
+    let (name, id, precision, scale) = match sql_type {
+        TinyInt => ("tinyint", 48, 3, 0),
+        SmallInt => ("smallint", 52, 5, 0),
+        Int => ("int", 56, 10, 0),
+        BigInt => ("bigint", 127, 19, 0),
+        Bit => ("bit", 104, 1, 0),
+        Decimal { precision, scale } => ("decimal", 106, precision, scale),
+        Float => ("float", 62, 53, 0),
+        Real => ("real", 59, 24, 0),
+        Money => ("money", 60, 19, 4),
+        Char(_) => ("char", 175, 0, 0),
+        VarChar(_) => ("varchar", 167, 0, 0),
+        NChar(_) => ("nchar", 239, 0, 0),
+        NVarChar(_) => ("nvarchar", 231, 0, 0),
+        Binary(_) => ("binary", 173, 0, 0),
+        VarBinary(_) => ("varbinary", 165, 0, 0),
+        UniqueIdentifier => ("uniqueidentifier", 36, 0, 0),
+        Date => ("date", 40, 10, 0),
+        Time(scale) => ("time", 41, 8 + fraction(scale), scale),
+        DateTime => ("datetime", 61, 23, 3),
+        DateTime2(scale) => ("datetime2", 42, 19 + fraction(scale), scale),
+    };
+    (name, id, max_length, precision, scale)
 }
 
 /// The types sys.types lists (their widest forms).
@@ -304,18 +304,13 @@ impl Session {
             "is_replicated",
             "temporal_type_desc",
         ]));
+        let catalog = self.db().catalog()?;
         let rows = self
             .database_objects()?
             .into_iter()
             .filter(|o| o.4 == "U")
             .map(|o| {
-                let id = o.1;
-                let max_column = self
-                    .db()
-                    .catalog()
-                    .ok()
-                    .and_then(|c| c.table_by_id(id))
-                    .map_or(0, |t| t.columns.len() as i32);
+                let max_column = catalog.table_by_id(o.1).map_or(0, |t| t.columns.len() as i32);
                 let mut row = object_row(o);
                 row.extend([
                     Value::Int(0),

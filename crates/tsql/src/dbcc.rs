@@ -111,23 +111,7 @@ impl Session {
                 }
             }
             "LOGINFO" => {
-                let db = match args.first() {
-                    None => Some(self.db().name.clone()),
-                    Some(Value::Text(name)) => Some(name.clone()),
-                    Some(id) => {
-                        let id = value::as_i64(id);
-                        let dbs = self.server.databases();
-                        dbs.iter()
-                            .find(|d| Some(i64::from(d.database_id)) == id)
-                            .map(|d| d.name.clone())
-                    }
-                };
-                let Some(db) = db.and_then(|name| self.server.database(&name)) else {
-                    return Err(self.fail(
-                        SqlError::new(2520, 16, 1, "Could not find database. Check sys.databases."),
-                        line,
-                    ));
-                };
+                let db = self.dbcc_database(args.first()).map_err(|e| self.fail(e, line))?;
                 out(Output::Rows(loginfo(&db)));
             }
             "FREEPROCCACHE" => self.server.batch_cache.clear(),

@@ -20,7 +20,7 @@ use engine::alloc::{self, pfs};
 use engine::database::Database;
 use engine::page::{PageBuf, PageHeader};
 use engine::record::{self, Value};
-use engine::units::{PAGE_SIZE, PageId};
+use engine::units::PageId;
 
 /// Trace flag 3604: DBCC output to the client.
 pub const TF_DBCC_TO_CLIENT: u16 = 3604;
@@ -345,15 +345,11 @@ impl Session {
             None | Some(Value::Null) => self.server.database(&self.db().name).ok_or_else(not_found),
             Some(Value::Text(name)) => self.server.database(name).ok_or_else(not_found),
             Some(other) => {
-                let id = crate::value::as_i64(other);
-                if id == Some(0) {
+                let id = crate::value::as_i64(other).ok_or_else(not_found)?;
+                if id == 0 {
                     return self.server.database(&self.db().name).ok_or_else(not_found);
                 }
-                self.server
-                    .databases()
-                    .into_iter()
-                    .find(|d| Some(i64::from(d.database_id)) == id)
-                    .ok_or_else(not_found)
+                self.server.database_by_id(id).ok_or_else(not_found)
             }
         }
     }
@@ -776,5 +772,3 @@ fn table_rows(sections: &[Section]) -> ResultSet {
     }
     ResultSet { columns: columns(&["ParentObject", "Object", "Field", "VALUE"]), rows }
 }
-
-const _: () = assert!(PAGE_SIZE == 8192);

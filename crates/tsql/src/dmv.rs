@@ -57,9 +57,7 @@ impl Session {
     fn dmf_database(&self, args: &[Value]) -> Option<Arc<Database>> {
         match arg_i64(args, 0) {
             None => self.server.database(&self.db().name),
-            Some(id) => {
-                self.server.databases().into_iter().find(|d| i64::from(d.database_id) == id)
-            }
+            Some(id) => self.server.database_by_id(id),
         }
     }
 
@@ -765,7 +763,8 @@ fn names_default_trace(path: &str) -> bool {
 }
 
 impl Session {
-    /// sys.traces: the default trace (id 1), running since the instance started.
+    /// sys.traces: the default trace (id 1), running since the instance started. It is kept
+    /// in memory, so the file columns say so: no size or file limit (NULL), no rollover.
     pub(crate) fn sys_traces(&self) -> ViewRows {
         let cols = columns(&[
             "id",
@@ -778,8 +777,6 @@ impl Session {
             "is_rollover",
             "is_shutdown",
             "is_default",
-            "buffer_count",
-            "buffer_size",
             "start_time",
             "event_count",
         ]);
@@ -790,15 +787,13 @@ impl Session {
             Value::Int(1),
             Value::Int(1),
             Value::Text(default_trace_path(instance.dir())),
-            Value::BigInt(20),
             Value::Null,
-            Value::Int(5),
+            Value::Null,
+            Value::Null,
+            Value::Bit(false),
+            Value::Bit(false),
             Value::Bit(false),
             Value::Bit(true),
-            Value::Bit(false),
-            Value::Bit(true),
-            Value::Int(2),
-            Value::Int(1024),
             crate::functions::current_time("GETDATE", instance.start_time),
             big(events as u64),
         ];
@@ -855,9 +850,11 @@ impl Session {
                     crate::functions::current_time("GETDATE", e.end_time),
                     big(e.duration_us),
                     Value::Int(i32::try_from(e.integer_data).unwrap_or(i32::MAX)),
+                    // A growth event does not record the session that caused it: SPID,
+                    // ApplicationName and LoginName are NULL rather than guessed.
                     Value::Null,
-                    text("extentdb"),
-                    text("sa"),
+                    Value::Null,
+                    Value::Null,
                     Value::Text(host.clone()),
                     Value::Text(host.clone()),
                     Value::Int(0),

@@ -169,6 +169,11 @@ impl Server {
         self.databases.read().get(&key(name)).cloned()
     }
 
+    /// The open database with this database_id (what DB_ID() returns), if any.
+    pub fn database_by_id(&self, database_id: i64) -> Option<Arc<Database>> {
+        self.databases.read().values().find(|d| i64::from(d.database_id) == database_id).cloned()
+    }
+
     /// Every open database.
     pub fn databases(&self) -> Vec<Arc<Database>> {
         self.databases.read().values().cloned().collect()

@@ -208,7 +208,8 @@ impl Session {
                     text("sa"),
                     Value::SmallInt(db.database_id as i16),
                     Value::Text(format!(
-                        "Status=ONLINE, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Version=957, Collation=SQL_Latin1_General_CP1_CI_AS, SQLSortOrder=52, IsAutoCreateStatistics, IsAutoUpdateStatistics",
+                        // Only what extentdb has: no statistics, no version stamp or sort order.
+                        "Status=ONLINE, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Collation=SQL_Latin1_General_CP1_CI_AS",
                         db.recovery_model_desc()
                     )),
                     Value::TinyInt(160),

@@ -81,8 +81,9 @@ impl Session {
             "vlf_first_lsn",
             "vlf_create_lsn",
         ]);
-        let id = database_id.and_then(crate::value::as_i64);
-        let db = self.server.databases().into_iter().find(|d| Some(i64::from(d.database_id)) == id);
+        let db = database_id
+            .and_then(crate::value::as_i64)
+            .and_then(|id| self.server.database_by_id(id));
         let Some(db) = db else { return (cols, Vec::new()) };
         let rows = db
             .log()
