@@ -14,6 +14,8 @@ use tsql::server::{Output, ResultSet};
 /// A connection to a TDS server.
 pub struct Client {
     stream: TcpStream,
+    /// Reads of the same socket, buffered: a small reply takes one read, not two.
+    reader: std::io::BufReader<TcpStream>,
     packet_size: usize,
     /// The database the server last reported (ENVCHANGE 1).
     pub database: String,
@@ -37,8 +39,10 @@ impl Client {
     ) -> Result<Client, String> {
         let stream = TcpStream::connect(address).map_err(|e| format!("{address}: {e}"))?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        let reader = std::io::BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
         let mut client = Client {
             stream,
+            reader,
             packet_size: DEFAULT_PACKET_SIZE,
             database: String::new(),
             closed: false,
@@ -76,7 +80,7 @@ impl Client {
     }
 
     fn receive(&mut self) -> Result<Vec<u8>, ProtocolError> {
-        match packet::read_message(&mut self.stream, MAX_PACKET_SIZE, 1 << 30)? {
+        match packet::read_message(&mut self.reader, MAX_PACKET_SIZE, 1 << 30)? {
             Some((_, payload)) => Ok(payload),
             None => Err(ProtocolError("the server closed the connection".into())),
         }

@@ -431,8 +431,13 @@ impl Connection {
         let mut prepared = Prepared::default();
         let mut transactions = 0u64;
         let watch = AttentionWatch::start(stream, session.cancel_handle());
+        // Buffered reads: a small request takes one read call, not two (header, then body).
+        // Only bytes the client sent before the request are buffered, so the watcher still
+        // sees an ATTENTION that comes while the request runs.
+        let mut stream = std::io::BufReader::with_capacity(REQUEST_BUFFER_BYTES, stream);
         loop {
-            let Some((kind, payload)) = self.read(stream, self.config.max_message_bytes)? else {
+            let Some((kind, payload)) = self.read(&mut stream, self.config.max_message_bytes)?
+            else {
                 return Ok(());
             };
             let reply = match kind {
@@ -463,10 +468,10 @@ impl Connection {
                 }
                 other => return Err(ProtocolError(format!("unexpected packet type {other:#04x}"))),
             };
-            self.send(stream, &reply)?;
+            self.send(stream.get_mut(), &reply)?;
             if session.is_shut_down() {
                 self.stop.store(true, Ordering::Relaxed);
-                let _ = stream.flush();
+                let _ = stream.get_mut().flush();
                 return Ok(());
             }
         }
@@ -541,31 +546,70 @@ fn statement_tokens(
     (tokens, failed)
 }
 
-/// The ATTENTION watcher of one plain-TCP connection: a thread that sleeps until a request
-/// has run for [`ATTENTION_ARM_DELAY`], then peeks at the socket (nothing is consumed unless
-/// it is an ATTENTION header) until the request ends. Short requests never wake it, so they
-/// pay one mutex round, not a thread. If an ATTENTION comes, the session's cancel flag stops
-/// the batch at its next statement and DONE_ATTN follows the reply. Deviation: over TLS the
-/// bytes are encrypted, so there is no watcher and an ATTENTION is read after the request.
+/// The ATTENTION watcher of one plain-TCP connection: a thread that looks at the socket
+/// (peeks: nothing is consumed unless it is an ATTENTION header) once a request has run for
+/// [`ATTENTION_ARM_DELAY`], until the request ends. If an ATTENTION comes, the session's
+/// cancel flag stops the batch (between statements and inside row loops) and DONE_ATTN
+/// follows the reply.
+///
+/// Cost: the connection thread never wakes the watcher for a request. While requests come,
+/// the watcher ticks every [`ATTENTION_ARM_DELAY`] and notices a request that was already
+/// running at its previous tick (so it watches after 10-20 ms). After [`ATTENTION_PARK_TICKS`]
+/// quiet ticks it parks; only the first request after that wakes it. A first version that was
+/// woken at each request's start and end cost a third of the `SELECT 1` rate (docs/benchmarks.md).
+///
+/// Deviation: over TLS the bytes are encrypted, so there is no watcher and an ATTENTION is
+/// read after the request.
 pub struct AttentionWatch {
-    state: Arc<(std::sync::Mutex<WatchState>, std::sync::Condvar)>,
+    shared: Arc<WatchShared>,
     seen: Arc<AtomicBool>,
     socket: TcpStream,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-/// How long a request runs before the watcher starts to look at the socket.
+/// The read buffer of a logged-in connection (most requests fit in one read).
+const REQUEST_BUFFER_BYTES: usize = 4096;
+
+/// How long a request runs before the watcher starts to look at the socket (also its tick).
 pub const ATTENTION_ARM_DELAY: Duration = Duration::from_millis(10);
+/// Quiet ticks (no request running) after which the watcher parks until the next request.
+const ATTENTION_PARK_TICKS: u32 = 100;
 /// How long one peek waits, which bounds how long the end of a long request waits for it.
 const ATTENTION_POLL: Duration = Duration::from_millis(5);
 
+struct WatchShared {
+    state: std::sync::Mutex<WatchState>,
+    changed: std::sync::Condvar,
+}
+
+struct WatchState {
+    phase: WatchPhase,
+    /// Requests started on the connection; tells one long request from two short ones.
+    requests: u64,
+    /// The watcher sleeps until a request starts (the connection thread must wake it).
+    parked: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum WatchState {
+enum WatchPhase {
     Idle,
-    Armed,
+    Running,
     Watching,
     Stopping,
     Closed,
+}
+
+impl WatchShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(
+        &self,
+        guard: std::sync::MutexGuard<'a, WatchState>,
+    ) -> std::sync::MutexGuard<'a, WatchState> {
+        self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl AttentionWatch {
@@ -574,115 +618,142 @@ impl AttentionWatch {
         let Transport::Plain(tcp) = stream else { return None };
         let socket = tcp.try_clone().ok()?;
         let peek = socket.try_clone().ok()?;
-        let state = Arc::new((std::sync::Mutex::new(WatchState::Idle), std::sync::Condvar::new()));
+        let shared = Arc::new(WatchShared {
+            state: std::sync::Mutex::new(WatchState {
+                phase: WatchPhase::Idle,
+                requests: 0,
+                parked: false,
+            }),
+            changed: std::sync::Condvar::new(),
+        });
         let seen = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (state, seen) = (state.clone(), seen.clone());
+            let (shared, seen) = (shared.clone(), seen.clone());
             std::thread::Builder::new()
                 .name("tds-attention".into())
-                .spawn(move || watch_loop(&state, &peek, &seen, &cancel))
+                .spawn(move || watch_loop(&shared, &peek, &seen, &cancel))
                 .ok()?
         };
-        Some(AttentionWatch { state, seen, socket, thread: Some(thread) })
+        Some(AttentionWatch { shared, seen, socket, thread: Some(thread) })
     }
 
-    fn set(&self, to: WatchState) {
-        let (lock, changed) = &*self.state;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = to;
-        changed.notify_all();
-    }
-
-    /// Runs `request` with the watcher armed; true if an ATTENTION came.
+    /// Runs `request` under the watcher; true if an ATTENTION came.
     fn around(&self, request: impl FnOnce()) -> bool {
         self.seen.store(false, Ordering::Relaxed);
-        self.set(WatchState::Armed);
+        let wake = {
+            let mut state = self.shared.lock();
+            state.requests += 1;
+            state.phase = WatchPhase::Running;
+            state.parked
+        };
+        if wake {
+            self.shared.changed.notify_all();
+        }
         request();
-        let (lock, changed) = &*self.state;
-        let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
-        if *state == WatchState::Armed {
-            *state = WatchState::Idle;
-        } else if *state == WatchState::Watching {
-            *state = WatchState::Stopping;
-            changed.notify_all();
-            while *state != WatchState::Idle {
-                state = changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        let mut state = self.shared.lock();
+        if state.phase == WatchPhase::Running {
+            state.phase = WatchPhase::Idle;
+        } else if state.phase == WatchPhase::Watching {
+            state.phase = WatchPhase::Stopping;
+            self.shared.changed.notify_all();
+            while state.phase != WatchPhase::Idle {
+                state = self.shared.wait(state);
             }
             let _ = self.socket.set_read_timeout(None);
         }
         drop(state);
-        changed.notify_all();
         self.seen.load(Ordering::Relaxed)
     }
 }
 
 impl Drop for AttentionWatch {
     fn drop(&mut self) {
-        self.set(WatchState::Closed);
+        self.shared.lock().phase = WatchPhase::Closed;
+        self.shared.changed.notify_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-fn watch_loop(
-    state: &(std::sync::Mutex<WatchState>, std::sync::Condvar),
+fn watch_loop(shared: &WatchShared, socket: &TcpStream, seen: &AtomicBool, cancel: &AtomicBool) {
+    let mut state = shared.lock();
+    // The request that was running at the previous tick, if any.
+    let mut running_at_tick = None;
+    let mut quiet_ticks = 0u32;
+    loop {
+        if quiet_ticks >= ATTENTION_PARK_TICKS {
+            state.parked = true;
+            while state.phase == WatchPhase::Idle {
+                state = shared.wait(state);
+            }
+            state.parked = false;
+            quiet_ticks = 0;
+            running_at_tick = (state.phase == WatchPhase::Running).then_some(state.requests);
+        }
+        state = shared
+            .changed
+            .wait_timeout(state, ATTENTION_ARM_DELAY)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+        match state.phase {
+            WatchPhase::Closed => return,
+            WatchPhase::Running if running_at_tick == Some(state.requests) => {
+                state.phase = WatchPhase::Watching;
+                drop(state);
+                peek_for_attention(shared, socket, seen, cancel);
+                state = shared.lock();
+                // Stay out of the socket until the request ends, then report idle.
+                while state.phase == WatchPhase::Watching {
+                    state = shared.wait(state);
+                }
+                if state.phase == WatchPhase::Closed {
+                    return;
+                }
+                state.phase = WatchPhase::Idle;
+                shared.changed.notify_all();
+                running_at_tick = None;
+            }
+            WatchPhase::Running => {
+                running_at_tick = Some(state.requests);
+                quiet_ticks = 0;
+            }
+            WatchPhase::Idle | WatchPhase::Watching | WatchPhase::Stopping => {
+                running_at_tick = None;
+                quiet_ticks += 1;
+            }
+        }
+    }
+}
+
+/// Peeks at the socket until the request stops being watched, an ATTENTION header arrives
+/// (consumed, and the session cancelled) or other bytes do (left for the connection).
+fn peek_for_attention(
+    shared: &WatchShared,
     socket: &TcpStream,
     seen: &AtomicBool,
     cancel: &AtomicBool,
 ) {
-    let (lock, changed) = state;
-    loop {
-        let mut current = lock.lock().unwrap_or_else(|e| e.into_inner());
-        while !matches!(*current, WatchState::Armed | WatchState::Closed) {
-            current = changed.wait(current).unwrap_or_else(|e| e.into_inner());
-        }
-        if *current == WatchState::Closed {
-            return;
-        }
-        // Armed: a short request disarms before the delay passes.
-        let (guard, _) = changed
-            .wait_timeout_while(current, ATTENTION_ARM_DELAY, |s| *s == WatchState::Armed)
-            .unwrap_or_else(|e| e.into_inner());
-        current = guard;
-        if *current != WatchState::Armed {
-            continue;
-        }
-        *current = WatchState::Watching;
-        drop(current);
-        let _ = socket.set_read_timeout(Some(ATTENTION_POLL));
-        let mut header = [0u8; packet::HEADER_LEN];
-        loop {
-            if *lock.lock().unwrap_or_else(|e| e.into_inner()) != WatchState::Watching {
-                break;
+    let _ = socket.set_read_timeout(Some(ATTENTION_POLL));
+    let mut header = [0u8; packet::HEADER_LEN];
+    while shared.lock().phase == WatchPhase::Watching {
+        match socket.peek(&mut header) {
+            Ok(n) if n >= 1 && header[0] != packet::ATTENTION => return,
+            Ok(n) if n >= packet::HEADER_LEN => {
+                let _ = std::io::Read::read_exact(&mut &*socket, &mut header);
+                seen.store(true, Ordering::Relaxed);
+                cancel.store(true, Ordering::Relaxed);
+                return;
             }
-            match socket.peek(&mut header) {
-                Ok(n) if n >= 1 && header[0] != packet::ATTENTION => break,
-                Ok(n) if n >= packet::HEADER_LEN => {
-                    let _ = std::io::Read::read_exact(&mut &*socket, &mut header);
-                    seen.store(true, Ordering::Relaxed);
-                    cancel.store(true, Ordering::Relaxed);
-                    break;
-                }
-                Ok(0) => break,
-                Ok(_) => std::thread::sleep(Duration::from_millis(1)),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => break,
-            }
+            Ok(0) => return,
+            Ok(_) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
         }
-        // Stay out of the socket until the request ends, then report idle.
-        let mut current = lock.lock().unwrap_or_else(|e| e.into_inner());
-        while *current == WatchState::Watching {
-            current = changed.wait(current).unwrap_or_else(|e| e.into_inner());
-        }
-        if *current == WatchState::Closed {
-            return;
-        }
-        *current = WatchState::Idle;
-        changed.notify_all();
     }
 }
 

@@ -122,7 +122,74 @@ fn attention_stops_a_running_batch_and_is_acknowledged() {
         matches!(&count[0], tsql::server::Output::Rows(set) if set.rows[0][0] == engine::record::Value::Int(0)),
         "{count:?}"
     );
+    // One long statement (a join of 2.5 * 10^7 pairs that match nothing) stops too, inside its
+    // row loop, on a connection quiet for long enough that its watcher has parked.
+    client
+        .batch("DECLARE @i int = 0; WHILE @i < 5000 BEGIN INSERT progress VALUES (@i); SET @i += 1 END")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let started = std::time::Instant::now();
+    let outputs = client
+        .batch_then_attention(
+            "BEGIN TRAN; INSERT progress SELECT a.n FROM progress a JOIN progress b ON a.n + b.n < 0; INSERT progress VALUES (-1)",
+            Duration::from_millis(300),
+        )
+        .unwrap();
+    assert!(client.attention_acknowledged, "DONE_ATTN ends the reply: {outputs:?}");
+    assert!(started.elapsed() < Duration::from_secs(20), "stopped early: {:?}", started.elapsed());
+    // The transaction stays open (as in SQL Server without XACT_ABORT); nothing after the
+    // cancelled statement ran.
+    let state =
+        client.batch("SELECT @@TRANCOUNT AS t, COUNT(*) AS n FROM progress; ROLLBACK").unwrap();
+    assert!(
+        matches!(&state[0], tsql::server::Output::Rows(set)
+            if set.rows[0] == vec![engine::record::Value::Int(1), engine::record::Value::Int(5000)]),
+        "{state:?}"
+    );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     drop(client);
+    running.join().unwrap().unwrap();
+}
+
+/// A client that disconnects inside a transaction: the server rolls the transaction back, as
+/// SQL Server does when a connection closes, so its rows are gone, its locks are released and
+/// the log is free to truncate past it (bug: the transaction stayed open, holding its locks,
+/// and restart recovery counted one rolled-back transaction per such connection).
+#[test]
+fn a_connection_that_closes_inside_a_transaction_is_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tds::server::ServeConfig::new(dir.path());
+    config.port = 0;
+    config.sa_password = Some("Str0ng!Passw0rd".into());
+    let listener = tds::server::Listener::bind(config).unwrap();
+    let address = listener.local_addr().to_string();
+    let stop = listener.stop_flag();
+    let running = std::thread::spawn(move || listener.run());
+    let connect =
+        || tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
+    let mut first = connect();
+    first.batch("CREATE TABLE t (id int PRIMARY KEY)").unwrap();
+    first.batch("BEGIN TRAN; INSERT t VALUES (1), (2)").unwrap();
+    drop(first);
+    // The rows' exclusive locks are gone (the read waits for them otherwise: the test fails
+    // after 20 s rather than hang) and so are the rows; the table takes the same keys again.
+    let (sent, received) = std::sync::mpsc::channel();
+    let address_again = address.clone();
+    std::thread::spawn(move || {
+        let mut second =
+            tds::client::Client::connect(&address_again, "sa", "Str0ng!Passw0rd", "master")
+                .unwrap();
+        let count = second.batch("SELECT COUNT(*) AS n FROM t").unwrap();
+        let insert = second.batch("INSERT t VALUES (1), (2)").unwrap();
+        let _ = sent.send((count, insert));
+    });
+    let (count, insert) =
+        received.recv_timeout(Duration::from_secs(20)).expect("the locks were released");
+    assert!(
+        matches!(&count[0], tsql::server::Output::Rows(set) if set.rows[0][0] == engine::record::Value::Int(0)),
+        "{count:?}"
+    );
+    assert_eq!(insert, vec![tsql::server::Output::RowCount(2)]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
     running.join().unwrap().unwrap();
 }

@@ -1045,7 +1045,7 @@ impl Session {
         for item in from {
             let filter = if single { filter } else { None };
             let (c, r) = self.table_factor(&item.relation, outer, filter)?;
-            (cols, rows) = cross(cols, rows, c, r);
+            (cols, rows) = self.cross(cols, rows, c, r)?;
             for join in &item.joins {
                 (cols, rows) = self.join(cols, rows, join, outer)?;
             }
@@ -1067,6 +1067,7 @@ impl Session {
         let mut out = Vec::new();
         let mut unmatched = Vec::new();
         for left in &rows {
+            self.check_cancel()?;
             let env = Env { cols: &cols, row: left, group: None, outer };
             let (c, right_rows) = self.table_factor(relation, Some(&env), None)?;
             right_cols.get_or_insert(c);
@@ -1128,6 +1129,7 @@ impl Session {
         let mut scanned: Option<Vec<Vec<Value>>> = None;
         let mut out = Vec::new();
         for left in rows {
+            self.check_cancel()?;
             let left_env = Env { cols, row: left, group: None, outer };
             let candidates = match self.seek_plan(&table, &right_cols, on, Some(&left_env)) {
                 Some(seek) => {
@@ -1201,7 +1203,7 @@ impl Session {
             JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true, false),
             JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (c, false, true),
             JoinOperator::FullOuter(c) => (c, true, true),
-            JoinOperator::CrossJoin(_) => return Ok(cross(cols, rows, right_cols, right_rows)),
+            JoinOperator::CrossJoin(_) => return self.cross(cols, rows, right_cols, right_rows),
             other => return Err(not_supported(&format!("{other:?}"))),
         };
         let on = match constraint {
@@ -1214,6 +1216,7 @@ impl Session {
         let mut out = Vec::new();
         let mut right_matched = vec![false; right_rows.len()];
         for left in &rows {
+            self.check_cancel()?;
             let mut matched = false;
             for (j, right) in right_rows.iter().enumerate() {
                 let combined: Vec<Value> = left.iter().chain(right).cloned().collect();
@@ -1251,6 +1254,25 @@ impl Session {
         Ok((all_cols, out))
     }
 
+    /// The cross product of two row sets (checking for a cancel once per left row).
+    fn cross(
+        &self,
+        cols: Vec<ColRef>,
+        rows: Vec<Vec<Value>>,
+        right_cols: Vec<ColRef>,
+        right_rows: Vec<Vec<Value>>,
+    ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
+        let all_cols: Vec<ColRef> = cols.into_iter().chain(right_cols).collect();
+        let mut out = Vec::with_capacity(rows.len() * right_rows.len());
+        for left in &rows {
+            self.check_cancel()?;
+            for right in &right_rows {
+                out.push(left.iter().chain(right).cloned().collect());
+            }
+        }
+        Ok((all_cols, out))
+    }
+
     fn run_select(
         &self,
         select: &Select,
@@ -1270,6 +1292,7 @@ impl Session {
         if let Some(filter) = &select.selection {
             let mut kept = Vec::with_capacity(rows.len());
             for row in rows {
+                self.check_cancel()?;
                 let env = Env { cols: &cols, row: &row, group: None, outer };
                 if is_true(&self.eval(filter, &env)?) {
                     kept.push(row);
@@ -1453,6 +1476,7 @@ impl Session {
         let mut positions = vec![0usize; factors.len()];
         let mut row: Vec<Value> = Vec::with_capacity(cols.len());
         while out_rows.len() < limit && factors.iter().all(|f| !f.is_empty()) {
+            self.check_cancel()?;
             row.clear();
             for (factor, &at) in factors.iter().zip(&positions) {
                 row.extend(factor[at].iter().cloned());
@@ -1746,22 +1770,6 @@ fn has_window(expr: &Expr) -> bool {
         std::ops::ControlFlow::Continue(())
     });
     found.is_break()
-}
-
-fn cross(
-    cols: Vec<ColRef>,
-    rows: Vec<Vec<Value>>,
-    right_cols: Vec<ColRef>,
-    right_rows: Vec<Vec<Value>>,
-) -> (Vec<ColRef>, Vec<Vec<Value>>) {
-    let all_cols: Vec<ColRef> = cols.into_iter().chain(right_cols).collect();
-    let mut out = Vec::with_capacity(rows.len() * right_rows.len());
-    for left in &rows {
-        for right in &right_rows {
-            out.push(left.iter().chain(right).cloned().collect());
-        }
-    }
-    (all_cols, out)
 }
 
 fn in_values(v: &Value, candidates: &[Value], negated: bool) -> Result<Value> {

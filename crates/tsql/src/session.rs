@@ -84,7 +84,7 @@ const CANCELLED: i32 = 3617;
 fn aborts_batch(number: i32) -> bool {
     matches!(
         number,
-        245 | 8114 | 8169 | 241 | 208 | 207 | 137 | 1205 | 4104 | 209 | 102 | 156 | 217
+        245 | 8114 | 8169 | 241 | 208 | 207 | 137 | 1205 | 4104 | 209 | 102 | 156 | 217 | CANCELLED
     )
 }
 
@@ -136,8 +136,17 @@ pub struct Session {
 }
 
 impl Drop for Session {
-    /// The session disconnects: sys.dm_exec_sessions no longer lists it.
+    /// The session disconnects: a transaction it left open is rolled back, as SQL Server does
+    /// when a connection closes (its locks are released and the log may truncate past it),
+    /// and sys.dm_exec_sessions no longer lists it. Transactions belong to the thread that
+    /// runs the session (engine::xact), so this must run on that thread, as it does for a
+    /// TDS connection and for the shell.
     fn drop(&mut self) {
+        if let Some(database_id) = engine::xact::current_database()
+            && let Some(db) = self.server.database_by_id(i64::from(database_id))
+        {
+            let _ = db.rollback_tran();
+        }
         self.server.sessions.lock().remove(&self.spid);
     }
 }
@@ -320,6 +329,21 @@ impl Session {
             line: failure.line,
             procedure: failure.procedure,
         });
+    }
+
+    /// Error 3617 once the client's ATTENTION has cancelled the batch. Checked before each
+    /// statement and inside the row loops of scans, joins, inserts, updates and deletes, so a
+    /// long single statement stops too (and is rolled back alone, as any failed statement).
+    pub(crate) fn check_cancel(&self) -> Result<()> {
+        if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(SqlError::new(
+                CANCELLED,
+                25,
+                1,
+                "The query was cancelled by the client (ATTENTION).",
+            ));
+        }
+        Ok(())
     }
 
     pub(crate) fn fail(&self, error: SqlError, line: u64) -> Failure {
@@ -802,16 +826,8 @@ impl Session {
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
         for Parsed { stmt, line } in statements {
-            if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
-                let error = SqlError::new(
-                    CANCELLED,
-                    25,
-                    1,
-                    "The query was cancelled by the client (ATTENTION).",
-                );
-                let mut failure = self.fail(error, *line);
-                failure.abort_batch = true;
-                return Err(failure);
+            if let Err(error) = self.check_cancel() {
+                return Err(self.fail(error, *line));
             }
             match self.run(stmt, *line, out) {
                 Ok(Flow::Next) => {}
@@ -1372,6 +1388,7 @@ impl Session {
         };
         let mut count = 0;
         for values in source_rows {
+            self.check_cancel()?;
             if insert.source.is_some() && values.len() != positions.len() {
                 let error = if values.len() > positions.len() {
                     SqlError::new(
@@ -1425,6 +1442,7 @@ impl Session {
     ) -> Result<Vec<MatchedRow>> {
         let mut out = Vec::new();
         for (locator, stored) in table.rows(&self.db)? {
+            self.check_cancel()?;
             let shown = shown_row(table, stored.clone());
             let keep = match selection {
                 Some(filter) => {
@@ -1488,6 +1506,7 @@ impl Session {
         let mut seen = std::collections::BTreeSet::new();
         let mut out = Vec::new();
         for row in &joined {
+            self.check_cancel()?;
             let env = Env { cols: &cols, row, group: None, outer: None };
             if let Some(filter) = selection
                 && !is_true(&self.eval(filter, &env)?)
