@@ -209,6 +209,11 @@ pub fn current_database() -> Option<u16> {
     CURRENT.with(|c| c.borrow().as_ref().map(|x| x.database_id))
 }
 
+/// The id of this thread's open transaction (its LOP_BEGIN_XACT's transaction id).
+pub fn current_xact_id() -> Option<u64> {
+    CURRENT.with(|c| c.borrow().as_ref().map(|x| x.xact_id))
+}
+
 /// Whether this thread has an open transaction in `database_id`.
 pub fn is_open(database_id: u16) -> bool {
     CURRENT.with(|c| c.borrow().as_ref().is_some_and(|x| x.database_id == database_id))

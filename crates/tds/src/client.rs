@@ -120,7 +120,7 @@ impl Client {
                         outputs.push(Output::Rows(set));
                     }
                     let names = decoder.col_metadata()?;
-                    rows = Some(ResultSet { columns: names, rows: Vec::new() });
+                    rows = Some(ResultSet { columns: names, rows: Vec::new(), types: Vec::new() });
                 }
                 token::ROW => {
                     let row = decoder.row()?;

@@ -429,7 +429,6 @@ impl Connection {
     /// The requests of a logged-in connection, until the client closes or SHUTDOWN runs.
     fn requests(&self, stream: &mut Transport, mut session: Session) -> Result<(), ProtocolError> {
         let mut prepared = Prepared::default();
-        let mut transactions = 0u64;
         let watch = AttentionWatch::start(stream, session.cancel_handle());
         // Buffered reads: a small request takes one read call, not two (header, then body).
         // Only bytes the client sent before the request are buffered, so the watcher still
@@ -451,9 +450,7 @@ impl Connection {
                     watching_attention(watch.as_ref(), &mut session, |s| run_rpc(s, prepared, rpc))
                 }
                 packet::ATTENTION => token::done(DONE_ATTN, 0),
-                packet::TRANSACTION_MANAGER => {
-                    transaction_manager(&mut session, &mut transactions, &payload)?
-                }
+                packet::TRANSACTION_MANAGER => transaction_manager(&mut session, &payload)?,
                 0x07 => {
                     let mut reply = token::message(
                         40517,
@@ -508,34 +505,40 @@ fn statement_tokens(
     done: u8,
 ) -> (Vec<u8>, bool) {
     let database_before = session.database_name();
+    let transactions = session.transaction_events();
     let mut tokens = Vec::new();
     let mut result_open = false;
     let mut failed = false;
-    session.execute_with_variables(text, variables, &mut |output| match output {
-        Output::Rows(set) => {
-            if result_open {
-                tokens.extend(token::done_token(done, DONE_MORE, 0));
+    session.execute_with_variables(text, variables, &mut |output| {
+        // Transactions that began or ended before this output came.
+        transaction_tokens(&transactions, &mut tokens);
+        match output {
+            Output::Rows(set) => {
+                if result_open {
+                    tokens.extend(token::done_token(done, DONE_MORE, 0));
+                }
+                tokens.extend(token::result_set(&set.columns, &set.types, &set.rows));
+                result_open = true;
             }
-            tokens.extend(token::result_set(&set.columns, &set.rows));
-            result_open = true;
-        }
-        Output::RowCount(n) => {
-            tokens.extend(token::done_token(done, DONE_MORE | DONE_COUNT, n));
-            result_open = false;
-        }
-        Output::Message(text) => tokens.extend(token::message(0, 1, 0, &text, "", 1)),
-        Output::Error { error, line, procedure } => {
-            failed = true;
-            tokens.extend(token::message(
-                error.number,
-                error.state,
-                error.severity,
-                &error.message,
-                procedure.as_deref().unwrap_or(""),
-                line as u32,
-            ));
+            Output::RowCount(n) => {
+                tokens.extend(token::done_token(done, DONE_MORE | DONE_COUNT, n));
+                result_open = false;
+            }
+            Output::Message(text) => tokens.extend(token::message(0, 1, 0, &text, "", 1)),
+            Output::Error { error, line, procedure } => {
+                failed = true;
+                tokens.extend(token::message(
+                    error.number,
+                    error.state,
+                    error.severity,
+                    &error.message,
+                    procedure.as_deref().unwrap_or(""),
+                    line as u32,
+                ));
+            }
         }
     });
+    transaction_tokens(&transactions, &mut tokens);
     if result_open {
         tokens.extend(token::done_token(done, DONE_MORE, 0));
     }
@@ -544,6 +547,26 @@ fn statement_tokens(
         tokens.extend(token::env_change(token::ENV_DATABASE, &database_after, &database_before));
     }
     (tokens, failed)
+}
+
+/// ENVCHANGE 8 (begin), 9 (commit) and 10 (rollback) for the session's transaction changes
+/// since the last call, with the transaction's id as the 8-byte descriptor, as SQL Server
+/// sends them for BEGIN/COMMIT/ROLLBACK TRAN in a batch, an implicit transaction's start, and
+/// TRANSACTION_MANAGER requests.
+fn transaction_tokens(
+    events: &parking_lot::Mutex<Vec<tsql::session::TransactionEvent>>,
+    tokens: &mut Vec<u8>,
+) {
+    use tsql::session::TransactionEvent;
+    for event in events.lock().drain(..) {
+        tokens.extend(match event {
+            TransactionEvent::Began(id) => token::env_transaction(token::ENV_BEGIN_TRAN, id),
+            TransactionEvent::Committed(id) => token::env_transaction(token::ENV_COMMIT_TRAN, id),
+            TransactionEvent::RolledBack(id) => {
+                token::env_transaction(token::ENV_ROLLBACK_TRAN, id)
+            }
+        });
+    }
 }
 
 /// The ATTENTION watcher of one plain-TCP connection: a thread that looks at the socket
@@ -775,22 +798,18 @@ fn watching_attention(
 
 /// TRANSACTION_MANAGER (MS-TDS 2.2.6.9): after ALL_HEADERS, a u16 request type: 5 begin,
 /// 7 commit, 8 rollback (their names and flags are ignored). Each runs as BEGIN/COMMIT/
-/// ROLLBACK TRAN in the session and is answered with ENVCHANGE 8, 9 or 10 carrying an 8-byte
-/// transaction descriptor (a count of the connection's transactions), then DONE.
+/// ROLLBACK TRAN in the session and is answered, like the same statement in a batch, with
+/// ENVCHANGE 8, 9 or 10 carrying the transaction's 8-byte descriptor, then DONE.
 pub fn transaction_manager(
     session: &mut Session,
-    transactions: &mut u64,
     payload: &[u8],
 ) -> Result<Vec<u8>, ProtocolError> {
     let bad = || ProtocolError("malformed TRANSACTION_MANAGER request".into());
     let kind = packet::after_all_headers(payload).and_then(|rest| rest.get(..2)).ok_or_else(bad)?;
-    let (statement, env, descriptor) = match u16::from_le_bytes([kind[0], kind[1]]) {
-        5 => {
-            *transactions += 1;
-            ("BEGIN TRAN", 8u8, *transactions)
-        }
-        7 => ("COMMIT TRAN", 9, *transactions),
-        8 => ("ROLLBACK TRAN", 10, *transactions),
+    let statement = match u16::from_le_bytes([kind[0], kind[1]]) {
+        5 => "BEGIN TRAN",
+        7 => "COMMIT TRAN",
+        8 => "ROLLBACK TRAN",
         other => {
             return Err(ProtocolError(format!(
                 "transaction manager request {other} is not supported"
@@ -798,9 +817,6 @@ pub fn transaction_manager(
         }
     };
     let (mut tokens, failed) = statement_tokens(session, statement, Vec::new(), token::DONE);
-    if !failed {
-        tokens.extend(token::env_transaction(env, descriptor));
-    }
     tokens.extend(token::done(if failed { DONE_ERROR } else { DONE_FINAL }, 0));
     Ok(tokens)
 }

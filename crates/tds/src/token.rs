@@ -17,7 +17,7 @@
 #![allow(clippy::big_endian_bytes, reason = "LOGINACK carries the TDS version big-endian")]
 
 use crate::utf16;
-use engine::record::Value;
+use engine::record::{SqlType, Value};
 
 pub const ENVCHANGE: u8 = 0xE3;
 pub const LOGINACK: u8 = 0xAD;
@@ -39,6 +39,9 @@ pub const ENV_DATABASE: u8 = 1;
 pub const ENV_LANGUAGE: u8 = 2;
 pub const ENV_PACKET_SIZE: u8 = 4;
 pub const ENV_COLLATION: u8 = 7;
+pub const ENV_BEGIN_TRAN: u8 = 8;
+pub const ENV_COMMIT_TRAN: u8 = 9;
+pub const ENV_ROLLBACK_TRAN: u8 = 10;
 /// SQL_Latin1_General_CP1_CI_AS.
 pub const COLLATION: [u8; 5] = [0x09, 0x04, 0xD0, 0x00, 0x34];
 /// The server's name in ERROR and INFO tokens.
@@ -87,7 +90,7 @@ pub fn env_collation() -> Vec<u8> {
 pub fn env_transaction(kind: u8, descriptor: u64) -> Vec<u8> {
     let mut body = vec![kind];
     let bytes = descriptor.to_le_bytes();
-    if kind == 8 {
+    if kind == ENV_BEGIN_TRAN {
         body.push(8);
         body.extend_from_slice(&bytes);
         body.push(0);
@@ -191,6 +194,43 @@ impl WireType {
     /// The column's type: its first non-NULL value's, else NVARCHAR.
     pub fn of_column(rows: &[Vec<Value>], column: usize) -> WireType {
         rows.iter().find_map(|r| r.get(column).and_then(WireType::of)).unwrap_or(WireType::NVarChar)
+    }
+
+    /// How a column of a declared type is sent. Deviations: char/varchar/nchar go as
+    /// NVARCHAR and binary as VARBINARY (the values are Unicode text and bytes here), and
+    /// time/datetime2 always with scale 7 (the values are in 100 ns units).
+    pub fn of_declared(sql_type: SqlType) -> WireType {
+        match sql_type {
+            SqlType::TinyInt => WireType::Int(1),
+            SqlType::SmallInt => WireType::Int(2),
+            SqlType::Int => WireType::Int(4),
+            SqlType::BigInt => WireType::Int(8),
+            SqlType::Bit => WireType::Bit,
+            SqlType::Decimal { precision, scale } => WireType::Decimal { precision, scale },
+            SqlType::Float => WireType::Float(8),
+            SqlType::Real => WireType::Float(4),
+            SqlType::Money => WireType::Money,
+            SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_) => {
+                WireType::NVarChar
+            }
+            SqlType::Binary(_) | SqlType::VarBinary(_) => WireType::VarBinary,
+            SqlType::UniqueIdentifier => WireType::Guid,
+            SqlType::Date => WireType::Date,
+            SqlType::Time(_) => WireType::Time(7),
+            SqlType::DateTime => WireType::DateTime,
+            SqlType::DateTime2(_) => WireType::DateTime2(7),
+        }
+    }
+
+    /// Whether `value` is sent as this type without conversion (NULL always is).
+    fn carries(self, value: &Value) -> bool {
+        match (self, WireType::of(value)) {
+            (_, None) => true,
+            (WireType::Decimal { scale, .. }, Some(WireType::Decimal { scale: s, .. })) => {
+                scale == s
+            }
+            (wire, Some(of_value)) => wire == of_value,
+        }
     }
 
     fn type_info(self, out: &mut Vec<u8>) {
@@ -341,14 +381,25 @@ pub fn row(types: &[WireType], values: &[Value]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// A result set: COLMETADATA, then its rows; a column whose values change type is sent as
-/// NVARCHAR text.
-pub fn result_set(columns: &[String], rows: &[Vec<Value>]) -> Vec<u8> {
-    let mut types: Vec<WireType> =
-        (0..columns.len()).map(|c| WireType::of_column(rows, c)).collect();
+/// A result set: COLMETADATA, then its rows. A column's type is its declared type (`declared`,
+/// where the query names one) when every value is of it, so an empty or all-NULL column is
+/// still described as `int` or `decimal(9,2)`; else its first non-NULL value's; a column whose
+/// values change type is sent as NVARCHAR text.
+pub fn result_set(
+    columns: &[String],
+    declared: &[Option<SqlType>],
+    rows: &[Vec<Value>],
+) -> Vec<u8> {
+    let mut types: Vec<WireType> = Vec::with_capacity(columns.len());
+    for c in 0..columns.len() {
+        let by_declaration = declared.get(c).copied().flatten().map(WireType::of_declared);
+        types.push(match by_declaration {
+            Some(wire) if rows.iter().all(|r| r.get(c).is_none_or(|v| wire.carries(v))) => wire,
+            _ => WireType::of_column(rows, c),
+        });
+    }
     for (c, wire) in types.iter_mut().enumerate() {
-        let mixed =
-            rows.iter().any(|r| r.get(c).and_then(WireType::of).is_some_and(|t| t != *wire));
+        let mixed = rows.iter().any(|r| r.get(c).is_some_and(|v| !wire.carries(v)));
         if mixed {
             *wire = WireType::NVarChar;
         }
@@ -401,7 +452,7 @@ mod tests {
         assert_eq!(&out[..4], &[17, 0, 150, 0]);
         assert!(WireType::Int(4).encode(&Value::Text("x".into()), &mut Vec::new()).is_none());
         let rows = vec![vec![Value::Int(1)], vec![Value::Text("a".into())]];
-        let set = result_set(&["c".into()], &rows);
+        let set = result_set(&["c".into()], &[None], &rows);
         assert_eq!(set[0], COLMETADATA);
         assert_eq!(set[9], 0xE7, "the mixed column is NVARCHAR");
     }

@@ -125,9 +125,7 @@ fn rpc_and_transaction_requests_never_panic_the_session() {
                 let mut session = session.lock().unwrap();
                 tds::server::run_rpc(&mut session, &mut prepared.lock().unwrap(), rpc);
             }
-            let mut count = 0;
-            let _ =
-                tds::server::transaction_manager(&mut session.lock().unwrap(), &mut count, &input);
+            let _ = tds::server::transaction_manager(&mut session.lock().unwrap(), &input);
         }));
         assert!(outcome.is_ok(), "FUZZ_SEED={base} round {round}: input {input:02x?}");
     }

@@ -120,24 +120,99 @@ fn tm(kind: u16) -> Vec<u8> {
     out
 }
 
+/// COLMETADATA describes a column by its declared type, so an empty result or an all-NULL
+/// column still says int or decimal(9,2) (bug: every such column was NVARCHAR, the type of
+/// no value); a computed column without one still takes its values' type.
+#[test]
+fn result_columns_are_described_by_their_declared_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    run_batch(
+        &mut s,
+        "CREATE TABLE t (id int PRIMARY KEY, amount decimal(9,2) NULL, note varchar(10) NULL)",
+    );
+    let int4 = [0x26, 4];
+    let decimal_9_2 = [0x6A, 17, 9, 2];
+    let empty = run_batch(&mut s, "SELECT id, amount FROM t WHERE id = 0");
+    assert_eq!(empty[0], 0x81, "{empty:02x?}");
+    assert!(holds(&empty, &int4) && holds(&empty, &decimal_9_2), "{empty:02x?}");
+    run_batch(&mut s, "INSERT t VALUES (1, NULL, NULL), (2, 3.5, 'x')");
+    let nulls = run_batch(&mut s, "SELECT amount AS a FROM t WHERE id = 1");
+    assert!(holds(&nulls, &decimal_9_2), "{nulls:02x?}");
+    let from_derived = run_batch(&mut s, "SELECT d.amount FROM (SELECT amount FROM t) AS d");
+    assert!(holds(&from_derived, &decimal_9_2), "{from_derived:02x?}");
+    let cast = run_batch(&mut s, "SELECT CAST(NULL AS int) AS n");
+    assert!(holds(&cast, &int4), "{cast:02x?}");
+    let variable = run_batch(&mut s, "DECLARE @v bigint; SELECT @v AS v");
+    assert!(holds(&variable, &[0x26, 8]), "{variable:02x?}");
+    // No declared type: the values' (an int), as before.
+    let computed = run_batch(&mut s, "SELECT id + 1 AS next FROM t WHERE id = 1");
+    assert!(holds(&computed, &int4), "{computed:02x?}");
+}
+
+/// The transaction ENVCHANGEs (type, descriptor) of a reply, in order: ENVCHANGE 8 carries
+/// the descriptor as its new value, 9 and 10 as their old value.
+fn transaction_changes(reply: &[u8]) -> Vec<(u8, u64)> {
+    let mut out = Vec::new();
+    for at in 0..reply.len().saturating_sub(13) {
+        let t = &reply[at..at + 14];
+        let descriptor = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap());
+        match t {
+            [0xE3, 11, 0, 8, 8, rest @ .., 0] => out.push((8, descriptor(rest))),
+            [0xE3, 11, 0, kind @ (9 | 10), 0, 8, rest @ ..] => out.push((*kind, descriptor(rest))),
+            _ => {}
+        }
+    }
+    out
+}
+
 #[test]
 fn transaction_manager_requests_begin_and_roll_back() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = session(dir.path());
-    let mut count = 0;
     run_batch(&mut s, "CREATE TABLE t (id int PRIMARY KEY)");
-    let begin = tds::server::transaction_manager(&mut s, &mut count, &tm(5)).unwrap();
-    assert!(
-        holds(&begin, &[0xE3, 11, 0, 8, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0]),
-        "ENVCHANGE 8 with descriptor 1: {begin:02x?}"
-    );
+    let begin = tds::server::transaction_manager(&mut s, &tm(5)).unwrap();
+    let began = transaction_changes(&begin);
+    assert!(matches!(began[..], [(8, id)] if id > 0), "ENVCHANGE 8: {begin:02x?}");
     run_batch(&mut s, "INSERT t VALUES (1)");
-    let rollback = tds::server::transaction_manager(&mut s, &mut count, &tm(8)).unwrap();
-    assert!(holds(&rollback, &[0xE3, 11, 0, 10, 0, 8, 1]), "ENVCHANGE 10: {rollback:02x?}");
+    let rollback = tds::server::transaction_manager(&mut s, &tm(8)).unwrap();
+    assert_eq!(transaction_changes(&rollback), vec![(10, began[0].1)], "{rollback:02x?}");
     let counted = run_batch(&mut s, "SELECT COUNT(*) FROM t");
     assert!(holds(&counted, &int_row(0)), "the insert was rolled back");
-    assert!(tds::server::transaction_manager(&mut s, &mut count, &tm(99)).is_err());
-    assert!(tds::server::transaction_manager(&mut s, &mut count, &[1, 2]).is_err());
+    assert!(tds::server::transaction_manager(&mut s, &tm(99)).is_err());
+    assert!(tds::server::transaction_manager(&mut s, &[1, 2]).is_err());
+    // COMMIT with no transaction: 3902 and no ENVCHANGE.
+    let commit = tds::server::transaction_manager(&mut s, &tm(7)).unwrap();
+    assert!(holds(&commit, &3902i32.to_le_bytes()) && transaction_changes(&commit).is_empty());
+}
+
+/// BEGIN/COMMIT/ROLLBACK TRAN typed in batches reach the client as ENVCHANGE 8/9/10 (what
+/// drivers track the transaction descriptor by), in order, for the outermost transaction
+/// only; a statement's own autocommit transaction is not announced; an implicit transaction
+/// is.
+#[test]
+fn transactions_in_batches_send_their_envchanges() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    run_batch(&mut s, "CREATE TABLE t (id int PRIMARY KEY)");
+    assert!(transaction_changes(&run_batch(&mut s, "INSERT t VALUES (1)")).is_empty());
+    let batch = run_batch(
+        &mut s,
+        "BEGIN TRAN; INSERT t VALUES (2); BEGIN TRAN; COMMIT; COMMIT; BEGIN TRAN; INSERT t VALUES (3); ROLLBACK",
+    );
+    let changes = transaction_changes(&batch);
+    assert!(
+        matches!(changes[..], [(8, a), (9, b), (8, c), (10, d)] if a == b && c == d && a != c),
+        "{changes:?}"
+    );
+    // The begin comes before the INSERT's row count (DONE with DONE_COUNT, 0xFD ... 0x10).
+    let begin_at = batch.windows(5).position(|w| w == [0xE3, 11, 0, 8, 8]).unwrap();
+    let done_at = batch.windows(3).position(|w| w == [0xFD, 0x11, 0]).unwrap();
+    assert!(begin_at < done_at, "{batch:02x?}");
+    let implicit = run_batch(&mut s, "SET IMPLICIT_TRANSACTIONS ON; INSERT t VALUES (4)");
+    assert!(matches!(transaction_changes(&implicit)[..], [(8, _)]), "{implicit:02x?}");
+    let ended = run_batch(&mut s, "COMMIT; SET IMPLICIT_TRANSACTIONS OFF");
+    assert!(matches!(transaction_changes(&ended)[..], [(9, _)]), "{ended:02x?}");
 }
 
 #[test]

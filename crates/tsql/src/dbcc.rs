@@ -190,7 +190,11 @@ impl Session {
                 ]
             })
             .collect();
-        ResultSet { columns: columns(&["TraceFlag", "Status", "Global", "Session"]), rows }
+        ResultSet {
+            columns: columns(&["TraceFlag", "Status", "Global", "Session"]),
+            rows,
+            types: Vec::new(),
+        }
     }
 
     /// SQLPERF(LOGSPACE): one row per database.
@@ -212,6 +216,7 @@ impl Session {
         ResultSet {
             columns: columns(&["Database Name", "Log Size (MB)", "Log Space Used (%)", "Status"]),
             rows,
+            types: Vec::new(),
         }
     }
 }
@@ -247,5 +252,6 @@ fn loginfo(db: &engine::database::Database) -> ResultSet {
             "CreateLSN",
         ]),
         rows,
+        types: Vec::new(),
     }
 }

@@ -425,6 +425,7 @@ impl Session {
                 "PrevPagePID",
             ]),
             rows,
+            types: Vec::new(),
         }));
         Ok(())
     }
@@ -463,6 +464,7 @@ impl Session {
                 "FileName",
             ]),
             rows,
+            types: Vec::new(),
         }));
     }
 
@@ -770,5 +772,9 @@ fn table_rows(sections: &[Section]) -> ResultSet {
             }
         }
     }
-    ResultSet { columns: columns(&["ParentObject", "Object", "Field", "VALUE"]), rows }
+    ResultSet {
+        columns: columns(&["ParentObject", "Object", "Field", "VALUE"]),
+        rows,
+        types: Vec::new(),
+    }
 }

@@ -29,6 +29,8 @@ use std::sync::Arc;
 pub struct ColRef {
     pub qualifier: String,
     pub name: String,
+    /// The declared type, when the column comes from a table or a typed derived table.
+    pub sql_type: Option<SqlType>,
 }
 
 /// The row an expression is evaluated against, and the rows of its group when grouped.
@@ -97,6 +99,9 @@ impl SeekPlan {
 /// What a query produced.
 pub struct QueryResult {
     pub columns: Vec<String>,
+    /// Each column's declared type where the select list names one (a table column, CAST,
+    /// a variable), else None; the TDS layer describes an empty or all-NULL column by it.
+    pub types: Vec<Option<SqlType>>,
     pub rows: Vec<Vec<Value>>,
     /// `SELECT @v = ...` assignments (variable, position) when the select assigns.
     pub assignments: Vec<String>,
@@ -704,7 +709,7 @@ impl Session {
             let env_cols: Vec<ColRef> = result
                 .columns
                 .iter()
-                .map(|c| ColRef { qualifier: String::new(), name: c.clone() })
+                .map(|c| ColRef { qualifier: String::new(), name: c.clone(), sql_type: None })
                 .collect();
             let mut keyed = Vec::with_capacity(result.rows.len());
             for row in std::mem::take(&mut result.rows) {
@@ -769,6 +774,12 @@ impl Session {
                         dedup_rows(&mut l.rows);
                     }
                 }
+                // A column keeps a declared type only where both sides declare the same.
+                for (left, right) in l.types.iter_mut().zip(&r.types) {
+                    if *left != *right {
+                        *left = None;
+                    }
+                }
                 Ok(l)
             }
             SetExpr::Values(values) => {
@@ -783,6 +794,7 @@ impl Session {
                 let width = rows.first().map_or(0, Vec::len);
                 Ok(QueryResult {
                     columns: vec![String::new(); width],
+                    types: vec![None; width],
                     rows,
                     assignments: Vec::new(),
                 })
@@ -816,7 +828,11 @@ impl Session {
                     let cols = cte
                         .columns
                         .iter()
-                        .map(|name| ColRef { qualifier: qualifier.clone(), name: name.clone() })
+                        .map(|name| ColRef {
+                            qualifier: qualifier.clone(),
+                            name: name.clone(),
+                            sql_type: None,
+                        })
                         .collect();
                     return Ok((cols, cte.rows.as_ref().clone()));
                 }
@@ -843,7 +859,7 @@ impl Session {
                     let (names, rows) = view?;
                     let cols = names
                         .into_iter()
-                        .map(|name| ColRef { qualifier: qualifier.clone(), name })
+                        .map(|name| ColRef { qualifier: qualifier.clone(), name, sql_type: None })
                         .collect();
                     return Ok((cols, rows));
                 }
@@ -878,7 +894,8 @@ impl Session {
                 };
                 let cols = names
                     .into_iter()
-                    .map(|name| ColRef { qualifier: qualifier.clone(), name })
+                    .zip(result.types.iter().copied().chain(std::iter::repeat(None)))
+                    .map(|(name, sql_type)| ColRef { qualifier: qualifier.clone(), name, sql_type })
                     .collect();
                 Ok((cols, result.rows))
             }
@@ -1254,6 +1271,24 @@ impl Session {
         Ok((all_cols, out))
     }
 
+    /// The type a select-list expression declares, if it is one: a column with a declared
+    /// type, a variable, CAST/CONVERT's target (in parentheses or not). None for the rest,
+    /// whose type the TDS layer takes from the values.
+    fn declared_type(&self, expr: &Expr, cols: &[ColRef]) -> Option<SqlType> {
+        match expr {
+            Expr::Identifier(i) if i.value.starts_with('@') => {
+                self.variables.get(&i.value.to_lowercase()).map(|(t, _)| *t)
+            }
+            Expr::Identifier(i) => column_type(cols, std::slice::from_ref(&i.value)),
+            Expr::CompoundIdentifier(p) => {
+                column_type(cols, &p.iter().map(|i| i.value.clone()).collect::<Vec<_>>())
+            }
+            Expr::Nested(inner) => self.declared_type(inner, cols),
+            Expr::Cast { data_type, .. } => sql_type_of(data_type).ok(),
+            _ => None,
+        }
+    }
+
     /// The cross product of two row sets (checking for a cancel once per left row).
     fn cross(
         &self,
@@ -1281,7 +1316,12 @@ impl Session {
     ) -> Result<QueryResult> {
         if let Some((name, count)) = self.count_star(select)? {
             let assignments = if name.starts_with('@') { vec![name.clone()] } else { Vec::new() };
-            return Ok(QueryResult { columns: vec![name], rows: vec![vec![count]], assignments });
+            return Ok(QueryResult {
+                columns: vec![name],
+                types: vec![Some(SqlType::Int)],
+                rows: vec![vec![count]],
+                assignments,
+            });
         }
         if order_by.is_empty()
             && let Some(result) = self.top_over_cross_joins(select, outer)?
@@ -1313,6 +1353,8 @@ impl Session {
             crate::window::extract(&mut exprs)
         };
         let names: Vec<String> = items.iter().map(|(_, n)| n.clone()).collect();
+        let types: Vec<Option<SqlType>> =
+            items.iter().map(|(e, _)| self.declared_type(e, &cols)).collect();
         let descending: Vec<bool> = order_by
             .iter()
             .map(|e| matches!(e.options.sort, Some(sqlparser::ast::OrderBySort::Desc)))
@@ -1410,7 +1452,7 @@ impl Session {
                 "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations.",
             ));
         }
-        Ok(QueryResult { columns: names, rows: out_rows, assignments })
+        Ok(QueryResult { columns: names, types, rows: out_rows, assignments })
     }
 
     /// `SELECT TOP (n) ... FROM a CROSS JOIN b [CROSS JOIN ...] [WHERE ...]` with no grouping,
@@ -1468,6 +1510,8 @@ impl Session {
         }
         let items = self.expand_items(&select.projection, &cols)?;
         let names: Vec<String> = items.iter().map(|(_, n)| n.clone()).collect();
+        let types: Vec<Option<SqlType>> =
+            items.iter().map(|(e, _)| self.declared_type(e, &cols)).collect();
         if names.iter().any(|n| n.starts_with('@')) {
             return Ok(None);
         }
@@ -1499,6 +1543,7 @@ impl Session {
                 if level == 0 {
                     return Ok(Some(QueryResult {
                         columns: names,
+                        types,
                         rows: out_rows,
                         assignments: Vec::new(),
                     }));
@@ -1511,7 +1556,7 @@ impl Session {
                 positions[level] = 0;
             }
         }
-        Ok(Some(QueryResult { columns: names, rows: out_rows, assignments: Vec::new() }))
+        Ok(Some(QueryResult { columns: names, types, rows: out_rows, assignments: Vec::new() }))
     }
 
     /// `SELECT COUNT(*) FROM table` (or COUNT_BIG, with an alias or `@v =`), and nothing else:
@@ -1680,7 +1725,11 @@ pub fn table_columns(table: &Table, qualifier: &str) -> Vec<ColRef> {
     table
         .columns
         .iter()
-        .map(|c| ColRef { qualifier: qualifier.to_string(), name: c.column.name.clone() })
+        .map(|c| ColRef {
+            qualifier: qualifier.to_string(),
+            name: c.column.name.clone(),
+            sql_type: Some(c.column.sql_type),
+        })
         .collect()
 }
 
@@ -1722,6 +1771,11 @@ fn find_column(cols: &[ColRef], parts: &[String]) -> Result<Option<usize>> {
         found = Some(i);
     }
     Ok(found)
+}
+
+/// The declared type of the column `parts` names in `cols`, if it names one that has one.
+fn column_type(cols: &[ColRef], parts: &[String]) -> Option<SqlType> {
+    find_column(cols, parts).ok().flatten().and_then(|i| cols[i].sql_type)
 }
 
 /// Whether an expression is just a column name (`c` or `t.c`, not a variable).

@@ -13,7 +13,7 @@ use crate::value::Result;
 use engine::SqlError;
 use engine::database::{Database, DatabaseSpec};
 use engine::instance::{Instance, InstanceConfig};
-use engine::record::Value;
+use engine::record::{SqlType, Value};
 use engine::units::SizeSpec;
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -28,6 +28,9 @@ const REGISTRY: &str = "databases";
 pub struct ResultSet {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Value>>,
+    /// Each column's declared type where the query names one (empty or None: unknown; the
+    /// TDS layer then takes the type from the values). Not sent back by the TDS client.
+    pub types: Vec<Option<SqlType>>,
 }
 
 /// What a batch sends back, in order.

@@ -88,6 +88,15 @@ fn aborts_batch(number: i32) -> bool {
     )
 }
 
+/// A transaction of the session began or ended (by its id, which the TDS layer sends as the
+/// 8-byte transaction descriptor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransactionEvent {
+    Began(u64),
+    Committed(u64),
+    RolledBack(u64),
+}
+
 pub struct Session {
     pub server: Arc<Server>,
     pub spid: u16,
@@ -128,6 +137,9 @@ pub struct Session {
     implicit_transactions: bool,
     /// Set by the TDS layer when the client sends ATTENTION.
     cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The session's transactions beginning and ending, for the TDS layer's ENVCHANGE 8, 9
+    /// and 10 (it drains them as the batch's outputs come, so they keep their place).
+    transaction_events: std::sync::Arc<parking_lot::Mutex<Vec<TransactionEvent>>>,
     /// The identity value the session's last insert generated (@@IDENTITY, SCOPE_IDENTITY();
     /// one scope until procedures exist).
     last_identity: std::cell::Cell<Option<i64>>,
@@ -193,6 +205,7 @@ impl Session {
             in_autocommit: false,
             implicit_transactions: false,
             cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            transaction_events: Default::default(),
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
         }
@@ -305,6 +318,39 @@ impl Session {
             }
         }
         !self.batch_failed
+    }
+
+    /// The queue of the session's transaction changes (see [`TransactionEvent`]); the TDS
+    /// layer drains it while a batch runs.
+    pub fn transaction_events(&self) -> std::sync::Arc<parking_lot::Mutex<Vec<TransactionEvent>>> {
+        self.transaction_events.clone()
+    }
+
+    /// Runs a transaction statement (`op` on the session's database) and records the
+    /// outermost transaction it began or ended: the client is told of those (ENVCHANGE), not
+    /// of nested BEGIN/COMMIT nor of the autocommit transaction of a single statement.
+    fn tracking_transaction(
+        &self,
+        committing: bool,
+        op: impl FnOnce(&Database) -> Result<()>,
+    ) -> Result<()> {
+        let before = engine::xact::current_xact_id();
+        let result = op(&self.db);
+        let after = engine::xact::current_xact_id();
+        if before != after {
+            let mut events = self.transaction_events.lock();
+            if let Some(xact_id) = before {
+                events.push(if committing && result.is_ok() {
+                    TransactionEvent::Committed(xact_id)
+                } else {
+                    TransactionEvent::RolledBack(xact_id)
+                });
+            }
+            if let Some(xact_id) = after {
+                events.push(TransactionEvent::Began(xact_id));
+            }
+        }
+        result
     }
 
     /// A flag that, when set (a client's ATTENTION), stops the running batch before its next
@@ -451,13 +497,14 @@ impl Session {
             }
             Stmt::Block(statements) => self.run_parsed_block(statements, out),
             Stmt::Break => Ok(Flow::Break),
-            Stmt::Commit => {
-                self.db.commit_tran().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
-            }
+            Stmt::Commit => self
+                .tracking_transaction(true, |db| db.commit_tran())
+                .map(|()| Flow::Next)
+                .map_err(|e| self.fail(e, line)),
             Stmt::Rollback(savepoint) => {
                 let result = match savepoint {
                     Some(name) => self.db.rollback_tran_to(name),
-                    None => self.db.rollback_tran(),
+                    None => self.tracking_transaction(false, |db| db.rollback_tran()),
                 };
                 result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
             }
@@ -564,7 +611,8 @@ impl Session {
     ) -> std::result::Result<T, Failure> {
         let db = self.db.clone();
         if db.trancount() == 0 && self.implicit_transactions {
-            db.begin_tran().map_err(|e| self.fail(e, line))?;
+            self.tracking_transaction(false, |db| db.begin_tran())
+                .map_err(|e| self.fail(e, line))?;
         }
         if db.trancount() == 0 {
             db.begin_tran().map_err(|e| self.fail(e, line))?;
@@ -589,7 +637,7 @@ impl Session {
             result.map_err(|error| {
                 if db.trancount() > 0 {
                     if self.xact_abort || error.number == 1205 {
-                        let _ = db.rollback_tran();
+                        let _ = self.tracking_transaction(false, |db| db.rollback_tran());
                     } else if let Some(mark) = mark {
                         let _ = db.rollback_statement(mark);
                     }
@@ -653,7 +701,11 @@ impl Session {
                     return Ok(Flow::Next);
                 }
                 let n = result.rows.len() as u64;
-                out(Output::Rows(ResultSet { columns: result.columns, rows: result.rows }));
+                out(Output::Rows(ResultSet {
+                    columns: result.columns,
+                    rows: result.rows,
+                    types: result.types,
+                }));
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
@@ -774,9 +826,10 @@ impl Session {
                 failure.abort_batch = self.xact_abort;
                 Err(failure)
             }
-            Statement::StartTransaction { .. } => {
-                self.db.begin_tran().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
-            }
+            Statement::StartTransaction { .. } => self
+                .tracking_transaction(false, |db| db.begin_tran())
+                .map(|()| Flow::Next)
+                .map_err(|e| self.fail(e, line)),
             Statement::Use(use_statement) => {
                 let name = match use_statement {
                     sqlparser::ast::Use::Object(name) => last_part(name),

@@ -173,6 +173,7 @@ impl Session {
         out(Output::Rows(ResultSet {
             columns: columns(&["LogDate", "ProcessInfo", "Text"]),
             rows,
+            types: Vec::new(),
         }));
         Ok(())
     }
@@ -226,6 +227,7 @@ impl Session {
                 "compatibility_level",
             ]),
             rows,
+            types: Vec::new(),
         }));
         if !matches!(name, None | Some(Value::Null)) {
             out(Output::Rows(self.help_files(&databases[0], None)));
@@ -293,6 +295,7 @@ impl Session {
                 "usage",
             ]),
             rows,
+            types: Vec::new(),
         }
     }
 
@@ -325,6 +328,7 @@ impl Session {
                     Value::Text(kb(used - data)),
                     Value::Text(kb(reserved - used)),
                 ]],
+                types: Vec::new(),
             }));
             return Ok(());
         }
@@ -339,6 +343,7 @@ impl Session {
                 Value::Text(mb_text(size_pages)),
                 Value::Text(mb_text(free_pages)),
             ]],
+            types: Vec::new(),
         }));
         let all: Vec<u64> = db.allocation_units().into_iter().map(|(id, _)| id).collect();
         let base: Vec<u64> = catalog.tables().iter().map(|t| t.indexes[0].au_id).collect();
@@ -351,6 +356,7 @@ impl Session {
                 Value::Text(kb(used - data)),
                 Value::Text(kb(reserved - used)),
             ]],
+            types: Vec::new(),
         }));
         Ok(())
     }
@@ -426,6 +432,7 @@ impl Session {
                 "SS_DATA_TYPE",
             ]),
             rows,
+            types: Vec::new(),
         }));
         Ok(())
     }
@@ -482,6 +489,7 @@ impl Session {
                 "request_id",
             ]),
             rows,
+            types: Vec::new(),
         }));
         Ok(())
     }

@@ -58,7 +58,11 @@ pub fn extract(exprs: &mut [&mut Expr]) -> Vec<Function> {
 /// The window columns' references, to append to a scope's columns.
 pub fn columns(count: usize) -> Vec<ColRef> {
     (0..count)
-        .map(|i| ColRef { qualifier: String::new(), name: format!("{WINDOW_COLUMN}{i}") })
+        .map(|i| ColRef {
+            qualifier: String::new(),
+            name: format!("{WINDOW_COLUMN}{i}"),
+            sql_type: None,
+        })
         .collect()
 }
 
