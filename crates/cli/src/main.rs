@@ -5,14 +5,6 @@
 //! - `examples`: the seeds' experiments as T-SQL scripts (examples/);
 //! - `run`, `shell`: T-SQL on the embedded engine.
 
-/// The process's allocator: mimalloc (without its secure mode) instead of glibc's malloc.
-/// Sessions allocate rows and token buffers from many threads at once; glibc's arenas
-/// spent about a tenth of the server's time in malloc/free under the TDS insert load (perf,
-/// docs/benchmarks.md). The engine and T-SQL crates do not depend on it; their tests run on
-/// the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Writes to standard output; a closed pipe (`extentdb ... | head`) ends the program quietly
 /// with success instead of a panic.
 pub fn write_stdout(text: &str) {

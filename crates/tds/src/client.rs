@@ -96,7 +96,16 @@ impl Client {
         self.send(packet::SQL_BATCH, &batch_payload(sql))?;
         std::thread::sleep(delay);
         self.send(packet::ATTENTION, &[])?;
-        self.read_reply()
+        // The batch's reply, then (unless it carried it) the ATTENTION's own DONE_ATTN: a
+        // client reads until DONE_ATTN.
+        let outputs = self.read_reply()?;
+        if !self.attention_acknowledged {
+            let after = self.read_reply()?;
+            if !after.is_empty() || !self.attention_acknowledged {
+                return Err(protocol(format!("expected DONE_ATTN, got {after:?}")));
+            }
+        }
+        Ok(outputs)
     }
 
     /// Runs a batch; its outputs in order (result sets, row counts, messages, errors).

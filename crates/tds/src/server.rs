@@ -569,23 +569,25 @@ fn transaction_tokens(
     }
 }
 
-/// The ATTENTION watcher of one plain-TCP connection: a thread that looks at the socket
-/// (peeks: nothing is consumed unless it is an ATTENTION header) once a request has run for
-/// [`ATTENTION_ARM_DELAY`], until the request ends. If an ATTENTION comes, the session's
-/// cancel flag stops the batch (between statements and inside row loops) and DONE_ATTN
-/// follows the reply.
+/// The ATTENTION watcher of one plain-TCP connection: a thread that peeks at the socket once
+/// a request has run for [`ATTENTION_ARM_DELAY`]. When an ATTENTION header is there, it sets
+/// the session's cancel flag, which stops the batch (between statements and inside row
+/// loops). It never consumes a byte: after the request's reply, the connection reads the
+/// ATTENTION like any message and answers it with DONE_ATTN, exactly as when the ATTENTION
+/// comes after the request ended (a race every client handles: it reads until DONE_ATTN).
 ///
-/// Cost: the connection thread never wakes the watcher for a request. While requests come,
-/// the watcher ticks every [`ATTENTION_ARM_DELAY`] and notices a request that was already
-/// running at its previous tick (so it watches after 10-20 ms). After [`ATTENTION_PARK_TICKS`]
-/// quiet ticks it parks; only the first request after that wakes it. A first version that was
-/// woken at each request's start and end cost a third of the `SELECT 1` rate (docs/benchmarks.md).
+/// Cost: the connection thread never waits for the watcher and never wakes it for a request.
+/// While requests come, the watcher ticks every [`ATTENTION_ARM_DELAY`] and notices a
+/// request that was already running at its previous tick (so it watches after 10-20 ms).
+/// After [`ATTENTION_PARK_TICKS`] quiet ticks it parks; only the first request after that
+/// wakes it. A first version that was woken at each request's start and end cost a third of
+/// the `SELECT 1` rate, and one that consumed the ATTENTION made each long request wait up to
+/// 5 ms for the watcher to leave the socket (docs/benchmarks.md).
 ///
 /// Deviation: over TLS the bytes are encrypted, so there is no watcher and an ATTENTION is
-/// read after the request.
+/// read, and answered, after the request.
 pub struct AttentionWatch {
     shared: Arc<WatchShared>,
-    seen: Arc<AtomicBool>,
     socket: TcpStream,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -597,8 +599,9 @@ const REQUEST_BUFFER_BYTES: usize = 4096;
 pub const ATTENTION_ARM_DELAY: Duration = Duration::from_millis(10);
 /// Quiet ticks (no request running) after which the watcher parks until the next request.
 const ATTENTION_PARK_TICKS: u32 = 100;
-/// How long one peek waits, which bounds how long the end of a long request waits for it.
-const ATTENTION_POLL: Duration = Duration::from_millis(5);
+/// How long the watcher waits for bytes at a time: how soon a watcher with nothing to see
+/// notices that its request ended (the connection does not wait for it).
+const ATTENTION_POLL: Duration = Duration::from_millis(100);
 
 struct WatchShared {
     state: std::sync::Mutex<WatchState>,
@@ -618,7 +621,6 @@ enum WatchPhase {
     Idle,
     Running,
     Watching,
-    Stopping,
     Closed,
 }
 
@@ -632,6 +634,12 @@ impl WatchShared {
         guard: std::sync::MutexGuard<'a, WatchState>,
     ) -> std::sync::MutexGuard<'a, WatchState> {
         self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether request number `request` is still the one being watched.
+    fn watching(&self, request: u64) -> bool {
+        let state = self.lock();
+        state.phase == WatchPhase::Watching && state.requests == request
     }
 }
 
@@ -649,20 +657,18 @@ impl AttentionWatch {
             }),
             changed: std::sync::Condvar::new(),
         });
-        let seen = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (shared, seen) = (shared.clone(), seen.clone());
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name("tds-attention".into())
-                .spawn(move || watch_loop(&shared, &peek, &seen, &cancel))
+                .spawn(move || watch_loop(&shared, &peek, &cancel))
                 .ok()?
         };
-        Some(AttentionWatch { shared, seen, socket, thread: Some(thread) })
+        Some(AttentionWatch { shared, socket, thread: Some(thread) })
     }
 
-    /// Runs `request` under the watcher; true if an ATTENTION came.
-    fn around(&self, request: impl FnOnce()) -> bool {
-        self.seen.store(false, Ordering::Relaxed);
+    /// Runs `request` under the watcher.
+    fn around<T>(&self, request: impl FnOnce() -> T) -> T {
         let wake = {
             let mut state = self.shared.lock();
             state.requests += 1;
@@ -672,20 +678,17 @@ impl AttentionWatch {
         if wake {
             self.shared.changed.notify_all();
         }
-        request();
-        let mut state = self.shared.lock();
-        if state.phase == WatchPhase::Running {
+        let result = request();
+        let was_watching = {
+            let mut state = self.shared.lock();
+            let was_watching = state.phase == WatchPhase::Watching;
             state.phase = WatchPhase::Idle;
-        } else if state.phase == WatchPhase::Watching {
-            state.phase = WatchPhase::Stopping;
+            was_watching
+        };
+        if was_watching {
             self.shared.changed.notify_all();
-            while state.phase != WatchPhase::Idle {
-                state = self.shared.wait(state);
-            }
-            let _ = self.socket.set_read_timeout(None);
         }
-        drop(state);
-        self.seen.load(Ordering::Relaxed)
+        result
     }
 }
 
@@ -693,13 +696,15 @@ impl Drop for AttentionWatch {
     fn drop(&mut self) {
         self.shared.lock().phase = WatchPhase::Closed;
         self.shared.changed.notify_all();
+        // The connection is ending: this also ends a peek the watcher is blocked in.
+        let _ = self.socket.shutdown(Shutdown::Both);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-fn watch_loop(shared: &WatchShared, socket: &TcpStream, seen: &AtomicBool, cancel: &AtomicBool) {
+fn watch_loop(shared: &WatchShared, socket: &TcpStream, cancel: &AtomicBool) {
     let mut state = shared.lock();
     // The request that was running at the previous tick, if any.
     let mut running_at_tick = None;
@@ -722,26 +727,25 @@ fn watch_loop(shared: &WatchShared, socket: &TcpStream, seen: &AtomicBool, cance
         match state.phase {
             WatchPhase::Closed => return,
             WatchPhase::Running if running_at_tick == Some(state.requests) => {
+                let request = state.requests;
                 state.phase = WatchPhase::Watching;
                 drop(state);
-                peek_for_attention(shared, socket, seen, cancel);
+                peek_for_attention(shared, socket, request, cancel);
                 state = shared.lock();
-                // Stay out of the socket until the request ends, then report idle.
-                while state.phase == WatchPhase::Watching {
+                // Leave the socket alone until this request ends.
+                while state.phase == WatchPhase::Watching && state.requests == request {
                     state = shared.wait(state);
                 }
                 if state.phase == WatchPhase::Closed {
                     return;
                 }
-                state.phase = WatchPhase::Idle;
-                shared.changed.notify_all();
                 running_at_tick = None;
             }
             WatchPhase::Running => {
                 running_at_tick = Some(state.requests);
                 quiet_ticks = 0;
             }
-            WatchPhase::Idle | WatchPhase::Watching | WatchPhase::Stopping => {
+            WatchPhase::Idle | WatchPhase::Watching => {
                 running_at_tick = None;
                 quiet_ticks += 1;
             }
@@ -749,51 +753,55 @@ fn watch_loop(shared: &WatchShared, socket: &TcpStream, seen: &AtomicBool, cance
     }
 }
 
-/// Peeks at the socket until the request stops being watched, an ATTENTION header arrives
-/// (consumed, and the session cancelled) or other bytes do (left for the connection).
-fn peek_for_attention(
-    shared: &WatchShared,
-    socket: &TcpStream,
-    seen: &AtomicBool,
-    cancel: &AtomicBool,
-) {
-    let _ = socket.set_read_timeout(Some(ATTENTION_POLL));
+/// Peeks at the socket while request number `request` is watched, until an ATTENTION header
+/// is there (then the session is cancelled, if the request is still running) or other bytes
+/// or the end of the stream are. It waits with poll(2) and peeks with MSG_PEEK|MSG_DONTWAIT:
+/// a read timeout or O_NONBLOCK would be shared with the connection's own reads, which
+/// use the same socket.
+fn peek_for_attention(shared: &WatchShared, socket: &TcpStream, request: u64, cancel: &AtomicBool) {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    use rustix::net::RecvFlags;
+    let poll_timeout = Timespec { tv_sec: 0, tv_nsec: ATTENTION_POLL.as_nanos() as i64 };
     let mut header = [0u8; packet::HEADER_LEN];
-    while shared.lock().phase == WatchPhase::Watching {
-        match socket.peek(&mut header) {
+    while shared.watching(request) {
+        let mut fds = [PollFd::new(socket, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&poll_timeout)) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
+        }
+        let peeked =
+            rustix::net::recv(socket, &mut header[..], RecvFlags::PEEK | RecvFlags::DONTWAIT)
+                .map(|(n, _)| n);
+        match peeked {
             Ok(n) if n >= 1 && header[0] != packet::ATTENTION => return,
             Ok(n) if n >= packet::HEADER_LEN => {
-                let _ = std::io::Read::read_exact(&mut &*socket, &mut header);
-                seen.store(true, Ordering::Relaxed);
-                cancel.store(true, Ordering::Relaxed);
+                // Under the lock, so a request that has just ended is never cancelled.
+                let state = shared.lock();
+                if state.phase == WatchPhase::Watching && state.requests == request {
+                    cancel.store(true, Ordering::Relaxed);
+                }
                 return;
             }
             Ok(0) => return,
             Ok(_) => std::thread::sleep(Duration::from_millis(1)),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
             Err(_) => return,
         }
     }
 }
 
-/// Runs a request under the connection's ATTENTION watcher (if it has one); DONE_ATTN follows
-/// the reply when an ATTENTION came.
+/// Runs a request under the connection's ATTENTION watcher, if it has one.
 fn watching_attention(
     watch: Option<&AttentionWatch>,
     session: &mut Session,
     run: impl FnOnce(&mut Session) -> Vec<u8>,
 ) -> Vec<u8> {
-    let Some(watch) = watch else { return run(session) };
-    let mut reply = Vec::new();
-    let seen = watch.around(|| reply = run(session));
-    if seen {
-        reply.extend(token::done(DONE_ATTN, 0));
+    match watch {
+        Some(watch) => watch.around(|| run(session)),
+        None => run(session),
     }
-    reply
 }
 
 /// TRANSACTION_MANAGER (MS-TDS 2.2.6.9): after ALL_HEADERS, a u16 request type: 5 begin,
