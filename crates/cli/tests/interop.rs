@@ -178,12 +178,17 @@ fn go_mssqldb_plain_and_tls() {
         .expect("go");
     assert!(built.success(), "go build");
     run_program("go-mssqldb", &mut |tls, port| {
-        Command::new(&binary)
+        let output = Command::new(&binary)
             .args(["127.0.0.1", &port.to_string(), "Str0ng!Passw0rd"])
             .arg(repo("examples/seed004_create_drop.sql"))
             .arg(tls)
             .output()
-            .unwrap()
+            .unwrap();
+        // A context deadline sends ATTENTION: the loop stops on the server, plain and over
+        // full TLS (where the watcher sees only an encrypted record).
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains(&format!("go-mssqldb {tls}: cancel ok")), "{stdout}");
+        output
     });
 }
 

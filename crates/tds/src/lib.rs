@@ -17,8 +17,8 @@
 //! do): a malformed message is an error value that closes its connection, never a panic.
 //!
 //! Deviations (also in docs/deviations.md): no MARS or bulk load; a result column's TDS type
-//! comes from its values (the T-SQL layer does not carry declared result types yet), and every
-//! string is sent as NVARCHAR.
+//! is its declared type where the select list names one (a table column, a variable, a CAST),
+//! else its values' type; every string is sent as NVARCHAR.
 
 pub mod client;
 pub mod login;

@@ -14,11 +14,14 @@
 //! checkpointed and closed by the session's SHUTDOWN.
 //!
 //! Requests: SQL_BATCH, RPC ([`run_rpc`]), TRANSACTION_MANAGER ([`transaction_manager`]) and
-//! ATTENTION.
+//! ATTENTION. Transactions begun or ended by a request, in any of them, are announced with
+//! ENVCHANGE 8/9/10. A connection that closes inside a transaction has it rolled back (its
+//! session's drop).
 //!
 //! Deviations: BULK_LOAD gets error 40517 and the connection stays open; an ATTENTION stops
-//! a batch between statements (a running statement finishes), and over TLS only after the
-//! batch ([`AttentionWatch`]).
+//! a batch between statements and inside row loops (a sort or aggregate over rows already
+//! read finishes); over full TLS any record the client sends mid-request counts as its
+//! ATTENTION ([`AttentionWatch`]).
 
 use crate::logins::Logins;
 use crate::packet::{self, DEFAULT_PACKET_SIZE, MAX_PACKET_SIZE, MIN_PACKET_SIZE};
@@ -584,8 +587,12 @@ fn transaction_tokens(
 /// the `SELECT 1` rate, and one that consumed the ATTENTION made each long request wait up to
 /// 5 ms for the watcher to leave the socket (docs/benchmarks.md).
 ///
-/// Deviation: over TLS the bytes are encrypted, so there is no watcher and an ATTENTION is
-/// read, and answered, after the request.
+/// Over TLS (full encryption) the bytes are encrypted, and the TLS state belongs to the
+/// connection thread, so the watcher cannot read the packet type: it takes any TLS
+/// application-data or alert record that arrives while a request runs as the ATTENTION (TDS
+/// lets a client send nothing else in the middle of a request without MARS; an alert means
+/// the client is going away, which cancels too). The connection decrypts and answers it after
+/// the reply, as over plain TCP.
 pub struct AttentionWatch {
     shared: Arc<WatchShared>,
     socket: TcpStream,
@@ -644,10 +651,13 @@ impl WatchShared {
 }
 
 impl AttentionWatch {
-    /// A watcher for a plain connection (None over TLS).
+    /// A watcher for a connection (None if its socket cannot be shared).
     fn start(stream: &Transport, cancel: Arc<AtomicBool>) -> Option<AttentionWatch> {
-        let Transport::Plain(tcp) = stream else { return None };
-        let socket = tcp.try_clone().ok()?;
+        let framing = match stream {
+            Transport::Plain(_) => Framing::Tds,
+            Transport::Tls(_) => Framing::Tls,
+        };
+        let socket = stream.tcp().try_clone().ok()?;
         let peek = socket.try_clone().ok()?;
         let shared = Arc::new(WatchShared {
             state: std::sync::Mutex::new(WatchState {
@@ -661,7 +671,7 @@ impl AttentionWatch {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("tds-attention".into())
-                .spawn(move || watch_loop(&shared, &peek, &cancel))
+                .spawn(move || watch_loop(&shared, &peek, framing, &cancel))
                 .ok()?
         };
         Some(AttentionWatch { shared, socket, thread: Some(thread) })
@@ -704,7 +714,36 @@ impl Drop for AttentionWatch {
     }
 }
 
-fn watch_loop(shared: &WatchShared, socket: &TcpStream, cancel: &AtomicBool) {
+/// What the watcher's socket carries: TDS packets, or TLS records around them.
+#[derive(Clone, Copy)]
+enum Framing {
+    Tds,
+    Tls,
+}
+
+impl Framing {
+    /// Whether the first bytes waiting on the socket (at least a header's worth) are the
+    /// client's ATTENTION: a TDS packet of that type, or a TLS record (application data or
+    /// an alert) sent in the middle of a request.
+    fn is_attention(self, header: &[u8]) -> bool {
+        const TLS_ALERT: u8 = 21;
+        const TLS_APPLICATION_DATA: u8 = 23;
+        match self {
+            Framing::Tds => header[0] == packet::ATTENTION,
+            Framing::Tls => matches!(header[0], TLS_ALERT | TLS_APPLICATION_DATA),
+        }
+    }
+
+    /// Bytes to peek before deciding: the TDS header, or the TLS record header.
+    fn header_len(self) -> usize {
+        match self {
+            Framing::Tds => packet::HEADER_LEN,
+            Framing::Tls => 5,
+        }
+    }
+}
+
+fn watch_loop(shared: &WatchShared, socket: &TcpStream, framing: Framing, cancel: &AtomicBool) {
     let mut state = shared.lock();
     // The request that was running at the previous tick, if any.
     let mut running_at_tick = None;
@@ -730,7 +769,7 @@ fn watch_loop(shared: &WatchShared, socket: &TcpStream, cancel: &AtomicBool) {
                 let request = state.requests;
                 state.phase = WatchPhase::Watching;
                 drop(state);
-                peek_for_attention(shared, socket, request, cancel);
+                peek_for_attention(shared, socket, framing, request, cancel);
                 state = shared.lock();
                 // Leave the socket alone until this request ends.
                 while state.phase == WatchPhase::Watching && state.requests == request {
@@ -758,11 +797,18 @@ fn watch_loop(shared: &WatchShared, socket: &TcpStream, cancel: &AtomicBool) {
 /// or the end of the stream are. It waits with poll(2) and peeks with MSG_PEEK|MSG_DONTWAIT:
 /// a read timeout or O_NONBLOCK would be shared with the connection's own reads, which
 /// use the same socket.
-fn peek_for_attention(shared: &WatchShared, socket: &TcpStream, request: u64, cancel: &AtomicBool) {
+fn peek_for_attention(
+    shared: &WatchShared,
+    socket: &TcpStream,
+    framing: Framing,
+    request: u64,
+    cancel: &AtomicBool,
+) {
     use rustix::event::{PollFd, PollFlags, Timespec};
     use rustix::net::RecvFlags;
     let poll_timeout = Timespec { tv_sec: 0, tv_nsec: ATTENTION_POLL.as_nanos() as i64 };
-    let mut header = [0u8; packet::HEADER_LEN];
+    let mut buffer = [0u8; packet::HEADER_LEN];
+    let header = &mut buffer[..framing.header_len()];
     while shared.watching(request) {
         let mut fds = [PollFd::new(socket, PollFlags::IN)];
         match rustix::event::poll(&mut fds, Some(&poll_timeout)) {
@@ -771,12 +817,11 @@ fn peek_for_attention(shared: &WatchShared, socket: &TcpStream, request: u64, ca
             Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return,
         }
-        let peeked =
-            rustix::net::recv(socket, &mut header[..], RecvFlags::PEEK | RecvFlags::DONTWAIT)
-                .map(|(n, _)| n);
+        let peeked = rustix::net::recv(socket, &mut *header, RecvFlags::PEEK | RecvFlags::DONTWAIT)
+            .map(|(n, _)| n);
         match peeked {
-            Ok(n) if n >= 1 && header[0] != packet::ATTENTION => return,
-            Ok(n) if n >= packet::HEADER_LEN => {
+            Ok(n) if n >= 1 && !framing.is_attention(header) => return,
+            Ok(n) if n >= header.len() => {
                 // Under the lock, so a request that has just ended is never cancelled.
                 let state = shared.lock();
                 if state.phase == WatchPhase::Watching && state.requests == request {

@@ -4,15 +4,19 @@
 //
 // It connects (encrypt=disable, or encrypt=true with TrustServerCertificate), runs the seed
 // example end to end (batches split at GO lines), a parameterised query (sp_executesql), a
-// transaction that rolls back, and checks that an error carries SQL Server's number (208).
+// transaction that rolls back, checks that an error carries SQL Server's number (208), and
+// cancels a long batch through its context (go-mssqldb sends ATTENTION): the batch must stop
+// on the server, not only in the client.
 package main
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
 )
@@ -115,4 +119,38 @@ func main() {
 		fail("error: %v", err)
 	}
 	fmt.Printf("go-mssqldb %s: error 208 ok\n", mode)
+	cancelLongBatch(db, mode)
+}
+
+// cancelLongBatch runs a loop of minutes with a 300 ms context deadline, then checks on a
+// fresh connection that no request of another session is still running on the server.
+func cancelLongBatch(db *sql.DB, mode string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	started := time.Now()
+	_, err := db.ExecContext(ctx, "DECLARE @i bigint = 0; WHILE @i < 99000000 SET @i += 1")
+	if err == nil {
+		fail("cancel: the loop finished")
+	}
+	// go-mssqldb returns once the server acknowledges the ATTENTION (DONE_ATTN), which it
+	// sends after the batch stops: minutes if the ATTENTION did not stop it.
+	if waited := time.Since(started); waited > 10*time.Second {
+		fail("cancel: the server answered the ATTENTION after %v", waited)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var running int
+		query := "SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id <> @@SPID"
+		if err := db.QueryRow(query).Scan(&running); err != nil {
+			fail("after cancel: %v", err)
+		}
+		if running == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			fail("cancel: the batch still runs on the server %v after the ATTENTION", time.Since(started))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Printf("go-mssqldb %s: cancel ok (%v, stopped on the server after %v)\n", mode, err, time.Since(started))
 }
