@@ -572,7 +572,7 @@ fn transaction_tokens(
     }
 }
 
-/// The ATTENTION watcher of one plain-TCP connection: a thread that peeks at the socket once
+/// The ATTENTION watcher of one connection: a thread that peeks at the socket once
 /// a request has run for [`ATTENTION_ARM_DELAY`]. When an ATTENTION header is there, it sets
 /// the session's cancel flag, which stops the batch (between statements and inside row
 /// loops). It never consumes a byte: after the request's reply, the connection reads the

@@ -138,8 +138,9 @@ pub struct Session {
     /// Set by the TDS layer when the client sends ATTENTION.
     cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// The session's transactions beginning and ending, for the TDS layer's ENVCHANGE 8, 9
-    /// and 10 (it drains them as the batch's outputs come, so they keep their place).
-    transaction_events: std::sync::Arc<parking_lot::Mutex<Vec<TransactionEvent>>>,
+    /// and 10 (it drains them as the batch's outputs come, so they keep their place). None
+    /// until the TDS layer asks for them: an embedded session records nothing.
+    transaction_events: Option<std::sync::Arc<parking_lot::Mutex<Vec<TransactionEvent>>>>,
     /// The identity value the session's last insert generated (@@IDENTITY, SCOPE_IDENTITY();
     /// one scope until procedures exist).
     last_identity: std::cell::Cell<Option<i64>>,
@@ -205,7 +206,7 @@ impl Session {
             in_autocommit: false,
             implicit_transactions: false,
             cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            transaction_events: Default::default(),
+            transaction_events: None,
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
         }
@@ -320,10 +321,12 @@ impl Session {
         !self.batch_failed
     }
 
-    /// The queue of the session's transaction changes (see [`TransactionEvent`]); the TDS
-    /// layer drains it while a batch runs.
-    pub fn transaction_events(&self) -> std::sync::Arc<parking_lot::Mutex<Vec<TransactionEvent>>> {
-        self.transaction_events.clone()
+    /// The queue of the session's transaction changes (see [`TransactionEvent`]), recorded
+    /// from the first call on; the TDS layer drains it while a batch runs.
+    pub fn transaction_events(
+        &mut self,
+    ) -> std::sync::Arc<parking_lot::Mutex<Vec<TransactionEvent>>> {
+        self.transaction_events.get_or_insert_with(Default::default).clone()
     }
 
     /// Runs a transaction statement (`op` on the session's database) and records the
@@ -337,8 +340,10 @@ impl Session {
         let before = engine::xact::current_xact_id();
         let result = op(&self.db);
         let after = engine::xact::current_xact_id();
-        if before != after {
-            let mut events = self.transaction_events.lock();
+        if before != after
+            && let Some(events) = &self.transaction_events
+        {
+            let mut events = events.lock();
             if let Some(xact_id) = before {
                 events.push(if committing && result.is_ok() {
                     TransactionEvent::Committed(xact_id)
