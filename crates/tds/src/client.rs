@@ -37,6 +37,23 @@ impl Client {
         password: &str,
         database: &str,
     ) -> Result<Client, String> {
+        Client::connect_with_packet_size(address, user, password, database, DEFAULT_PACKET_SIZE)
+    }
+
+    /// The packet size the server granted at login.
+    pub fn packet_size(&self) -> usize {
+        self.packet_size
+    }
+
+    /// Connects asking for `packet_size`-byte packets (LOGIN7); the size the server grants
+    /// (ENVCHANGE 4) is the one the client then sends in.
+    pub fn connect_with_packet_size(
+        address: &str,
+        user: &str,
+        password: &str,
+        database: &str,
+        packet_size: usize,
+    ) -> Result<Client, String> {
         let stream = TcpStream::connect(address).map_err(|e| format!("{address}: {e}"))?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
         let reader = std::io::BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
@@ -54,7 +71,7 @@ impl Client {
         client.receive().map_err(|e| e.0)?;
         let login = login::Login7 {
             tds_version: 0x7400_0004,
-            packet_size: DEFAULT_PACKET_SIZE as u32,
+            packet_size: packet_size as u32,
             host_name: String::new(),
             user_name: user.into(),
             password: password.into(),
@@ -148,11 +165,13 @@ impl Client {
                     }
                 }
                 token::ERROR | token::INFO => outputs.push(decoder.message(kind)?),
-                token::ENVCHANGE => {
-                    if let Some(database) = decoder.env_change()? {
-                        self.database = database;
+                token::ENVCHANGE => match decoder.env_change()? {
+                    Some((token::ENV_DATABASE, database)) => self.database = database,
+                    Some((token::ENV_PACKET_SIZE, size)) => {
+                        self.packet_size = size.parse().map_err(protocol)?;
                     }
-                }
+                    _ => {}
+                },
                 token::RETURNSTATUS => {
                     decoder.take(4)?;
                 }
@@ -344,16 +363,18 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// An ENVCHANGE; Some(new database name) for type 1.
-    fn env_change(&mut self) -> Result<Option<String>, ProtocolError> {
+    /// An ENVCHANGE with a text value (database, packet size, ...): its type and new value.
+    fn env_change(&mut self) -> Result<Option<(u8, String)>, ProtocolError> {
         let len = usize::from(self.u16()?);
         let body = self.take(len)?;
-        if body.first() == Some(&token::ENV_DATABASE) && body.len() > 1 {
-            let chars = usize::from(body[1]);
-            let name = body.get(2..2 + chars * 2).and_then(from_utf16);
-            return Ok(name);
+        let text_types = [token::ENV_DATABASE, token::ENV_LANGUAGE, token::ENV_PACKET_SIZE];
+        match body {
+            [kind, chars, rest @ ..] if text_types.contains(kind) => {
+                let value = rest.get(..usize::from(*chars) * 2).and_then(from_utf16);
+                Ok(value.map(|v| (*kind, v)))
+            }
+            _ => Ok(None),
         }
-        Ok(None)
     }
 }
 

@@ -204,3 +204,42 @@ fn a_connection_that_closes_inside_a_transaction_is_rolled_back() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     running.join().unwrap().unwrap();
 }
+
+/// Packet sizes from 512 to 32,767 bytes: the server grants what LOGIN7 asks for, and a
+/// request and a reply longer than one packet are split into packets and gathered back
+/// whole, at either end of the range.
+#[test]
+fn messages_split_and_gather_at_every_packet_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tds::server::ServeConfig::new(dir.path());
+    config.port = 0;
+    config.sa_password = Some("Str0ng!Passw0rd".into());
+    let listener = tds::server::Listener::bind(config).unwrap();
+    let address = listener.local_addr().to_string();
+    let stop = listener.stop_flag();
+    let running = std::thread::spawn(move || listener.run());
+    // 3,000 characters of literal (6,000 bytes of UTF-16: 12 packets of 512), echoed back
+    // as a 3,000-character value and its length.
+    let text: String = (0..3000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let batch = format!("SELECT N'{text}' AS t, LEN(N'{text}') AS n");
+    for packet_size in [512, 4096, 32767] {
+        let mut client = tds::client::Client::connect_with_packet_size(
+            &address,
+            "sa",
+            "Str0ng!Passw0rd",
+            "master",
+            packet_size,
+        )
+        .unwrap();
+        assert_eq!(client.packet_size(), packet_size, "granted by ENVCHANGE 4");
+        let outputs = client.batch(&batch).unwrap();
+        let tsql::server::Output::Rows(set) = &outputs[0] else { panic!("{outputs:?}") };
+        assert_eq!(
+            set.rows[0],
+            vec![engine::record::Value::Text(text.clone()), engine::record::Value::Int(3000)],
+            "packet size {packet_size}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    running.join().unwrap().unwrap();
+}
