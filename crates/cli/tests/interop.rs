@@ -9,16 +9,13 @@
 //! artifacts fetched by the builds here) before it runs them with `--ignored`;
 //! `EXTENTDB_INTEROP_PYTHON` names that environment's python.
 
+mod common;
+
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 fn python() -> String {
     std::env::var("EXTENTDB_INTEROP_PYTHON")
         .expect("EXTENTDB_INTEROP_PYTHON names a python with the clients (scripts/test.sh sets it)")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn repo(path: &str) -> std::path::PathBuf {
@@ -27,21 +24,8 @@ fn repo(path: &str) -> std::path::PathBuf {
 
 /// Starts `extentdb serve` in a new directory; returns it, its port and its directory.
 fn serve() -> (std::process::Child, u16, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let server = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["serve", "--port", &port.to_string(), "--dir"])
-        .arg(dir.path())
-        .env("EXTENTDB_SA_PASSWORD", "Str0ng!Passw0rd")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the server never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (server, port, dir)
+    let served = common::serve("Str0ng!Passw0rd");
+    (served.child, served.port, served.dir)
 }
 
 fn stop(mut server: std::process::Child) {

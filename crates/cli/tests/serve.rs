@@ -2,19 +2,16 @@
 //! SQL Server's policy error and writes nothing; with a strong one it listens, an idle client
 //! does not hold it up, and SIGTERM ends it cleanly with the errorlog's shutdown line.
 
-use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+mod common;
 
 #[test]
 fn a_weak_sa_password_is_refused_at_first_start() {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["serve", "--port", &free_port().to_string(), "--dir"])
+        .args(["serve", "--port", "0", "--dir"])
         .arg(dir.path())
         .env("EXTENTDB_SA_PASSWORD", "password")
         .output()
@@ -27,23 +24,8 @@ fn a_weak_sa_password_is_refused_at_first_start() {
 
 #[test]
 fn sigterm_stops_the_server_cleanly_with_an_idle_client_connected() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["serve", "--port", &port.to_string(), "--dir"])
-        .arg(dir.path())
-        .env("EXTENTDB_SA_PASSWORD", "Str0ng!Passw0rd")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let idle = loop {
-        if let Ok(stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            break stream;
-        }
-        assert!(Instant::now() < deadline, "the server never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let common::Served { mut child, port, dir, stderr } = common::serve("Str0ng!Passw0rd");
+    let idle = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -54,8 +36,7 @@ fn sigterm_stops_the_server_cleanly_with_an_idle_client_connected() {
         assert!(Instant::now() < deadline, "the server did not stop on SIGTERM");
         std::thread::sleep(Duration::from_millis(50));
     };
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let stderr = stderr.join().unwrap();
     assert!(exit.success(), "{stderr}");
     drop(idle);
     let errorlog = std::fs::read_to_string(dir.path().join("ERRORLOG")).unwrap();
@@ -71,23 +52,10 @@ fn sigterm_stops_the_server_cleanly_with_an_idle_client_connected() {
     assert!(logins.starts_with("sa\t$argon2id$") && !logins.contains("Str0ng!Passw0rd"));
 }
 
-/// Starts `extentdb serve` on a free port; returns the child, its port and its directory.
+/// Starts `extentdb serve`; returns the child, its port and its directory.
 fn serve() -> (std::process::Child, u16, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["serve", "--port", &port.to_string(), "--dir"])
-        .arg(dir.path())
-        .env("EXTENTDB_SA_PASSWORD", "Str0ng!Passw0rd")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the server never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (child, port, dir)
+    let served = common::serve("Str0ng!Passw0rd");
+    (served.child, served.port, served.dir)
 }
 
 fn shell(port: u16, extra: &[&str], stdin: Option<&str>) -> (bool, String) {

@@ -1,0 +1,52 @@
+//! Starting `extentdb serve` for a test: on a port the server picks itself (`--port 0`),
+//! read back from its "listening on" line. (A port probed free and then passed in could be
+//! taken by another test's server or client meanwhile; the interop tests, which run in
+//! parallel, once connected to a sibling's server that way and failed when it stopped.)
+#![allow(dead_code, reason = "each test binary that includes this module uses part of it")]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, ChildStderr, Command, Stdio};
+
+/// A started server: its process, port and data directory, and the rest of its standard
+/// error (drained by a thread, so the server never blocks on a full pipe).
+pub struct Served {
+    pub child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    pub stderr: std::thread::JoinHandle<String>,
+}
+
+/// Starts `extentdb serve --port 0` in a new directory with sa's password `password`.
+pub fn serve(password: &str) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(dir.path())
+        .env("EXTENTDB_SA_PASSWORD", password)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let port = listening_port(&mut stderr);
+    let stderr = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+        rest
+    });
+    Served { child, port, dir, stderr }
+}
+
+/// Reads standard error up to "extentdb: listening on 127.0.0.1:PORT (...)"; its PORT.
+fn listening_port(stderr: &mut BufReader<ChildStderr>) -> u16 {
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let read = stderr.read_line(&mut line).unwrap();
+        assert!(read > 0, "the server ended before it listened:\n{seen}");
+        if let Some(rest) = line.strip_prefix("extentdb: listening on ") {
+            let address = rest.split_whitespace().next().unwrap();
+            return address.rsplit(':').next().unwrap().parse().unwrap();
+        }
+        seen.push_str(&line);
+    }
+}
