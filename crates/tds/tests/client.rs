@@ -4,8 +4,36 @@
 
 use engine::instance::InstanceConfig;
 use std::time::Duration;
+use tds::server::ServeConfig;
 use tsql::server::Server;
 use tsql::session::Session;
+
+/// A listener on a port of its own (sa's password `Str0ng!Passw0rd`), run on a thread.
+struct Running {
+    address: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<(), String>>,
+}
+
+impl Running {
+    /// Stops the listener and waits for it.
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap().unwrap();
+    }
+}
+
+fn serve(dir: impl Into<std::path::PathBuf>, configure: impl FnOnce(&mut ServeConfig)) -> Running {
+    let mut config = ServeConfig::new(dir);
+    config.port = 0;
+    config.sa_password = Some("Str0ng!Passw0rd".into());
+    configure(&mut config);
+    let listener = tds::server::Listener::bind(config).unwrap();
+    let address = listener.local_addr().to_string();
+    let stop = listener.stop_flag();
+    let thread = std::thread::spawn(move || listener.run());
+    Running { address, stop, thread }
+}
 
 /// The client reads values, not the declared types the server described them by.
 fn without_declared_types(output: tsql::server::Output) -> tsql::server::Output {
@@ -21,14 +49,10 @@ fn without_declared_types(output: tsql::server::Output) -> tsql::server::Output 
 #[test]
 fn batches_over_tds_return_what_they_return_in_process() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = tds::server::ServeConfig::new(dir.path().join("served"));
-    config.port = 0;
-    config.sa_password = Some("Str0ng!Passw0rd".into());
-    config.login_timeout = Duration::from_secs(5);
-    let listener = tds::server::Listener::bind(config).unwrap();
-    let address = listener.local_addr().to_string();
-    let stop = listener.stop_flag();
-    let running = std::thread::spawn(move || listener.run());
+    let server = serve(dir.path().join("served"), |c| {
+        c.login_timeout = Duration::from_secs(5);
+    });
+    let address = server.address.clone();
     let mut client =
         tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
     let local_server = Server::start(InstanceConfig::new(dir.path().join("local"))).unwrap();
@@ -57,24 +81,19 @@ fn batches_over_tds_return_what_they_return_in_process() {
         panic!("a refused login")
     };
     assert!(refused.contains("Msg 18456, Level 14, State 1"), "{refused}");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
     drop(client);
-    running.join().unwrap().unwrap();
+    server.stop();
 }
 
 #[test]
 fn the_connection_limit_is_17809_and_a_silent_client_is_dropped_at_the_login_timeout() {
     use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
-    let mut config = tds::server::ServeConfig::new(dir.path());
-    config.port = 0;
-    config.sa_password = Some("Str0ng!Passw0rd".into());
-    config.max_connections = 2;
-    config.login_timeout = Duration::from_millis(500);
-    let listener = tds::server::Listener::bind(config).unwrap();
-    let address = listener.local_addr().to_string();
-    let stop = listener.stop_flag();
-    let running = std::thread::spawn(move || listener.run());
+    let server = serve(dir.path(), |c| {
+        c.max_connections = 2;
+        c.login_timeout = Duration::from_millis(500);
+    });
+    let address = server.address.clone();
     let first = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
     let second = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
     let Err(third) = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master")
@@ -96,20 +115,14 @@ fn the_connection_limit_is_17809_and_a_silent_client_is_dropped_at_the_login_tim
     assert!(ok.is_ok());
     drop(ok);
     assert!(tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd2", "master").is_err());
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    running.join().unwrap().unwrap();
+    server.stop();
 }
 
 #[test]
 fn attention_stops_a_running_batch_and_is_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = tds::server::ServeConfig::new(dir.path());
-    config.port = 0;
-    config.sa_password = Some("Str0ng!Passw0rd".into());
-    let listener = tds::server::Listener::bind(config).unwrap();
-    let address = listener.local_addr().to_string();
-    let stop = listener.stop_flag();
-    let running = std::thread::spawn(move || listener.run());
+    let server = serve(dir.path(), |_| {});
+    let address = server.address.clone();
     let mut client =
         tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
     client.batch("CREATE TABLE progress (n int)").unwrap();
@@ -157,9 +170,8 @@ fn attention_stops_a_running_batch_and_is_acknowledged() {
             if set.rows[0] == vec![engine::record::Value::Int(1), engine::record::Value::Int(5000)]),
         "{state:?}"
     );
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
     drop(client);
-    running.join().unwrap().unwrap();
+    server.stop();
 }
 
 /// A client that disconnects inside a transaction: the server rolls the transaction back, as
@@ -169,13 +181,8 @@ fn attention_stops_a_running_batch_and_is_acknowledged() {
 #[test]
 fn a_connection_that_closes_inside_a_transaction_is_rolled_back() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = tds::server::ServeConfig::new(dir.path());
-    config.port = 0;
-    config.sa_password = Some("Str0ng!Passw0rd".into());
-    let listener = tds::server::Listener::bind(config).unwrap();
-    let address = listener.local_addr().to_string();
-    let stop = listener.stop_flag();
-    let running = std::thread::spawn(move || listener.run());
+    let server = serve(dir.path(), |_| {});
+    let address = server.address.clone();
     let connect =
         || tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
     let mut first = connect();
@@ -201,8 +208,7 @@ fn a_connection_that_closes_inside_a_transaction_is_rolled_back() {
         "{count:?}"
     );
     assert_eq!(insert, vec![tsql::server::Output::RowCount(2)]);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    running.join().unwrap().unwrap();
+    server.stop();
 }
 
 /// Packet sizes from 512 to 32,767 bytes: the server grants what LOGIN7 asks for, and a
@@ -211,13 +217,8 @@ fn a_connection_that_closes_inside_a_transaction_is_rolled_back() {
 #[test]
 fn messages_split_and_gather_at_every_packet_size() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = tds::server::ServeConfig::new(dir.path());
-    config.port = 0;
-    config.sa_password = Some("Str0ng!Passw0rd".into());
-    let listener = tds::server::Listener::bind(config).unwrap();
-    let address = listener.local_addr().to_string();
-    let stop = listener.stop_flag();
-    let running = std::thread::spawn(move || listener.run());
+    let server = serve(dir.path(), |_| {});
+    let address = server.address.clone();
     // 3,000 characters of literal (6,000 bytes of UTF-16: 12 packets of 512), echoed back
     // as a 3,000-character value and its length.
     let text: String = (0..3000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
@@ -240,6 +241,5 @@ fn messages_split_and_gather_at_every_packet_size() {
             "packet size {packet_size}"
         );
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    running.join().unwrap().unwrap();
+    server.stop();
 }
