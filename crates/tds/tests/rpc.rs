@@ -145,6 +145,15 @@ fn result_columns_are_described_by_their_declared_types() {
     assert!(holds(&cast, &int4), "{cast:02x?}");
     let variable = run_batch(&mut s, "DECLARE @v bigint; SELECT @v AS v");
     assert!(holds(&variable, &[0x26, 8]), "{variable:02x?}");
+    // Aggregates whose type does not depend on the values: an empty MAX is still decimal(9,2).
+    let aggregates = run_batch(
+        &mut s,
+        "SELECT MAX(amount) AS m, COUNT(*) AS c, COUNT_BIG(*) AS b FROM t WHERE id = 0",
+    );
+    assert!(
+        holds(&aggregates, &decimal_9_2) && holds(&aggregates, &[0x26, 8]),
+        "{aggregates:02x?}"
+    );
     // No declared type: the values' (an int), as before.
     let computed = run_batch(&mut s, "SELECT id + 1 AS next FROM t WHERE id = 1");
     assert!(holds(&computed, &int4), "{computed:02x?}");

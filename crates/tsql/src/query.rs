@@ -1285,6 +1285,21 @@ impl Session {
             }
             Expr::Nested(inner) => self.declared_type(inner, cols),
             Expr::Cast { data_type, .. } => sql_type_of(data_type).ok(),
+            Expr::Function(f) => self.function_type(f, cols),
+            _ => None,
+        }
+    }
+
+    /// The result type of the functions whose type SQL Server fixes without looking at
+    /// values: COUNT is int, COUNT_BIG bigint, MIN and MAX their argument's type.
+    fn function_type(&self, f: &sqlparser::ast::Function, cols: &[ColRef]) -> Option<SqlType> {
+        match function_name(&f.name).to_ascii_uppercase().as_str() {
+            "COUNT" => Some(SqlType::Int),
+            "COUNT_BIG" => Some(SqlType::BigInt),
+            "MIN" | "MAX" => match function_args(f).as_slice() {
+                [FunctionArgExpr::Expr(arg)] => self.declared_type(arg, cols),
+                _ => None,
+            },
             _ => None,
         }
     }
