@@ -359,7 +359,8 @@ impl Session {
     }
 
     /// A flag that, when set (a client's ATTENTION), stops the running batch before its next
-    /// statement or loop iteration.
+    /// statement or loop iteration, or at the next row of a running statement
+    /// ([`Session::check_cancel`]).
     pub fn cancel_handle(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
         self.cancel.clone()
     }
