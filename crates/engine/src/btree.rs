@@ -424,7 +424,8 @@ impl BTree {
         let (mut low, mut high) = (0u16, datapage::slot_count(buf));
         while low < high {
             let mid = (low + high) / 2;
-            let bytes = datapage::record(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
+            let bytes =
+                datapage::record_prefix(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
             let order = record::compare_record_key(
                 &self.columns,
                 &self.layout,
@@ -463,7 +464,8 @@ impl BTree {
         let (mut low, mut high) = (1u16, count);
         while low < high {
             let mid = (low + high) / 2;
-            let bytes = datapage::record(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
+            let bytes =
+                datapage::record_prefix(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
             let order = record::compare_record_key(
                 &self.entry_columns,
                 &self.entry_layout,
@@ -488,11 +490,22 @@ impl BTree {
         key: Option<&[Value]>,
         rightmost: bool,
     ) -> SqlResult<PageId> {
+        self.child_entry(db, guard, key, rightmost).map(|(_, child)| child)
+    }
+
+    /// The slot of the entry [`BTree::child_slot`] finds, and the child page it points to.
+    fn child_entry(
+        &self,
+        db: &Database,
+        guard: &PageGuard<'_>,
+        key: Option<&[Value]>,
+        rightmost: bool,
+    ) -> SqlResult<(u16, PageId)> {
         let page = guard.key().page;
         guard.read(|buf| {
             let slot = self.child_slot(db, page, buf, key, rightmost)?;
             let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
-            Ok(self.entry_of(db, page, bytes)?.1)
+            Ok((slot, self.entry_of(db, page, bytes)?.1))
         })
     }
 
@@ -601,11 +614,7 @@ impl BTree {
         // The row's logical record joins the mini-transaction that placed it.
         let logged = |placed: bool| {
             if placed {
-                let op = xact::RowOp::Insert {
-                    au_id: self.au_id,
-                    record: undo_key.clone(),
-                    row_bytes: record.len() as u32,
-                };
+                let op = xact::RowOp::Insert { au_id: self.au_id, record: undo_key.clone() };
                 xact::log_row_op(db.database_id, op);
             }
             Ok(placed)
@@ -640,7 +649,7 @@ impl BTree {
             LeafSlot::Ghost(slot) => guard
                 .write(|buf| datapage::replace(buf, slot, record))?
                 .map_err(|bad| bad_page(db, page, bad.0)),
-            LeafSlot::Absent(slot) => Ok(guard.write(|buf| datapage::insert(buf, slot, record))?),
+            LeafSlot::Absent(slot) => guard.insert_record(slot, record),
         }
     }
 
@@ -657,9 +666,7 @@ impl BTree {
     ) -> SqlResult<bool> {
         let parent_mode = if split_under_parent { LatchMode::Ex } else { LatchMode::Sh };
         let Some(parent) = self.leaf_parent(db, key, parent_mode)? else { return Ok(false) };
-        let page = parent.key().page;
-        let slot = parent.read(|buf| self.child_slot(db, page, buf, Some(key), false))?;
-        let child = self.child_at(db, &parent, Some(key), false)?;
+        let (slot, child) = self.child_entry(db, &parent, Some(key), false)?;
         let leaf = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
         if leaf.read(Self::level) != 0 {
             return Ok(false);
@@ -742,9 +749,7 @@ impl BTree {
             if level == 0 {
                 break;
             }
-            let page = current.key().page;
-            let slot = current.read(|buf| self.child_slot(db, page, buf, Some(key), false))?;
-            let child = self.child_at(db, &current, Some(key), false)?;
+            let (slot, child) = self.child_entry(db, &current, Some(key), false)?;
             let child_guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
             let child_level = child_guard.read(Self::level);
             let safe = child_guard.read(|buf| {
@@ -806,11 +811,19 @@ impl BTree {
             set_links(buf, page_id, header.next_page);
             fill(buf, &records[at..]);
         })?;
+        // The left half stays in place: the moved records leave it as holes (a small change to
+        // log), and the new record joins it if it belongs there.
+        let new_on_left = usize::from(slot) < at;
+        let kept = if new_on_left { at - 1 } else { at };
         page.write(|buf| {
-            datapage::format(buf, page_id, page_type, self.au_id, header.level, header.pminlen);
             set_links(buf, header.prev_page, right_id);
-            fill(buf, &records[..at]);
-        })?;
+            datapage::truncate(buf, kept as u16)
+        })?
+        .map_err(|bad| bad_page(db, page_id, bad.0))?;
+        if new_on_left {
+            let placed = page.insert_record(slot, &records[usize::from(slot)])?;
+            assert!(placed, "split halves fit their pages");
+        }
         if !header.next_page.is_null() {
             let next = db.buffer_pool().fetch(Self::key(db, header.next_page), LatchMode::Ex)?;
             next.write(|buf| {
@@ -824,7 +837,7 @@ impl BTree {
         drop(right);
         drop(page);
         let (parent, child_slot) = path.pop().expect("the parent of an unsafe page stays latched");
-        let placed = parent.write(|buf| datapage::insert(buf, child_slot + 1, &entry))?;
+        let placed = parent.insert_record(child_slot + 1, &entry)?;
         if placed { Ok(()) } else { self.split(db, parent, child_slot + 1, entry, path) }
     }
 

@@ -43,6 +43,7 @@
 //!    written are never being changed.
 //! 3. Every page read from disk is verified (checksum, page id) before any guard sees it.
 
+use crate::datapage;
 use crate::error::{SqlError, SqlResult};
 use crate::file;
 use crate::io::IoFile;
@@ -887,34 +888,88 @@ impl PageGuard<'_> {
     /// commits before this returns (an error then means the change was undone: the log could
     /// not take it, 9002).
     pub fn write<R>(&self, f: impl FnOnce(&mut PageBuf) -> R) -> SqlResult<R> {
+        self.begin_write();
+        let frame = &self.pool.frames[self.index];
+        if !self.pool.logs.read().contains_key(&self.key.database_id) {
+            let mut data = frame.data.write();
+            return Ok(f(data.as_mut().expect("a latched frame has bytes")));
+        }
+        self.logged_change(|buf| {
+            let before: PageBuf = *buf;
+            let result = f(buf);
+            let runs = mtr::diff(&before, buf);
+            let change = match self.fresh.replace(false) {
+                true => Some(mtr::Redo::Format(runs)),
+                false if runs.is_empty() => None,
+                false => Some(mtr::Redo::Xor(runs)),
+            };
+            (result, change.map(|redo| (redo, Vec::new())))
+        })
+    }
+
+    /// Inserts `record` as `slot` of a data or index page ([`datapage::insert`]); false if it
+    /// does not fit. The change is logged logically: the slot and the record
+    /// ([`mtr::Redo::Insert`]), after a compaction ([`mtr::Redo::Compact`]) if the page's
+    /// contiguous free space is too small; only the ranges the insert overwrites (the whole
+    /// page for a compaction) are kept for an abort. A page not logged yet, or of a database
+    /// without a log, takes the [`PageGuard::write`] path.
+    pub fn insert_record(&self, slot: u16, record: &[u8]) -> SqlResult<bool> {
+        let logged = self.pool.logs.read().contains_key(&self.key.database_id);
+        if !logged || self.fresh.get() || !self.read(|buf| datapage::fits(buf, record.len())) {
+            return self.write(|buf| datapage::insert(buf, slot, record));
+        }
+        self.begin_write();
+        let mut ranges = self.read(|buf| datapage::insert_ranges(buf, slot, record.len()));
+        if ranges.is_none() {
+            self.logged_change(|buf| {
+                let before: mtr::Runs = vec![(0, buf.to_vec())];
+                datapage::compact(buf);
+                ((), Some((mtr::Redo::Compact, before)))
+            })?;
+            ranges = self.read(|buf| datapage::insert_ranges(buf, slot, record.len()));
+        }
+        let ranges = ranges.expect("a record that fits fits contiguously after compaction");
+        self.logged_change(|buf| {
+            let before: mtr::Runs =
+                ranges.iter().map(|(from, to)| (*from as u16, buf[*from..*to].to_vec())).collect();
+            let placed = datapage::insert(buf, slot, record);
+            assert!(placed, "insert_ranges said the record fits without compaction");
+            let redo = mtr::Redo::Insert { slot, record: record.to_vec() };
+            (true, Some((redo, before)))
+        })
+    }
+
+    /// Checks invariant 2 (an UP or EX latch) and marks the page dirty.
+    fn begin_write(&self) {
         assert!(
             matches!(self.mode, LatchMode::Up | LatchMode::Ex),
             "invariant 2: writing under a {:?} latch",
             self.mode
         );
-        let frame = &self.pool.frames[self.index];
-        frame.meta.lock().dirty = true;
-        if !self.pool.logs.read().contains_key(&self.key.database_id) {
-            let mut data = frame.data.write();
-            return Ok(f(data.as_mut().expect("a latched frame has bytes")));
-        }
+        self.pool.frames[self.index].meta.lock().dirty = true;
+    }
+
+    /// Makes a change under the frame's write lock and records it in the open mtr, or in an
+    /// mtr of its own committed before returning. `change` returns its result and the change's
+    /// redo with the ranges to restore on abort (None: the bytes did not change).
+    fn logged_change<R>(
+        &self,
+        change: impl FnOnce(&mut PageBuf) -> (R, Option<(mtr::Redo, mtr::Runs)>),
+    ) -> SqlResult<R> {
         let own_mtr = !mtr::active();
         if own_mtr {
             mtr::begin();
         }
         let result = {
-            let mut data = frame.data.write();
+            let mut data = self.pool.frames[self.index].data.write();
             let buf = data.as_mut().expect("a latched frame has bytes");
-            let before: PageBuf = **buf;
-            let result = f(buf);
-            let runs = mtr::diff(&before, buf);
-            let fresh = self.fresh.replace(false);
-            if fresh || !runs.is_empty() {
+            let (result, redo) = change(buf);
+            if let Some((redo, before)) = redo {
                 let change = PageChange {
                     database_id: self.key.database_id,
                     page: self.key.page,
-                    kind: if fresh { mtr::KIND_FORMAT } else { mtr::KIND_XOR },
-                    runs,
+                    redo,
+                    before,
                     page_type: buf[1],
                     frame: self.index,
                 };
@@ -970,7 +1025,11 @@ impl BufferPool {
     fn undo_changes(&self, changes: &[PageChange]) {
         for change in changes.iter().rev() {
             let mut data = self.frames[change.frame].data.write();
-            mtr::apply_xor(data.as_mut().expect("held frames have bytes"), &change.runs);
+            let buf = data.as_mut().expect("held frames have bytes");
+            match &change.redo {
+                mtr::Redo::Xor(runs) | mtr::Redo::Format(runs) => mtr::apply_xor(buf, runs),
+                mtr::Redo::Insert { .. } | mtr::Redo::Compact => mtr::restore(buf, &change.before),
+            }
         }
     }
 
@@ -1022,8 +1081,10 @@ impl BufferPool {
 
 /// The log record of a page change, labelled as fn_dblog would label it.
 fn page_record(change: &PageChange) -> LogRecord {
-    let (operation, context) = match (change.kind, change.page_type) {
-        (mtr::KIND_FORMAT, _) => (Operation::FormatPage, Context::Null),
+    let (operation, context) = match (&change.redo, change.page_type) {
+        (mtr::Redo::Format(_), _) => (Operation::FormatPage, Context::Null),
+        (mtr::Redo::Insert { .. }, 2) => (Operation::InsertRows, Context::IndexLeaf),
+        (mtr::Redo::Insert { .. }, _) => (Operation::InsertRows, Context::Heap),
         (_, 11) => (Operation::SetBits, Context::Pfs),
         (_, 8) => (Operation::SetBits, Context::Gam),
         (_, 9) => (Operation::SetBits, Context::Sgam),
@@ -1031,7 +1092,7 @@ fn page_record(change: &PageChange) -> LogRecord {
         (_, 2) => (Operation::ModifyRow, Context::IndexInterior),
         _ => (Operation::ModifyRow, Context::Heap),
     };
-    let payload = mtr::encode_page_payload(change.page, change.kind, &change.runs);
+    let payload = mtr::encode_page_payload(change.page, &change.redo);
     let mut record = LogRecord::new(operation, context, 0, payload);
     record.flags |= crate::log::record::FLAG_PAGE;
     record

@@ -60,7 +60,7 @@ pub fn fits(buf: &PageBuf, len: usize) -> bool {
 
 fn contiguous_free(buf: &PageBuf) -> usize {
     let free_data = usize::from(page::header_free_data(&buf[..]));
-    PAGE_SIZE - free_data - 2 * usize::from(slot_count(buf))
+    PAGE_SIZE.saturating_sub(free_data + 2 * usize::from(slot_count(buf)))
 }
 
 /// Whether `slot` is an empty heap slot (a deleted row whose RID may be reused).
@@ -85,9 +85,39 @@ pub fn record(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
     Ok(&buf[offset..offset + len])
 }
 
+/// The bytes from the start of the record in `slot` to m_freeData: the record and what follows
+/// it, without parsing the record's length. Key comparisons of a binary search read only the
+/// record's first bytes, so a probe touches the cache lines of its key, not of its whole row.
+pub fn record_prefix(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
+    if slot >= slot_count(buf) {
+        return Err(BadRecord("slot beyond m_slotCnt"));
+    }
+    let offset = usize::from(slot_offset(&buf[..], slot));
+    let free_data = usize::from(page::header_free_data(&buf[..]));
+    if offset < PAGE_HEADER_SIZE || offset >= free_data || free_data > PAGE_SIZE {
+        return Err(BadRecord("slot offset outside the record area"));
+    }
+    Ok(&buf[offset..free_data])
+}
+
 fn set_slot(buf: &mut PageBuf, slot: u16, offset: u16) {
     let at = PAGE_SIZE - 2 * (usize::from(slot) + 1);
     buf[at..at + 2].copy_from_slice(&offset.to_le_bytes());
+}
+
+/// The byte ranges `[from, to)` that [`insert`] of a `len`-byte record as `slot` changes, if
+/// it fits in the contiguous free space (no compaction): the header, the record's place at
+/// m_freeData, and the slot array from the new last slot to `slot`. None if it would compact
+/// the page, or not fit. The mtr logs such an insert logically ([`crate::log::mtr::Redo`]).
+pub fn insert_ranges(buf: &PageBuf, slot: u16, len: usize) -> Option<[(usize, usize); 3]> {
+    let count = slot_count(buf);
+    if slot > count || contiguous_free(buf) < len + 2 {
+        return None;
+    }
+    let free_data = usize::from(page::header_free_data(&buf[..]));
+    let slots_from = PAGE_SIZE - 2 * (usize::from(count) + 1);
+    let slots_to = PAGE_SIZE - 2 * usize::from(slot);
+    Some([(0, PAGE_HEADER_SIZE), (free_data, free_data + len), (slots_from, slots_to)])
 }
 
 /// Inserts a record as slot `slot` (later slots move up by one). False if it does not fit.
@@ -237,6 +267,29 @@ pub fn make_ghost(buf: &mut PageBuf, slot: u16) -> Result<(), BadRecord> {
     let mut h = header(buf);
     h.ghost_record_count += 1;
     h.write(&mut buf[..]);
+    Ok(())
+}
+
+/// The right part of a page split leaves the page: slots `from..` are removed and their
+/// records become holes, while the records that stay do not move (SQL Server's
+/// LOP_DELETE_SPLIT), so the change is the header and the slot array's tail.
+pub fn truncate(buf: &mut PageBuf, from: u16) -> Result<(), BadRecord> {
+    let mut h = header(buf);
+    assert!(from <= h.slot_count, "truncating beyond the end of the slot array");
+    for slot in (from..h.slot_count).rev() {
+        let (len, ghost) = {
+            let bytes = record(buf, slot)?;
+            (bytes.len(), is_ghost(bytes[0]))
+        };
+        set_slot(buf, slot, 0);
+        h.free_count += (len + 2) as u16;
+        if ghost {
+            h.ghost_record_count -= 1;
+        }
+    }
+    h.slot_count = from;
+    h.write(&mut buf[..]);
+    debug_assert_eq!(check(buf), Ok(()), "datapage invariants after truncate");
     Ok(())
 }
 

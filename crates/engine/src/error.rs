@@ -284,6 +284,34 @@ impl SqlError {
         )
     }
 
+    /// 3456: redo found a page that a log record does not fit (the page and the log disagree).
+    /// Deviation: extentdb's records do not carry the page LSN they expect, so PrevPageLSN is
+    /// printed as (0:0:0).
+    pub fn redo_failed(failure: &RedoFailure<'_>) -> SqlError {
+        let f = failure;
+        SqlError::new(
+            3456,
+            16,
+            1,
+            format!(
+                "Could not redo log record {}, for transaction ID (0:{}), on page ({}:{}), \
+                 database '{}' (database ID {}). Page: LSN = {}, type = {}. Log: OpCode = {}, \
+                 context {}, PrevPageLSN: (0:0:0). Restore from a backup of the database, or \
+                 repair the database.",
+                f.record_lsn,
+                f.xact_id,
+                f.page.file_id,
+                f.page.page_no,
+                f.database,
+                f.database_id,
+                f.page_lsn,
+                f.page_type,
+                f.op_code,
+                f.context
+            ),
+        )
+    }
+
     /// 9004: the log could not be read back. State 1: a VLF header is damaged; state 4: a
     /// log block failed its checks.
     pub fn log_corrupt(database: &str, state: u8) -> SqlError {
@@ -337,4 +365,17 @@ impl SqlError {
              percentage.",
         )
     }
+}
+
+/// What error 3456 names: the log record that could not be redone and the page it names.
+pub struct RedoFailure<'a> {
+    pub record_lsn: crate::log::lsn::Lsn,
+    pub xact_id: u64,
+    pub page: crate::units::PageId,
+    pub page_lsn: crate::log::lsn::Lsn,
+    pub page_type: u8,
+    pub op_code: u8,
+    pub context: u8,
+    pub database: &'a str,
+    pub database_id: u16,
 }

@@ -655,6 +655,9 @@ pub fn compare_record_key(
         let decoded = decode_columns(columns, layout, record, wanted)?;
         return Ok(compare_keys(&decoded, key));
     }
+    if wanted.iter().all(|index| !columns[*index].nullable) {
+        return compare_not_null_fixed_key(columns, layout, record, wanted, key);
+    }
     let (fixed_end, stored_columns, bitmap) = fixed_part(layout, record)?;
     for (position, index) in wanted.iter().enumerate() {
         let Some(bound) = key.get(position) else { break };
@@ -665,6 +668,32 @@ pub fn compare_record_key(
         } else {
             decode_fixed(&columns[*index], &record[4..fixed_end], offset, bit)
         };
+        let order = compare_values(&value, bound);
+        if order != Ordering::Equal {
+            return Ok(order);
+        }
+    }
+    Ok(wanted.len().cmp(&key.len()))
+}
+
+/// [`compare_record_key`] for keys of NOT NULL fixed-length columns: it reads the record's
+/// header and the key's bytes only, not the null bitmap after the fixed part (a NOT NULL
+/// column's bit is never set), so a probe of a binary search touches one or two cache lines.
+fn compare_not_null_fixed_key(
+    columns: &[Column],
+    layout: &Layout,
+    record: &[u8],
+    wanted: &[usize],
+    key: &[Value],
+) -> Result<Ordering, BadRecord> {
+    let fixed_end = u16_at(record, 2)?;
+    if fixed_end != 4 + layout.fixed_len || record.len() < fixed_end {
+        return Err(BadRecord("fixed-length part does not match the table"));
+    }
+    for (position, index) in wanted.iter().enumerate() {
+        let Some(bound) = key.get(position) else { break };
+        let (offset, bit) = layout.fixed[*index].expect("checked by the caller");
+        let value = decode_fixed(&columns[*index], &record[4..fixed_end], offset, bit);
         let order = compare_values(&value, bound);
         if order != Ordering::Equal {
             return Ok(order);

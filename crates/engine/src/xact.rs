@@ -41,10 +41,9 @@ pub const FLAG_CLR: u16 = 0x0008;
 /// A row change a transaction made, as its logical log record carries it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RowOp {
-    /// A B-tree row inserted (undo: delete its key); `record` holds the key only, encoded as
-    /// an index entry. `row_bytes` is the whole row's size, which the undo's compensation
-    /// logs: it sizes the log reserved for the rollback (not logged; 0 when read back).
-    Insert { au_id: u64, record: Vec<u8>, row_bytes: u32 },
+    /// A B-tree row inserted (undo: ghost its key); `record` holds the key only, encoded as
+    /// an index entry.
+    Insert { au_id: u64, record: Vec<u8> },
     /// A B-tree row deleted (undo: insert it again).
     Delete { au_id: u64, record: Vec<u8> },
     /// A heap row inserted at `rid` (undo: remove it).
@@ -68,24 +67,33 @@ impl RowOp {
     }
 
     /// Payload: au_id u64, undo-next LSN (CLRs; null otherwise), then for heaps the RID (and
-    /// for a delete the target RID), then the record bytes.
-    fn payload(&self, undo_next: Lsn) -> Vec<u8> {
+    /// for a delete the target RID), then the record bytes. A CLR (`undo_next` given) leaves
+    /// the record bytes out: it is never undone, and its redo is in its group's page records,
+    /// so rolling back a row costs a short record whatever the row's size.
+    fn payload(&self, undo_next: Option<Lsn>) -> Vec<u8> {
         let mut out = Vec::with_capacity(64);
         out.extend_from_slice(&self.au_id().to_le_bytes());
-        out.extend_from_slice(&undo_next.to_bytes());
+        out.extend_from_slice(&undo_next.unwrap_or(Lsn::NULL).to_bytes());
+        let row_image = undo_next.is_none();
         match self {
             RowOp::Insert { record, .. } | RowOp::Delete { record, .. } => {
-                out.extend_from_slice(record)
+                if row_image {
+                    out.extend_from_slice(record)
+                }
             }
             RowOp::HeapInsert { rid, .. } => out.extend_from_slice(rid),
             RowOp::HeapDelete { rid, target, record, .. } => {
                 out.extend_from_slice(rid);
                 out.extend_from_slice(target);
-                out.extend_from_slice(record);
+                if row_image {
+                    out.extend_from_slice(record);
+                }
             }
             RowOp::HeapUpdate { rid, record, .. } => {
                 out.extend_from_slice(rid);
-                out.extend_from_slice(record);
+                if row_image {
+                    out.extend_from_slice(record);
+                }
             }
         }
         out
@@ -112,9 +120,7 @@ impl RowOp {
             (Operation::ModifyRow, Context::Heap) => {
                 RowOp::HeapUpdate { au_id, rid: rid_at(0)?, record: rest.get(8..)?.to_vec() }
             }
-            (Operation::InsertRows, _) => {
-                RowOp::Insert { au_id, record: rest.to_vec(), row_bytes: 0 }
-            }
+            (Operation::InsertRows, _) => RowOp::Insert { au_id, record: rest.to_vec() },
             (Operation::DeleteRows, _) => RowOp::Delete { au_id, record: rest.to_vec() },
             _ => return None,
         };
@@ -122,17 +128,16 @@ impl RowOp {
     }
 
     /// Log bytes the undo of this change writes, at most: the compensation's page changes (a
-    /// ghosted or re-inserted row, a page split at worst for a re-insert) and its CLR.
+    /// ghosted row and its PFS ghost bit; a re-inserted or restored row, with a page split at
+    /// worst for a B-tree re-insert) and its CLR, which carries no row image.
     fn undo_log_bytes(&self) -> u64 {
         const PAGE_CHANGE_BYTES: u64 = 512;
+        const CLR_BYTES: u64 = 64;
         match self {
-            RowOp::Insert { record, row_bytes, .. } => {
-                PAGE_CHANGE_BYTES + 2 * (record.len() as u64 + u64::from(*row_bytes))
-            }
-            RowOp::HeapInsert { .. } => PAGE_CHANGE_BYTES + 64,
-            RowOp::HeapDelete { record, .. } => PAGE_CHANGE_BYTES + 2 * record.len() as u64,
+            RowOp::Insert { .. } | RowOp::HeapInsert { .. } => PAGE_CHANGE_BYTES + CLR_BYTES,
+            RowOp::HeapDelete { record, .. } => PAGE_CHANGE_BYTES + record.len() as u64 + CLR_BYTES,
             RowOp::Delete { record, .. } | RowOp::HeapUpdate { record, .. } => {
-                3 * 8192 + 2 * record.len() as u64
+                3 * 8192 + record.len() as u64 + CLR_BYTES
             }
         }
     }
@@ -227,12 +232,7 @@ pub fn log_row_op(database_id: u16, op: RowOp) {
         let current = c.borrow();
         let xact = current.as_ref().filter(|x| x.database_id == database_id)?;
         let (operation, context) = op.operation();
-        let mut record = LogRecord::new(
-            operation,
-            context,
-            xact.xact_id,
-            op.payload(compensating.unwrap_or(Lsn::NULL)),
-        );
+        let mut record = LogRecord::new(operation, context, xact.xact_id, op.payload(compensating));
         record.prev_lsn = xact.last_lsn;
         if compensating.is_some() {
             record.flags |= FLAG_CLR;

@@ -509,6 +509,42 @@ fn fn_dblog_shows_a_transaction_as_sql_server_names_its_records() {
     assert!(page_rows >= 2, "the row's page changes are there too");
 }
 
+/// The compensation records of a rollback carry no row image (their redo is in the page
+/// records of their group), so undoing a row costs a short record whatever the row's size:
+/// the inserts and deletes below log their 200-byte rows, their CLRs do not.
+#[test]
+fn compensation_records_carry_no_row_image() {
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    commit_rows(&db, &tree, 0..10);
+    db.begin_tran().unwrap();
+    for id in 10..20 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    for id in 0..10 {
+        tree.delete(&db, &[Value::Int(id)]).unwrap();
+    }
+    db.rollback_tran().unwrap();
+    assert_eq!(ids(&tree, &db), (0..10).collect::<Vec<_>>());
+    commit_rows(&db, &tree, 100..101); // a commit flushes the rollback's records too
+    let rows = db.log().fn_dblog().unwrap();
+    let row_records = |clr: bool| -> Vec<u32> {
+        rows.iter()
+            .filter(|r| r.transaction_id != "0000:00000000" && r.alloc_unit_id.is_some())
+            .filter(|r| (r.flag_bits & engine::xact::FLAG_CLR != 0) == clr)
+            .filter(|r| r.operation == "LOP_DELETE_ROWS")
+            .map(|r| r.log_record_length)
+            .collect()
+    };
+    let deletes = row_records(false);
+    let compensations = row_records(true);
+    assert_eq!(compensations.len(), 10, "one CLR per undone insert: {rows:?}");
+    assert!(deletes.len() >= 10, "the deletes: {rows:?}");
+    assert!(deletes.iter().all(|len| *len > 200), "a delete logs its row: {deletes:?}");
+    assert!(compensations.iter().all(|len| *len < 64), "CLRs: {compensations:?}");
+}
+
 /// A transaction that fills a log which cannot grow gets 9002, and its rollback still runs to
 /// the end: the undo's compensation records use the space set aside for them, the abort record
 /// too, and the rows are gone.

@@ -201,11 +201,11 @@ fn redo_group(
     // may change a page several times (a format, then a row), and the page carries the group's
     // LSN only once the whole group is applied.
     let mut takes: BTreeMap<PageId, bool> = BTreeMap::new();
-    for (_, record) in group {
+    for (record_lsn, record) in group {
         if record.flags & crate::log::record::FLAG_PAGE == 0 {
             continue; // checkpoint and transaction records: nothing to redo on a page
         }
-        let Some((page, kind, runs)) = mtr::decode_page_payload(&record.payload) else {
+        let Some((page, redo)) = mtr::decode_page_payload(&record.payload) else {
             return Err(SqlError::log_corrupt(&boot.name, 4));
         };
         if file_sizes.get(&page.file_id).is_none_or(|size| page.page_no >= *size) {
@@ -213,20 +213,34 @@ fn redo_group(
         }
         let key = PageKey::new(boot.database_id, page);
         let pool = &instance.buffer_pool;
-        let guard = if kind == mtr::KIND_FORMAT {
-            pool.new_page(key)?
-        } else {
-            pool.fetch(key, LatchMode::Ex)?
-        };
+        let format = matches!(redo, mtr::Redo::Format(_));
+        let guard = if format { pool.new_page(key)? } else { pool.fetch(key, LatchMode::Ex)? };
         let page_lsn = guard.read(|buf| Lsn::from_bytes(&buf[40..50]));
-        let take = *takes.entry(page).or_insert(kind == mtr::KIND_FORMAT || page_lsn < group_lsn);
+        let take = *takes.entry(page).or_insert(format || page_lsn < group_lsn);
         if !take {
             continue;
         }
-        guard.write(|buf| {
-            mtr::apply_xor(buf, &runs);
-            buf[40..50].copy_from_slice(&group_lsn.to_bytes());
+        let page_type = guard.read(|buf| buf[1]);
+        let applied = guard.write(|buf| {
+            let applied = redo.apply(buf);
+            if applied.is_ok() {
+                buf[40..50].copy_from_slice(&group_lsn.to_bytes());
+            }
+            applied
         })?;
+        if applied.is_err() {
+            return Err(SqlError::redo_failed(&crate::error::RedoFailure {
+                record_lsn: *record_lsn,
+                xact_id: record.xact_id,
+                page,
+                page_lsn,
+                page_type,
+                op_code: record.operation as u8,
+                context: record.context as u8,
+                database: &boot.name,
+                database_id: boot.database_id,
+            }));
+        }
         changed += 1;
     }
     Ok(changed)

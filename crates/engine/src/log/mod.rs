@@ -691,7 +691,7 @@ impl LogManager {
             .into_iter()
             .map(|(lsn, record)| {
                 let page = if record.flags & record::FLAG_PAGE != 0 {
-                    mtr::decode_page_payload(&record.payload).map(|(page, _, _)| page)
+                    mtr::decode_page_payload(&record.payload).map(|(page, _)| page)
                 } else {
                     None
                 };
