@@ -400,7 +400,7 @@ impl BTree {
     }
 
     fn level(buf: &PageBuf) -> u8 {
-        PageHeader::read(&buf[..]).level
+        crate::page::header_level(&buf[..])
     }
 
     fn records(db: &Database, page: PageId, buf: &PageBuf) -> SqlResult<Vec<Vec<u8>>> {

@@ -208,10 +208,14 @@ pub fn push_slot(buf: &mut [u8], record_offset: u16) -> u16 {
     slot
 }
 
-/// The record offset stored in slot `slot`.
 /// m_slotCnt, read without decoding the whole header (a hot path of every search).
 pub fn header_slot_count(buf: &[u8]) -> u16 {
     u16_at(buf, 22)
+}
+
+/// m_level, read without decoding the whole header (every step of a B-tree descent).
+pub fn header_level(buf: &[u8]) -> u8 {
+    buf[3]
 }
 
 /// m_freeCnt, read without decoding the whole header.
@@ -224,6 +228,7 @@ pub fn header_free_data(buf: &[u8]) -> u16 {
     u16_at(buf, 30)
 }
 
+/// The record offset stored in slot `slot`.
 pub fn slot_offset(buf: &[u8], slot: u16) -> u16 {
     u16_at(buf, PAGE_SIZE - 2 * (usize::from(slot) + 1))
 }

@@ -655,13 +655,21 @@ pub fn compare_record_key(
         let decoded = decode_columns(columns, layout, record, wanted)?;
         return Ok(compare_keys(&decoded, key));
     }
-    if wanted.iter().all(|index| !columns[*index].nullable) {
-        return compare_not_null_fixed_key(columns, layout, record, wanted, key);
-    }
-    let (fixed_end, stored_columns, bitmap) = fixed_part(layout, record)?;
+    // NOT NULL columns never have their null bit set: their keys are compared without reading
+    // the null bitmap after the fixed part, so a probe of a binary search touches the record's
+    // header and the key's bytes only.
+    let nullable = wanted.iter().any(|index| columns[*index].nullable);
+    let (fixed_end, null_bits) = if nullable {
+        let (fixed_end, stored_columns, bitmap) = fixed_part(layout, record)?;
+        (fixed_end, Some((stored_columns, bitmap)))
+    } else {
+        (fixed_end(layout, record)?, None)
+    };
     for (position, index) in wanted.iter().enumerate() {
         let Some(bound) = key.get(position) else { break };
-        let is_null = *index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0;
+        let is_null = null_bits.is_some_and(|(stored_columns, bitmap)| {
+            *index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0
+        });
         let (offset, bit) = layout.fixed[*index].expect("checked above");
         let value = if is_null {
             Value::Null
@@ -676,30 +684,13 @@ pub fn compare_record_key(
     Ok(wanted.len().cmp(&key.len()))
 }
 
-/// [`compare_record_key`] for keys of NOT NULL fixed-length columns: it reads the record's
-/// header and the key's bytes only, not the null bitmap after the fixed part (a NOT NULL
-/// column's bit is never set), so a probe of a binary search touches one or two cache lines.
-fn compare_not_null_fixed_key(
-    columns: &[Column],
-    layout: &Layout,
-    record: &[u8],
-    wanted: &[usize],
-    key: &[Value],
-) -> Result<Ordering, BadRecord> {
+/// The end of a record's fixed part, checked against the table's layout and the record's bytes.
+fn fixed_end(layout: &Layout, record: &[u8]) -> Result<usize, BadRecord> {
     let fixed_end = u16_at(record, 2)?;
     if fixed_end != 4 + layout.fixed_len || record.len() < fixed_end {
         return Err(BadRecord("fixed-length part does not match the table"));
     }
-    for (position, index) in wanted.iter().enumerate() {
-        let Some(bound) = key.get(position) else { break };
-        let (offset, bit) = layout.fixed[*index].expect("checked by the caller");
-        let value = decode_fixed(&columns[*index], &record[4..fixed_end], offset, bit);
-        let order = compare_values(&value, bound);
-        if order != Ordering::Equal {
-            return Ok(order);
-        }
-    }
-    Ok(wanted.len().cmp(&key.len()))
+    Ok(fixed_end)
 }
 
 /// The end of a record's fixed part, its stored column count and its null bitmap, checked
@@ -708,10 +699,7 @@ fn fixed_part<'r>(
     layout: &Layout,
     record: &'r [u8],
 ) -> Result<(usize, usize, &'r [u8]), BadRecord> {
-    let fixed_end = u16_at(record, 2)?;
-    if fixed_end != 4 + layout.fixed_len {
-        return Err(BadRecord("fixed-length part does not match the table"));
-    }
+    let fixed_end = fixed_end(layout, record)?;
     let stored_columns = u16_at(record, fixed_end)?;
     let bitmap_at = fixed_end + 2;
     let bitmap = record
