@@ -903,7 +903,7 @@ impl PageGuard<'_> {
                 false if runs.is_empty() => None,
                 false => Some(mtr::Redo::Xor(runs)),
             };
-            (result, change.map(|redo| (redo, Vec::new())))
+            (result, change.map(|redo| (redo, mtr::Saved::default())))
         })
     }
 
@@ -922,7 +922,7 @@ impl PageGuard<'_> {
         let mut ranges = self.read(|buf| datapage::insert_ranges(buf, slot, record.len()));
         if ranges.is_none() {
             self.logged_change(|buf| {
-                let before: mtr::Runs = vec![(0, buf.to_vec())];
+                let before = mtr::Saved::of(buf, &[(0, crate::units::PAGE_SIZE)]);
                 datapage::compact(buf);
                 ((), Some((mtr::Redo::Compact, before)))
             })?;
@@ -930,8 +930,7 @@ impl PageGuard<'_> {
         }
         let ranges = ranges.expect("a record that fits fits contiguously after compaction");
         self.logged_change(|buf| {
-            let before: mtr::Runs =
-                ranges.iter().map(|(from, to)| (*from as u16, buf[*from..*to].to_vec())).collect();
+            let before = mtr::Saved::of(buf, &ranges);
             let placed = datapage::insert(buf, slot, record);
             assert!(placed, "insert_ranges said the record fits without compaction");
             let redo = mtr::Redo::Insert { slot, record: record.to_vec() };
@@ -954,7 +953,7 @@ impl PageGuard<'_> {
     /// redo with the ranges to restore on abort (None: the bytes did not change).
     fn logged_change<R>(
         &self,
-        change: impl FnOnce(&mut PageBuf) -> (R, Option<(mtr::Redo, mtr::Runs)>),
+        change: impl FnOnce(&mut PageBuf) -> (R, Option<(mtr::Redo, mtr::Saved)>),
     ) -> SqlResult<R> {
         let own_mtr = !mtr::active();
         if own_mtr {
@@ -1028,7 +1027,7 @@ impl BufferPool {
             let buf = data.as_mut().expect("held frames have bytes");
             match &change.redo {
                 mtr::Redo::Xor(runs) | mtr::Redo::Format(runs) => mtr::apply_xor(buf, runs),
-                mtr::Redo::Insert { .. } | mtr::Redo::Compact => mtr::restore(buf, &change.before),
+                mtr::Redo::Insert { .. } | mtr::Redo::Compact => change.before.restore(buf),
             }
         }
     }
@@ -1065,8 +1064,10 @@ impl BufferPool {
             None => return Ok(()),
         };
         let Some(log) = self.log_of(database_id) else { return Ok(()) };
-        let mut records: Vec<LogRecord> = changes.iter().map(page_record).collect();
-        records.extend(extra.iter().map(|(record, _)| record.clone()));
+        let page_records: Vec<LogRecord> = changes.iter().map(page_record).collect();
+        let mut records: Vec<&LogRecord> = Vec::with_capacity(changes.len() + extra.len());
+        records.extend(page_records.iter());
+        records.extend(extra.iter().map(|(record, _)| record));
         let lsns = log.append_group(&records, crate::xact::compensating())?;
         let last = *lsns.last().expect("a group has records");
         crate::xact::logged(extra, &lsns[changes.len()..], &log);

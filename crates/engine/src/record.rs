@@ -409,8 +409,14 @@ pub fn encode(
     record_type: RecordType,
 ) -> SqlResult<Vec<u8>> {
     assert_eq!(columns.len(), values.len(), "one value per column");
-    let mut fixed = vec![0u8; layout.fixed_len];
-    let mut null_bitmap = vec![0u8; columns.len().div_ceil(8)];
+    // The header and fixed part, column count and null bitmap are written in place; the
+    // variable-length values follow once their offsets are known.
+    let fixed_end = 4 + layout.fixed_len;
+    let bitmap_at = fixed_end + 2;
+    let mut record = Vec::with_capacity(64 + bitmap_at);
+    record.resize(bitmap_at + columns.len().div_ceil(8), 0);
+    record[2..4].copy_from_slice(&(fixed_end as u16).to_le_bytes());
+    record[fixed_end..bitmap_at].copy_from_slice(&(columns.len() as u16).to_le_bytes());
     let mut var_values: Vec<Vec<u8>> = Vec::new();
     for (index, (column, value)) in columns.iter().zip(values).enumerate() {
         if *value == Value::Null {
@@ -425,31 +431,29 @@ pub fn encode(
                     ),
                 ));
             }
-            null_bitmap[index / 8] |= 1 << (index % 8);
+            record[bitmap_at + index / 8] |= 1 << (index % 8);
             if layout.fixed[index].is_none() {
                 var_values.push(Vec::new());
             }
             continue;
         }
         match layout.fixed[index] {
-            Some((offset, bit)) => encode_fixed(column, value, &mut fixed, offset, bit)?,
+            Some((offset, bit)) => {
+                encode_fixed(column, value, &mut record[4..fixed_end], offset, bit)?
+            }
             None => var_values.push(encode_var(column, value)?),
         }
     }
-    let null_positions: Vec<bool> =
-        layout.var_columns.iter().map(|c| values[*c] == Value::Null).collect();
-    let var_count = null_positions.iter().rposition(|is_null| !is_null).map_or(0, |last| last + 1);
+    let var_count = layout
+        .var_columns
+        .iter()
+        .rposition(|c| values[*c] != Value::Null)
+        .map_or(0, |last| last + 1);
     let mut status_a = (record_type as u8) << 1 | STATUS_NULL_BITMAP;
     if var_count > 0 {
         status_a |= STATUS_VAR_COLUMNS;
     }
-    let mut record = Vec::with_capacity(64 + fixed.len());
-    record.push(status_a);
-    record.push(0);
-    record.extend_from_slice(&((4 + fixed.len()) as u16).to_le_bytes());
-    record.extend_from_slice(&fixed);
-    record.extend_from_slice(&(columns.len() as u16).to_le_bytes());
-    record.extend_from_slice(&null_bitmap);
+    record[0] = status_a;
     if var_count > 0 {
         record.extend_from_slice(&(var_count as u16).to_le_bytes());
         let mut end = record.len() + 2 * var_count;

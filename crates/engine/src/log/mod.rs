@@ -787,11 +787,15 @@ impl LogManager {
     /// Log space reserved for rolling back open transactions is kept free: a group that would
     /// eat into it makes the log grow first, or fails with 9002 before anything is appended.
     /// A compensation group (`use_reserve`) may use the reserve: a rollback never runs out.
-    pub fn append_group(&self, records: &[LogRecord], use_reserve: bool) -> SqlResult<Vec<Lsn>> {
+    pub fn append_group<R: std::borrow::Borrow<LogRecord>>(
+        &self,
+        records: &[R],
+        use_reserve: bool,
+    ) -> SqlResult<Vec<Lsn>> {
         assert!(!records.is_empty(), "a group has records");
         let mut state = self.state.lock();
-        let needed: u64 =
-            records.iter().map(|r| r.encoded_len() as u64 + 2).sum::<u64>() + SECTOR_BYTES as u64;
+        let needed: u64 = records.iter().map(|r| r.borrow().encoded_len() as u64 + 2).sum::<u64>()
+            + SECTOR_BYTES as u64;
         let reserve = if use_reserve { 0 } else { state.reserved_bytes };
         let mut growths = 0;
         while state.free_bytes() < reserve + needed {
@@ -805,7 +809,7 @@ impl LogManager {
         let mut lsns = Vec::with_capacity(records.len());
         for (i, record) in records.iter().enumerate() {
             let continues = if i + 1 < records.len() { record::FLAG_GROUP_CONTINUES } else { 0 };
-            match self.append_locked(&mut state, record, continues) {
+            match self.append_locked(&mut state, record.borrow(), continues) {
                 Ok(lsn) => lsns.push(lsn),
                 Err(error) => {
                     // Records of the group already appended must never join a later group.

@@ -230,11 +230,37 @@ fn decode_runs(payload: &[u8]) -> Option<Runs> {
     (at == payload.len()).then_some(runs)
 }
 
-/// Writes saved bytes back: the undo of a change whose overwritten ranges were kept.
-pub fn restore(buf: &mut [u8; PAGE_SIZE], before: &[Run]) {
-    for (offset, bytes) in before {
-        let start = usize::from(*offset);
-        buf[start..start + bytes.len()].copy_from_slice(bytes);
+/// The bytes a logical change overwrote, kept to undo it if its mtr aborts: up to three
+/// ranges `(offset, length)` and their old bytes back to back (one allocation).
+#[derive(Default)]
+pub struct Saved {
+    ranges: [(u16, u16); 3],
+    bytes: Vec<u8>,
+}
+
+impl Saved {
+    /// Keeps the bytes of `ranges` (`[from, to)`, at most three).
+    pub fn of(buf: &[u8; PAGE_SIZE], ranges: &[(usize, usize)]) -> Saved {
+        assert!(ranges.len() <= 3, "at most three saved ranges");
+        let mut saved = Saved {
+            ranges: [(0, 0); 3],
+            bytes: Vec::with_capacity(ranges.iter().map(|(from, to)| to - from).sum()),
+        };
+        for (i, (from, to)) in ranges.iter().enumerate() {
+            saved.ranges[i] = (*from as u16, (to - from) as u16);
+            saved.bytes.extend_from_slice(&buf[*from..*to]);
+        }
+        saved
+    }
+
+    /// Writes the saved bytes back: the undo of the change.
+    pub fn restore(&self, buf: &mut [u8; PAGE_SIZE]) {
+        let mut at = 0;
+        for (offset, len) in self.ranges {
+            let (start, len) = (usize::from(offset), usize::from(len));
+            buf[start..start + len].copy_from_slice(&self.bytes[at..at + len]);
+            at += len;
+        }
     }
 }
 
@@ -243,8 +269,8 @@ pub struct PageChange {
     pub database_id: u16,
     pub page: PageId,
     pub redo: Redo,
-    /// For an insert: the byte ranges it overwrote, as they were (its undo if the mtr aborts).
-    pub before: Runs,
+    /// For an insert or a compaction: the bytes it overwrote (its undo if the mtr aborts).
+    pub before: Saved,
     /// m_type of the page after the change (for the record's context).
     pub page_type: u8,
     /// The buffer frame holding the page (latched by this session until commit).
@@ -417,8 +443,7 @@ mod tests {
                 break;
             };
             let before_page = page;
-            let before: Runs =
-                ranges.iter().map(|(from, to)| (*from as u16, page[*from..*to].to_vec())).collect();
+            let before = Saved::of(&page, &ranges);
             assert!(crate::datapage::insert(&mut page, slot, &record));
             let redo = Redo::Insert { slot, record };
             let payload = encode_page_payload(id, &redo);
@@ -427,7 +452,7 @@ mod tests {
             decoded.apply(&mut redone).expect("fits");
             assert_eq!(redone, page, "redo gives the same bytes");
             let mut undone = page;
-            restore(&mut undone, &before);
+            before.restore(&mut undone);
             assert_eq!(undone, before_page, "the saved ranges undo it");
         }
         assert!(crate::datapage::slot_count(&page) > 20, "the page filled");
