@@ -104,7 +104,9 @@ fn run_one(
         ],
         mixed_page_allocation: false,
     };
-    let db = Database::create(&instance, &spec).map_err(|e| e.to_string())?;
+    // As the server runs it: automatic checkpoints on the background checkpoint task.
+    let db = std::sync::Arc::new(Database::create(&instance, &spec).map_err(|e| e.to_string())?);
+    db.start_checkpoint_task();
     let columns = vec![
         Column::new("ID", SqlType::Int, false),
         Column::new("name", SqlType::NChar(2048), false),
@@ -144,6 +146,8 @@ fn run_one(
         logged_bytes,
         raw_seconds: 0.0,
     };
+    db.stop_checkpoint_task();
+    let db = std::sync::Arc::into_inner(db).ok_or("the bench holds the last reference")?;
     db.close().map_err(|e| e.to_string())?;
     let raw = raw_write(&temp.path().join("raw.bin"), logged_bytes)?;
     Ok(Outcome { raw_seconds: raw.as_secs_f64(), ..outcome })

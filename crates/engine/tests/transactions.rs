@@ -232,6 +232,45 @@ fn with_delayed_durability_commit_does_not_wait_for_the_log() {
     assert!(lab.instance.waits.get("WRITELOG").is_none());
 }
 
+/// With the checkpoint task started, a commit that makes a checkpoint due hands it to the task
+/// (SQL Server's background CHECKPOINT) and returns at once; the task runs it on its own
+/// session, the log's VLFs become reusable, and closing stops the task.
+#[test]
+fn the_checkpoint_task_takes_the_automatic_checkpoints() {
+    let lab = lab_with(|_| {});
+    let mut spec = spec();
+    spec.logs = vec![FileSpec::new("bank_log", "bank.ldf").size(size("1MB")).growth(size("1MB"))];
+    let db = std::sync::Arc::new(Database::create(&lab.instance, &spec).unwrap());
+    db.start_checkpoint_task();
+    let tree = accounts(&db);
+    let mut batches = 0;
+    while db.auto_checkpoints() == 0 {
+        assert!(batches < 2000, "no automatic checkpoint ran");
+        db.begin_tran().unwrap();
+        for n in 0..20 {
+            tree.insert(&db, &row(batches * 20 + n)).unwrap();
+        }
+        assert!(!db.maybe_checkpoint().unwrap(), "the session never runs one itself");
+        db.commit_tran().unwrap();
+        batches += 1;
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(tree.check(&db), Ok(batches as usize * 20));
+    db.stop_checkpoint_task();
+    // Without the task the session runs a due checkpoint itself again.
+    let before = db.auto_checkpoints();
+    while db.auto_checkpoints() == before {
+        assert!(batches < 4000, "no automatic checkpoint ran on the session");
+        db.begin_tran().unwrap();
+        for n in 0..20 {
+            tree.insert(&db, &row(batches * 20 + n)).unwrap();
+        }
+        db.commit_tran().unwrap();
+        batches += 1;
+    }
+    std::sync::Arc::into_inner(db).expect("the last reference").close().unwrap();
+}
+
 #[test]
 fn a_log_70_percent_full_checkpoints_automatically_and_reuses_its_vlfs() {
     let lab = lab_with(|_| {});

@@ -115,8 +115,9 @@ impl Server {
             batch_cache: crate::cache::BatchCache::default(),
         });
         for (name, path) in server.registry()? {
-            let db = Database::open(&server.instance, &path)?;
-            server.databases.write().insert(key(&name), Arc::new(db));
+            let db = Arc::new(Database::open(&server.instance, &path)?);
+            db.start_checkpoint_task();
+            server.databases.write().insert(key(&name), db);
         }
         if server.database("master").is_none() {
             let spec = DatabaseSpec::simple("master", SizeSpec::parse("4MB").expect("a size"));
@@ -196,6 +197,7 @@ impl Server {
             ));
         }
         let db = Arc::new(Database::create(&self.instance, spec)?);
+        db.start_checkpoint_task();
         db.catalog()?;
         self.databases.write().insert(key(&spec.name), db.clone());
         self.save_registry()?;
@@ -218,9 +220,12 @@ impl Server {
         let log_ids = db.log_files().into_iter().map(|(file_id, _, _)| file_id);
         let paths: Vec<PathBuf> =
             data_ids.chain(log_ids).filter_map(|file_id| db.file_path(file_id)).collect();
+        // The checkpoint task holds the database while it checkpoints: stop it first.
+        db.stop_checkpoint_task();
         match Arc::try_unwrap(db) {
             Ok(db) => db.close()?,
             Err(db) => {
+                db.start_checkpoint_task();
                 self.databases.write().insert(key(name), db);
                 return Err(SqlError::new(
                     3702,
@@ -241,6 +246,7 @@ impl Server {
         let databases: Vec<Arc<Database>> =
             std::mem::take(&mut *self.databases.write()).into_values().collect();
         for db in databases {
+            db.stop_checkpoint_task();
             if let Ok(db) = Arc::try_unwrap(db) {
                 db.close()?;
             }
@@ -255,6 +261,7 @@ impl Server {
         let databases: Vec<Arc<Database>> =
             std::mem::take(&mut *self.databases.write()).into_values().collect();
         for db in databases {
+            db.stop_checkpoint_task();
             if nowait {
                 db.log().flush_all()?;
                 continue;

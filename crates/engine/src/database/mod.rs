@@ -230,6 +230,8 @@ pub struct Database {
     checkpoint_log_bytes: std::sync::atomic::AtomicU64,
     checkpoint_running: Mutex<()>,
     auto_checkpoints: std::sync::atomic::AtomicU64,
+    /// The background checkpoint task, when started ([`Database::start_checkpoint_task`]).
+    checkpoint_task: Arc<checkpoint_task::CheckpointTask>,
     growth_lock: Mutex<()>,
     growth_events: Mutex<Vec<GrowthEvent>>,
     /// Pages holding ghost records, for the ghost-cleanup task.
@@ -386,6 +388,7 @@ pub(crate) fn zero_fill(
     Ok(())
 }
 
+mod checkpoint_task;
 mod create;
 mod ghosts;
 mod growth;
@@ -494,9 +497,9 @@ impl Database {
 
     /// An automatic checkpoint when one is due (reference §5.6): the log is 70 % full (SIMPLE
     /// recovery), or 256 MB of log have been written since the last checkpoint (extentdb's
-    /// stand-in for the recovery interval's one minute of redo). Runs on the calling session
-    /// (SQL Server's checkpoint is a background task); a session finding another checkpoint
-    /// under way does not wait for it.
+    /// stand-in for the recovery interval's one minute of redo). Handed to the background
+    /// checkpoint task when it runs (as in SQL Server; false is returned); otherwise run on
+    /// the calling session. A session finding another checkpoint under way does not wait.
     pub fn maybe_checkpoint(&self) -> SqlResult<bool> {
         let (size_mb, used_pct) = self.log.space();
         let since = self
@@ -513,10 +516,10 @@ impl Database {
         if !simple_and_full && since < AUTO_CHECKPOINT_LOG_BYTES {
             return Ok(false);
         }
-        let Some(_running) = self.checkpoint_running.try_lock() else { return Ok(false) };
-        self.checkpoint()?;
-        self.auto_checkpoints.fetch_add(1, Ordering::Relaxed);
-        Ok(true)
+        if self.checkpoint_task.request() {
+            return Ok(false);
+        }
+        self.automatic_checkpoint()
     }
 
     /// Automatic checkpoints taken so far.
@@ -722,6 +725,7 @@ impl Database {
 
     /// Checkpoints and closes the database.
     pub fn close(self) -> SqlResult<()> {
+        self.stop_checkpoint_task();
         self.checkpoint()?;
         self.log.flush_all()?;
         self.release_from_instance();
@@ -761,6 +765,7 @@ impl Database {
 
 impl Drop for Database {
     fn drop(&mut self) {
+        self.stop_checkpoint_task();
         if !self.closed.load(Ordering::Acquire) {
             if let Err(err) = self.checkpoint() {
                 self.instance.errorlog.write_error(&current_process_info(), &err);

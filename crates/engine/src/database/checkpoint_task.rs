@@ -1,0 +1,119 @@
+//! The background checkpoint task (reference §5.6): SQL Server's automatic checkpoints are run
+//! by a system task, not by the session whose commit made one due. Once
+//! [`Database::start_checkpoint_task`] has started it, [`Database::maybe_checkpoint`] hands a
+//! due checkpoint to the task and the committing session goes on; without it (embedded use
+//! that never starts the task) the session runs the checkpoint itself, as before.
+//!
+//! The task holds only a weak reference to the database while it waits, so dropping the last
+//! reference still closes the database; [`Database::stop_checkpoint_task`] stops it and waits
+//! for a checkpoint under way.
+
+use super::*;
+use parking_lot::Condvar;
+use std::sync::Weak;
+use std::sync::atomic::AtomicBool;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The session id the checkpoint task runs as (a system session, below 51).
+pub const CHECKPOINT_SPID: u16 = 19;
+/// How often a waiting task looks whether its database is gone.
+const IDLE_CHECK: Duration = Duration::from_millis(200);
+
+/// The task's state, shared by the database and the task's thread.
+#[derive(Default)]
+pub(super) struct CheckpointTask {
+    /// Whether a task runs: due checkpoints are handed to it.
+    running: AtomicBool,
+    stop: AtomicBool,
+    wanted: Mutex<bool>,
+    wake: Condvar,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl CheckpointTask {
+    /// Asks the task for a checkpoint; false if no task runs (the caller runs it itself).
+    pub(super) fn request(&self) -> bool {
+        if !self.running.load(Ordering::Acquire) {
+            return false;
+        }
+        *self.wanted.lock() = true;
+        self.wake.notify_one();
+        true
+    }
+
+    /// Waits up to `timeout` for a request; true if there was one (it is taken).
+    fn take_request(&self, timeout: Duration) -> bool {
+        let mut wanted = self.wanted.lock();
+        if !*wanted {
+            self.wake.wait_for(&mut wanted, timeout);
+        }
+        std::mem::replace(&mut *wanted, false)
+    }
+}
+
+impl Database {
+    /// Starts the background checkpoint task: from now on automatic checkpoints run on it.
+    pub fn start_checkpoint_task(self: &Arc<Self>) {
+        let task = Arc::clone(&self.checkpoint_task);
+        let mut thread = task.thread.lock();
+        if thread.is_some() {
+            return;
+        }
+        let weak: Weak<Database> = Arc::downgrade(self);
+        let shared = Arc::clone(&task);
+        task.stop.store(false, Ordering::Release);
+        let handle = std::thread::Builder::new()
+            .name("extentdb-checkpoint".into())
+            .spawn(move || checkpoint_loop(&shared, &weak))
+            .expect("the checkpoint thread starts");
+        task.running.store(true, Ordering::Release);
+        *thread = Some(handle);
+    }
+
+    /// Stops the checkpoint task and waits for a checkpoint it has under way; automatic
+    /// checkpoints run on the committing session again.
+    pub fn stop_checkpoint_task(&self) {
+        let task = &self.checkpoint_task;
+        task.running.store(false, Ordering::Release);
+        task.stop.store(true, Ordering::Release);
+        task.wake.notify_one();
+        let handle = task.thread.lock().take();
+        if let Some(handle) = handle
+            && handle.thread().id() != std::thread::current().id()
+        {
+            let _ = handle.join();
+        }
+    }
+
+    /// An automatic checkpoint, unless another is under way.
+    pub(super) fn automatic_checkpoint(&self) -> SqlResult<bool> {
+        let Some(_running) = self.checkpoint_running.try_lock() else { return Ok(false) };
+        self.checkpoint()?;
+        self.auto_checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+}
+
+fn checkpoint_loop(task: &CheckpointTask, weak: &Weak<Database>) {
+    crate::instance::set_current_spid(CHECKPOINT_SPID);
+    loop {
+        let requested = task.take_request(IDLE_CHECK);
+        if task.stop.load(Ordering::Acquire) {
+            return;
+        }
+        if !requested {
+            if weak.strong_count() == 0 {
+                return;
+            }
+            continue;
+        }
+        let Some(db) = weak.upgrade() else { return };
+        if db.closed.load(Ordering::Acquire) {
+            return;
+        }
+        if let Err(error) = db.automatic_checkpoint() {
+            db.instance.errorlog.write_error(&current_process_info(), &error);
+        }
+    }
+}
