@@ -212,7 +212,43 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
         }
         kept.push(token);
     }
+    insert_optional_delete_from(&mut kept, &mut removed);
     Ok((kept, removed))
+}
+
+/// `DELETE t WHERE ...`: T-SQL's FROM after DELETE is optional, sqlparser's is not. Where a
+/// DELETE (not `ON DELETE`) is followed by an object name and no FROM, the FROM is put in;
+/// `DELETE alias FROM table ...` keeps its own.
+fn insert_optional_delete_from(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
+    let mut at = 0;
+    while at + 1 < kept.len() {
+        let is_statement_delete =
+            is_word(&kept[at].token, "DELETE") && (at == 0 || !is_word(&kept[at - 1].token, "ON"));
+        let target = &kept[at + 1].token;
+        let names_target = matches!(target, Token::Word(_))
+            && !["FROM", "TOP", "CASCADE", "NO", "SET", "ON"].iter().any(|w| is_word(target, w));
+        if !(is_statement_delete && names_target) {
+            at += 1;
+            continue;
+        }
+        let mut end = at + 1;
+        while end + 2 < kept.len()
+            && kept[end + 1].token == Token::Period
+            && matches!(kept[end + 2].token, Token::Word(_))
+        {
+            end += 2;
+        }
+        if kept.get(end + 1).is_some_and(|t| is_word(&t.token, "FROM")) {
+            at = end + 1;
+            continue;
+        }
+        let from = TokenWithSpan { token: Token::make_keyword("FROM"), span: kept[at + 1].span };
+        kept.insert(at + 1, from);
+        for (position, _) in removed.iter_mut().filter(|(p, _)| *p > at) {
+            *position += 1;
+        }
+        at = end + 2;
+    }
 }
 
 /// Parses a batch into statements (a syntax error anywhere fails the whole batch).

@@ -116,7 +116,7 @@ impl Server {
         });
         for (name, path) in server.registry()? {
             let db = Arc::new(Database::open(&server.instance, &path)?);
-            db.start_checkpoint_task();
+            start_system_tasks(&db);
             server.databases.write().insert(key(&name), db);
         }
         if server.database("master").is_none() {
@@ -197,7 +197,7 @@ impl Server {
             ));
         }
         let db = Arc::new(Database::create(&self.instance, spec)?);
-        db.start_checkpoint_task();
+        start_system_tasks(&db);
         db.catalog()?;
         self.databases.write().insert(key(&spec.name), db.clone());
         self.save_registry()?;
@@ -220,12 +220,12 @@ impl Server {
         let log_ids = db.log_files().into_iter().map(|(file_id, _, _)| file_id);
         let paths: Vec<PathBuf> =
             data_ids.chain(log_ids).filter_map(|file_id| db.file_path(file_id)).collect();
-        // The checkpoint task holds the database while it checkpoints: stop it first.
-        db.stop_checkpoint_task();
+        // The system tasks hold the database while they work: stop them first.
+        db.stop_background_tasks();
         match Arc::try_unwrap(db) {
             Ok(db) => db.close()?,
             Err(db) => {
-                db.start_checkpoint_task();
+                start_system_tasks(&db);
                 self.databases.write().insert(key(name), db);
                 return Err(SqlError::new(
                     3702,
@@ -246,7 +246,7 @@ impl Server {
         let databases: Vec<Arc<Database>> =
             std::mem::take(&mut *self.databases.write()).into_values().collect();
         for db in databases {
-            db.stop_checkpoint_task();
+            db.stop_background_tasks();
             if let Ok(db) = Arc::try_unwrap(db) {
                 db.close()?;
             }
@@ -261,7 +261,7 @@ impl Server {
         let databases: Vec<Arc<Database>> =
             std::mem::take(&mut *self.databases.write()).into_values().collect();
         for db in databases {
-            db.stop_checkpoint_task();
+            db.stop_background_tasks();
             if nowait {
                 db.log().flush_all()?;
                 continue;
@@ -278,4 +278,11 @@ impl Server {
     pub fn dir(&self) -> &Path {
         self.instance.dir()
     }
+}
+
+/// The background tasks SQL Server runs for every database: automatic checkpoints, and ghost
+/// cleanup every 5 seconds (trace flag 661 turns its runs off).
+fn start_system_tasks(db: &Arc<Database>) {
+    db.start_checkpoint_task();
+    db.start_ghost_cleanup(engine::database::GHOST_CLEANUP_INTERVAL);
 }

@@ -64,3 +64,40 @@ fn a_deadlock_between_two_sessions_makes_one_the_victim() {
     drop(setup);
     server.shutdown().expect("shutdown");
 }
+
+/// The ghosts of the index's leaf level, as sys.dm_db_index_physical_stats counts them.
+fn leaf_ghosts(session: &mut Session) -> u64 {
+    let (errors, text) = run(
+        session,
+        "SELECT SUM(ghost_record_count) AS ghosts FROM sys.dm_db_index_physical_stats(DB_ID(), \
+         OBJECT_ID('g'), 1, NULL, 'DETAILED') WHERE index_level = 0",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let value = text.lines().map(str::trim).find(|line| line.parse::<u64>().is_ok());
+    value.unwrap_or_else(|| panic!("no count in {text}")).parse().expect("a count")
+}
+
+/// The server runs SQL Server's ghost-cleanup task for every database (every 5 seconds): the
+/// rows a DELETE left as ghosts go without any session asking.
+#[test]
+fn the_server_removes_ghost_records_in_the_background() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut session = Session::new(&server);
+    let (errors, _) = run(
+        &mut session,
+        "CREATE TABLE g (id INT PRIMARY KEY, pad CHAR(100) NOT NULL)\n\
+         DECLARE @i INT = 0;\n\
+         WHILE @i < 400 BEGIN INSERT g (id, pad) VALUES (@i, 'x'); SET @i += 1; END;\n\
+         DELETE FROM g WHERE id % 2 = 0",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(leaf_ghosts(&mut session) > 0, "the DELETE left ghosts");
+    let started = std::time::Instant::now();
+    while leaf_ghosts(&mut session) > 0 {
+        assert!(started.elapsed().as_secs() < 60, "no ghost cleanup ran in a minute");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let (_, text) = run(&mut session, "SELECT COUNT(*) AS n FROM g");
+    assert!(text.contains("200"), "{text}");
+}

@@ -20,9 +20,10 @@ pub const CHECKPOINT_SPID: u16 = 19;
 /// How often a waiting task looks whether its database is gone.
 const IDLE_CHECK: Duration = Duration::from_millis(200);
 
-/// The task's state, shared by the database and the task's thread.
+/// A background system task's state, shared by the database and the task's thread (the
+/// checkpoint task, and the ghost-cleanup task of `ghosts.rs`).
 #[derive(Default)]
-pub(super) struct CheckpointTask {
+pub(super) struct BackgroundTask {
     /// Whether a task runs: due checkpoints are handed to it.
     running: AtomicBool,
     stop: AtomicBool,
@@ -31,7 +32,7 @@ pub(super) struct CheckpointTask {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl CheckpointTask {
+impl BackgroundTask {
     /// Asks the task for a checkpoint; false if no task runs (the caller runs it itself).
     pub(super) fn request(&self) -> bool {
         if !self.running.load(Ordering::Acquire) {
@@ -43,47 +44,69 @@ impl CheckpointTask {
     }
 
     /// Waits up to `timeout` for a request; true if there was one (it is taken).
-    fn take_request(&self, timeout: Duration) -> bool {
+    pub(super) fn take_request(&self, timeout: Duration) -> bool {
         let mut wanted = self.wanted.lock();
-        if !*wanted {
+        if !*wanted && !self.stopped() {
             self.wake.wait_for(&mut wanted, timeout);
         }
         std::mem::replace(&mut *wanted, false)
+    }
+
+    pub(super) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// Runs `body` on a thread named `name` unless the task runs already.
+    pub(super) fn start(&self, name: &str, body: impl FnOnce() + Send + 'static) {
+        let mut thread = self.thread.lock();
+        if thread.is_some() {
+            return;
+        }
+        self.stop.store(false, Ordering::Release);
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(body)
+            .expect("a background task's thread starts");
+        self.running.store(true, Ordering::Release);
+        *thread = Some(handle);
+    }
+
+    /// Stops the task and waits for its thread (unless called on it).
+    pub(super) fn stop(&self) {
+        self.running.store(false, Ordering::Release);
+        self.stop.store(true, Ordering::Release);
+        {
+            let _wanted = self.wanted.lock();
+            self.wake.notify_one();
+        }
+        let handle = self.thread.lock().take();
+        if let Some(handle) = handle
+            && handle.thread().id() != std::thread::current().id()
+        {
+            let _ = handle.join();
+        }
     }
 }
 
 impl Database {
     /// Starts the background checkpoint task: from now on automatic checkpoints run on it.
     pub fn start_checkpoint_task(self: &Arc<Self>) {
-        let task = Arc::clone(&self.checkpoint_task);
-        let mut thread = task.thread.lock();
-        if thread.is_some() {
-            return;
-        }
         let weak: Weak<Database> = Arc::downgrade(self);
-        let shared = Arc::clone(&task);
-        task.stop.store(false, Ordering::Release);
-        let handle = std::thread::Builder::new()
-            .name("extentdb-checkpoint".into())
-            .spawn(move || checkpoint_loop(&shared, &weak))
-            .expect("the checkpoint thread starts");
-        task.running.store(true, Ordering::Release);
-        *thread = Some(handle);
+        let shared = Arc::clone(&self.checkpoint_task);
+        self.checkpoint_task.start("extentdb-checkpoint", move || checkpoint_loop(&shared, &weak));
     }
 
     /// Stops the checkpoint task and waits for a checkpoint it has under way; automatic
     /// checkpoints run on the committing session again.
     pub fn stop_checkpoint_task(&self) {
-        let task = &self.checkpoint_task;
-        task.running.store(false, Ordering::Release);
-        task.stop.store(true, Ordering::Release);
-        task.wake.notify_one();
-        let handle = task.thread.lock().take();
-        if let Some(handle) = handle
-            && handle.thread().id() != std::thread::current().id()
-        {
-            let _ = handle.join();
-        }
+        self.checkpoint_task.stop();
+    }
+
+    /// Stops the checkpoint and ghost-cleanup tasks and waits for their work under way, so
+    /// that they hold no reference to the database any more (before DROP DATABASE or close).
+    pub fn stop_background_tasks(&self) {
+        self.checkpoint_task.stop();
+        self.ghost_task.stop();
     }
 
     /// An automatic checkpoint, unless another is under way.
@@ -95,11 +118,11 @@ impl Database {
     }
 }
 
-fn checkpoint_loop(task: &CheckpointTask, weak: &Weak<Database>) {
+fn checkpoint_loop(task: &BackgroundTask, weak: &Weak<Database>) {
     crate::instance::set_current_spid(CHECKPOINT_SPID);
     loop {
         let requested = task.take_request(IDLE_CHECK);
-        if task.stop.load(Ordering::Acquire) {
+        if task.stopped() {
             return;
         }
         if !requested {

@@ -320,6 +320,7 @@ impl Database {
             checkpoint_running: Mutex::new(()),
             auto_checkpoints: std::sync::atomic::AtomicU64::new(0),
             checkpoint_task: Arc::default(),
+            ghost_task: Arc::default(),
             growth_lock: Mutex::new(()),
             growth_events: Mutex::new(Vec::new()),
             ghost_pages: Mutex::new(BTreeSet::new()),

@@ -112,25 +112,27 @@ impl Database {
         Ok(())
     }
 
-    /// Starts the background task: a run every `interval` until the database is dropped.
+    /// Starts the background task: a run every `interval` until the database is dropped or
+    /// the task stopped ([`Database::stop_background_tasks`]).
     pub fn start_ghost_cleanup(self: &Arc<Self>, interval: Duration) {
         let weak: Weak<Database> = Arc::downgrade(self);
-        std::thread::Builder::new()
-            .name("extentdb-ghostcleanup".into())
-            .spawn(move || {
-                crate::instance::set_current_spid(GHOST_CLEANUP_SPID);
-                loop {
-                    std::thread::sleep(interval);
-                    let Some(db) = weak.upgrade() else { return };
-                    if db.closed.load(Ordering::Acquire) {
-                        return;
-                    }
-                    if let Err(error) = db.ghost_cleanup_run(GHOST_PAGES_PER_RUN) {
-                        db.instance.errorlog.write_error(&current_process_info(), &error);
-                    }
+        let task = Arc::clone(&self.ghost_task);
+        self.ghost_task.start("extentdb-ghostcleanup", move || {
+            crate::instance::set_current_spid(GHOST_CLEANUP_SPID);
+            loop {
+                task.take_request(interval);
+                if task.stopped() {
+                    return;
                 }
-            })
-            .expect("the ghost cleanup thread starts");
+                let Some(db) = weak.upgrade() else { return };
+                if db.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                if let Err(error) = db.ghost_cleanup_run(GHOST_PAGES_PER_RUN) {
+                    db.instance.errorlog.write_error(&current_process_info(), &error);
+                }
+            }
+        });
     }
 }
 

@@ -231,7 +231,9 @@ pub struct Database {
     checkpoint_running: Mutex<()>,
     auto_checkpoints: std::sync::atomic::AtomicU64,
     /// The background checkpoint task, when started ([`Database::start_checkpoint_task`]).
-    checkpoint_task: Arc<checkpoint_task::CheckpointTask>,
+    checkpoint_task: Arc<checkpoint_task::BackgroundTask>,
+    /// The ghost-cleanup task, when started ([`Database::start_ghost_cleanup`]).
+    ghost_task: Arc<checkpoint_task::BackgroundTask>,
     growth_lock: Mutex<()>,
     growth_events: Mutex<Vec<GrowthEvent>>,
     /// Pages holding ghost records, for the ghost-cleanup task.
@@ -725,7 +727,7 @@ impl Database {
 
     /// Checkpoints and closes the database.
     pub fn close(self) -> SqlResult<()> {
-        self.stop_checkpoint_task();
+        self.stop_background_tasks();
         self.checkpoint()?;
         self.log.flush_all()?;
         self.release_from_instance();
@@ -765,7 +767,7 @@ impl Database {
 
 impl Drop for Database {
     fn drop(&mut self) {
-        self.stop_checkpoint_task();
+        self.stop_background_tasks();
         if !self.closed.load(Ordering::Acquire) {
             if let Err(err) = self.checkpoint() {
                 self.instance.errorlog.write_error(&current_process_info(), &err);

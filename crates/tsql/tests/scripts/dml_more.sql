@@ -47,3 +47,11 @@ SELECT MAX(n) AS highest FROM Numbers OPTION (MAXRECURSION 1000)
 WITH Numbers AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM Numbers WHERE n < 500)
 SELECT MAX(n) AS highest FROM Numbers OPTION (MAXRECURSION 10)
 GO
+-- FROM is optional after DELETE; an alias before FROM still names the joined table.
+CREATE TABLE Bin (id INT PRIMARY KEY, tag VARCHAR(10))
+INSERT Bin VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')
+DELETE Bin WHERE id = 1
+DELETE dbo.Bin WHERE tag = 'b'
+DELETE b FROM Bin b WHERE b.id = 3
+SELECT id, tag FROM Bin
+GO
