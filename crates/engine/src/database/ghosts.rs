@@ -4,8 +4,9 @@
 //!
 //! The database keeps the set of pages that received ghosts (SQL Server flags the database as
 //! "has ghosts" and scans for them); each run takes up to [`GHOST_PAGES_PER_RUN`] of them.
-//! SQL Server runs the task every 5 seconds; [`Database::start_ghost_cleanup`] takes the
-//! interval so that tests need not wait that long.
+//! SQL Server runs the task every 5 seconds, and so does the T-SQL server, which starts it for
+//! every database; [`Database::start_ghost_cleanup`] takes the interval so that engine tests
+//! need not wait that long.
 
 use super::*;
 use crate::datapage;
