@@ -24,7 +24,7 @@ const IDLE_CHECK: Duration = Duration::from_millis(200);
 /// checkpoint task, and the ghost-cleanup task of `ghosts.rs`).
 #[derive(Default)]
 pub(super) struct BackgroundTask {
-    /// Whether a task runs: due checkpoints are handed to it.
+    /// Whether the task's thread runs (so that a request will be served).
     running: AtomicBool,
     stop: AtomicBool,
     wanted: Mutex<bool>,
@@ -33,7 +33,8 @@ pub(super) struct BackgroundTask {
 }
 
 impl BackgroundTask {
-    /// Asks the task for a checkpoint; false if no task runs (the caller runs it itself).
+    /// Asks the task to do its work now (the checkpoint task: a checkpoint); false if the task
+    /// does not run (the caller then does the work itself).
     pub(super) fn request(&self) -> bool {
         if !self.running.load(Ordering::Acquire) {
             return false;
