@@ -70,19 +70,9 @@ pub fn is_empty_slot(buf: &PageBuf, slot: u16) -> bool {
 
 /// The record in `slot`.
 pub fn record(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
-    if slot >= slot_count(buf) {
-        return Err(BadRecord("slot beyond m_slotCnt"));
-    }
-    let offset = usize::from(slot_offset(&buf[..], slot));
-    if offset == 0 {
-        return Err(BadRecord("empty slot"));
-    }
-    let free_data = usize::from(page::header_free_data(&buf[..]));
-    if offset < PAGE_HEADER_SIZE || offset >= free_data {
-        return Err(BadRecord("slot offset outside the record area"));
-    }
-    let len = record::record_len(&buf[offset..free_data])?;
-    Ok(&buf[offset..offset + len])
+    let prefix = record_prefix(buf, slot)?;
+    let len = record::record_len(prefix)?;
+    Ok(&prefix[..len])
 }
 
 /// The bytes from the start of the record in `slot` to m_freeData: the record and what follows
@@ -93,6 +83,9 @@ pub fn record_prefix(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
         return Err(BadRecord("slot beyond m_slotCnt"));
     }
     let offset = usize::from(slot_offset(&buf[..], slot));
+    if offset == 0 {
+        return Err(BadRecord("empty slot"));
+    }
     let free_data = usize::from(page::header_free_data(&buf[..]));
     if offset < PAGE_HEADER_SIZE || offset >= free_data || free_data > PAGE_SIZE {
         return Err(BadRecord("slot offset outside the record area"));

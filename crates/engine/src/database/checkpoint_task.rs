@@ -17,8 +17,6 @@ use std::time::Duration;
 
 /// The session id the checkpoint task runs as (a system session, below 51).
 pub const CHECKPOINT_SPID: u16 = 19;
-/// How often a waiting task looks whether its database is gone.
-const IDLE_CHECK: Duration = Duration::from_millis(200);
 
 /// A background system task's state, shared by the database and the task's thread (the
 /// checkpoint task, and the ghost-cleanup task of `ghosts.rs`).
@@ -44,11 +42,17 @@ impl BackgroundTask {
         true
     }
 
-    /// Waits up to `timeout` for a request; true if there was one (it is taken).
-    pub(super) fn take_request(&self, timeout: Duration) -> bool {
+    /// Waits for a request or a stop, at most `timeout` if one is given; true if there was a
+    /// request (it is taken).
+    pub(super) fn take_request(&self, timeout: Option<Duration>) -> bool {
         let mut wanted = self.wanted.lock();
         if !*wanted && !self.stopped() {
-            self.wake.wait_for(&mut wanted, timeout);
+            match timeout {
+                Some(timeout) => {
+                    self.wake.wait_for(&mut wanted, timeout);
+                }
+                None => self.wake.wait(&mut wanted),
+            }
         }
         std::mem::replace(&mut *wanted, false)
     }
@@ -121,15 +125,14 @@ impl Database {
 
 fn checkpoint_loop(task: &BackgroundTask, weak: &Weak<Database>) {
     crate::instance::set_current_spid(CHECKPOINT_SPID);
+    // The database's drop stops the task (`stop_background_tasks`), so it waits for nothing
+    // else than a request or that stop.
     loop {
-        let requested = task.take_request(IDLE_CHECK);
+        let requested = task.take_request(None);
         if task.stopped() {
             return;
         }
         if !requested {
-            if weak.strong_count() == 0 {
-                return;
-            }
             continue;
         }
         let Some(db) = weak.upgrade() else { return };

@@ -121,7 +121,7 @@ impl Database {
         self.ghost_task.start("extentdb-ghostcleanup", move || {
             crate::instance::set_current_spid(GHOST_CLEANUP_SPID);
             loop {
-                task.take_request(interval);
+                task.take_request(Some(interval));
                 if task.stopped() {
                     return;
                 }
