@@ -424,6 +424,8 @@ impl BTree {
         let (mut low, mut high) = (0u16, datapage::slot_count(buf));
         while low < high {
             let mid = (low + high) / 2;
+            datapage::touch_record(buf, (low + mid) / 2);
+            datapage::touch_record(buf, (mid + 1 + high) / 2);
             let bytes =
                 datapage::record_prefix(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
             let order = record::compare_record_key(
@@ -464,6 +466,8 @@ impl BTree {
         let (mut low, mut high) = (1u16, count);
         while low < high {
             let mid = (low + high) / 2;
+            datapage::touch_record(buf, (low + mid) / 2);
+            datapage::touch_record(buf, (mid + 1 + high) / 2);
             let bytes =
                 datapage::record_prefix(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
             let order = record::compare_record_key(

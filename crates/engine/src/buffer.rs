@@ -57,7 +57,8 @@ use crate::spinlock::SpinMutex;
 use crate::units::{PAGE_SIZE_U64, PageId};
 use crate::waits::{LatchStats, SpinlockStats, WaitStats, WaitingTasks};
 use parking_lot::{Condvar, Mutex, RwLock};
-use std::collections::HashMap;
+// Page keys are small integers chosen by the engine: FxHash, not SipHash's DoS resistance.
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -193,17 +194,19 @@ impl BufferPool {
         let frames = frames.max(MIN_FRAMES);
         let pool = Arc::new(BufferPool {
             frames: (0..frames).map(|_| Frame::default()).collect(),
-            table: SpinMutex::new(HashMap::with_capacity(frames), "BUF_HASH", &stats.spinlocks),
+            // Grows with the pages cached: sized for every frame, it spread a small working
+            // set's entries over more cache lines, and each lookup missed.
+            table: SpinMutex::new(HashMap::default(), "BUF_HASH", &stats.spinlocks),
             free: Mutex::new((0..frames).rev().collect()),
             clock_hand: Mutex::new(0),
-            files: RwLock::new(HashMap::new()),
+            files: RwLock::new(HashMap::default()),
             stats,
-            page_waits: Mutex::new(HashMap::new()),
+            page_waits: Mutex::new(HashMap::default()),
             page_reads: AtomicU64::new(0),
             page_writes: AtomicU64::new(0),
             read_ahead_pages: AtomicU64::new(0),
             pfs_latch_hold_us: AtomicU64::new(0),
-            logs: RwLock::new(HashMap::new()),
+            logs: RwLock::new(HashMap::default()),
             evictions: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
             buffers_allocated: AtomicU64::new(0),

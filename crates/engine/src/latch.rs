@@ -82,7 +82,8 @@ struct Waiter {
 struct LatchState {
     held: [u32; 5],
     /// Session ids of the holders (for blocking_session_id), one entry per hold.
-    holders: Vec<(u16, LatchMode)>,
+    /// Inline for the usual few holders: no heap line to fetch on each grant.
+    holders: smallvec::SmallVec<[(u16, LatchMode); 4]>,
     queue: VecDeque<Waiter>,
     /// Tickets granted by a releaser, with the moment they were granted (signalled).
     granted: Vec<(u64, Instant)>,

@@ -24,7 +24,8 @@
 
 use crate::error::{SqlError, SqlResult};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -407,7 +408,8 @@ impl LockManager {
     /// cheapest transaction in it as the victim.
     fn find_deadlock(tables: &mut [MutexGuard<'_, Table>], start: u64) -> Option<DeadlockReport> {
         // waiter xact -> (resource, mode, owner) and the xacts it waits for.
-        let mut waits: HashMap<u64, (LockResource, LockMode, LockOwner, Vec<u64>)> = HashMap::new();
+        let mut waits: HashMap<u64, (LockResource, LockMode, LockOwner, Vec<u64>)> =
+            HashMap::default();
         for table in tables.iter() {
             for (resource, entry) in &table.entries {
                 Self::add_waits(&mut waits, resource, entry);
