@@ -377,7 +377,8 @@ pub(crate) fn zero_fill(
     let mut offset = from;
     while offset < to {
         let len = (to - offset).min(ZERO_CHUNK_BYTES as u64) as usize;
-        handle.write_at(&ZEROS[..len], offset)?;
+        // Unbuffered where the file system allows, as WriteFileGather writes its zeros.
+        handle.write_gathered(&[&ZEROS[..len]], offset)?;
         offset += len as u64;
     }
     handle.sync_data()?;

@@ -47,6 +47,19 @@ pub trait IoFile: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// Writes all of `buf` at `offset`.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Writes `parts` back to back from `offset`, as one unbuffered write where the backend
+    /// can: the log's block writes, which SQL Server issues on files opened with
+    /// FILE_FLAG_NO_BUFFERING, so the bytes go to the device without a page-cache copy. The
+    /// durability contract is unchanged (durable after `sync_data`). By default, `write_at` of
+    /// each part in turn.
+    fn write_gathered(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {
+        let mut at = offset;
+        for part in parts {
+            self.write_at(part, at)?;
+            at += part.len() as u64;
+        }
+        Ok(())
+    }
     /// Appends all of `buf` at the end of the file.
     fn append(&self, buf: &[u8]) -> io::Result<()>;
     /// Makes previous writes durable (fdatasync).

@@ -151,6 +151,12 @@ impl IoFile for CountedFile {
         self.counters.add_write(buf.len(), started);
         result
     }
+    fn write_gathered(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {
+        let started = Instant::now();
+        let result = self.inner.write_gathered(parts, offset);
+        self.counters.add_write(parts.iter().map(|p| p.len()).sum(), started);
+        result
+    }
     fn append(&self, buf: &[u8]) -> io::Result<()> {
         let started = Instant::now();
         let result = self.inner.append(buf);

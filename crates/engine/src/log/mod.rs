@@ -66,6 +66,8 @@ pub const MIN_LOG_FILE_PAGES: u32 = 64;
 const MAX_GROWTHS_PER_APPEND: u32 = 64;
 /// Autogrowths up to this size use IFI under the 2022 rule.
 const LOG_IFI_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// The most bytes of consecutive log blocks gathered into one write (1 MB).
+const MAX_GATHERED_WRITE_BYTES: u64 = 1024 * 1024;
 
 /// Why the log cannot be truncated (sys.databases.log_reuse_wait_desc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1046,12 +1048,27 @@ impl LogManager {
             }
             (writes, state.end_lsn, targets)
         };
-        // Appenders carry on filling the next block while this session writes.
-        for write in &writes {
-            let (handle, path) = &targets[&write.file_id];
+        // Appenders carry on filling the next block while this session writes. Blocks that
+        // follow each other in a file go out as one gathered, unbuffered write.
+        let mut first = 0;
+        while first < writes.len() {
+            let (file_id, offset) = (writes[first].file_id, writes[first].offset);
+            let mut end = offset + writes[first].bytes.len() as u64;
+            let mut last = first + 1;
+            while last < writes.len()
+                && writes[last].file_id == file_id
+                && writes[last].offset == end
+                && end - offset < MAX_GATHERED_WRITE_BYTES
+            {
+                end += writes[last].bytes.len() as u64;
+                last += 1;
+            }
+            let parts: Vec<&[u8]> = writes[first..last].iter().map(|w| &w.bytes[..]).collect();
+            let (handle, path) = &targets[&file_id];
             handle
-                .write_at(&write.bytes, write.offset)
-                .map_err(|err| os_write_error(&err, write.offset, path))?;
+                .write_gathered(&parts, offset)
+                .map_err(|err| os_write_error(&err, offset, path))?;
+            first = last;
         }
         for (handle, path) in targets.values() {
             handle.sync_data().map_err(|err| os_write_error(&err, 0, path))?;
