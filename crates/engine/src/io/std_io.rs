@@ -16,6 +16,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The alignment of unbuffered writes: offset, length and buffer address (a 512-byte sector,
 /// the unit of SQL Server's log blocks; the staging buffer is aligned to a 4 KB page).
@@ -28,26 +30,26 @@ pub struct StdIo;
 struct StdFile {
     file: File,
     path: PathBuf,
-    direct: Mutex<Direct>,
-}
-
-/// The O_DIRECT side of a file, opened at its first gathered write.
-#[derive(Default)]
-enum Direct {
-    #[default]
-    Unopened,
-    Open {
-        file: File,
-        /// Reused between writes, so that its pages are touched once.
-        staging: Vec<u8>,
-        writes: u64,
-    },
-    Unsupported,
+    /// The O_DIRECT descriptor, opened at the first gathered write; None where refused.
+    direct: OnceLock<Option<File>>,
+    /// Set when the device refused an aligned unbuffered write (EINVAL): buffered from then on.
+    direct_refused: AtomicBool,
+    /// A staging buffer reused between writes, so that its pages are touched once; a write
+    /// that finds it busy (two writers at once) stages in a buffer of its own.
+    staging: Mutex<Vec<u8>>,
+    direct_writes: AtomicU64,
 }
 
 impl StdFile {
     fn new(file: File, path: &Path) -> StdFile {
-        StdFile { file, path: path.to_path_buf(), direct: Mutex::new(Direct::Unopened) }
+        StdFile {
+            file,
+            path: path.to_path_buf(),
+            direct: OnceLock::new(),
+            direct_refused: AtomicBool::new(false),
+            staging: Mutex::new(Vec::new()),
+            direct_writes: AtomicU64::new(0),
+        }
     }
 
     /// Writes through O_DIRECT; Ok(false) when this write or this file cannot.
@@ -57,14 +59,18 @@ impl StdFile {
         if len == 0 || !aligned(offset) || !aligned(len as u64) {
             return Ok(false);
         }
-        let mut direct = self.direct.lock();
-        if matches!(*direct, Direct::Unopened) {
-            *direct = match open_direct(&self.path) {
-                Ok(file) => Direct::Open { file, staging: Vec::new(), writes: 0 },
-                Err(_) => Direct::Unsupported,
-            };
+        if self.direct_refused.load(Ordering::Relaxed) {
+            return Ok(false);
         }
-        let Direct::Open { file, staging, writes } = &mut *direct else { return Ok(false) };
+        let Some(direct) = self.direct.get_or_init(|| open_direct(&self.path).ok()) else {
+            return Ok(false);
+        };
+        let mut shared = self.staging.try_lock();
+        let mut own = Vec::new();
+        let staging = match shared.as_deref_mut() {
+            Some(buffer) => buffer,
+            None => &mut own,
+        };
         if staging.len() < len + STAGING_ALIGN_BYTES {
             *staging = vec![0u8; len + STAGING_ALIGN_BYTES];
         }
@@ -74,14 +80,13 @@ impl StdFile {
             staging[at..at + part.len()].copy_from_slice(part);
             at += part.len();
         }
-        match file.write_all_at(&staging[start..start + len], offset) {
+        match direct.write_all_at(&staging[start..start + len], offset) {
             Ok(()) => {
-                *writes += 1;
+                self.direct_writes.fetch_add(1, Ordering::Relaxed);
                 Ok(true)
             }
-            // The device or file system refuses this alignment: buffered from now on.
             Err(err) if err.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
-                *direct = Direct::Unsupported;
+                self.direct_refused.store(true, Ordering::Relaxed);
                 Ok(false)
             }
             Err(err) => Err(err),
@@ -91,10 +96,13 @@ impl StdFile {
     /// Unbuffered writes done so far (tests).
     #[cfg(test)]
     fn direct_writes(&self) -> u64 {
-        match &*self.direct.lock() {
-            Direct::Open { writes, .. } => *writes,
-            _ => 0,
-        }
+        self.direct_writes.load(Ordering::Relaxed)
+    }
+
+    /// Whether this file's unbuffered path is closed (no O_DIRECT, or refused).
+    #[cfg(test)]
+    fn direct_unsupported(&self) -> bool {
+        self.direct_refused.load(Ordering::Relaxed) || matches!(self.direct.get(), Some(None))
     }
 }
 
@@ -227,7 +235,7 @@ mod tests {
         file.read_at(&mut tail, 20_000).unwrap();
         assert!(tail.iter().all(|b| *b == 0xC3));
         // Where the file system has O_DIRECT (not tmpfs), the aligned write went unbuffered.
-        let unsupported = matches!(*file.direct.lock(), Direct::Unsupported);
+        let unsupported = file.direct_unsupported();
         assert!(unsupported || file.direct_writes() == 1, "{} direct writes", file.direct_writes());
     }
 }
