@@ -56,6 +56,7 @@ use crate::page::PageBuf;
 use crate::spinlock::SpinMutex;
 use crate::units::{PAGE_SIZE_U64, PageId};
 use crate::waits::{LatchStats, SpinlockStats, WaitStats, WaitingTasks};
+use crossbeam_utils::sync::ShardedLock;
 use parking_lot::{Condvar, Mutex, RwLock};
 // Page keys are small integers chosen by the engine: FxHash, not SipHash's DoS resistance.
 use rustc_hash::FxHashMap as HashMap;
@@ -161,7 +162,9 @@ pub struct BufferPool {
     /// Each database's log: page changes are logged to it, and a page is written only after
     /// its log records are durable (WAL). A database with no log registered (while it is being
     /// created or recovered) changes pages without logging.
-    logs: RwLock<HashMap<u16, Arc<LogManager>>>,
+    /// Read by every logged page change: a lock sharded per thread, so that readers on different
+    /// cores do not pass one lock word between them.
+    logs: ShardedLock<HashMap<u16, Arc<LogManager>>>,
 }
 
 /// Frames below which the lazy writer starts working: 1/16 of the pool, at least 2.
@@ -206,7 +209,7 @@ impl BufferPool {
             page_writes: AtomicU64::new(0),
             read_ahead_pages: AtomicU64::new(0),
             pfs_latch_hold_us: AtomicU64::new(0),
-            logs: RwLock::new(HashMap::default()),
+            logs: ShardedLock::new(HashMap::default()),
             evictions: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
             buffers_allocated: AtomicU64::new(0),
@@ -240,15 +243,20 @@ impl BufferPool {
 
     /// From now on, changes to the database's pages are logged to `log`.
     pub fn register_log(&self, database_id: u16, log: Arc<LogManager>) {
-        self.logs.write().insert(database_id, log);
+        self.logs.write().expect("the log map is never poisoned").insert(database_id, log);
     }
 
     pub fn unregister_log(&self, database_id: u16) {
-        self.logs.write().remove(&database_id);
+        self.logs.write().expect("the log map is never poisoned").remove(&database_id);
     }
 
     fn log_of(&self, database_id: u16) -> Option<Arc<LogManager>> {
-        self.logs.read().get(&database_id).cloned()
+        self.logs.read().expect("the log map is never poisoned").get(&database_id).cloned()
+    }
+
+    /// Whether a database's page changes are logged (its log is registered).
+    fn is_logged(&self, database_id: u16) -> bool {
+        self.logs.read().expect("the log map is never poisoned").contains_key(&database_id)
     }
 
     pub fn register_file(&self, database_id: u16, file_id: u16, file: Arc<BufferFile>) {
@@ -893,7 +901,7 @@ impl PageGuard<'_> {
     pub fn write<R>(&self, f: impl FnOnce(&mut PageBuf) -> R) -> SqlResult<R> {
         self.begin_write();
         let frame = &self.pool.frames[self.index];
-        if !self.pool.logs.read().contains_key(&self.key.database_id) {
+        if !self.pool.is_logged(self.key.database_id) {
             let mut data = frame.data.write();
             return Ok(f(data.as_mut().expect("a latched frame has bytes")));
         }
@@ -917,7 +925,7 @@ impl PageGuard<'_> {
     /// page for a compaction) are kept for an abort. A page not logged yet, or of a database
     /// without a log, takes the [`PageGuard::write`] path.
     pub fn insert_record(&self, slot: u16, record: &[u8]) -> SqlResult<bool> {
-        let logged = self.pool.logs.read().contains_key(&self.key.database_id);
+        let logged = self.pool.is_logged(self.key.database_id);
         if !logged || self.fresh.get() || !self.read(|buf| datapage::fits(buf, record.len())) {
             return self.write(|buf| datapage::insert(buf, slot, record));
         }
@@ -1066,14 +1074,15 @@ impl BufferPool {
             None if !extra.is_empty() => crate::xact::current_database().unwrap_or(0),
             None => return Ok(()),
         };
-        let Some(log) = self.log_of(database_id) else { return Ok(()) };
+        let logs = self.logs.read().expect("the log map is never poisoned");
+        let Some(log) = logs.get(&database_id) else { return Ok(()) };
         let page_records: Vec<LogRecord> = changes.iter().map(page_record).collect();
         let mut records: Vec<&LogRecord> = Vec::with_capacity(changes.len() + extra.len());
         records.extend(page_records.iter());
         records.extend(extra.iter().map(|(record, _)| record));
         let lsns = log.append_group(&records, crate::xact::compensating())?;
         let last = *lsns.last().expect("a group has records");
-        crate::xact::logged(extra, &lsns[changes.len()..], &log);
+        crate::xact::logged(extra, &lsns[changes.len()..], log);
         for change in changes {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");

@@ -134,9 +134,9 @@ struct Waiter {
     victim: bool,
 }
 
-/// The owners holding a resource (usually one or two: a small vector, not a tree).
+/// The owners holding a resource (usually one: inline, so a new lock allocates nothing).
 #[derive(Default, Debug)]
-struct Grants(Vec<(u64, (LockMode, u16))>);
+struct Grants(smallvec::SmallVec<[(u64, (LockMode, u16)); 2]>);
 
 impl Grants {
     fn get(&self, xact_id: &u64) -> Option<&(LockMode, u16)> {

@@ -11,6 +11,7 @@
 //! reports for them (the thread runs outside the scheduler). The buffer-pool issue adds
 //! scheduler-style waits where signal time can be measured.
 
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -96,11 +97,22 @@ pub struct SpinlockRow {
     pub backoffs: u64,
 }
 
+/// Shards of a spinlock's acquisition count: each thread adds to its own cache line, so that
+/// counting an uncontended acquisition does not move a line between cores.
+const ACQUIRE_SHARDS: usize = 16;
+
+thread_local! {
+    static ACQUIRE_SHARD: usize = {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % ACQUIRE_SHARDS
+    };
+}
+
 /// The counters of one spinlock, updated with atomics so that an uncontended acquisition costs
-/// one atomic add.
+/// one atomic add on the thread's own shard.
 #[derive(Default)]
 pub struct SpinlockCounters {
-    acquires: AtomicU64,
+    acquires: [CachePadded<AtomicU64>; ACQUIRE_SHARDS],
     collisions: AtomicU64,
     spins: AtomicU64,
     backoffs: AtomicU64,
@@ -110,7 +122,15 @@ pub struct SpinlockCounters {
 impl SpinlockCounters {
     /// Records an acquisition that found the lock free.
     pub fn record_acquire(&self) {
-        self.acquires.fetch_add(1, Ordering::Relaxed);
+        self.count_acquire();
+    }
+
+    fn count_acquire(&self) {
+        ACQUIRE_SHARD.with(|shard| self.acquires[*shard].fetch_add(1, Ordering::Relaxed));
+    }
+
+    fn acquires(&self) -> u64 {
+        self.acquires.iter().map(|shard| shard.load(Ordering::Relaxed)).sum()
     }
 
     /// Records that an acquirer found the lock held (counted as it happens).
@@ -130,13 +150,14 @@ impl SpinlockCounters {
     /// Records the spins since the last backoff of an acquirer that finally got the lock.
     pub fn record_contended_acquire(&self, spins: u64) {
         self.spins.fetch_add(spins, Ordering::Relaxed);
-        self.acquires.fetch_add(1, Ordering::Relaxed);
+        self.count_acquire();
     }
 
     fn clear(&self) {
-        for counter in
-            [&self.acquires, &self.collisions, &self.spins, &self.backoffs, &self.sleep_us]
-        {
+        for shard in &self.acquires {
+            shard.store(0, Ordering::Relaxed);
+        }
+        for counter in [&self.collisions, &self.spins, &self.backoffs, &self.sleep_us] {
             counter.store(0, Ordering::Relaxed);
         }
     }
@@ -180,7 +201,7 @@ impl SpinlockStats {
     /// How many times a spinlock was acquired at all (not a DMV column; tests use it to show
     /// that FGCB_PRP_FILL is skipped while every skip target is 1).
     pub fn acquires(&self, name: &str) -> u64 {
-        self.locks.lock().get(name).map_or(0, |c| c.acquires.load(Ordering::Relaxed))
+        self.locks.lock().get(name).map_or(0, |c| c.acquires())
     }
 
     pub fn get(&self, name: &str) -> Option<SpinlockRow> {

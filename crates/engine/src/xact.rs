@@ -556,7 +556,7 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
     if cached {
         return Ok(());
     }
-    let instance = db.instance().clone();
+    let instance = db.instance();
     let mut registration = None;
     let mut on_wait = |blocker: Option<u16>| {
         registration = Some(instance.waiting_tasks.begin(
@@ -566,7 +566,7 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
             resource.description(),
         ));
     };
-    let mut on_deadlock = |report: &DeadlockReport| write_deadlock(&instance, report);
+    let mut on_deadlock = |report: &DeadlockReport| write_deadlock(instance, report);
     let acquired = instance.locks.acquire(owner, resource, mode, &mut on_wait, &mut on_deadlock);
     drop(registration);
     let remember = |()| {
