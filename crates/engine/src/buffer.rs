@@ -1055,7 +1055,7 @@ impl BufferPool {
     /// If the log cannot take the group, every change is undone and the error returned.
     pub fn commit_mtr(&self) -> SqlResult<()> {
         let state = mtr::take_top();
-        let result = self.log_mtr(&state.changes, &state.extra);
+        let result = self.log_mtr(&state.changes, state.extra);
         if result.is_err() {
             self.undo_changes(&state.changes);
         }
@@ -1066,7 +1066,7 @@ impl BufferPool {
     fn log_mtr(
         &self,
         changes: &[PageChange],
-        extra: &[(LogRecord, crate::xact::RowOp)],
+        extra: Vec<(LogRecord, crate::xact::RowOp)>,
     ) -> SqlResult<()> {
         let database_id = match changes.first() {
             Some(first) => first.database_id,
@@ -1081,6 +1081,7 @@ impl BufferPool {
         records.extend(page_records.iter());
         records.extend(extra.iter().map(|(record, _)| record));
         let lsns = log.append_group(&records, crate::xact::compensating())?;
+        drop(records);
         let last = *lsns.last().expect("a group has records");
         crate::xact::logged(extra, &lsns[changes.len()..], log);
         for change in changes {

@@ -269,7 +269,7 @@ pub fn note_ddl(database_id: u16, units: &[u64]) {
 ///
 /// A row change also reserves log space for its own undo (what its compensation will log), so
 /// that the rollback can always be logged ([`crate::log::LogManager::append_group`]).
-pub fn logged(records: &[(LogRecord, RowOp)], lsns: &[Lsn], log: &LogManager) {
+pub fn logged(records: Vec<(LogRecord, RowOp)>, lsns: &[Lsn], log: &LogManager) {
     CURRENT.with(|c| {
         let mut current = c.borrow_mut();
         let Some(xact) = current.as_mut() else { return };
@@ -280,9 +280,9 @@ pub fn logged(records: &[(LogRecord, RowOp)], lsns: &[Lsn], log: &LogManager) {
             .sum();
         xact.reserved_bytes += undo_bytes;
         log.reserve(undo_bytes);
-        for ((record, op), lsn) in records.iter().zip(lsns) {
+        for ((record, op), lsn) in records.into_iter().zip(lsns) {
             if record.flags & FLAG_CLR == 0 {
-                xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op: op.clone() });
+                xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op });
             }
             xact.last_lsn = *lsn;
         }
