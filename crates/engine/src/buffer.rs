@@ -1080,10 +1080,11 @@ impl BufferPool {
         let mut records: Vec<&LogRecord> = Vec::with_capacity(changes.len() + extra.len());
         records.extend(page_records.iter());
         records.extend(extra.iter().map(|(record, _)| record));
-        let lsns = log.append_group(&records, crate::xact::compensating())?;
+        let undo_bytes = crate::xact::undo_reservation(&extra);
+        let lsns = log.append_group(&records, crate::xact::compensating(), undo_bytes)?;
         drop(records);
         let last = *lsns.last().expect("a group has records");
-        crate::xact::logged(extra, &lsns[changes.len()..], log);
+        crate::xact::logged(extra, &lsns[changes.len()..], undo_bytes);
         for change in changes {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");

@@ -27,7 +27,6 @@ use crate::database::Database;
 use crate::error::{SqlError, SqlResult};
 use crate::heap::{Heap, Rid};
 use crate::lock::{Acquired, DeadlockReport, LockMode, LockOwner, LockResource};
-use crate::log::LogManager;
 use crate::log::lsn::{LSN_BYTES, Lsn};
 use crate::log::mtr;
 use crate::log::record::{Context, LogRecord, Operation};
@@ -268,18 +267,24 @@ pub fn note_ddl(database_id: u16, units: &[u64]) {
 /// and its row changes (not CLRs) join its undo list.
 ///
 /// A row change also reserves log space for its own undo (what its compensation will log), so
-/// that the rollback can always be logged ([`crate::log::LogManager::append_group`]).
-pub fn logged(records: Vec<(LogRecord, RowOp)>, lsns: &[Lsn], log: &LogManager) {
+/// that the rollback can always be logged: [`undo_reservation`] says how much, the log adds it
+/// to its reservation as it appends the group ([`crate::log::LogManager::append_group`]), and
+/// this adds it to the transaction's.
+/// The log space the undo of these row changes will take, if this thread's transaction made
+/// them (CLRs are never undone).
+pub fn undo_reservation(records: &[(LogRecord, RowOp)]) -> u64 {
+    let in_xact = CURRENT.with(|c| c.borrow().is_some());
+    if !in_xact {
+        return 0;
+    }
+    records.iter().filter(|(r, _)| r.flags & FLAG_CLR == 0).map(|(_, op)| op.undo_log_bytes()).sum()
+}
+
+pub fn logged(records: Vec<(LogRecord, RowOp)>, lsns: &[Lsn], undo_bytes: u64) {
     CURRENT.with(|c| {
         let mut current = c.borrow_mut();
         let Some(xact) = current.as_mut() else { return };
-        let undo_bytes: u64 = records
-            .iter()
-            .filter(|(r, _)| r.flags & FLAG_CLR == 0)
-            .map(|(_, op)| op.undo_log_bytes())
-            .sum();
         xact.reserved_bytes += undo_bytes;
-        log.reserve(undo_bytes);
         for ((record, op), lsn) in records.into_iter().zip(lsns) {
             if record.flags & FLAG_CLR == 0 {
                 xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op });
@@ -395,7 +400,7 @@ impl Database {
         abort.prev_lsn = xact.last_lsn;
         // The abort record is part of the rollback: it may use the space set aside for
         // rollbacks, so a transaction that filled the log (9002) still ends.
-        let appended = self.log().append_group(std::slice::from_ref(&abort), true);
+        let appended = self.log().append_group(std::slice::from_ref(&abort), true, 0);
         self.note_xact_end(xact.xact_id);
         self.log().release(xact.reserved_bytes);
         self.instance().locks.release_all(xact.xact_id);

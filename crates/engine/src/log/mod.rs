@@ -789,10 +789,12 @@ impl LogManager {
     /// Log space reserved for rolling back open transactions is kept free: a group that would
     /// eat into it makes the log grow first, or fails with 9002 before anything is appended.
     /// A compensation group (`use_reserve`) may use the reserve: a rollback never runs out.
+    /// `reserve_after` bytes join the reserve once the group is in (its row changes' undo).
     pub fn append_group<R: std::borrow::Borrow<LogRecord>>(
         &self,
         records: &[R],
         use_reserve: bool,
+        reserve_after: u64,
     ) -> SqlResult<Vec<Lsn>> {
         assert!(!records.is_empty(), "a group has records");
         let mut state = self.state.lock();
@@ -820,6 +822,8 @@ impl LogManager {
                 }
             }
         }
+        // Reserved in the same critical section as the append: one lock round per row change.
+        state.reserved_bytes += reserve_after;
         Ok(lsns)
     }
 
@@ -881,11 +885,6 @@ impl LogManager {
             return ReuseWait::Checkpoint;
         }
         state.reuse_wait
-    }
-
-    /// Sets aside `bytes` of log for a transaction's rollback.
-    pub fn reserve(&self, bytes: u64) {
-        self.state.lock().reserved_bytes += bytes;
     }
 
     /// Gives back a transaction's reservation when it ends.
