@@ -2,7 +2,8 @@
 //! `fdatasync` through rustix.
 //!
 //! Gathered writes ([`IoFile::write_gathered`], the log's) go unbuffered when they can: through
-//! a second descriptor of the file opened with O_DIRECT, from a sector-aligned staging buffer,
+//! a second descriptor of the open file (reopened through /proc/self/fd) with O_DIRECT, from a
+//! sector-aligned staging buffer,
 //! in one `pwrite`. SQL Server opens its files with FILE_FLAG_NO_BUFFERING for the same reason:
 //! the page cache's copy is most of the cost of writing a log at disk speed. A write whose
 //! offset or length is not a multiple of [`DIRECT_ALIGN_BYTES`], a file system without O_DIRECT
@@ -14,8 +15,9 @@ use super::{Io, IoFile};
 use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -29,7 +31,6 @@ pub struct StdIo;
 
 struct StdFile {
     file: File,
-    path: PathBuf,
     /// The O_DIRECT descriptor, opened at the first gathered write; None where refused.
     direct: OnceLock<Option<File>>,
     /// Set when the device refused an aligned unbuffered write (EINVAL): buffered from then on.
@@ -41,10 +42,9 @@ struct StdFile {
 }
 
 impl StdFile {
-    fn new(file: File, path: &Path) -> StdFile {
+    fn new(file: File) -> StdFile {
         StdFile {
             file,
-            path: path.to_path_buf(),
             direct: OnceLock::new(),
             direct_refused: AtomicBool::new(false),
             staging: Mutex::new(Vec::new()),
@@ -62,7 +62,7 @@ impl StdFile {
         if self.direct_refused.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        let Some(direct) = self.direct.get_or_init(|| open_direct(&self.path).ok()) else {
+        let Some(direct) = self.direct.get_or_init(|| open_direct(&self.file).ok()) else {
             return Ok(false);
         };
         let mut shared = self.staging.try_lock();
@@ -106,25 +106,28 @@ impl StdFile {
     }
 }
 
-fn open_direct(path: &Path) -> io::Result<File> {
+/// A second descriptor of the same open file with O_DIRECT, reopened through /proc/self/fd so
+/// that it is this inode even if the path has since been renamed or reused.
+fn open_direct(file: &File) -> io::Result<File> {
     let flags = rustix::fs::OFlags::DIRECT.bits();
-    OpenOptions::new().write(true).custom_flags(flags as i32).open(path)
+    let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+    OpenOptions::new().write(true).custom_flags(flags as i32).open(link)
 }
 
 impl Io for StdIo {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
-        Ok(Box::new(StdFile::new(file, path)))
+        Ok(Box::new(StdFile::new(file)))
     }
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
-        Ok(Box::new(StdFile::new(file, path)))
+        Ok(Box::new(StdFile::new(file)))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
         let file = OpenOptions::new().read(true).append(true).create(true).open(path)?;
-        Ok(Box::new(StdFile::new(file, path)))
+        Ok(Box::new(StdFile::new(file)))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
@@ -214,7 +217,22 @@ mod tests {
     fn file_in(dir: &Path) -> StdFile {
         let path = dir.join("f.ldf");
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path).unwrap();
-        StdFile::new(file, &path)
+        StdFile::new(file)
+    }
+
+    #[test]
+    fn the_unbuffered_descriptor_writes_the_open_file_even_after_a_rename() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = file_in(dir.path());
+        file.set_len(8192).unwrap();
+        std::fs::rename(dir.path().join("f.ldf"), dir.path().join("moved.ldf")).unwrap();
+        // A new file now has the old name: the writes must not go there.
+        std::fs::write(dir.path().join("f.ldf"), b"another file").unwrap();
+        file.write_gathered(&[&[0x7Eu8; 4096]], 4096).unwrap();
+        let mut back = vec![0u8; 4096];
+        file.read_at(&mut back, 4096).unwrap();
+        assert!(back.iter().all(|b| *b == 0x7E));
+        assert_eq!(std::fs::read(dir.path().join("f.ldf")).unwrap(), b"another file");
     }
 
     #[test]
