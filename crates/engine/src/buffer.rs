@@ -1074,6 +1074,8 @@ impl BufferPool {
             None if !extra.is_empty() => crate::xact::current_database().unwrap_or(0),
             None => return Ok(()),
         };
+        // The map's read guard is held through the append: the log never calls into the pool,
+        // and logs are registered only when a database opens, is created or closes.
         let logs = self.logs.read().expect("the log map is never poisoned");
         let Some(log) = logs.get(&database_id) else { return Ok(()) };
         let page_records: Vec<LogRecord> = changes.iter().map(page_record).collect();

@@ -263,15 +263,10 @@ pub fn note_ddl(database_id: u16, units: &[u64]) {
     });
 }
 
-/// Called when a mini-transaction's group is in the log: the transaction's chain advances,
-/// and its row changes (not CLRs) join its undo list.
-///
-/// A row change also reserves log space for its own undo (what its compensation will log), so
-/// that the rollback can always be logged: [`undo_reservation`] says how much, the log adds it
-/// to its reservation as it appends the group ([`crate::log::LogManager::append_group`]), and
-/// this adds it to the transaction's.
-/// The log space the undo of these row changes will take, if this thread's transaction made
-/// them (CLRs are never undone).
+/// The log space the undo of these row changes will take (what their compensations will log),
+/// if this thread's transaction made them; CLRs are never undone. The log reserves it as it
+/// appends the group ([`crate::log::LogManager::append_group`]), so that the rollback can
+/// always be logged, and [`logged`] adds it to the transaction's reservation.
 pub fn undo_reservation(records: &[(LogRecord, RowOp)]) -> u64 {
     let in_xact = CURRENT.with(|c| c.borrow().is_some());
     if !in_xact {
@@ -280,6 +275,9 @@ pub fn undo_reservation(records: &[(LogRecord, RowOp)]) -> u64 {
     records.iter().filter(|(r, _)| r.flags & FLAG_CLR == 0).map(|(_, op)| op.undo_log_bytes()).sum()
 }
 
+/// Called when a mini-transaction's group is in the log: the transaction's chain advances, its
+/// row changes (not CLRs) join its undo list, and `undo_bytes` ([`undo_reservation`]) join its
+/// reservation.
 pub fn logged(records: Vec<(LogRecord, RowOp)>, lsns: &[Lsn], undo_bytes: u64) {
     CURRENT.with(|c| {
         let mut current = c.borrow_mut();
