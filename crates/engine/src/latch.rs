@@ -20,8 +20,9 @@
 //! 2. Waiters are granted in arrival order.
 //! 3. A holder count never underflows (releasing a mode not held is a programmer error).
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::VecDeque;
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// A latch mode.
@@ -76,7 +77,12 @@ struct Waiter {
     ticket: u64,
     mode: LatchMode,
     spid: u16,
+    /// Woken when granted, and only then.
+    thread: Thread,
 }
+
+/// The waiters a release granted, to wake after the latch's state is unlocked.
+type Granted = smallvec::SmallVec<[Thread; 4]>;
 
 #[derive(Default)]
 struct LatchState {
@@ -102,9 +108,10 @@ impl LatchState {
     }
 
     /// Grants the head of the queue and every waiter behind it that is compatible too, in
-    /// order, stopping at the first that must keep waiting (invariant 2). True if any.
-    fn grant_waiters(&mut self) -> bool {
-        let mut any = false;
+    /// order, stopping at the first that must keep waiting (invariant 2). Returns the granted
+    /// waiters' threads: only they are woken, not every waiter of the latch.
+    fn grant_waiters(&mut self) -> Granted {
+        let mut woken = Granted::new();
         while let Some(head) = self.queue.front() {
             if !self.grantable(head.mode) {
                 break;
@@ -112,9 +119,9 @@ impl LatchState {
             let waiter = self.queue.pop_front().expect("the head exists");
             self.grant(waiter.mode, waiter.spid);
             self.granted.push((waiter.ticket, Instant::now()));
-            any = true;
+            woken.push(waiter.thread);
         }
-        any
+        woken
     }
 }
 
@@ -132,7 +139,15 @@ pub struct LatchWait {
 #[derive(Default)]
 pub struct Latch {
     state: Mutex<LatchState>,
-    cond: Condvar,
+}
+
+/// Unlocks the latch's state, then wakes the granted waiters (so that they do not wake into a
+/// lock still held).
+fn wake(state: MutexGuard<'_, LatchState>, granted: Granted) {
+    drop(state);
+    for thread in granted {
+        thread.unpark();
+    }
 }
 
 impl Latch {
@@ -165,7 +180,7 @@ impl Latch {
         let started = Instant::now();
         let ticket = state.next_ticket;
         state.next_ticket += 1;
-        state.queue.push_back(Waiter { ticket, mode, spid });
+        state.queue.push_back(Waiter { ticket, mode, spid, thread: std::thread::current() });
         let blocking_spid = state.holders.first().map(|(holder, _)| *holder);
         on_wait_start(blocking_spid);
         loop {
@@ -177,7 +192,9 @@ impl Latch {
                     blocking_spid,
                 });
             }
-            self.cond.wait(&mut state);
+            // An unpark that comes between the unlock and the park is kept by the thread's
+            // token, so the grant is never missed; a spurious wake only looks again.
+            MutexGuard::unlocked(&mut state, std::thread::park);
         }
     }
 
@@ -192,9 +209,8 @@ impl Latch {
         if let Some(at) = state.holders.iter().position(|h| *h == (spid, mode)) {
             state.holders.swap_remove(at);
         }
-        if state.grant_waiters() {
-            self.cond.notify_all();
-        }
+        let granted = state.grant_waiters();
+        wake(state, granted);
     }
 
     /// Converts a held EX to `mode` (SH, UP or KP) without releasing it, waking compatible waiters.
@@ -206,9 +222,8 @@ impl Latch {
         if let Some(holder) = state.holders.iter_mut().find(|h| **h == (spid, LatchMode::Ex)) {
             holder.1 = mode;
         }
-        if state.grant_waiters() {
-            self.cond.notify_all();
-        }
+        let granted = state.grant_waiters();
+        wake(state, granted);
     }
 
     /// The modes currently held (tests and diagnostics).
