@@ -9,11 +9,12 @@
 //! | EX               | Y  | N  | N  | N  | N  |
 //! | DT               | N  | N  | N  | N  | N  |
 //!
-//! A latch is a mutex-protected holder count per mode, a FIFO queue of waiters and a condition
-//! variable. A requester waits when its mode is incompatible with a holder or when anyone is
-//! queued before it (no barging, as SQL Server queues latch waiters FIFO). The caller is told
-//! how long it waited and how long it took from being made grantable (signalled) to running, so
-//! that the wait recorded is time really waited.
+//! A latch is a mutex-protected holder count per mode and a FIFO queue of waiters, each parked
+//! on its own thread: a release wakes only the waiters it grants. A requester waits when its
+//! mode is incompatible with a holder or when anyone is queued before it (no barging, as SQL
+//! Server queues latch waiters FIFO). The caller is told how long it waited and how long it
+//! took from being made grantable (signalled) to running, so that the wait recorded is time
+//! really waited.
 //!
 //! Invariants:
 //! 1. Every pair of simultaneous holders is compatible by the matrix.
