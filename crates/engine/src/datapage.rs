@@ -65,7 +65,20 @@ fn contiguous_free(buf: &PageBuf) -> usize {
 
 /// Whether `slot` is an empty heap slot (a deleted row whose RID may be reused).
 pub fn is_empty_slot(buf: &PageBuf, slot: u16) -> bool {
-    slot < slot_count(buf) && slot_offset(&buf[..], slot) == 0
+    slot_entry(buf, slot) == Ok(0)
+}
+
+/// The slot array's entry for `slot`: its record's offset, 0 for an empty slot. An error when
+/// the slot is beyond m_slotCnt or beyond what a page can hold (a corrupt m_slotCnt can claim
+/// more slots than fit, whose entries would lie before the page).
+fn slot_entry(buf: &PageBuf, slot: u16) -> Result<usize, BadRecord> {
+    if slot >= slot_count(buf) {
+        return Err(BadRecord("slot beyond m_slotCnt"));
+    }
+    if 2 * (usize::from(slot) + 1) > BODY_BYTES {
+        return Err(BadRecord("m_slotCnt larger than a page can hold"));
+    }
+    Ok(usize::from(slot_offset(&buf[..], slot)))
 }
 
 /// The record in `slot`.
@@ -79,13 +92,7 @@ pub fn record(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
 /// it, without parsing the record's length. Key comparisons of a binary search read only the
 /// record's first bytes, so a probe touches the cache lines of its key, not of its whole row.
 pub fn record_prefix(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
-    if slot >= slot_count(buf) {
-        return Err(BadRecord("slot beyond m_slotCnt"));
-    }
-    if !slot_fits_page(slot) {
-        return Err(BadRecord("m_slotCnt larger than a page can hold"));
-    }
-    let offset = usize::from(slot_offset(&buf[..], slot));
+    let offset = slot_entry(buf, slot)?;
     if offset == 0 {
         return Err(BadRecord("empty slot"));
     }
@@ -101,15 +108,9 @@ pub fn record_prefix(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
 /// so that their cache misses overlap with this probe's instead of following it (a prefetch
 /// without `unsafe`).
 pub fn touch_record(buf: &PageBuf, slot: u16) {
-    if slot < slot_count(buf) && slot_fits_page(slot) {
-        let offset = usize::from(slot_offset(&buf[..], slot));
+    if let Ok(offset) = slot_entry(buf, slot) {
         std::hint::black_box(buf.get(offset + 4).copied());
     }
-}
-
-/// Whether slot `slot`'s entry lies in the page body (a corrupt m_slotCnt can claim more).
-fn slot_fits_page(slot: u16) -> bool {
-    2 * (usize::from(slot) + 1) <= BODY_BYTES
 }
 
 fn set_slot(buf: &mut PageBuf, slot: u16, offset: u16) {
@@ -422,6 +423,7 @@ mod tests {
             touch_record(&buf, slot);
             if slot >= 4_048 {
                 assert!(record_prefix(&buf, slot).is_err(), "slot {slot}");
+                assert!(!is_empty_slot(&buf, slot), "slot {slot}");
             }
         }
         assert!(check(&buf).is_err());

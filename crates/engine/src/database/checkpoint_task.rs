@@ -22,11 +22,10 @@ pub const CHECKPOINT_SPID: u16 = 19;
 /// checkpoint task, and the ghost-cleanup task of `ghosts.rs`).
 #[derive(Default)]
 pub(super) struct BackgroundTask {
-    /// Whether the task's thread runs (so that a request will be served).
-    running: AtomicBool,
     stop: AtomicBool,
     wanted: Mutex<bool>,
     wake: Condvar,
+    /// The task's thread while it runs (so that a request will be served).
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -34,7 +33,7 @@ impl BackgroundTask {
     /// Asks the task to do its work now (the checkpoint task: a checkpoint); false if the task
     /// does not run (the caller then does the work itself).
     pub(super) fn request(&self) -> bool {
-        if !self.running.load(Ordering::Acquire) {
+        if self.thread.lock().is_none() {
             return false;
         }
         *self.wanted.lock() = true;
@@ -72,13 +71,11 @@ impl BackgroundTask {
             .name(name.into())
             .spawn(body)
             .expect("a background task's thread starts");
-        self.running.store(true, Ordering::Release);
         *thread = Some(handle);
     }
 
     /// Stops the task and waits for its thread (unless called on it).
     pub(super) fn stop(&self) {
-        self.running.store(false, Ordering::Release);
         self.stop.store(true, Ordering::Release);
         {
             let _wanted = self.wanted.lock();
