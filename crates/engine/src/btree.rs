@@ -371,6 +371,15 @@ impl BTree {
         Ok((values, PageId::from_bytes(&child)))
     }
 
+    /// An index entry's child page, read in place (the pointer is the entry's last column,
+    /// fixed-length and NOT NULL).
+    fn child_of(&self, db: &Database, page: PageId, bytes: &[u8]) -> SqlResult<PageId> {
+        let child_column = self.entry_columns.len() - 1;
+        record::fixed_column_bytes(&self.entry_columns, &self.entry_layout, bytes, child_column)
+            .map(PageId::from_bytes)
+            .map_err(|bad| bad_page(db, page, bad.0))
+    }
+
     fn encode_entry(&self, key: &[Value], child: PageId) -> SqlResult<Vec<u8>> {
         let mut values = key.to_vec();
         values.push(Value::Bytes(child.to_bytes().to_vec()));
@@ -403,13 +412,9 @@ impl BTree {
         crate::page::header_level(&buf[..])
     }
 
-    fn records(db: &Database, page: PageId, buf: &PageBuf) -> SqlResult<Vec<Vec<u8>>> {
+    fn records<'b>(db: &Database, page: PageId, buf: &'b PageBuf) -> SqlResult<Vec<&'b [u8]>> {
         (0..datapage::slot_count(buf))
-            .map(|slot| {
-                datapage::record(buf, slot)
-                    .map(<[u8]>::to_vec)
-                    .map_err(|bad| bad_page(db, page, bad.0))
-            })
+            .map(|slot| datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0)))
             .collect()
     }
 
@@ -509,7 +514,7 @@ impl BTree {
         guard.read(|buf| {
             let slot = self.child_slot(db, page, buf, key, rightmost)?;
             let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
-            Ok((slot, self.entry_of(db, page, bytes)?.1))
+            Ok((slot, self.child_of(db, page, bytes)?))
         })
     }
 
@@ -556,6 +561,9 @@ impl BTree {
     /// Inserts a row; a duplicate key is error 2627 (primary key) or 2601 (unique index). In a
     /// non-unique index the row gets the next uniquifier of its key instead.
     pub fn insert(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
+        if self.unique {
+            return self.insert_row(db, values);
+        }
         self.insert_stored(db, values).map(|_| ())
     }
 
@@ -613,25 +621,29 @@ impl BTree {
         self.lock_for_change(db, &key)?;
         // The undo of an insert needs only the key: it is logged as an index entry (the row
         // itself is in the page changes, once, as in SQL Server's LOP_INSERT_ROWS).
-        let undo_key = self.encode_entry(&key, PageId::NULL)?;
+        let mut undo_key = Some(self.encode_entry(&key, PageId::NULL)?);
         let pool = db.buffer_pool();
-        // The row's logical record joins the mini-transaction that placed it.
-        let logged = |placed: bool| {
+        // The row's logical record joins the mini-transaction that placed it (once: the
+        // attempt that placed the row is the last).
+        let mut logged = |placed: bool| {
             if placed {
-                let op = xact::RowOp::Insert { au_id: self.au_id, record: undo_key.clone() };
+                let record = undo_key.take().expect("a row is placed once");
+                let op = xact::RowOp::Insert { au_id: self.au_id, record };
                 xact::log_row_op(db.database_id, op);
             }
             Ok(placed)
         };
         for _ in 0..MAX_RESTARTS {
             // Each attempt is one mini-transaction: a split is logged and replayed whole.
-            if pool.in_mtr(|| self.insert_optimistic(db, &key, &record, false).and_then(logged))?
-                || pool
-                    .in_mtr(|| self.insert_optimistic(db, &key, &record, true).and_then(logged))?
+            if pool
+                .in_mtr(|| self.insert_optimistic(db, &key, &record, false).and_then(&mut logged))?
+                || pool.in_mtr(|| {
+                    self.insert_optimistic(db, &key, &record, true).and_then(&mut logged)
+                })?
             {
                 return Ok(());
             }
-            if pool.in_mtr(|| self.insert_pessimistic(db, &key, &record).and_then(logged))? {
+            if pool.in_mtr(|| self.insert_pessimistic(db, &key, &record).and_then(&mut logged))? {
                 return Ok(());
             }
         }
@@ -799,10 +811,12 @@ impl BTree {
     ) -> SqlResult<()> {
         let page_id = page.key().page;
         let header = page.read(|buf| PageHeader::read(&buf[..]));
-        let mut records = page.read(|buf| Self::records(db, page_id, buf))?;
+        // One copy of the page; the records are read in place from it.
+        let copy: Box<PageBuf> = page.read(|buf| Box::new(*buf));
+        let mut records = Self::records(db, page_id, &copy)?;
         let append =
             header.level == 0 && usize::from(slot) == records.len() && header.next_page.is_null();
-        records.insert(usize::from(slot), record);
+        records.insert(usize::from(slot), &record);
         let at = if append { records.len() - 1 } else { split_point(&records) };
         if page_id == self.root {
             return self.split_root(db, &page, header, records, at);
@@ -825,7 +839,7 @@ impl BTree {
         })?
         .map_err(|bad| bad_page(db, page_id, bad.0))?;
         if new_on_left {
-            let placed = page.insert_record(slot, &records[usize::from(slot)])?;
+            let placed = page.insert_record(slot, records[usize::from(slot)])?;
             assert!(placed, "split halves fit their pages");
         }
         if !header.next_page.is_null() {
@@ -836,7 +850,7 @@ impl BTree {
                 h.write(&mut buf[..]);
             })?;
         }
-        let separator = self.record_key(db, right_id, header.level, &records[at])?;
+        let separator = self.record_key(db, right_id, header.level, records[at])?;
         let entry = self.encode_entry(&separator, right_id)?;
         drop(right);
         drop(page);
@@ -851,7 +865,7 @@ impl BTree {
         db: &Database,
         root: &PageGuard<'_>,
         header: PageHeader,
-        records: Vec<Vec<u8>>,
+        records: Vec<&[u8]>,
         at: usize,
     ) -> SqlResult<()> {
         let page_type = if header.level == 0 { self.leaf_type } else { PageType::Index };
@@ -868,8 +882,8 @@ impl BTree {
                 fill(buf, part);
             })?;
         }
-        let left_key = self.record_key(db, self.root, header.level, &records[0])?;
-        let right_key = self.record_key(db, self.root, header.level, &records[at])?;
+        let left_key = self.record_key(db, self.root, header.level, records[0])?;
+        let right_key = self.record_key(db, self.root, header.level, records[at])?;
         let entries =
             [self.encode_entry(&left_key, left_id)?, self.encode_entry(&right_key, right_id)?];
         root.write(|buf| {
@@ -881,7 +895,7 @@ impl BTree {
                 header.level + 1,
                 self.entry_layout.pminlen() as u16,
             );
-            fill(buf, &entries);
+            fill(buf, &[&entries[0][..], &entries[1][..]]);
         })?;
         Ok(())
     }
@@ -1262,14 +1276,14 @@ fn set_links(buf: &mut PageBuf, prev: PageId, next: PageId) {
     header.write(&mut buf[..]);
 }
 
-fn fill(buf: &mut PageBuf, records: &[Vec<u8>]) {
+fn fill(buf: &mut PageBuf, records: &[&[u8]]) {
     for (slot, bytes) in records.iter().enumerate() {
         assert!(datapage::insert(buf, slot as u16, bytes), "split halves fit their pages");
     }
 }
 
 /// The split position that balances the two halves by bytes, with both halves fitting a page.
-fn split_point(records: &[Vec<u8>]) -> usize {
+fn split_point(records: &[&[u8]]) -> usize {
     let body = PAGE_SIZE - crate::units::PAGE_HEADER_SIZE;
     let sizes: Vec<usize> = records.iter().map(|r| r.len() + 2).collect();
     let total: usize = sizes.iter().sum();

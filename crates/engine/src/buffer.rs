@@ -60,6 +60,7 @@ use crossbeam_utils::sync::ShardedLock;
 use parking_lot::{Condvar, Mutex, RwLock};
 // Page keys are small integers chosen by the engine: FxHash, not SipHash's DoS resistance.
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -1027,9 +1028,10 @@ impl BufferPool {
 
     /// Undoes every change of this thread's innermost mtr and releases what it held.
     pub fn abort_mtr(&self) {
-        let state = mtr::take_top();
+        let mut state = mtr::take_top();
         self.undo_changes(&state.changes);
-        self.release_held(state.held);
+        self.release_held(&mut state.held);
+        mtr::recycle(state);
     }
 
     fn undo_changes(&self, changes: &[PageChange]) {
@@ -1043,8 +1045,8 @@ impl BufferPool {
         }
     }
 
-    fn release_held(&self, held: Vec<mtr::HeldPage>) {
-        for page in held {
+    fn release_held(&self, held: &mut Vec<mtr::HeldPage>) {
+        for page in held.drain(..) {
             self.frames[page.frame].latch.release(page.mode, page.spid);
             self.unpin(page.frame);
         }
@@ -1054,19 +1056,20 @@ impl BufferPool {
     /// stamps each changed page with the group's last LSN, then releases the pages it held.
     /// If the log cannot take the group, every change is undone and the error returned.
     pub fn commit_mtr(&self) -> SqlResult<()> {
-        let state = mtr::take_top();
-        let result = self.log_mtr(&state.changes, state.extra);
+        let mut state = mtr::take_top();
+        let result = self.log_mtr(&state.changes, &mut state.extra);
         if result.is_err() {
             self.undo_changes(&state.changes);
         }
-        self.release_held(state.held);
+        self.release_held(&mut state.held);
+        mtr::recycle(state);
         result
     }
 
     fn log_mtr(
         &self,
         changes: &[PageChange],
-        extra: Vec<(LogRecord, crate::xact::RowOp)>,
+        extra: &mut Vec<(LogRecord, crate::xact::RowOp)>,
     ) -> SqlResult<()> {
         let database_id = match changes.first() {
             Some(first) => first.database_id,
@@ -1078,15 +1081,15 @@ impl BufferPool {
         // and logs are registered only when a database opens, is created or closes.
         let logs = self.logs.read().expect("the log map is never poisoned");
         let Some(log) = logs.get(&database_id) else { return Ok(()) };
-        let page_records: Vec<LogRecord> = changes.iter().map(page_record).collect();
-        let mut records: Vec<&LogRecord> = Vec::with_capacity(changes.len() + extra.len());
+        let page_records: SmallVec<[LogRecord; 4]> = changes.iter().map(page_record).collect();
+        let mut records: SmallVec<[&LogRecord; 6]> = SmallVec::new();
         records.extend(page_records.iter());
         records.extend(extra.iter().map(|(record, _)| record));
-        let undo_bytes = crate::xact::undo_reservation(&extra);
+        let undo_bytes = crate::xact::undo_reservation(extra);
         let lsns = log.append_group(&records, crate::xact::compensating(), undo_bytes)?;
         drop(records);
         let last = *lsns.last().expect("a group has records");
-        crate::xact::logged(extra, &lsns[changes.len()..], undo_bytes);
+        crate::xact::logged(extra.drain(..), &lsns[changes.len()..], undo_bytes);
         for change in changes {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");

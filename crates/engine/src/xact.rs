@@ -278,7 +278,11 @@ pub fn undo_reservation(records: &[(LogRecord, RowOp)]) -> u64 {
 /// Called when a mini-transaction's group is in the log: the transaction's chain advances, its
 /// row changes (not CLRs) join its undo list, and `undo_bytes` ([`undo_reservation`]) join its
 /// reservation.
-pub fn logged(records: Vec<(LogRecord, RowOp)>, lsns: &[Lsn], undo_bytes: u64) {
+pub fn logged(
+    records: impl IntoIterator<Item = (LogRecord, RowOp)>,
+    lsns: &[Lsn],
+    undo_bytes: u64,
+) {
     CURRENT.with(|c| {
         let mut current = c.borrow_mut();
         let Some(xact) = current.as_mut() else { return };

@@ -52,6 +52,7 @@ use block::{BlockBuilder, MAX_BLOCK_BYTES, SECTOR_BYTES};
 use lsn::Lsn;
 use parking_lot::{Condvar, Mutex};
 use record::{Context, LogRecord, Operation};
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -795,14 +796,14 @@ impl LogManager {
         records: &[R],
         use_reserve: bool,
         reserve_after: u64,
-    ) -> SqlResult<Vec<Lsn>> {
+    ) -> SqlResult<SmallVec<[Lsn; 8]>> {
         assert!(!records.is_empty(), "a group has records");
         let mut state = self.state.lock();
         let needed: u64 = records.iter().map(|r| r.borrow().encoded_len() as u64 + 2).sum::<u64>()
             + SECTOR_BYTES as u64;
         let reserve = if use_reserve { 0 } else { state.reserved_bytes };
         let mut growths = 0;
-        while state.free_bytes() < reserve + needed {
+        while !state.has_room(reserve + needed) {
             growths += 1;
             if growths > MAX_GROWTHS_PER_APPEND {
                 let reason = self.reuse_wait_now(&state).desc();
@@ -810,7 +811,7 @@ impl LogManager {
             }
             self.autogrow(&mut state)?;
         }
-        let mut lsns = Vec::with_capacity(records.len());
+        let mut lsns = SmallVec::new();
         for (i, record) in records.iter().enumerate() {
             let continues = if i + 1 < records.len() { record::FLAG_GROUP_CONTINUES } else { 0 };
             match self.append_locked(&mut state, record.borrow(), continues) {
@@ -1270,16 +1271,29 @@ impl LogState {
     /// Bytes the log can take without growing: the rest of the current VLF and every VLF
     /// that is not active (less their headers).
     fn free_bytes(&self) -> u64 {
-        let current = self.vlf(self.current);
-        let used = self.open_offset + self.open.size() as u64;
-        let mut free = current.header.size_bytes.saturating_sub(used);
-        for pos in self.ring() {
-            let vlf = self.vlf(pos);
-            if pos != self.current && self.status_of(vlf) != 2 {
-                free += vlf.header.size_bytes - VLF_HEADER_BYTES;
+        let mut free = self.current_vlf_free_bytes();
+        for (file_id, file) in &self.files {
+            for (index, vlf) in file.vlfs.iter().enumerate() {
+                let pos = VlfPos { file_id: *file_id, index };
+                if pos != self.current && self.status_of(vlf) != 2 {
+                    free += vlf.header.size_bytes - VLF_HEADER_BYTES;
+                }
             }
         }
         free
+    }
+
+    /// The rest of the current VLF.
+    fn current_vlf_free_bytes(&self) -> u64 {
+        let used = self.open_offset + self.open.size() as u64;
+        self.vlf(self.current).header.size_bytes.saturating_sub(used)
+    }
+
+    /// Whether the log can take `bytes` without growing. The current VLF usually has the
+    /// room: the walk over every VLF (thousands after many small growths) is only done when
+    /// it has not, as it runs under the log's lock at every append.
+    fn has_room(&self, bytes: u64) -> bool {
+        self.current_vlf_free_bytes() >= bytes || self.free_bytes() >= bytes
     }
 
     /// The first VLF after the current one, wrapping round, that is not active.

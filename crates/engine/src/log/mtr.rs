@@ -310,13 +310,33 @@ pub struct MtrState {
     pub autocommit: bool,
 }
 
+/// Committed mtr states kept per thread for their lists' capacity (a row insert would
+/// otherwise allocate its three lists again each time).
+const SPARE_STATES: usize = 4;
+
 thread_local! {
     static STACK: RefCell<Vec<MtrState>> = const { RefCell::new(Vec::new()) };
+    static SPARE: RefCell<Vec<MtrState>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Opens an mtr on this thread (nested mtrs are independent: each commits on its own).
 pub fn begin() {
-    STACK.with(|s| s.borrow_mut().push(MtrState::default()));
+    let state = SPARE.with(|s| s.borrow_mut().pop()).unwrap_or_default();
+    STACK.with(|s| s.borrow_mut().push(state));
+}
+
+/// Hands back a finished mtr's state: its lists are emptied and kept for the next mtr.
+pub fn recycle(mut state: MtrState) {
+    state.changes.clear();
+    state.extra.clear();
+    state.held.clear();
+    state.autocommit = false;
+    SPARE.with(|s| {
+        let mut spare = s.borrow_mut();
+        if spare.len() < SPARE_STATES {
+            spare.push(state);
+        }
+    });
 }
 
 /// Whether an mtr that groups changes is open on this thread (an autocommit scope is not).
