@@ -6,10 +6,10 @@ mod common;
 
 use common::{Lab, lab_with, size};
 use engine::database::{Database, DatabaseSpec, FileChange, FileSpec};
-use engine::log::ReuseWait;
 use engine::log::lsn::Lsn;
 use engine::log::record::{Context, LogRecord, Operation};
 use engine::log::vlf::VlfRule;
+use engine::log::{LOG_BUFFERS, ReuseWait};
 use std::sync::Arc;
 
 const MB: u64 = 1024 * 1024;
@@ -187,6 +187,57 @@ fn a_full_log_that_cannot_grow_fails_with_9002_naming_the_reuse_wait() {
         "The transaction log for database 'Ifi' is full due to 'ACTIVE_TRANSACTION'."
     );
     assert!(lab.errorlog_texts().iter().any(|line| line.contains("is full due to")));
+}
+
+/// The log cache holds 128 sealed blocks (SQL Server's 128 log buffers of 60 KB per
+/// database): the append that seals one more writes them, waiting as LOGBUFFER, with no
+/// commit; the cache's buffers are then sealed into again.
+#[test]
+fn a_full_log_cache_is_written_by_the_appender_which_waits_on_logbuffer() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "64MB", "64MB");
+    lab.instance.waits.clear();
+    let flushes_before = db.log().stats().flushes;
+    // One 50 KB record per block: each append seals the block before it.
+    let mut lsns = Vec::new();
+    for _ in 0..LOG_BUFFERS {
+        lsns.push(db.log().append(&record(50_000)).unwrap());
+    }
+    assert!(lab.instance.waits.get("LOGBUFFER").is_none(), "127 sealed blocks fit the cache");
+    assert!(db.log().flushed_lsn() < lsns[0]);
+    lsns.push(db.log().append(&record(50_000)).unwrap());
+    let logbuffer = lab.instance.waits.get("LOGBUFFER").expect("the appender waited");
+    assert_eq!(logbuffer.waiting_tasks_count, 1);
+    assert!(lab.instance.waits.get("WRITELOG").is_none(), "no commit waited");
+    assert_eq!(db.log().flushed_lsn(), *lsns.last().unwrap(), "the cache is durable");
+    assert_eq!(db.log().stats().flushes, flushes_before + 1);
+    // A second round fills the cache again from the written blocks' buffers (the write
+    // sealed the open block too, so it takes one more append).
+    for _ in 0..=LOG_BUFFERS {
+        lsns.push(db.log().append(&record(50_000)).unwrap());
+    }
+    assert_eq!(lab.instance.waits.get("LOGBUFFER").unwrap().waiting_tasks_count, 2);
+    let durable = db.log().read_durable().unwrap();
+    let ours = durable.iter().filter(|(lsn, _)| lsns.contains(lsn)).count();
+    assert_eq!(ours, lsns.len(), "every record of both rounds reads back from disk");
+}
+
+/// A failed write of a full log cache does not fail the append that triggered it (its
+/// records are in the cache); it stops the log, and the next commit's flush reports it.
+#[test]
+fn a_failed_write_of_the_log_cache_fails_the_next_flush() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "64MB", "64MB");
+    lab.faults.lock().only_paths_ending = Some(".ldf".into());
+    lab.faults.lock().fail_write_after = Some(0);
+    for _ in 0..=LOG_BUFFERS {
+        db.log().append(&record(50_000)).unwrap();
+    }
+    assert_eq!(lab.instance.waits.get("LOGBUFFER").unwrap().waiting_tasks_count, 1);
+    let end = db.log().end_lsn();
+    assert!(db.log().flushed_lsn() < end, "nothing was made durable");
+    let error = db.log().flush_to(end).unwrap_err();
+    assert_eq!(db.log().flush_to(end).unwrap_err(), error, "the log stays stopped");
 }
 
 #[test]

@@ -64,8 +64,20 @@ impl BlockBuilder {
 
     /// The sealed bytes of the block, emptying the builder.
     pub fn seal(&mut self, fseqno: u32, block_offset: u32, prev_crc: u32) -> Vec<u8> {
+        self.seal_into(Vec::new(), fseqno, block_offset, prev_crc)
+    }
+
+    /// [`BlockBuilder::seal`] into `buf` (a written block's buffer, whatever it holds).
+    pub fn seal_into(
+        &mut self,
+        mut buf: Vec<u8>,
+        fseqno: u32,
+        block_offset: u32,
+        prev_crc: u32,
+    ) -> Vec<u8> {
         let size = self.size();
-        let mut buf = vec![0u8; size];
+        buf.clear();
+        buf.resize(size, 0);
         buf[0..2].copy_from_slice(&FLAG_VALID.to_le_bytes());
         buf[2..4].copy_from_slice(&self.record_count().to_le_bytes());
         buf[4..8].copy_from_slice(&fseqno.to_le_bytes());
@@ -168,6 +180,19 @@ mod tests {
 
     fn record(n: u8) -> LogRecord {
         LogRecord::new(Operation::InsertRows, Context::Heap, 7, vec![n; usize::from(n)])
+    }
+
+    /// A written block's buffer is sealed into again: nothing of its old bytes may remain
+    /// (the padding and the slot area must read as a fresh block's).
+    #[test]
+    fn a_block_sealed_into_a_used_buffer_is_the_block_sealed_into_a_new_one() {
+        let (mut fresh, mut reused) = (BlockBuilder::default(), BlockBuilder::default());
+        for builder in [&mut fresh, &mut reused] {
+            builder.push(&record(3), 0);
+            builder.push(&record(41), 0);
+        }
+        let used = vec![0xEE; 4096];
+        assert_eq!(reused.seal_into(used, 5, 16, 7), fresh.seal(5, 16, 7));
     }
 
     #[test]

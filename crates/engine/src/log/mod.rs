@@ -16,6 +16,10 @@
 //! - Flushing with group commit: one session writes every sealed block and fdatasyncs while the
 //!   others whose records it covers wait on it. The time each committing session spends
 //!   waiting for its LSN to be durable is its WRITELOG wait.
+//! - The log cache: at most [`LOG_BUFFERS`] (128) sealed blocks wait to be written, as SQL
+//!   Server keeps at most 128 log buffers per database. The session whose append seals one
+//!   more writes the cache (or waits for the session writing it): its LOGBUFFER wait. The
+//!   written blocks' buffers are sealed into again.
 //! - Truncation: [`LogManager::truncate`] marks VLFs wholly before MinLSN reusable (called by
 //!   checkpoints in SIMPLE recovery; FULL waits for a log backup: LOG_BACKUP).
 //! - Rollback reservations: open transactions reserve what their undo will log; a group that
@@ -61,6 +65,9 @@ use vlf::{FIRST_VLF_OFFSET, VLF_HEADER_BYTES, VlfHeader, VlfRule};
 
 /// Wait type of a session waiting for its log records to become durable.
 pub const WRITELOG: &str = "WRITELOG";
+/// Wait type of a session that ended a log block while every log buffer was full: it waits
+/// for the buffers to be written.
+pub const LOGBUFFER: &str = "LOGBUFFER";
 /// The smallest log file: 512 KB, as in SQL Server.
 pub const MIN_LOG_FILE_PAGES: u32 = 64;
 /// Growths one append may make to find room before it reports 9002.
@@ -69,6 +76,10 @@ const MAX_GROWTHS_PER_APPEND: u32 = 64;
 const LOG_IFI_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// The most bytes of consecutive log blocks gathered into one write (1 MB).
 const MAX_GATHERED_WRITE_BYTES: u64 = 1024 * 1024;
+/// The log cache: at most this many sealed blocks wait to be written (SQL Server's 128 log
+/// buffers per database, 60 KB each); the session that seals one more writes them first.
+/// Their buffers are kept for sealing into again.
+pub const LOG_BUFFERS: usize = 128;
 
 /// Why the log cannot be truncated (sys.databases.log_reuse_wait_desc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,6 +277,10 @@ struct LogState {
     group_broken: bool,
     /// Log space set aside for the rollback of open transactions.
     reserved_bytes: u64,
+    /// Buffers of written blocks, sealed into again (at most [`LOG_BUFFERS`]): a fresh 60 KB
+    /// buffer per block cost a page fault per 4 KB (glibc hands such buffers back to the
+    /// kernel when they are freed).
+    spare_blocks: Vec<Vec<u8>>,
 }
 
 struct FlushState {
@@ -347,6 +362,7 @@ impl LogManager {
             stats: LogFlushStats::default(),
             group_broken: false,
             reserved_bytes: 0,
+            spare_blocks: Vec::new(),
         };
         let first_vlf = state.current;
         Self::enter_vlf(&mut state, first_vlf, 1);
@@ -464,6 +480,7 @@ impl LogManager {
             stats: LogFlushStats::default(),
             group_broken: false,
             reserved_bytes: 0,
+            spare_blocks: Vec::new(),
         };
         let records = Self::find_end(instance, &mut state, database_name, scan_from)?;
         let log = Self::assemble(instance, database_id, database_name, binding_id, state);
@@ -745,7 +762,22 @@ impl LogManager {
     /// [`LogManager::flush_to`] has returned for an LSN at or after it.
     pub fn append(&self, record: &LogRecord) -> SqlResult<Lsn> {
         let mut state = self.state.lock();
-        self.append_locked(&mut state, record, 0)
+        let lsn = self.append_locked(&mut state, record, 0)?;
+        self.write_if_cache_full(state);
+        Ok(lsn)
+    }
+
+    /// After an append: when the log cache is full ([`LOG_BUFFERS`] sealed blocks), this
+    /// session writes it, waiting as LOGBUFFER (or on the session already writing).
+    fn write_if_cache_full(&self, state: parking_lot::MutexGuard<'_, LogState>) {
+        let cache_full = state.pending.len() >= LOG_BUFFERS;
+        let end = state.end_lsn;
+        drop(state);
+        if cache_full {
+            // The records are in; a failed write stops the log for good and every later
+            // flush (a commit's first) reports it, so the append itself still succeeded.
+            let _ = self.flush_to_as(end, LOGBUFFER);
+        }
     }
 
     fn append_locked(
@@ -825,6 +857,7 @@ impl LogManager {
         }
         // Reserved in the same critical section as the append: one lock round per row change.
         state.reserved_bytes += reserve_after;
+        self.write_if_cache_full(state);
         Ok(lsns)
     }
 
@@ -984,15 +1017,20 @@ impl LogManager {
     /// Waits until every record up to `lsn` is durable, writing the log itself when no other
     /// session is (group commit). Time spent waiting is recorded as WRITELOG.
     pub fn flush_to(&self, lsn: Lsn) -> SqlResult<()> {
+        self.flush_to_as(lsn, WRITELOG)
+    }
+
+    /// [`LogManager::flush_to`], recording any wait as `wait_type`.
+    fn flush_to_as(&self, lsn: Lsn, wait_type: &'static str) -> SqlResult<()> {
         let started = Instant::now();
         let mut waited = false;
         let mut flush = self.flush.lock();
-        loop {
+        let result = loop {
             if let Some(error) = &flush.failed {
-                return Err(error.clone());
+                break Err(error.clone());
             }
             if flush.flushed_lsn >= lsn {
-                break;
+                break Ok(());
             }
             waited = true;
             if flush.writing {
@@ -1009,12 +1047,13 @@ impl LogManager {
                 Err(error) => flush.failed = Some(error),
             }
             self.flushed.notify_all();
-        }
+        };
         drop(flush);
+        // A flush that failed was waited on all the same.
         if waited {
-            self.instance.waits.record(WRITELOG, started.elapsed(), Duration::ZERO);
+            self.instance.waits.record(wait_type, started.elapsed(), Duration::ZERO);
         }
-        Ok(())
+        result
     }
 
     /// Flushes everything appended so far.
@@ -1072,6 +1111,12 @@ impl LogManager {
         }
         for (handle, path) in targets.values() {
             handle.sync_data().map_err(|err| os_write_error(&err, 0, path))?;
+        }
+        let mut state = self.state.lock();
+        for write in writes {
+            if state.spare_blocks.len() < LOG_BUFFERS {
+                state.spare_blocks.push(write.bytes);
+            }
         }
         Ok(upto)
     }
@@ -1313,7 +1358,8 @@ impl LogState {
         let pos = self.current;
         let header = self.vlf(pos).header;
         let block_no = (self.open_offset / SECTOR_BYTES as u64) as u32;
-        let bytes = self.open.seal(header.fseqno, block_no, self.prev_crc);
+        let buffer = self.spare_blocks.pop().unwrap_or_default();
+        let bytes = self.open.seal_into(buffer, header.fseqno, block_no, self.prev_crc);
         self.prev_crc = block::block_crc(&bytes);
         let len = bytes.len() as u64;
         self.pending.push(PendingWrite {
