@@ -241,4 +241,8 @@ impl IoFile for FaultFile {
     fn size_bytes(&self) -> io::Result<u64> {
         self.inner.size_bytes()
     }
+
+    fn drop_cached(&self) -> io::Result<()> {
+        self.inner.drop_cached()
+    }
 }

@@ -70,6 +70,11 @@ pub trait IoFile: Send + Sync {
     /// Sets the file length (used to undo a failed growth).
     fn set_len(&self, len: u64) -> io::Result<()>;
     fn size_bytes(&self) -> io::Result<u64>;
+    /// Drops the file's clean pages from the OS page cache (after a sync; advisory, as
+    /// POSIX_FADV_DONTNEED): SQL Server's data files bypass that cache. By default, nothing.
+    fn drop_cached(&self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The default backend.

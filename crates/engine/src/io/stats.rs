@@ -178,6 +178,9 @@ impl IoFile for CountedFile {
     fn size_bytes(&self) -> io::Result<u64> {
         self.inner.size_bytes()
     }
+    fn drop_cached(&self) -> io::Result<()> {
+        self.inner.drop_cached()
+    }
 }
 
 #[cfg(test)]
