@@ -271,6 +271,19 @@ pub fn pfs_get(buf: &PageBuf, page_no: u32) -> u8 {
     buf[PFS_BYTES_AT + (page_no - pfs_interval_start(page_no)) as usize]
 }
 
+/// The bytes of a PFS page that hold the PFS bytes of an extent's pages (`first` is its
+/// first page): what an allocation changes, for [`crate::buffer::PageGuard::write_within`].
+pub fn pfs_extent_range(first: u32) -> (usize, usize) {
+    let at = PFS_BYTES_AT + (first - pfs_interval_start(first)) as usize;
+    (at, at + crate::units::PAGES_PER_EXTENT as usize)
+}
+
+/// The byte of a GAM, SGAM or IAM page that holds map bit `bit`.
+pub fn bitmap_byte_range(bit: u32) -> (usize, usize) {
+    let at = GAM_BITMAP_AT + (bit / 8) as usize;
+    (at, at + 1)
+}
+
 pub fn pfs_set(buf: &mut PageBuf, page_no: u32, value: u8) {
     buf[PFS_BYTES_AT + (page_no - pfs_interval_start(page_no)) as usize] = value;
 }

@@ -51,7 +51,7 @@ use crate::latch::LatchMode;
 use crate::lock::{LockMode, LockResource};
 use crate::page::{PageBuf, PageHeader, PageType};
 use crate::record::{self, Column, Layout, RecordType, SqlType, Value, compare_keys};
-use crate::units::{PAGE_SIZE, PageId};
+use crate::units::{PAGE_HEADER_SIZE, PAGE_SIZE, PageId};
 use crate::xact;
 use std::cmp::Ordering;
 
@@ -833,7 +833,10 @@ impl BTree {
         // log), and the new record joins it if it belongs there.
         let new_on_left = usize::from(slot) < at;
         let kept = if new_on_left { at - 1 } else { at };
-        page.write(|buf| {
+        // The header and the slot array's truncated tail change, nothing else.
+        let old_count = records.len() - 1;
+        let changed = [(0, PAGE_HEADER_SIZE), (PAGE_SIZE - 2 * old_count, PAGE_SIZE - 2 * kept)];
+        page.write_within(&changed, |buf| {
             set_links(buf, header.prev_page, right_id);
             datapage::truncate(buf, kept as u16)
         })?
@@ -844,7 +847,7 @@ impl BTree {
         }
         if !header.next_page.is_null() {
             let next = db.buffer_pool().fetch(Self::key(db, header.next_page), LatchMode::Ex)?;
-            next.write(|buf| {
+            next.write_within(&[(0, PAGE_HEADER_SIZE)], |buf| {
                 let mut h = PageHeader::read(&buf[..]);
                 h.prev_page = right_id;
                 h.write(&mut buf[..]);
@@ -1284,7 +1287,7 @@ fn fill(buf: &mut PageBuf, records: &[&[u8]]) {
 
 /// The split position that balances the two halves by bytes, with both halves fitting a page.
 fn split_point(records: &[&[u8]]) -> usize {
-    let body = PAGE_SIZE - crate::units::PAGE_HEADER_SIZE;
+    let body = PAGE_SIZE - PAGE_HEADER_SIZE;
     let sizes: Vec<usize> = records.iter().map(|r| r.len() + 2).collect();
     let total: usize = sizes.iter().sum();
     let mut best = (usize::MAX, 1);

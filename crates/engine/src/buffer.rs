@@ -923,6 +923,38 @@ impl PageGuard<'_> {
         })
     }
 
+    /// [`PageGuard::write`] for a change confined to `ranges` (`[from, to)`, at most three):
+    /// only those bytes are saved and compared, not the whole page (a PFS byte, a map bit's
+    /// byte, a page header). A change outside them would be lost to the log: debug builds
+    /// check the rest of the page is unchanged.
+    pub fn write_within<R>(
+        &self,
+        ranges: &[(usize, usize)],
+        f: impl FnOnce(&mut PageBuf) -> R,
+    ) -> SqlResult<R> {
+        if !self.pool.is_logged(self.key.database_id) || self.fresh.get() {
+            return self.write(f);
+        }
+        self.begin_write();
+        self.logged_change(|buf| {
+            let before = mtr::Saved::of(buf, ranges);
+            #[cfg(debug_assertions)]
+            let whole: Box<PageBuf> = Box::new(*buf);
+            let result = f(buf);
+            #[cfg(debug_assertions)]
+            {
+                // The page as it is now, but with the ranges' old bytes: the page before.
+                let mut outside_ranges = *buf;
+                before.restore(&mut outside_ranges);
+                let changed = mtr::diff(&whole, &outside_ranges);
+                assert!(changed.is_empty(), "a change outside {ranges:?}: {changed:?}");
+            }
+            let runs = mtr::diff_within(&before, buf);
+            let change = (!runs.is_empty()).then(|| (mtr::Redo::Xor(runs), mtr::Saved::default()));
+            (result, change)
+        })
+    }
+
     /// Inserts `record` as `slot` of a data or index page ([`datapage::insert`]); false if it
     /// does not fit. The change is logged logically: the slot and the record
     /// ([`mtr::Redo::Insert`]), after a compaction ([`mtr::Redo::Compact`]) if the page's

@@ -350,7 +350,10 @@ impl FileAlloc {
     ) -> SqlResult<()> {
         let page =
             self.latch(pool, alloc::map_page(extent / GAM_INTERVAL_EXTENTS, kind), LatchMode::Up)?;
-        page.write(|buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value))?;
+        let bit = extent % GAM_INTERVAL_EXTENTS;
+        page.write_within(&[alloc::bitmap_byte_range(bit)], |buf| {
+            alloc::bitmap_set(buf, bit, value)
+        })?;
         Ok(())
     }
 
@@ -388,12 +391,14 @@ impl FileAlloc {
             let base = interval * GAM_INTERVAL_EXTENTS;
             let interval_end = (base + GAM_INTERVAL_EXTENTS).min(to);
             let gam = self.latch(pool, alloc::map_page(interval, MapKind::Gam), LatchMode::Up)?;
-            let found = gam.write(|buf| {
-                let bit = alloc::bitmap_find_set(buf, extent - base, interval_end - base)?;
-                alloc::bitmap_set(buf, bit, false);
-                Some(base + bit)
-            })?;
-            if let Some(found) = found {
+            // Only this session changes the GAM page under its UP latch: the bit found stays set.
+            let found =
+                gam.read(|buf| alloc::bitmap_find_set(buf, extent - base, interval_end - base));
+            if let Some(bit) = found {
+                let clear = |buf: &mut PageBuf| alloc::bitmap_set(buf, bit, false);
+                gam.write_within(&[alloc::bitmap_byte_range(bit)], clear)?;
+            }
+            if let Some(found) = found.map(|bit| base + bit) {
                 self.free_extents.fetch_sub(1, Ordering::AcqRel);
                 return Ok(Some(found));
             }
@@ -408,7 +413,7 @@ impl FileAlloc {
         let first = first_page_of_extent(extent);
         let (interval, bit) = (extent / GAM_INTERVAL_EXTENTS, extent % GAM_INTERVAL_EXTENTS);
         let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Up)?;
-        pfs_page.write(|buf| {
+        pfs_page.write_within(&[alloc::pfs_extent_range(first)], |buf| {
             for page_no in first..first + PAGES_PER_EXTENT {
                 let byte = alloc::pfs_get(buf, page_no) & !(pfs::ALLOCATED | pfs::MIXED | pfs::IAM);
                 alloc::pfs_set(buf, page_no, byte);
@@ -416,7 +421,7 @@ impl FileAlloc {
         })?;
         self.set_map_bit(pool, MapKind::Sgam, extent, false)?;
         let gam = self.latch(pool, alloc::map_page(interval, MapKind::Gam), LatchMode::Up)?;
-        gam.write(|buf| {
+        gam.write_within(&[alloc::bitmap_byte_range(bit)], |buf| {
             assert!(
                 !alloc::bitmap_get(buf, bit),
                 "alloc invariant 1: extent {extent} is already free"
@@ -438,7 +443,7 @@ impl FileAlloc {
     ) -> SqlResult<u32> {
         let first = first_page_of_extent(extent);
         let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Up)?;
-        pfs_page.write(|buf| {
+        pfs_page.write_within(&[alloc::pfs_extent_range(first)], |buf| {
             for page_no in first..first + PAGES_PER_EXTENT {
                 alloc::pfs_set(buf, page_no, pfs::MIXED);
             }
@@ -488,7 +493,7 @@ impl FileAlloc {
     ) -> SqlResult<Option<u32>> {
         let first = first_page_of_extent(extent);
         let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Up)?;
-        let taken = pfs_page.write(|buf| {
+        let taken = pfs_page.write_within(&[alloc::pfs_extent_range(first)], |buf| {
             let page_no = (first..first + PAGES_PER_EXTENT)
                 .find(|p| alloc::pfs_get(buf, *p) & pfs::ALLOCATED == 0)?;
             let before = alloc::pfs_get(buf, page_no);
@@ -511,14 +516,19 @@ impl FileAlloc {
         let extent = extent_of_page(page_no);
         let first = first_page_of_extent(extent);
         let pfs_page = self.latch(pool, alloc::pfs_page_for(page_no), LatchMode::Up)?;
-        let (was_mixed, all_free) = pfs_page.write(|buf| {
-            let before = alloc::pfs_get(buf, page_no);
-            assert_ne!(before & pfs::ALLOCATED, 0, "freeing page {page_no} that is not allocated");
-            alloc::pfs_set(buf, page_no, before & !(pfs::ALLOCATED | pfs::IAM));
-            let all_free = (first..first + PAGES_PER_EXTENT)
-                .all(|p| alloc::pfs_get(buf, p) & pfs::ALLOCATED == 0);
-            (before & pfs::MIXED != 0, all_free)
-        })?;
+        let (was_mixed, all_free) =
+            pfs_page.write_within(&[alloc::pfs_extent_range(first)], |buf| {
+                let before = alloc::pfs_get(buf, page_no);
+                assert_ne!(
+                    before & pfs::ALLOCATED,
+                    0,
+                    "freeing page {page_no} that is not allocated"
+                );
+                alloc::pfs_set(buf, page_no, before & !(pfs::ALLOCATED | pfs::IAM));
+                let all_free = (first..first + PAGES_PER_EXTENT)
+                    .all(|p| alloc::pfs_get(buf, p) & pfs::ALLOCATED == 0);
+                (before & pfs::MIXED != 0, all_free)
+            })?;
         if was_mixed {
             self.set_map_bit(pool, MapKind::Sgam, extent, true)?;
         }

@@ -597,7 +597,11 @@ impl Database {
             iam.interval,
             "the IAM page covers the extent's interval"
         );
-        self.edit_page(iam.page, |buf| alloc::bitmap_set(buf, extent % GAM_INTERVAL_EXTENTS, value))
+        let bit = extent % GAM_INTERVAL_EXTENTS;
+        let guard = self.pool.fetch(PageKey::new(self.database_id, iam.page), LatchMode::Up)?;
+        guard.write_within(&[alloc::bitmap_byte_range(bit)], |buf| {
+            alloc::bitmap_set(buf, bit, value)
+        })
     }
 
     fn write_single_page_slots(&self, unit: &AllocUnit) -> SqlResult<()> {
