@@ -910,11 +910,20 @@ impl PageGuard<'_> {
             let mut data = frame.data.write();
             return Ok(f(data.as_mut().expect("a latched frame has bytes")));
         }
+        static ZEROS: PageBuf = [0; crate::units::PAGE_SIZE];
         self.logged_change(|buf| {
-            let before: PageBuf = *buf;
-            let result = f(buf);
-            let runs = mtr::diff(&before, buf);
-            let change = match self.fresh.replace(false) {
+            // A new page starts zeroed (new_page): its format record is its diff from zeros,
+            // with no copy of the page before.
+            let fresh = self.fresh.replace(false);
+            let (result, runs) = if fresh {
+                let result = f(buf);
+                (result, mtr::diff(&ZEROS, buf))
+            } else {
+                let before: PageBuf = *buf;
+                let result = f(buf);
+                (result, mtr::diff(&before, buf))
+            };
+            let change = match fresh {
                 true => Some(mtr::Redo::Format(runs)),
                 false if runs.is_empty() => None,
                 false => Some(mtr::Redo::Xor(runs)),
