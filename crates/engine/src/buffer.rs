@@ -1098,7 +1098,8 @@ impl BufferPool {
     }
 
     /// Commits this thread's innermost mtr: appends its page changes to the log as one group,
-    /// stamps each changed page with the group's last LSN, then releases the pages it held.
+    /// stamps each changed page with the group's last LSN, then releases the pages it held
+    /// (and then writes the log cache if the append left it full).
     /// If the log cannot take the group, every change is undone and the error returned.
     pub fn commit_mtr(&self) -> SqlResult<()> {
         let mut state = mtr::take_top();
@@ -1108,24 +1109,28 @@ impl BufferPool {
         }
         self.release_held(&mut state.held);
         mtr::recycle(state);
-        result
+        // A full log cache is written with the mtr's latches released, not under them.
+        if let Ok(Some(log)) = &result {
+            log.write_cache_if_full();
+        }
+        result.map(|_| ())
     }
 
     fn log_mtr(
         &self,
         changes: &[PageChange],
         extra: &mut Vec<(LogRecord, crate::xact::RowOp)>,
-    ) -> SqlResult<()> {
+    ) -> SqlResult<Option<Arc<LogManager>>> {
         let database_id = match changes.first() {
             Some(first) => first.database_id,
             // A transaction's record with no page change of its own (a heap update's old row).
             None if !extra.is_empty() => crate::xact::current_database().unwrap_or(0),
-            None => return Ok(()),
+            None => return Ok(None),
         };
         // The map's read guard is held through the append: the log never calls into the pool,
         // and logs are registered only when a database opens, is created or closes.
         let logs = self.logs.read().expect("the log map is never poisoned");
-        let Some(log) = logs.get(&database_id) else { return Ok(()) };
+        let Some(log) = logs.get(&database_id) else { return Ok(None) };
         let page_records: SmallVec<[LogRecord; 4]> = changes.iter().map(page_record).collect();
         let mut records: SmallVec<[&LogRecord; 6]> = SmallVec::new();
         records.extend(page_records.iter());
@@ -1140,7 +1145,8 @@ impl BufferPool {
             let buf = data.as_mut().expect("held frames have bytes");
             buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10].copy_from_slice(&last.to_bytes());
         }
-        Ok(())
+        // The log, for its cache to be written once the mtr's latches are released.
+        Ok(log.cache_is_full().then(|| log.clone()))
     }
 }
 

@@ -406,6 +406,7 @@ impl Database {
         self.note_xact_end(xact.xact_id);
         self.log().release(xact.reserved_bytes);
         self.instance().locks.release_all(xact.xact_id);
+        self.log().write_cache_if_full();
         result?;
         appended?;
         self.catalog_after_transaction(&xact, false)

@@ -631,3 +631,29 @@ fn a_transaction_that_fills_the_log_can_still_roll_back() {
     commit_rows(&db, &tree, 0..3);
     assert_eq!(ids(&tree, &db), vec![0, 1, 2], "the log is usable again");
 }
+
+/// A long transaction's log does not wait for its commit: when its appends fill the log cache
+/// (128 blocks), the inserting session writes it and records LOGBUFFER, inside its open
+/// transaction; the rows then commit and survive a crash as usual.
+#[test]
+fn a_long_transaction_writes_its_log_as_the_log_cache_fills() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    lab.instance.waits.clear();
+    db.begin_tran().unwrap();
+    let mut id = 0;
+    // About 250 bytes of log per row: the cache (128 blocks of up to 60 KB, 7.5 MB) fills
+    // within 100,000 rows.
+    while lab.instance.waits.get("LOGBUFFER").is_none() {
+        assert!(id < 100_000, "the log cache never filled: {:?}", db.log().stats());
+        tree.insert(&db, &row(id)).unwrap();
+        id += 1;
+    }
+    let durable = db.log().flushed_lsn();
+    assert!(!durable.is_null() && durable <= db.log().end_lsn());
+    assert!(db.trancount() == 1, "still the one open transaction");
+    db.commit_tran().unwrap();
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(ids(&tree, &db), (0..id).collect::<Vec<_>>());
+}

@@ -16,10 +16,11 @@
 //! - Flushing with group commit: one session writes every sealed block and fdatasyncs while the
 //!   others whose records it covers wait on it. The time each committing session spends
 //!   waiting for its LSN to be durable is its WRITELOG wait.
-//! - The log cache: at most [`LOG_BUFFERS`] (128) sealed blocks wait to be written, as SQL
-//!   Server keeps at most 128 log buffers per database. The session whose append seals one
-//!   more writes the cache (or waits for the session writing it): its LOGBUFFER wait. The
-//!   written blocks' buffers are sealed into again.
+//! - The log cache: [`LOG_BUFFERS`] (128) sealed blocks, as SQL Server keeps at most 128 log
+//!   buffers per database. An append that leaves it full flags it; one session then writes it
+//!   (or waits for the session writing it) once its mtr has released its page latches: its
+//!   LOGBUFFER wait. Others go on appending meanwhile, so the cache can pass 128 blocks for
+//!   that while. The written blocks' buffers are sealed into again.
 //! - Truncation: [`LogManager::truncate`] marks VLFs wholly before MinLSN reusable (called by
 //!   checkpoints in SIMPLE recovery; FULL waits for a log backup: LOG_BACKUP).
 //! - Rollback reservations: open transactions reserve what their undo will log; a group that
@@ -300,6 +301,8 @@ pub struct LogManager {
     flush: Mutex<FlushState>,
     flushed: Condvar,
     next_xact_id: std::sync::atomic::AtomicU64,
+    /// Set by an append that left the log cache full ([`LOG_BUFFERS`] sealed blocks).
+    cache_full: std::sync::atomic::AtomicBool,
     /// Open transactions: id -> begin LSN.
     open_transactions: Mutex<BTreeMap<u64, Lsn>>,
 }
@@ -389,6 +392,7 @@ impl LogManager {
             flush: Mutex::new(FlushState { flushed_lsn, writing: false, failed: None }),
             flushed: Condvar::new(),
             next_xact_id: std::sync::atomic::AtomicU64::new(1),
+            cache_full: std::sync::atomic::AtomicBool::new(false),
             open_transactions: Mutex::new(BTreeMap::new()),
         }
     }
@@ -763,21 +767,41 @@ impl LogManager {
     pub fn append(&self, record: &LogRecord) -> SqlResult<Lsn> {
         let mut state = self.state.lock();
         let lsn = self.append_locked(&mut state, record, 0)?;
-        self.write_if_cache_full(state);
+        self.note_cache(&state);
+        drop(state);
+        self.write_cache_if_full();
         Ok(lsn)
     }
 
-    /// After an append: when the log cache is full ([`LOG_BUFFERS`] sealed blocks), this
-    /// session writes it, waiting as LOGBUFFER (or on the session already writing).
-    fn write_if_cache_full(&self, state: parking_lot::MutexGuard<'_, LogState>) {
-        let cache_full = state.pending.len() >= LOG_BUFFERS;
+    /// Under the append lock: flags a full log cache for [`LogManager::write_cache_if_full`].
+    fn note_cache(&self, state: &LogState) {
+        if state.pending.len() >= LOG_BUFFERS {
+            self.cache_full.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// Whether an append left the log cache full: the appender should call
+    /// [`LogManager::write_cache_if_full`] once it holds no page latch.
+    pub fn cache_is_full(&self) -> bool {
+        self.cache_full.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Writes a full log cache, waiting as LOGBUFFER (or on the session already writing).
+    /// One session takes the flag; the others go on appending meanwhile. A failed write stops
+    /// the log for good and every later flush (a commit's first) reports it; the appends
+    /// themselves succeeded, so nothing is returned.
+    pub fn write_cache_if_full(&self) {
+        if !self.cache_full.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        let state = self.state.lock();
+        if state.pending.len() < LOG_BUFFERS {
+            // Another session's write took the blocks since the flag was set.
+            return;
+        }
         let end = state.end_lsn;
         drop(state);
-        if cache_full {
-            // The records are in; a failed write stops the log for good and every later
-            // flush (a commit's first) reports it, so the append itself still succeeded.
-            let _ = self.flush_to_as(end, LOGBUFFER);
-        }
+        let _ = self.flush_to_as(end, LOGBUFFER);
     }
 
     fn append_locked(
@@ -857,7 +881,7 @@ impl LogManager {
         }
         // Reserved in the same critical section as the append: one lock round per row change.
         state.reserved_bytes += reserve_after;
-        self.write_if_cache_full(state);
+        self.note_cache(&state);
         Ok(lsns)
     }
 
