@@ -1109,8 +1109,11 @@ impl BufferPool {
         }
         self.release_held(&mut state.held);
         mtr::recycle(state);
-        // A full log cache is written with the mtr's latches released, not under them.
-        if let Ok(Some(log)) = &result {
+        // A full log cache is written with the mtr's latches released, not under them; an
+        // mtr nested in another (an allocation's) leaves it to the outer one's commit.
+        if let Ok(Some(log)) = &result
+            && mtr::none_open()
+        {
             log.write_cache_if_full();
         }
         result.map(|_| ())

@@ -77,9 +77,10 @@ const MAX_GROWTHS_PER_APPEND: u32 = 64;
 const LOG_IFI_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// The most bytes of consecutive log blocks gathered into one write (1 MB).
 const MAX_GATHERED_WRITE_BYTES: u64 = 1024 * 1024;
-/// The log cache: at most this many sealed blocks wait to be written (SQL Server's 128 log
-/// buffers per database, 60 KB each); the session that seals one more writes them first.
-/// Their buffers are kept for sealing into again.
+/// The log cache: when this many sealed blocks wait to be written (SQL Server's 128 log
+/// buffers per database, 60 KB each), the appending session writes them once it holds no
+/// page latch ([`LogManager::write_cache_if_full`]). Their buffers are kept for sealing into
+/// again.
 pub const LOG_BUFFERS: usize = 128;
 
 /// Why the log cannot be truncated (sys.databases.log_reuse_wait_desc).

@@ -374,6 +374,12 @@ pub fn recycle(mut state: MtrState) {
     });
 }
 
+/// Whether no mtr at all (nor autocommit scope) is open on this thread: it holds no page
+/// latch kept by an mtr.
+pub fn none_open() -> bool {
+    STACK.with(|s| s.borrow().is_empty())
+}
+
 /// Whether an mtr that groups changes is open on this thread (an autocommit scope is not).
 pub fn active() -> bool {
     STACK.with(|s| s.borrow().last().is_some_and(|m| !m.autocommit))
