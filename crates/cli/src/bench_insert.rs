@@ -182,8 +182,10 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     config.max_server_memory_mb = args.max_server_memory_mb;
     let instance = Instance::start(config).map_err(|e| e.to_string())?;
     let db = Arc::new(create_database(&instance, args.files, args.rows)?);
-    // As the server runs it: automatic checkpoints on the background checkpoint task.
+    // As the server runs it: automatic checkpoints on the background checkpoint task, log
+    // blocks written by the log writer.
     db.start_checkpoint_task();
+    db.start_log_writer();
     db.set_delayed_durability(args.no_log_flush);
     let tree = Arc::new(
         BTree::create(

@@ -107,9 +107,11 @@ fn run_one(
         ],
         mixed_page_allocation: false,
     };
-    // As the server runs it: automatic checkpoints on the background checkpoint task.
+    // As the server runs it: automatic checkpoints on the background checkpoint task, log
+    // blocks written by the log writer.
     let db = std::sync::Arc::new(Database::create(&instance, &spec).map_err(|e| e.to_string())?);
     db.start_checkpoint_task();
+    db.start_log_writer();
     let columns = vec![
         Column::new("ID", SqlType::Int, false),
         Column::new("name", SqlType::NChar(2048), false),

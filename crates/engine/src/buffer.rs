@@ -20,6 +20,11 @@
 //! Each wait also counts in latch class BUFFER and registers in the waiting-tasks list with
 //! resource_description `db:file:page` while it lasts.
 //!
+//! Write-back (lazy writer, a session that needs a frame, checkpoint) is SQL Server's gather
+//! write: a dirty page goes out with the dirty pages next to it in its file, up to
+//! [`GATHER_WRITE_PAGES`] (1 MB) in one write, unbuffered where the backend can
+//! ([`crate::io::IoFile::write_gathered`]).
+//!
 //! Deviation: reads and writes are synchronous pread/pwrite on the calling thread, not
 //! asynchronous I/O completed by another thread; the waits are the same time.
 //!
@@ -177,6 +182,10 @@ fn low_water(frames: usize) -> usize {
 pub const MIN_FRAMES: usize = 16;
 /// How many times a fetch may find every frame pinned or dirty before it reports error 802.
 const MAX_EVICTION_ROUNDS: u32 = 64;
+
+/// The most pages one gathered write-back takes: SQL Server 2016+ (x64) gathers up to 128
+/// consecutive dirty pages, 1 MB, for the lazy writer and checkpoint (reference §7).
+pub const GATHER_WRITE_PAGES: usize = 128;
 
 impl BufferPool {
     /// Test seam: every page allocation then holds its PFS latch at least `hold_us`
@@ -618,7 +627,8 @@ impl BufferPool {
         None
     }
 
-    /// Writes back up to `limit` dirty, unpinned pages in clock order. Returns how many.
+    /// Writes back up to about `limit` dirty, unpinned pages in clock order, each with its
+    /// dirty neighbours ([`BufferPool::write_back`]). Returns how many pages.
     fn write_back_some(&self, limit: usize, by_lazy_writer: bool) -> SqlResult<usize> {
         let start = *self.clock_hand.lock();
         let mut written = 0;
@@ -627,31 +637,63 @@ impl BufferPool {
                 break;
             }
             let index = (start + step) % self.frames.len();
-            if self.write_back(index, false, |_| true)? {
-                written += 1;
-                if by_lazy_writer {
-                    self.lazy_writer_writes.fetch_add(1, Ordering::Relaxed);
-                }
+            let pages = self.write_back(index, false, |_| true)?;
+            written += pages;
+            if by_lazy_writer {
+                self.lazy_writer_writes.fetch_add(pages as u64, Ordering::Relaxed);
             }
         }
         Ok(written)
     }
 
-    /// Writes one frame back if it is dirty, unpinned and its key passes `filter`. The frame is
-    /// pinned and latched UP during the write (invariant 2).
+    /// Writes one frame back if it is dirty, unpinned and its key passes `filter`, gathering the
+    /// dirty pages next to it (consecutive page ids of the same file, forward and backward) into
+    /// the same write, as SQL Server's gather write does (reference §7): up to
+    /// [`GATHER_WRITE_PAGES`], stopping at a page that is clean, pinned, fails `filter`, cannot
+    /// be latched at once, or whose LSN the log has not flushed. Every page of the run is pinned
+    /// and latched UP during the write (invariant 2). Returns how many pages were written.
     /// `wait` is false when evicting: a session that needs a frame may hold latches of its own,
-    /// so it only writes pages that nobody pins and whose latch it gets at once (SQL Server's
-    /// gather write likewise stops at a page it cannot latch immediately). A checkpoint holds no
-    /// latch and waits.
+    /// so it only writes pages that nobody pins and whose latch it gets at once (latch order 3).
+    /// A checkpoint holds no latch and waits for the first page's.
     fn write_back(
         &self,
         index: usize,
         wait: bool,
         filter: impl Fn(PageKey) -> bool,
-    ) -> SqlResult<bool> {
+    ) -> SqlResult<usize> {
+        let spid = crate::instance::current_spid();
+        let Some(key) = self.claim_for_write(index, wait, &filter, spid) else {
+            return Ok(0);
+        };
+        let mut run = WriteRun { pool: self, spid, frames: SmallVec::new(), first: key };
+        run.frames.push(index);
+        // The WAL rule: the log records of every change the page holds are durable first.
+        let page_lsn = self.seal_frame(index);
+        let log = self.log_of(key.database_id);
+        if let Some(log) = &log
+            && !page_lsn.is_null()
+        {
+            log.flush_to(page_lsn)?;
+            assert!(log.flushed_lsn() >= page_lsn, "WAL: page {key:?} written before its log");
+        }
+        let flushed = log.as_ref().map(|log| log.flushed_lsn());
+        let unflushed = |lsn: Lsn| flushed.is_some_and(|flushed| lsn > flushed);
+        self.gather_neighbours(&mut run, &filter, &unflushed);
+        run.write()
+    }
+
+    /// Pins and latches (UP) a dirty frame for a write-back; the frame's meta lock alone orders
+    /// this with eviction, which unmaps a frame under the same lock only when it is unpinned.
+    /// None (nothing held) if the frame is clean, pinned while `wait` is false, fails
+    /// `filter`, or was discarded meanwhile.
+    fn claim_for_write(
+        &self,
+        index: usize,
+        wait: bool,
+        filter: &impl Fn(PageKey) -> bool,
+        spid: u16,
+    ) -> Option<PageKey> {
         let frame = &self.frames[index];
-        // The frame's meta lock alone orders this with eviction, which unmaps a frame under the
-        // same lock only when it is unpinned: no page-table lock for each of a checkpoint's frames.
         let key = {
             let mut meta = frame.meta.lock();
             match meta.key {
@@ -659,48 +701,98 @@ impl BufferPool {
                     meta.pin_count += 1;
                     key
                 }
-                _ => return Ok(false),
+                _ => return None,
             }
         };
-        let spid = crate::instance::current_spid();
         if wait {
             self.latch_frame(index, key, LatchMode::Up, spid);
         } else if !frame.latch.try_acquire(LatchMode::Up, spid) {
             self.unpin(index);
-            return Ok(false);
+            return None;
         }
-        // The page may have been discarded while this session waited for the latch.
-        let still_mapped = frame.meta.lock().key == Some(key);
-        let result = if still_mapped { self.write_frame(index, key) } else { Ok(()) };
+        // The page may have been discarded, or written by another, while this session waited.
+        let meta = frame.meta.lock();
+        if meta.key == Some(key) && meta.dirty {
+            return Some(key);
+        }
+        drop(meta);
         frame.latch.release(LatchMode::Up, spid);
         self.unpin(index);
-        result.map(|()| true)
+        None
     }
 
-    fn write_frame(&self, index: usize, key: PageKey) -> SqlResult<()> {
-        let frame = &self.frames[index];
-        let file = self.file(key)?;
-        let copy = {
-            let mut data = frame.data.write();
-            let buf = data.as_mut().expect("a mapped frame has bytes");
-            crate::page::seal(buf);
-            buf.clone()
-        };
-        // The WAL rule: the log records of every change the page holds are durable first.
-        let page_lsn = Lsn::from_bytes(&copy[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10]);
-        if let Some(log) = self.log_of(key.database_id)
-            && !page_lsn.is_null()
-        {
-            log.flush_to(page_lsn)?;
-            assert!(log.flushed_lsn() >= page_lsn, "WAL: page {key:?} written before its log");
+    /// Extends `run` with the dirty neighbours of its first page: forward, then backward.
+    fn gather_neighbours(
+        &self,
+        run: &mut WriteRun<'_>,
+        filter: &impl Fn(PageKey) -> bool,
+        unflushed: &impl Fn(Lsn) -> bool,
+    ) {
+        let first = run.first;
+        let mut page_no = first.page.page_no;
+        while run.frames.len() < GATHER_WRITE_PAGES {
+            let Some(next) = page_no.checked_add(1) else { break };
+            page_no = next;
+            let neighbour =
+                PageKey::new(first.database_id, PageId::new(first.page.file_id, page_no));
+            if !self.take_neighbour(run, neighbour, filter, unflushed, false) {
+                break;
+            }
         }
-        let offset = u64::from(key.page.page_no) * PAGE_SIZE_U64;
-        file.handle
-            .write_at(&copy[..], offset)
-            .map_err(|err| SqlError::os_io_error(&err, true, offset, &file.path))?;
-        frame.meta.lock().dirty = false;
-        self.page_writes.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        let mut page_no = first.page.page_no;
+        while run.frames.len() < GATHER_WRITE_PAGES && page_no > 0 {
+            page_no -= 1;
+            let neighbour =
+                PageKey::new(first.database_id, PageId::new(first.page.file_id, page_no));
+            if !self.take_neighbour(run, neighbour, filter, unflushed, true) {
+                break;
+            }
+        }
+    }
+
+    /// Adds a neighbouring page to `run` if it is cached, dirty, unpinned, passes `filter`, can
+    /// be latched at once and its LSN is flushed; false (nothing held) otherwise.
+    fn take_neighbour(
+        &self,
+        run: &mut WriteRun<'_>,
+        key: PageKey,
+        filter: &impl Fn(PageKey) -> bool,
+        unflushed: &impl Fn(Lsn) -> bool,
+        before: bool,
+    ) -> bool {
+        let Some(index) = self.table.lock().get(&key).copied() else { return false };
+        match self.claim_for_write(index, false, filter, run.spid) {
+            Some(claimed) if claimed == key => {}
+            Some(_) => {
+                // The frame was given to another page since the table was read.
+                self.frames[index].latch.release(LatchMode::Up, run.spid);
+                self.unpin(index);
+                return false;
+            }
+            None => return false,
+        }
+        let page_lsn = self.seal_frame(index);
+        if unflushed(page_lsn) {
+            self.frames[index].latch.release(LatchMode::Up, run.spid);
+            self.unpin(index);
+            return false;
+        }
+        if before {
+            run.frames.insert(0, index);
+            run.first = key;
+        } else {
+            run.frames.push(index);
+        }
+        true
+    }
+
+    /// Seals a frame's page (checksum) for writing and returns its page LSN. The caller holds
+    /// its UP latch.
+    fn seal_frame(&self, index: usize) -> Lsn {
+        let mut data = self.frames[index].data.write();
+        let buf = data.as_mut().expect("a mapped frame has bytes");
+        crate::page::seal(buf);
+        Lsn::from_bytes(&buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10])
     }
 
     /// Writes every dirty page of a database (or of one of its files) and syncs those files.
@@ -867,6 +959,55 @@ fn lazy_writer_loop(pool: &Weak<BufferPool>) {
             }
         }
         drop(strong);
+    }
+}
+
+/// The pages of one gathered write-back: consecutive pages of one file from `first`, each
+/// pinned, sealed and latched UP until the run drops.
+struct WriteRun<'a> {
+    pool: &'a BufferPool,
+    spid: u16,
+    frames: SmallVec<[usize; 8]>,
+    first: PageKey,
+}
+
+impl WriteRun<'_> {
+    /// Writes the run's pages in one gathered write (unbuffered where the backend can, as SQL
+    /// Server's WriteFileGather on files opened without buffering) and marks them clean.
+    fn write(self) -> SqlResult<usize> {
+        let pool = self.pool;
+        let file = pool.file(self.first)?;
+        let offset = u64::from(self.first.page.page_no) * PAGE_SIZE_U64;
+        let flushed = pool.log_of(self.first.database_id).map(|log| log.flushed_lsn());
+        {
+            let frames = self.frames.iter().map(|index| pool.frames[*index].data.read());
+            let guards: SmallVec<[_; 8]> = frames.collect();
+            for data in &guards {
+                let buf = data.as_ref().expect("a mapped frame");
+                let page_lsn = Lsn::from_bytes(&buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10]);
+                let durable = flushed.is_none_or(|flushed| page_lsn <= flushed);
+                assert!(durable, "WAL: a page of the run from {:?} before its log", self.first);
+            }
+            let bytes = guards.iter().map(|data| &data.as_ref().expect("a mapped frame")[..]);
+            let parts: SmallVec<[&[u8]; 8]> = bytes.collect();
+            file.handle
+                .write_gathered(&parts, offset)
+                .map_err(|err| SqlError::os_io_error(&err, true, offset, &file.path))?;
+        }
+        for index in &self.frames {
+            pool.frames[*index].meta.lock().dirty = false;
+        }
+        pool.page_writes.fetch_add(self.frames.len() as u64, Ordering::Relaxed);
+        Ok(self.frames.len())
+    }
+}
+
+impl Drop for WriteRun<'_> {
+    fn drop(&mut self) {
+        for index in &self.frames {
+            self.pool.frames[*index].latch.release(LatchMode::Up, self.spid);
+            self.pool.unpin(*index);
+        }
     }
 }
 

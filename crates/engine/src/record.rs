@@ -499,12 +499,19 @@ fn encode_fixed(
             pad_into(slot, text.as_bytes(), usize::from(n), b' ', column, value)?
         }
         (SqlType::NChar(n), Value::Text(text)) => {
-            let utf16: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
-            let mut padded = utf16;
-            while padded.len() < 2 * usize::from(n) {
-                padded.extend_from_slice(&[b' ', 0]);
+            // UTF-16LE straight into the slot, then padded with N' ' (0x0020).
+            let size = 2 * usize::from(n);
+            let mut at = 0;
+            for unit in text.encode_utf16() {
+                if at + 2 > size {
+                    return Err(truncation(column, value));
+                }
+                slot[at..at + 2].copy_from_slice(&unit.to_le_bytes());
+                at += 2;
             }
-            pad_into(slot, &padded, 2 * usize::from(n), 0, column, value)?;
+            for pair in slot[at..size].chunks_exact_mut(2) {
+                pair.copy_from_slice(&[b' ', 0]);
+            }
         }
         (SqlType::Binary(n), Value::Bytes(bytes)) => {
             pad_into(slot, bytes, usize::from(n), 0, column, value)?
@@ -987,6 +994,20 @@ mod tests {
             Ok(3),
             "k, l, o stored; s (trailing NULL) omitted"
         );
+    }
+
+    #[test]
+    fn nchar_is_utf16le_padded_with_spaces_and_too_long_a_value_is_truncation() {
+        let columns = vec![Column::new("n", SqlType::NChar(4), false)];
+        let layout = Layout::new(&columns);
+        let record =
+            encode(&columns, &layout, &[Value::Text("aé".into())], RecordType::Primary).unwrap();
+        assert_eq!(&record[4..12], &[b'a', 0, 0xE9, 0, b' ', 0, b' ', 0]);
+        let decoded = decode(&columns, &layout, &record).unwrap();
+        assert_eq!(decoded, vec![Value::Text("aé  ".into())]);
+        let too_long =
+            encode(&columns, &layout, &[Value::Text("abcde".into())], RecordType::Primary);
+        assert_eq!(too_long.unwrap_err().number, 2628);
     }
 
     #[test]

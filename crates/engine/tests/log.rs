@@ -9,7 +9,7 @@ use engine::database::{Database, DatabaseSpec, FileChange, FileSpec};
 use engine::log::lsn::Lsn;
 use engine::log::record::{Context, LogRecord, Operation};
 use engine::log::vlf::VlfRule;
-use engine::log::{LOG_BUFFERS, ReuseWait};
+use engine::log::{LOG_BUFFERS, LOG_WRITER_BATCH_BLOCKS, ReuseWait};
 use std::sync::Arc;
 
 const MB: u64 = 1024 * 1024;
@@ -220,6 +220,37 @@ fn a_full_log_cache_is_written_by_the_appender_which_waits_on_logbuffer() {
     let durable = db.log().read_durable().unwrap();
     let ours = durable.iter().filter(|(lsn, _)| lsns.contains(lsn)).count();
     assert_eq!(ours, lsns.len(), "every record of both rounds reads back from disk");
+}
+
+/// With the log writer started (as the server starts it), sealed blocks are written as they
+/// accumulate, by the writer and not by the appending session: no session waits, and the open
+/// block stays open for the next records.
+#[test]
+fn the_log_writer_writes_sealed_blocks_while_the_session_appends() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = Arc::new(db_with_log(&lab, "64MB", "64MB"));
+    db.start_log_writer();
+    lab.instance.waits.clear();
+    // One 50 KB record per block: each append seals the block before it.
+    let mut lsns = Vec::new();
+    for _ in 0..=LOG_WRITER_BATCH_BLOCKS {
+        lsns.push(db.log().append(&record(50_000)).unwrap());
+    }
+    let last_sealed = lsns[LOG_WRITER_BATCH_BLOCKS - 1];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while db.log().flushed_lsn() < last_sealed {
+        assert!(std::time::Instant::now() < deadline, "the log writer wrote nothing");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(db.log().flushed_lsn(), last_sealed, "the open block is not sealed early");
+    assert!(lab.instance.waits.get("LOGBUFFER").is_none(), "no session waited");
+    assert!(lab.instance.waits.get("WRITELOG").is_none(), "no session waited");
+    let durable = db.log().read_durable().unwrap();
+    let ours = durable.iter().filter(|(lsn, _)| lsns.contains(lsn)).count();
+    assert_eq!(ours, LOG_WRITER_BATCH_BLOCKS, "the sealed blocks read back from disk");
+    // A commit's flush still seals and writes the open block.
+    db.log().flush_to(*lsns.last().unwrap()).unwrap();
+    assert_eq!(db.log().flushed_lsn(), *lsns.last().unwrap());
 }
 
 /// A failed write of a full log cache does not fail the append that triggered it (its

@@ -280,9 +280,10 @@ impl Server {
     }
 }
 
-/// The background tasks SQL Server runs for every database: automatic checkpoints, and ghost
-/// cleanup every 5 seconds (trace flag 661 turns its runs off).
+/// The background tasks SQL Server runs for every database: automatic checkpoints, the log
+/// writer, and ghost cleanup every 5 seconds (trace flag 661 turns its runs off).
 fn start_system_tasks(db: &Arc<Database>) {
     db.start_checkpoint_task();
+    db.start_log_writer();
     db.start_ghost_cleanup(engine::database::GHOST_CLEANUP_INTERVAL);
 }

@@ -21,7 +21,7 @@ pub const CHECKPOINT_SPID: u16 = 19;
 /// A background system task's state, shared by the database and the task's thread (the
 /// checkpoint task, and the ghost-cleanup task of `ghosts.rs`).
 #[derive(Default)]
-pub(super) struct BackgroundTask {
+pub(crate) struct BackgroundTask {
     stop: AtomicBool,
     wanted: Mutex<bool>,
     wake: Condvar,
@@ -32,7 +32,7 @@ pub(super) struct BackgroundTask {
 impl BackgroundTask {
     /// Asks the task to do its work now (the checkpoint task: a checkpoint); false if the task
     /// does not run (the caller then does the work itself).
-    pub(super) fn request(&self) -> bool {
+    pub(crate) fn request(&self) -> bool {
         if self.thread.lock().is_none() {
             return false;
         }
@@ -43,7 +43,7 @@ impl BackgroundTask {
 
     /// Waits for a request or a stop, at most `timeout` if one is given; true if there was a
     /// request (it is taken).
-    pub(super) fn take_request(&self, timeout: Option<Duration>) -> bool {
+    pub(crate) fn take_request(&self, timeout: Option<Duration>) -> bool {
         let mut wanted = self.wanted.lock();
         if !*wanted && !self.stopped() {
             match timeout {
@@ -56,12 +56,12 @@ impl BackgroundTask {
         std::mem::replace(&mut *wanted, false)
     }
 
-    pub(super) fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
     /// Runs `body` on a thread named `name` unless the task runs already.
-    pub(super) fn start(&self, name: &str, body: impl FnOnce() + Send + 'static) {
+    pub(crate) fn start(&self, name: &str, body: impl FnOnce() + Send + 'static) {
         let mut thread = self.thread.lock();
         if thread.is_some() {
             return;
@@ -75,7 +75,7 @@ impl BackgroundTask {
     }
 
     /// Stops the task and waits for its thread (unless called on it).
-    pub(super) fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
         {
             let _wanted = self.wanted.lock();
@@ -104,11 +104,20 @@ impl Database {
         self.checkpoint_task.stop();
     }
 
-    /// Stops the checkpoint and ghost-cleanup tasks and waits for their work under way, so
-    /// that they hold no reference to the database any more (before DROP DATABASE or close).
+    /// Starts the log writer ([`crate::log::LogManager::start_writer`]): a long
+    /// transaction's log is then written while it runs, not by its session when the log cache
+    /// fills.
+    pub fn start_log_writer(&self) {
+        self.log.start_writer();
+    }
+
+    /// Stops the checkpoint, ghost-cleanup and log-writer tasks and waits for their work under
+    /// way, so that they hold no reference to the database any more (before DROP DATABASE or
+    /// close).
     pub fn stop_background_tasks(&self) {
         self.checkpoint_task.stop();
         self.ghost_task.stop();
+        self.log().stop_writer();
     }
 
     /// An automatic checkpoint, unless another is under way.

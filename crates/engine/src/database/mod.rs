@@ -392,6 +392,7 @@ pub(crate) fn zero_fill(
 }
 
 mod checkpoint_task;
+pub(crate) use checkpoint_task::BackgroundTask;
 mod create;
 mod ghosts;
 mod growth;

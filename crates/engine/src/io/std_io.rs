@@ -24,6 +24,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// the unit of SQL Server's log blocks; the staging buffer is aligned to a 4 KB page).
 pub const DIRECT_ALIGN_BYTES: usize = 512;
 const STAGING_ALIGN_BYTES: usize = 4096;
+/// Staging buffers kept per file: one per writer that can overlap (a session, the lazy
+/// writer, the checkpoint, the log).
+const MAX_SPARE_STAGING: usize = 4;
 
 /// The real backend. It has no state: each call acts on the operating system.
 pub struct StdIo;
@@ -34,9 +37,9 @@ struct StdFile {
     direct: OnceLock<Option<File>>,
     /// Set when the device refused an aligned unbuffered write (EINVAL): buffered from then on.
     direct_refused: AtomicBool,
-    /// A staging buffer reused between writes, so that its pages are touched once; a write
-    /// that finds it busy (two writers at once) stages in a buffer of its own.
-    staging: Mutex<Vec<u8>>,
+    /// Staging buffers reused between writes, so that their pages are touched once: a write
+    /// takes one (or makes one, when writers of this file overlap) and gives it back after.
+    spare_staging: Mutex<Vec<Vec<u8>>>,
     direct_writes: AtomicU64,
 }
 
@@ -46,7 +49,7 @@ impl StdFile {
             file,
             direct: OnceLock::new(),
             direct_refused: AtomicBool::new(false),
-            staging: Mutex::new(Vec::new()),
+            spare_staging: Mutex::new(Vec::new()),
             direct_writes: AtomicU64::new(0),
         }
     }
@@ -64,14 +67,9 @@ impl StdFile {
         let Some(direct) = self.direct.get_or_init(|| open_direct(&self.file).ok()) else {
             return Ok(false);
         };
-        let mut shared = self.staging.try_lock();
-        let mut own = Vec::new();
-        let staging = match shared.as_deref_mut() {
-            Some(buffer) => buffer,
-            None => &mut own,
-        };
+        let mut staging = self.spare_staging.lock().pop().unwrap_or_default();
         if staging.len() < len + STAGING_ALIGN_BYTES {
-            *staging = vec![0u8; len + STAGING_ALIGN_BYTES];
+            staging = vec![0u8; len + STAGING_ALIGN_BYTES];
         }
         let start = staging.as_ptr().align_offset(STAGING_ALIGN_BYTES);
         let mut at = start;
@@ -79,7 +77,13 @@ impl StdFile {
             staging[at..at + part.len()].copy_from_slice(part);
             at += part.len();
         }
-        match direct.write_all_at(&staging[start..start + len], offset) {
+        let written = direct.write_all_at(&staging[start..start + len], offset);
+        let mut spare = self.spare_staging.lock();
+        if spare.len() < MAX_SPARE_STAGING {
+            spare.push(staging);
+        }
+        drop(spare);
+        match written {
             Ok(()) => {
                 self.direct_writes.fetch_add(1, Ordering::Relaxed);
                 Ok(true)

@@ -16,11 +16,14 @@
 //! - Flushing with group commit: one session writes every sealed block and fdatasyncs while the
 //!   others whose records it covers wait on it. The time each committing session spends
 //!   waiting for its LSN to be durable is its WRITELOG wait.
+//! - The log writer ([`LogManager::start_writer`]): a system task that writes sealed blocks as
+//!   [`LOG_WRITER_BATCH_BLOCKS`] of them accumulate, so that appends overlap the log's writes.
 //! - The log cache: [`LOG_BUFFERS`] (128) sealed blocks, as SQL Server keeps at most 128 log
-//!   buffers per database. An append that leaves it full flags it; one session then writes it
-//!   (or waits for the session writing it) once its mtr has released its page latches: its
-//!   LOGBUFFER wait. Others go on appending meanwhile, so the cache can pass 128 blocks for
-//!   that while. The written blocks' buffers are sealed into again.
+//!   buffers per database. An append that leaves it full (the writer behind, or not started)
+//!   flags it; one session then writes it (or waits for the one writing) once its mtr has
+//!   released its page latches: its LOGBUFFER wait. Others go on appending meanwhile, so the
+//!   cache can pass 128 blocks for that while. The written blocks' buffers are sealed into
+//!   again.
 //! - Truncation: [`LogManager::truncate`] marks VLFs wholly before MinLSN reusable (called by
 //!   checkpoints in SIMPLE recovery; FULL waits for a log backup: LOG_BACKUP).
 //! - Rollback reservations: open transactions reserve what their undo will log; a group that
@@ -31,7 +34,8 @@
 //! undocumented; docs/format/log-file.md); FSeqNo starts at 1 in a new database (SQL Server
 //! continues model's); end-of-log detection uses block checksums chained from block to block
 //! instead of per-sector parity bits; a log write or sync failure stops the log for good
-//! (every later flush reports it), where SQL Server takes the database offline.
+//! (every later flush reports it), where SQL Server takes the database offline; the log
+//! writer is one thread per database, not SQL Server's one per instance.
 //!
 //! Latch and lock order: `state` (the log's append mutex) before `flush`; a flusher holds
 //! `flush`'s writing flag, never the mutex, while it writes.
@@ -47,6 +51,7 @@ pub mod mtr;
 pub mod record;
 pub mod vlf;
 
+use crate::database::BackgroundTask;
 use crate::error::{SqlError, SqlResult};
 use crate::file::{FileHeader, FileType};
 use crate::filegroup::{Growth, grown_size_pages};
@@ -78,10 +83,15 @@ const LOG_IFI_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// The most bytes of consecutive log blocks gathered into one write (1 MB).
 const MAX_GATHERED_WRITE_BYTES: u64 = 1024 * 1024;
 /// The log cache: when this many sealed blocks wait to be written (SQL Server's 128 log
-/// buffers per database, 60 KB each), the appending session writes them once it holds no
-/// page latch ([`LogManager::write_cache_if_full`]). Their buffers are kept for sealing into
-/// again.
+/// buffers per database, 60 KB each; the log writer behind or not started), the appending
+/// session writes them once it holds no page latch ([`LogManager::write_cache_if_full`]).
+/// Their buffers are kept for sealing into again.
 pub const LOG_BUFFERS: usize = 128;
+/// The log writer ([`LogManager::start_writer`]) is woken when this many sealed blocks wait:
+/// about 1 MB, one gathered write.
+pub const LOG_WRITER_BATCH_BLOCKS: usize = 16;
+/// The session id the log writer runs as (a system session, below 51).
+pub const LOG_WRITER_SPID: u16 = 21;
 
 /// Why the log cannot be truncated (sys.databases.log_reuse_wait_desc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,6 +280,9 @@ struct LogState {
     pending: Vec<PendingWrite>,
     /// The last record appended.
     end_lsn: Lsn,
+    /// The last record in a sealed block: what a write of the sealed blocks alone makes
+    /// durable (the log writer's).
+    sealed_lsn: Lsn,
     /// MinLSN: VLFs whose FSeqNo is below its FSeqNo are reusable.
     min_lsn: Lsn,
     reuse_wait: ReuseWait,
@@ -304,8 +317,28 @@ pub struct LogManager {
     next_xact_id: std::sync::atomic::AtomicU64,
     /// Set by an append that left the log cache full ([`LOG_BUFFERS`] sealed blocks).
     cache_full: std::sync::atomic::AtomicBool,
+    /// The log writer task, once [`LogManager::start_writer`] has started it.
+    writer: Arc<BackgroundTask>,
+    writer_started: std::sync::atomic::AtomicBool,
+    /// Set when the writer was asked to write, cleared when it takes the blocks.
+    writer_requested: std::sync::atomic::AtomicBool,
     /// Open transactions: id -> begin LSN.
     open_transactions: Mutex<BTreeMap<u64, Lsn>>,
+}
+
+fn log_writer_loop(task: &BackgroundTask, weak: &std::sync::Weak<LogManager>) {
+    crate::instance::set_current_spid(LOG_WRITER_SPID);
+    loop {
+        let requested = task.take_request(None);
+        if task.stopped() {
+            return;
+        }
+        if !requested {
+            continue;
+        }
+        let Some(log) = weak.upgrade() else { return };
+        log.write_sealed_blocks();
+    }
 }
 
 fn os_write_error(err: &std::io::Error, offset: u64, path: &str) -> SqlError {
@@ -360,6 +393,7 @@ impl LogManager {
             prev_crc: 0,
             pending: Vec::new(),
             end_lsn: Lsn::NULL,
+            sealed_lsn: Lsn::NULL,
             min_lsn: Lsn::new(1, 0, 0),
             reuse_wait: ReuseWait::Nothing,
             growths: Vec::new(),
@@ -394,6 +428,9 @@ impl LogManager {
             flushed: Condvar::new(),
             next_xact_id: std::sync::atomic::AtomicU64::new(1),
             cache_full: std::sync::atomic::AtomicBool::new(false),
+            writer: Arc::default(),
+            writer_started: std::sync::atomic::AtomicBool::new(false),
+            writer_requested: std::sync::atomic::AtomicBool::new(false),
             open_transactions: Mutex::new(BTreeMap::new()),
         }
     }
@@ -479,6 +516,7 @@ impl LogManager {
             prev_crc: 0,
             pending: Vec::new(),
             end_lsn: Lsn::NULL,
+            sealed_lsn: Lsn::NULL,
             min_lsn: Lsn::NULL,
             reuse_wait: ReuseWait::Nothing,
             growths: Vec::new(),
@@ -621,6 +659,7 @@ impl LogManager {
         state.open_offset = end.1;
         state.prev_crc = prev_crc.unwrap_or(0);
         state.end_lsn = end.2;
+        state.sealed_lsn = end.2;
         state.min_lsn = Lsn::new(used[run_start].0, 0, 0);
         Ok(records)
     }
@@ -775,10 +814,59 @@ impl LogManager {
     }
 
     /// Under the append lock: flags a full log cache for [`LogManager::write_cache_if_full`].
+    /// Also wakes the log writer, if it runs, once [`LOG_WRITER_BATCH_BLOCKS`] are sealed.
     fn note_cache(&self, state: &LogState) {
+        use std::sync::atomic::Ordering;
         if state.pending.len() >= LOG_BUFFERS {
-            self.cache_full.store(true, std::sync::atomic::Ordering::Release);
+            self.cache_full.store(true, Ordering::Release);
         }
+        if state.pending.len() >= LOG_WRITER_BATCH_BLOCKS
+            && self.writer_started.load(Ordering::Acquire)
+            && !self.writer_requested.swap(true, Ordering::AcqRel)
+        {
+            self.writer.request();
+        }
+    }
+
+    /// Starts the log writer: a system task that writes sealed log blocks as they accumulate
+    /// ([`LOG_WRITER_BATCH_BLOCKS`] at a time), so that a long transaction's appends overlap
+    /// its log's writes and reach LOGBUFFER only when the device falls behind, as SQL Server's
+    /// LOG WRITER task does. Without it (embedded use that never starts it) the log is written
+    /// by commits and by the session that fills the cache.
+    pub fn start_writer(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let task = Arc::clone(&self.writer);
+        self.writer.start("extentdb-logwriter", move || log_writer_loop(&task, &weak));
+        self.writer_started.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Stops the log writer and waits for a write it has under way.
+    pub fn stop_writer(&self) {
+        self.writer_started.store(false, std::sync::atomic::Ordering::Release);
+        self.writer.stop();
+    }
+
+    /// The log writer's turn: writes the sealed blocks (not the open one) unless a session is
+    /// writing already, whose write takes them too. Nobody waits on it, so no wait is recorded;
+    /// a failure stops the log as a session's write would (the next flush reports it).
+    fn write_sealed_blocks(&self) {
+        if self.state.lock().pending.is_empty() {
+            return;
+        }
+        let mut flush = self.flush.lock();
+        if flush.failed.is_some() || flush.writing {
+            return;
+        }
+        flush.writing = true;
+        drop(flush);
+        let written = self.write_pending(false);
+        let mut flush = self.flush.lock();
+        flush.writing = false;
+        match written {
+            Ok(upto) => flush.flushed_lsn = flush.flushed_lsn.max(upto),
+            Err(error) => flush.failed = Some(error),
+        }
+        self.flushed.notify_all();
     }
 
     /// Whether an append left the log cache full: the appender should call
@@ -1064,7 +1152,7 @@ impl LogManager {
             }
             flush.writing = true;
             drop(flush);
-            let written = self.write_pending();
+            let written = self.write_pending(true);
             flush = self.flush.lock();
             flush.writing = false;
             match written {
@@ -1086,18 +1174,23 @@ impl LogManager {
         let end = self.state.lock().end_lsn;
         if end.is_null() {
             // Only VLF headers may be pending (a new log): write them.
-            self.write_pending()?;
+            self.write_pending(true)?;
             return Ok(());
         }
         self.flush_to(end)
     }
 
-    /// Seals the open block and writes every pending write, then syncs each file written.
-    /// Returns the LSN now durable.
-    fn write_pending(&self) -> SqlResult<Lsn> {
+    /// Writes every pending write, after sealing the open block if `seal_open` (the log
+    /// writer leaves the open block to be filled), then syncs each file written. Returns the
+    /// LSN now durable.
+    fn write_pending(&self, seal_open: bool) -> SqlResult<Lsn> {
         let (writes, upto, targets) = {
             let mut state = self.state.lock();
-            state.seal_open();
+            self.writer_requested.store(false, std::sync::atomic::Ordering::Release);
+            if seal_open {
+                state.seal_open();
+            }
+            let upto = if seal_open { state.end_lsn } else { state.sealed_lsn };
             let writes = std::mem::take(&mut state.pending);
             let bytes: u64 = writes.iter().map(|w| w.bytes.len() as u64).sum();
             state.stats.flushes += 1;
@@ -1110,7 +1203,7 @@ impl LogManager {
                     .entry(write.file_id)
                     .or_insert_with(|| (file.handle.clone(), file.path_text()));
             }
-            (writes, state.end_lsn, targets)
+            (writes, upto, targets)
         };
         // Appenders carry on filling the next block while this session writes. Blocks that
         // follow each other in a file go out as one gathered, unbuffered write.
@@ -1385,6 +1478,7 @@ impl LogState {
         let block_no = (self.open_offset / SECTOR_BYTES as u64) as u32;
         let buffer = self.spare_blocks.pop().unwrap_or_default();
         let bytes = self.open.seal_into(buffer, header.fseqno, block_no, self.prev_crc);
+        self.sealed_lsn = self.end_lsn;
         self.prev_crc = block::block_crc(&bytes);
         let len = bytes.len() as u64;
         self.pending.push(PendingWrite {
