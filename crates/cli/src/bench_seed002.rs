@@ -5,8 +5,8 @@
 //! (EventClass 93), VLF count, average VLF size and final log size; and, as the ratio the
 //! issue asks for, the duration against a raw sequential write of as many bytes as were logged,
 //! measured in the same run: buffered 1 MB writes and one fdatasync (`vs_raw`, what `dd
-//! conv=fdatasync` does), and the same writes unbuffered (`vs_unbuffered`, the device's own
-//! speed; the log itself is written unbuffered).
+//! conv=fdatasync` does; the faster of two), and the same writes unbuffered (`vs_unbuffered`,
+//! the device's own speed; the log itself is written unbuffered).
 
 use clap::Args;
 use engine::btree::BTree;
@@ -155,7 +155,11 @@ fn run_one(
     db.stop_checkpoint_task();
     let db = std::sync::Arc::into_inner(db).ok_or("the bench holds the last reference")?;
     db.close().map_err(|e| e.to_string())?;
-    let raw = raw_write(&temp.path().join("raw.bin"), logged_bytes)?;
+    // Best of two: the first buffered write after a while can pay for the page cache's memory
+    // itself (on this VM, 5.6 s against 1.3 s for the same dd run twice in a row), which is
+    // not the device's speed.
+    let raw_path = temp.path().join("raw.bin");
+    let raw = raw_write(&raw_path, logged_bytes)?.min(raw_write(&raw_path, logged_bytes)?);
     let unbuffered = raw_write_unbuffered(&temp.path().join("raw-unbuffered.bin"), logged_bytes)?;
     Ok(Outcome {
         raw_seconds: raw.as_secs_f64(),
@@ -234,6 +238,8 @@ fn print_table(outcomes: &[Outcome], rows: u32) {
             o.seconds / o.raw_unbuffered_seconds.max(1e-9)
         );
     }
-    outln!("vs_raw: duration / time to write the logged bytes sequentially with one fdatasync");
+    outln!(
+        "vs_raw: duration / time to write the logged bytes sequentially with one fdatasync (best of 2)"
+    );
     outln!("vs_unbuffered: duration / time to write them in 1 MB unbuffered writes (O_DIRECT)");
 }

@@ -824,11 +824,22 @@ impl BTree {
         let right_id = db.allocate_page(self.au_id)?;
         let right = db.buffer_pool().new_page(Self::key(db, right_id))?;
         let page_type = if header.level == 0 { self.leaf_type } else { PageType::Index };
-        right.write(|buf| {
+        let format = |buf: &mut PageBuf| {
             datapage::format(buf, right_id, page_type, self.au_id, header.level, header.pminlen);
             set_links(buf, page_id, header.next_page);
-            fill(buf, &records[at..]);
-        })?;
+        };
+        if let [only] = &records[at..] {
+            // An ascending key's split moves just the new record: the new page's header is its
+            // format record and the record a logical insert, with no diff of the whole page.
+            right.write_within(&[(0, PAGE_HEADER_SIZE)], format)?;
+            let placed = right.insert_record(0, only)?;
+            assert!(placed, "split halves fit their pages");
+        } else {
+            right.write(|buf| {
+                format(buf);
+                fill(buf, &records[at..]);
+            })?;
+        }
         // The left half stays in place: the moved records leave it as holes (a small change to
         // log), and the new record joins it if it belongs there.
         let new_on_left = usize::from(slot) < at;

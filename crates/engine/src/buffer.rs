@@ -1076,16 +1076,18 @@ impl PageGuard<'_> {
     /// [`PageGuard::write`] for a change confined to `ranges` (`[from, to)`, at most three):
     /// only those bytes are saved and compared, not the whole page (a PFS byte, a map bit's
     /// byte, a page header). A change outside them would be lost to the log: debug builds
-    /// check the rest of the page is unchanged.
+    /// check the rest of the page is unchanged. A new page's first change (its header, say) is
+    /// logged as its format: the rest of the page stays zero.
     pub fn write_within<R>(
         &self,
         ranges: &[(usize, usize)],
         f: impl FnOnce(&mut PageBuf) -> R,
     ) -> SqlResult<R> {
-        if !self.pool.is_logged(self.key.database_id) || self.fresh.get() {
+        if !self.pool.is_logged(self.key.database_id) {
             return self.write(f);
         }
         self.begin_write();
+        let fresh = self.fresh.replace(false);
         self.logged_change(|buf| {
             let before = mtr::Saved::of(buf, ranges);
             #[cfg(debug_assertions)]
@@ -1100,8 +1102,12 @@ impl PageGuard<'_> {
                 assert!(changed.is_empty(), "a change outside {ranges:?}: {changed:?}");
             }
             let runs = mtr::diff_within(&before, buf);
-            let change = (!runs.is_empty()).then(|| (mtr::Redo::Xor(runs), mtr::Saved::default()));
-            (result, change)
+            let change = match fresh {
+                true => Some(mtr::Redo::Format(runs)),
+                false if runs.is_empty() => None,
+                false => Some(mtr::Redo::Xor(runs)),
+            };
+            (result, change.map(|redo| (redo, mtr::Saved::default())))
         })
     }
 

@@ -69,7 +69,10 @@ pub(crate) use create::write_header_page;
 
 /// Bytes written per call while zeroing (a bounded buffer).
 const ZERO_CHUNK_BYTES: usize = 1 << 20;
-static ZEROS: [u8; ZERO_CHUNK_BYTES] = [0; ZERO_CHUNK_BYTES];
+/// Page-aligned, so that an unbuffered write takes it as it is, without a staging copy.
+#[repr(C, align(4096))]
+struct ZeroChunk([u8; ZERO_CHUNK_BYTES]);
+static ZEROS: ZeroChunk = ZeroChunk([0; ZERO_CHUNK_BYTES]);
 /// Log written since the last checkpoint that triggers an automatic one.
 const AUTO_CHECKPOINT_LOG_BYTES: u64 = 256 * 1024 * 1024;
 /// The PRIMARY filegroup's id.
@@ -378,7 +381,7 @@ pub(crate) fn zero_fill(
     while offset < to {
         let len = (to - offset).min(ZERO_CHUNK_BYTES as u64) as usize;
         // Unbuffered where the file system allows, as WriteFileGather writes its zeros.
-        handle.write_gathered(&[&ZEROS[..len]], offset)?;
+        handle.write_gathered(&[&ZEROS.0[..len]], offset)?;
         offset += len as u64;
     }
     handle.sync_data()?;

@@ -28,10 +28,14 @@ pub const SECTOR_BYTES: usize = 512;
 pub const MAX_BLOCK_BYTES: usize = 60 * 1024;
 const FLAG_VALID: u16 = 0x40;
 
-/// The open block: records appended, not yet written.
+/// The open block: records appended, not yet written. The records are encoded in place,
+/// behind room for the header, so sealing writes the header and the offsets around them
+/// instead of copying them.
 #[derive(Default)]
 pub struct BlockBuilder {
-    records: Vec<u8>,
+    /// The block so far: [`BLOCK_HEADER_BYTES`] for the header, then the records (empty while
+    /// the block holds none).
+    block: Vec<u8>,
     offsets: Vec<u16>,
 }
 
@@ -44,21 +48,28 @@ impl BlockBuilder {
         self.offsets.len() as u16
     }
 
+    fn record_bytes(&self) -> usize {
+        self.block.len().saturating_sub(BLOCK_HEADER_BYTES)
+    }
+
     /// The block's size on disk if it held one more record of `len` bytes.
     pub fn size_with(&self, len: usize) -> usize {
-        block_size(self.records.len() + len, self.offsets.len() + 1)
+        block_size(self.record_bytes() + len, self.offsets.len() + 1)
     }
 
     /// The block's size on disk as it is.
     pub fn size(&self) -> usize {
-        block_size(self.records.len(), self.offsets.len())
+        block_size(self.record_bytes(), self.offsets.len())
     }
 
     /// Appends a record with `extra_flags` added to its own; returns its slot.
     pub fn push(&mut self, record: &LogRecord, extra_flags: u16) -> u16 {
+        if self.block.is_empty() {
+            self.block.resize(BLOCK_HEADER_BYTES, 0);
+        }
         let slot = self.offsets.len() as u16;
-        self.offsets.push((BLOCK_HEADER_BYTES + self.records.len()) as u16);
-        record.encode_into(&mut self.records, extra_flags);
+        self.offsets.push(self.block.len() as u16);
+        record.encode_into(&mut self.block, extra_flags);
         slot
     }
 
@@ -67,33 +78,35 @@ impl BlockBuilder {
         self.seal_into(Vec::new(), fseqno, block_offset, prev_crc)
     }
 
-    /// [`BlockBuilder::seal`] into `buf` (a written block's buffer, whatever it holds).
+    /// [`BlockBuilder::seal`], leaving `spare` (a written block's buffer, whatever it holds)
+    /// to the builder for the next block.
     pub fn seal_into(
         &mut self,
-        mut buf: Vec<u8>,
+        mut spare: Vec<u8>,
         fseqno: u32,
         block_offset: u32,
         prev_crc: u32,
     ) -> Vec<u8> {
         let size = self.size();
-        buf.clear();
+        let used = BLOCK_HEADER_BYTES + self.record_bytes();
+        spare.clear();
+        let mut buf = std::mem::replace(&mut self.block, spare);
+        // Zeroes the gap between the records and the offsets (and the header of an empty block).
         buf.resize(size, 0);
         buf[0..2].copy_from_slice(&FLAG_VALID.to_le_bytes());
         buf[2..4].copy_from_slice(&self.record_count().to_le_bytes());
         buf[4..8].copy_from_slice(&fseqno.to_le_bytes());
         buf[8..12].copy_from_slice(&block_offset.to_le_bytes());
         buf[12..16].copy_from_slice(&(size as u32).to_le_bytes());
-        let used = BLOCK_HEADER_BYTES + self.records.len();
         buf[16..20].copy_from_slice(&(used as u32).to_le_bytes());
         buf[20..24].copy_from_slice(&prev_crc.to_le_bytes());
-        buf[BLOCK_HEADER_BYTES..used].copy_from_slice(&self.records);
+        buf[24..32].fill(0);
         for (slot, offset) in self.offsets.iter().enumerate() {
             let at = size - 2 * (slot + 1);
             buf[at..at + 2].copy_from_slice(&offset.to_le_bytes());
         }
         let crc = crc32c::crc32c(&buf);
         buf[24..28].copy_from_slice(&crc.to_le_bytes());
-        self.records.clear();
         self.offsets.clear();
         buf
     }
