@@ -753,7 +753,7 @@ impl BTree {
             }
             LeafSlot::Found(_) => return Err(self.duplicate(key)),
         };
-        self.split(db, leaf, slot, record.to_vec(), &mut path)
+        self.split(db, leaf, slot, record, &mut path)
     }
 
     /// EX latch coupling from the root, keeping the ancestors of unsafe pages, then a split.
@@ -795,7 +795,7 @@ impl BTree {
             }
             LeafSlot::Found(_) => return Err(self.duplicate(key)),
         };
-        self.split(db, current, slot, record.to_vec(), &mut path)?;
+        self.split(db, current, slot, record, &mut path)?;
         Ok(true)
     }
 
@@ -806,7 +806,7 @@ impl BTree {
         db: &'p Database,
         page: PageGuard<'p>,
         slot: u16,
-        record: Vec<u8>,
+        record: &[u8],
         path: &mut Vec<(PageGuard<'p>, u16)>,
     ) -> SqlResult<()> {
         let page_id = page.key().page;
@@ -816,7 +816,7 @@ impl BTree {
         let mut records = Self::records(db, page_id, &copy)?;
         let append =
             header.level == 0 && usize::from(slot) == records.len() && header.next_page.is_null();
-        records.insert(usize::from(slot), &record);
+        records.insert(usize::from(slot), record);
         let at = if append { records.len() - 1 } else { split_point(&records) };
         if page_id == self.root {
             return self.split_root(db, &page, header, records, at);
@@ -870,7 +870,7 @@ impl BTree {
         drop(page);
         let (parent, child_slot) = path.pop().expect("the parent of an unsafe page stays latched");
         let placed = parent.insert_record(child_slot + 1, &entry)?;
-        if placed { Ok(()) } else { self.split(db, parent, child_slot + 1, entry, path) }
+        if placed { Ok(()) } else { self.split(db, parent, child_slot + 1, &entry, path) }
     }
 
     /// The root keeps its page id: its records move to two new pages and it becomes their parent.

@@ -1116,10 +1116,14 @@ impl PageGuard<'_> {
     /// ([`mtr::Redo::Insert`]), after a compaction ([`mtr::Redo::Compact`]) if the page's
     /// contiguous free space is too small; only the ranges the insert overwrites (the whole
     /// page for a compaction) are kept for an abort. A page not logged yet, or of a database
-    /// without a log, takes the [`PageGuard::write`] path.
+    /// without a log, takes the [`PageGuard::write`] path. A record that does not fit changes
+    /// nothing and logs nothing.
     pub fn insert_record(&self, slot: u16, record: &[u8]) -> SqlResult<bool> {
-        let logged = self.pool.is_logged(self.key.database_id);
-        if !logged || self.fresh.get() || !self.read(|buf| datapage::fits(buf, record.len())) {
+        if !self.read(|buf| datapage::fits(buf, record.len())) {
+            // Nothing changes (a full leaf before its split): no copy or diff of the page.
+            return Ok(false);
+        }
+        if !self.pool.is_logged(self.key.database_id) || self.fresh.get() {
             return self.write(|buf| datapage::insert(buf, slot, record));
         }
         self.begin_write();

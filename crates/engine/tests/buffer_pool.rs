@@ -137,6 +137,26 @@ fn write_back_gathers_consecutive_dirty_pages_into_writes_of_up_to_128_pages() {
     }
 }
 
+/// A record that does not fit (a full leaf, before its split) changes nothing: the page is not
+/// made dirty and nothing is logged.
+#[test]
+fn an_insert_that_does_not_fit_leaves_a_clean_page_clean() {
+    let lab = lab();
+    let db = lab.company();
+    let pool = &lab.instance.buffer_pool;
+    let page = PageId::new(1, 300);
+    write_data_page(&lab, db.database_id, page, 7);
+    pool.flush(db.database_id, None).unwrap();
+    let records_before = db.log().stats().records_appended;
+    let guard = pool.fetch(PageKey::new(db.database_id, page), LatchMode::Ex).unwrap();
+    assert_eq!(guard.insert_record(0, &[0x10u8; 8100]), Ok(false));
+    drop(guard);
+    assert_eq!(db.log().stats().records_appended, records_before, "nothing logged");
+    let writes_before = pool.counters().page_writes;
+    pool.flush(db.database_id, None).unwrap();
+    assert_eq!(pool.counters().page_writes, writes_before, "the page stayed clean");
+}
+
 #[test]
 fn memory_pressure_evicts_dirty_pages_and_reads_them_back() {
     let lab = lab_with(|config| config.max_server_memory_mb = 1);
