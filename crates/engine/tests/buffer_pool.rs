@@ -157,6 +157,29 @@ fn an_insert_that_does_not_fit_leaves_a_clean_page_clean() {
     assert_eq!(pool.counters().page_writes, writes_before, "the page stayed clean");
 }
 
+/// A new page starts all zero whichever way its frame was freed: by the lazy writer, by the
+/// clock of a session that needed a frame, or by a discard.
+#[test]
+fn a_new_page_starts_zeroed_in_any_reused_frame() {
+    let lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let db = lab.company();
+    let pool = &lab.instance.buffer_pool;
+    let key = |page_no: u32| PageKey::new(db.database_id, PageId::new(1, page_no));
+    let fill_page = |page_no: u32| {
+        let guard = pool.new_page(key(page_no)).unwrap();
+        guard.write(|buf| buf[96..].fill(0xEE)).unwrap();
+    };
+    // Three pool's worth of pages full of 0xEE: frames are freed and reused many times over.
+    for page_no in 100..500 {
+        fill_page(page_no);
+    }
+    pool.discard(db.database_id, Some(1), 450);
+    for page_no in 500..600 {
+        let guard = pool.new_page(key(page_no)).unwrap();
+        assert!(guard.read(|buf| buf.iter().all(|b| *b == 0)), "page 1:{page_no} starts zeroed");
+    }
+}
+
 #[test]
 fn memory_pressure_evicts_dirty_pages_and_reads_them_back() {
     let lab = lab_with(|config| config.max_server_memory_mb = 1);
