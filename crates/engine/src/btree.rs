@@ -811,16 +811,27 @@ impl BTree {
     ) -> SqlResult<()> {
         let page_id = page.key().page;
         let header = page.read(|buf| PageHeader::read(&buf[..]));
-        // One copy of the page; the records are read in place from it.
-        let copy: Box<PageBuf> = page.read(|buf| Box::new(*buf));
-        let mut records = Self::records(db, page_id, &copy)?;
+        let old_count = usize::from(page.read(datapage::slot_count));
         let append =
-            header.level == 0 && usize::from(slot) == records.len() && header.next_page.is_null();
-        records.insert(usize::from(slot), record);
-        let at = if append { records.len() - 1 } else { split_point(&records) };
-        if page_id == self.root {
-            return self.split_root(db, &page, header, records, at);
-        }
+            header.level == 0 && usize::from(slot) == old_count && header.next_page.is_null();
+        let copy: Box<PageBuf>;
+        let halves = if append && page_id != self.root {
+            // An ascending key: the new record alone moves; the page's records are not read.
+            Halves { moving: vec![record], kept: old_count, new_on_left: false }
+        } else {
+            // One copy of the page; the records are read in place from it.
+            copy = page.read(|buf| Box::new(*buf));
+            let mut records = Self::records(db, page_id, &copy)?;
+            records.insert(usize::from(slot), record);
+            let at = if append { records.len() - 1 } else { split_point(&records) };
+            if page_id == self.root {
+                return self.split_root(db, &page, header, records, at);
+            }
+            // The new record joins the left half if it belongs there.
+            let new_on_left = usize::from(slot) < at;
+            let kept = if new_on_left { at - 1 } else { at };
+            Halves { moving: records.split_off(at), kept, new_on_left }
+        };
         let right_id = db.allocate_page(self.au_id)?;
         let right = db.buffer_pool().new_page(Self::key(db, right_id))?;
         let page_type = if header.level == 0 { self.leaf_type } else { PageType::Index };
@@ -828,7 +839,7 @@ impl BTree {
             datapage::format(buf, right_id, page_type, self.au_id, header.level, header.pminlen);
             set_links(buf, page_id, header.next_page);
         };
-        if let [only] = &records[at..] {
+        if let [only] = &halves.moving[..] {
             // An ascending key's split moves just the new record: the new page's header is its
             // format record and the record a logical insert, with no diff of the whole page.
             right.write_within(&[(0, PAGE_HEADER_SIZE)], format)?;
@@ -837,23 +848,20 @@ impl BTree {
         } else {
             right.write(|buf| {
                 format(buf);
-                fill(buf, &records[at..]);
+                fill(buf, &halves.moving);
             })?;
         }
         // The left half stays in place: the moved records leave it as holes (a small change to
-        // log), and the new record joins it if it belongs there.
-        let new_on_left = usize::from(slot) < at;
-        let kept = if new_on_left { at - 1 } else { at };
-        // The header and the slot array's truncated tail change, nothing else.
-        let old_count = records.len() - 1;
+        // log). The header and the slot array's truncated tail change, nothing else.
+        let kept = halves.kept;
         let changed = [(0, PAGE_HEADER_SIZE), (PAGE_SIZE - 2 * old_count, PAGE_SIZE - 2 * kept)];
         page.write_within(&changed, |buf| {
             set_links(buf, header.prev_page, right_id);
             datapage::truncate(buf, kept as u16)
         })?
         .map_err(|bad| bad_page(db, page_id, bad.0))?;
-        if new_on_left {
-            let placed = page.insert_record(slot, records[usize::from(slot)])?;
+        if halves.new_on_left {
+            let placed = page.insert_record(slot, record)?;
             assert!(placed, "split halves fit their pages");
         }
         if !header.next_page.is_null() {
@@ -864,7 +872,7 @@ impl BTree {
                 h.write(&mut buf[..]);
             })?;
         }
-        let separator = self.record_key(db, right_id, header.level, records[at])?;
+        let separator = self.record_key(db, right_id, header.level, halves.moving[0])?;
         let entry = self.encode_entry(&separator, right_id)?;
         drop(right);
         drop(page);
@@ -1294,6 +1302,16 @@ fn fill(buf: &mut PageBuf, records: &[&[u8]]) {
     for (slot, bytes) in records.iter().enumerate() {
         assert!(datapage::insert(buf, slot as u16, bytes), "split halves fit their pages");
     }
+}
+
+/// How a split divides a full page's records and the new one.
+struct Halves<'r> {
+    /// The records of the new right page, in key order.
+    moving: Vec<&'r [u8]>,
+    /// How many of its records (its first slots) the left page keeps.
+    kept: usize,
+    /// Whether the new record goes on the left page (at its slot), not in `moving`.
+    new_on_left: bool,
 }
 
 /// The split position that balances the two halves by bytes, with both halves fitting a page.
