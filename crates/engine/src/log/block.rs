@@ -20,6 +20,8 @@
 //!    and its previous-block checksum is that of the block before it. Stale blocks of an
 //!    earlier pass over the VLF, torn blocks, and blocks left behind a torn one all fail this,
 //!    so reading stops at the true end of the log.
+//! 3. Blocks are chained (their checksums stamped) in log order, each exactly once, before
+//!    they are written.
 
 use super::record::LogRecord;
 
@@ -73,20 +75,15 @@ impl BlockBuilder {
         slot
     }
 
-    /// The sealed bytes of the block, emptying the builder.
-    pub fn seal(&mut self, fseqno: u32, block_offset: u32, prev_crc: u32) -> Vec<u8> {
-        self.seal_into(Vec::new(), fseqno, block_offset, prev_crc)
+    /// The sealed bytes of the block, emptying the builder. Its checksums are stamped when it
+    /// is written ([`stamp_checksums`]).
+    pub fn seal(&mut self, fseqno: u32, block_offset: u32) -> Vec<u8> {
+        self.seal_into(Vec::new(), fseqno, block_offset)
     }
 
     /// [`BlockBuilder::seal`], leaving `spare` (a written block's buffer, whatever it holds)
     /// to the builder for the next block.
-    pub fn seal_into(
-        &mut self,
-        mut spare: Vec<u8>,
-        fseqno: u32,
-        block_offset: u32,
-        prev_crc: u32,
-    ) -> Vec<u8> {
+    pub fn seal_into(&mut self, mut spare: Vec<u8>, fseqno: u32, block_offset: u32) -> Vec<u8> {
         let size = self.size();
         let used = BLOCK_HEADER_BYTES + self.record_bytes();
         spare.clear();
@@ -99,17 +96,25 @@ impl BlockBuilder {
         buf[8..12].copy_from_slice(&block_offset.to_le_bytes());
         buf[12..16].copy_from_slice(&(size as u32).to_le_bytes());
         buf[16..20].copy_from_slice(&(used as u32).to_le_bytes());
-        buf[20..24].copy_from_slice(&prev_crc.to_le_bytes());
-        buf[24..32].fill(0);
+        buf[20..32].fill(0);
         for (slot, offset) in self.offsets.iter().enumerate() {
             let at = size - 2 * (slot + 1);
             buf[at..at + 2].copy_from_slice(&offset.to_le_bytes());
         }
-        let crc = crc32c::crc32c(&buf);
-        buf[24..28].copy_from_slice(&crc.to_le_bytes());
         self.offsets.clear();
         buf
     }
+}
+
+/// Chains a sealed block to the block before it in the log: writes `prev_crc` (that block's
+/// checksum) and the block's own checksum. Returns the checksum, the next block's predecessor.
+/// Done by the writer as the block goes out (invariant 3), not by the appending session.
+pub fn stamp_checksums(block: &mut [u8], prev_crc: u32) -> u32 {
+    block[20..24].copy_from_slice(&prev_crc.to_le_bytes());
+    block[24..28].fill(0);
+    let crc = crc32c::crc32c(block);
+    block[24..28].copy_from_slice(&crc.to_le_bytes());
+    crc
 }
 
 fn block_size(record_bytes: usize, records: usize) -> usize {
@@ -205,7 +210,9 @@ mod tests {
             builder.push(&record(41), 0);
         }
         let used = vec![0xEE; 4096];
-        assert_eq!(reused.seal_into(used, 5, 16, 7), fresh.seal(5, 16, 7));
+        let (mut reused, mut fresh) = (reused.seal_into(used, 5, 16), fresh.seal(5, 16));
+        assert_eq!(stamp_checksums(&mut reused, 7), stamp_checksums(&mut fresh, 7));
+        assert_eq!(reused, fresh);
     }
 
     #[test]
@@ -213,7 +220,9 @@ mod tests {
         let mut builder = BlockBuilder::default();
         assert_eq!(builder.push(&record(3), 0), 0);
         assert_eq!(builder.push(&record(40), 0), 1);
-        let block = builder.seal(5, 16, 0xABCD);
+        let mut block = builder.seal(5, 16);
+        let crc = stamp_checksums(&mut block, 0xABCD);
+        assert_eq!(block_crc(&block), crc);
         assert_eq!(block.len(), 512);
         assert!(builder.is_empty());
         let header = read_header(&block, 5, 16).unwrap();

@@ -261,6 +261,8 @@ struct PendingWrite {
     file_id: u16,
     offset: u64,
     bytes: Vec<u8>,
+    /// A log block, whose checksums are stamped as it is written (a VLF header is not).
+    is_block: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,7 +277,8 @@ struct LogState {
     open: BlockBuilder,
     /// Where the open block goes, in bytes from the current VLF's start.
     open_offset: u64,
-    /// Checksum of the last sealed block (the next block's predecessor).
+    /// Checksum of the last block on disk when the log was opened (0 for a new log): where
+    /// [`LogManager`]'s chain of stamped blocks starts.
     prev_crc: u32,
     pending: Vec<PendingWrite>,
     /// The last record appended.
@@ -322,6 +325,10 @@ pub struct LogManager {
     writer_started: std::sync::atomic::AtomicBool,
     /// Set when the writer was asked to write, cleared when it takes the blocks.
     writer_requested: std::sync::atomic::AtomicBool,
+    /// The checksum of the last block stamped: the next block's predecessor. A writer holds it
+    /// from taking the pending blocks until they are stamped, so blocks are chained in log
+    /// order (block invariant 3) outside the append lock.
+    chain_crc: Mutex<u32>,
     /// Open transactions: id -> begin LSN.
     open_transactions: Mutex<BTreeMap<u64, Lsn>>,
 }
@@ -423,6 +430,7 @@ impl LogManager {
             database_name: database_name.to_string(),
             binding_id,
             rule: instance.config.vlf_rule,
+            chain_crc: Mutex::new(state.prev_crc),
             state: Mutex::new(state),
             flush: Mutex::new(FlushState { flushed_lsn, writing: false, failed: None }),
             flushed: Condvar::new(),
@@ -797,6 +805,7 @@ impl LogManager {
             file_id: pos.file_id,
             offset: header.start_offset,
             bytes: header.encode().to_vec(),
+            is_block: false,
         });
         state.current = pos;
         state.open_offset = VLF_HEADER_BYTES;
@@ -1184,7 +1193,8 @@ impl LogManager {
     /// writer leaves the open block to be filled), then syncs each file written. Returns the
     /// LSN now durable.
     fn write_pending(&self, seal_open: bool) -> SqlResult<Lsn> {
-        let (writes, upto, targets) = {
+        let mut chain_crc = self.chain_crc.lock();
+        let (mut writes, upto, targets) = {
             let mut state = self.state.lock();
             self.writer_requested.store(false, std::sync::atomic::Ordering::Release);
             if seal_open {
@@ -1205,6 +1215,10 @@ impl LogManager {
             }
             (writes, upto, targets)
         };
+        for write in writes.iter_mut().filter(|write| write.is_block) {
+            *chain_crc = block::stamp_checksums(&mut write.bytes, *chain_crc);
+        }
+        drop(chain_crc);
         // Appenders carry on filling the next block while this session writes. Blocks that
         // follow each other in a file go out as one gathered, unbuffered write.
         let mut first = 0;
@@ -1477,7 +1491,7 @@ impl LogState {
         let header = self.vlf(pos).header;
         let block_no = (self.open_offset / SECTOR_BYTES as u64) as u32;
         let buffer = self.spare_blocks.pop().unwrap_or_default();
-        let bytes = self.open.seal_into(buffer, header.fseqno, block_no, self.prev_crc);
+        let bytes = self.open.seal_into(buffer, header.fseqno, block_no);
         self.sealed_lsn = self.end_lsn;
         self.prev_crc = block::block_crc(&bytes);
         let len = bytes.len() as u64;
@@ -1485,6 +1499,7 @@ impl LogState {
             file_id: pos.file_id,
             offset: header.start_offset + self.open_offset,
             bytes,
+            is_block: true,
         });
         self.open_offset += len;
         self.vlf_mut(pos).end_bytes = self.open_offset;
