@@ -37,8 +37,8 @@
 //! (every later flush reports it), where SQL Server takes the database offline; the log
 //! writer is one thread per database, not SQL Server's one per instance.
 //!
-//! Latch and lock order: `state` (the log's append mutex) before `flush`; a flusher holds
-//! `flush`'s writing flag, never the mutex, while it writes.
+//! Latch and lock order: `chain_crc` before `state` (the log's append mutex) before `flush`; a
+//! flusher holds `flush`'s writing flag, never the mutex, while it writes.
 //!
 //! Invariants:
 //! 1. Every record with LSN <= `flushed_lsn` is durable (fdatasync returned after its write).
@@ -1493,7 +1493,6 @@ impl LogState {
         let buffer = self.spare_blocks.pop().unwrap_or_default();
         let bytes = self.open.seal_into(buffer, header.fseqno, block_no);
         self.sealed_lsn = self.end_lsn;
-        self.prev_crc = block::block_crc(&bytes);
         let len = bytes.len() as u64;
         self.pending.push(PendingWrite {
             file_id: pos.file_id,
