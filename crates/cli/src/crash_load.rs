@@ -119,6 +119,9 @@ pub fn run(args: &CrashLoadArgs) -> Result<(), String> {
         mixed_page_allocation: false,
     };
     let db = Arc::new(Database::create(&instance, &spec).map_err(|e| e.to_string())?);
+    // As the server runs a database: automatic checkpoints on their task, the log writer.
+    db.start_checkpoint_task();
+    db.start_log_writer();
     let tree = Arc::new(
         BTree::create(&db, "dbo.Load", "PK_Load", columns(), vec![0], true, None)
             .map_err(|e| e.to_string())?,

@@ -657,3 +657,33 @@ fn a_long_transaction_writes_its_log_as_the_log_cache_fills() {
     let (db, tree) = crash_and_open(&mut lab, db, &tree);
     assert_eq!(ids(&tree, &db), (0..id).collect::<Vec<_>>());
 }
+
+/// With the log writer running (as the server runs it), an open transaction's log reaches the
+/// disk while it is still open, with no session waiting; a crash before its commit rolls all
+/// of it back (its undo is in that durable log), and the transaction committed before it
+/// survives.
+#[test]
+fn an_open_transaction_written_by_the_log_writer_is_rolled_back_after_a_crash() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    db.start_log_writer();
+    let tree = accounts(&db);
+    commit_rows(&db, &tree, 0..10);
+    let committed = db.log().flushed_lsn();
+    lab.instance.waits.clear();
+    db.begin_tran().unwrap();
+    let mut id = 10;
+    // About 250 bytes of log per row: 16 sealed blocks (about 1 MB) wake the writer within
+    // 10,000 rows; the session goes on inserting until the writer's write shows.
+    while db.log().flushed_lsn() == committed {
+        assert!(id < 200_000, "the log writer never wrote: {:?}", db.log().stats());
+        tree.insert(&db, &row(id)).unwrap();
+        id += 1;
+    }
+    assert!(db.trancount() == 1, "still the one open transaction");
+    assert!(lab.instance.waits.get("WRITELOG").is_none(), "no commit waited");
+    assert!(lab.instance.waits.get("LOGBUFFER").is_none(), "the writer wrote, not the session");
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(ids(&tree, &db), (0..10).collect::<Vec<_>>());
+    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+}
