@@ -185,6 +185,17 @@ fn unit_pages(db: &Database, au_id: u64, pages: u32) -> Vec<(u32, u16, Vec<u8>)>
         .collect()
 }
 
+/// After redo: the unit's pages are those in `expected`, byte for byte, and the allocation
+/// maps agree with them.
+fn assert_redone_as(db: &Database, au_id: u64, expected: &[(u32, u16, Vec<u8>)]) {
+    let redone = unit_pages(db, au_id, 512);
+    assert_eq!(redone.len(), expected.len(), "the same pages");
+    for ((page, _, bytes), (_, _, redone)) in expected.iter().zip(&redone) {
+        assert!(bytes == redone, "page 1:{page} redone differently");
+    }
+    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+}
+
 /// Invariant 1 of `log/mtr.rs` after a crash: inserts logged as LOP_INSERT_ROWS, after the
 /// compactions they needed (leaves left with holes by deletes and ghost cleanup), are redone
 /// into pages identical, byte for byte, to the pages the sessions had in memory.
@@ -228,12 +239,7 @@ fn logged_inserts_and_compactions_are_redone_byte_for_byte() {
         vec![Column::new("id", SqlType::Int, false), Column::new("pad", SqlType::Char(200), false)];
     let tree = BTree::attach(au_id, root, "dbo.T", "PK_T", columns, vec![0], true);
     assert_eq!(tree.check(&db), Ok(2000));
-    let redone = unit_pages(&db, au_id, 512);
-    assert_eq!(redone.len(), expected.len(), "the same pages");
-    for ((page, _, bytes), (_, _, redone)) in expected.iter().zip(&redone) {
-        assert!(bytes == redone, "page 1:{page} redone differently");
-    }
-    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+    assert_redone_as(&db, au_id, &expected);
 }
 
 /// An ascending key's splits move only the new record: the new page is logged as a format of
@@ -264,10 +270,5 @@ fn ascending_key_splits_are_redone_byte_for_byte() {
     let db = Database::open(&lab.instance, &lab.path("crash.mdf")).unwrap();
     let tree = BTree::attach(au_id, root, "dbo.T", "PK_T", columns(), vec![0], true);
     assert_eq!(tree.check(&db), Ok(200));
-    let redone = unit_pages(&db, au_id, 512);
-    assert_eq!(redone.len(), expected.len(), "the same pages");
-    for ((page, _, bytes), (_, _, redone)) in expected.iter().zip(&redone) {
-        assert!(bytes == redone, "page 1:{page} redone differently");
-    }
-    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+    assert_redone_as(&db, au_id, &expected);
 }

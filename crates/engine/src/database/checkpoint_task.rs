@@ -43,7 +43,7 @@ impl BackgroundTask {
 
     /// Waits for a request or a stop, at most `timeout` if one is given; true if there was a
     /// request (it is taken).
-    pub(crate) fn take_request(&self, timeout: Option<Duration>) -> bool {
+    pub(super) fn take_request(&self, timeout: Option<Duration>) -> bool {
         let mut wanted = self.wanted.lock();
         if !*wanted && !self.stopped() {
             match timeout {
@@ -56,7 +56,7 @@ impl BackgroundTask {
         std::mem::replace(&mut *wanted, false)
     }
 
-    pub(crate) fn stopped(&self) -> bool {
+    pub(super) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
@@ -72,6 +72,31 @@ impl BackgroundTask {
             .spawn(body)
             .expect("a background task's thread starts");
         *thread = Some(handle);
+    }
+
+    /// The body of a task that works on request, on its own thread as session `spid`: each
+    /// request runs `work` on the target while the target lives. Returns when the task is
+    /// stopped, the target is gone, or `work` returns false.
+    pub(crate) fn serve_requests<T>(
+        &self,
+        spid: u16,
+        target: &Weak<T>,
+        mut work: impl FnMut(&T) -> bool,
+    ) {
+        crate::instance::set_current_spid(spid);
+        loop {
+            let requested = self.take_request(None);
+            if self.stopped() {
+                return;
+            }
+            if !requested {
+                continue;
+            }
+            let Some(target) = target.upgrade() else { return };
+            if !work(&target) {
+                return;
+            }
+        }
     }
 
     /// Stops the task and waits for its thread (unless called on it).
@@ -130,23 +155,15 @@ impl Database {
 }
 
 fn checkpoint_loop(task: &BackgroundTask, weak: &Weak<Database>) {
-    crate::instance::set_current_spid(CHECKPOINT_SPID);
     // The database's drop stops the task (`stop_background_tasks`), so it waits for nothing
     // else than a request or that stop.
-    loop {
-        let requested = task.take_request(None);
-        if task.stopped() {
-            return;
-        }
-        if !requested {
-            continue;
-        }
-        let Some(db) = weak.upgrade() else { return };
+    task.serve_requests(CHECKPOINT_SPID, weak, |db| {
         if db.closed.load(Ordering::Acquire) {
-            return;
+            return false;
         }
         if let Err(error) = db.automatic_checkpoint() {
             db.instance.errorlog.write_error(&current_process_info(), &error);
         }
-    }
+        true
+    });
 }

@@ -334,18 +334,10 @@ pub struct LogManager {
 }
 
 fn log_writer_loop(task: &BackgroundTask, weak: &std::sync::Weak<LogManager>) {
-    crate::instance::set_current_spid(LOG_WRITER_SPID);
-    loop {
-        let requested = task.take_request(None);
-        if task.stopped() {
-            return;
-        }
-        if !requested {
-            continue;
-        }
-        let Some(log) = weak.upgrade() else { return };
+    task.serve_requests(LOG_WRITER_SPID, weak, |log| {
         log.write_sealed_blocks();
-    }
+        true
+    });
 }
 
 fn os_write_error(err: &std::io::Error, offset: u64, path: &str) -> SqlError {
