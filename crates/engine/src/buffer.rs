@@ -1141,9 +1141,7 @@ impl PageGuard<'_> {
             let before = mtr::Saved::of(buf, &ranges);
             let placed = datapage::insert(buf, slot, record);
             assert!(placed, "insert_ranges said the record fits without compaction");
-            let mut copy = mtr::take_bytes(record.len());
-            copy.extend_from_slice(record);
-            let redo = mtr::Redo::Insert { slot, record: copy };
+            let redo = mtr::Redo::Insert { slot, record: record.to_vec() };
             (true, Some((redo, before)))
         })
     }
@@ -1294,9 +1292,6 @@ impl BufferPool {
         let undo_bytes = crate::xact::undo_reservation(extra);
         let lsns = log.append_group(&records, crate::xact::compensating(), undo_bytes)?;
         drop(records);
-        for record in page_records {
-            mtr::give_bytes(record.payload);
-        }
         let last = *lsns.last().expect("a group has records");
         crate::xact::logged(extra.drain(..), &lsns[changes.len()..], undo_bytes);
         for change in changes {

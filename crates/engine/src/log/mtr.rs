@@ -208,7 +208,7 @@ pub fn apply_xor(buf: &mut [u8; PAGE_SIZE], runs: &[Run]) {
 /// A page record's payload: page id, kind, then the runs (run count, then offset, length and
 /// bytes of each), or for an insert the slot, the record's length and the record.
 pub fn encode_page_payload(page: PageId, redo: &Redo) -> Vec<u8> {
-    let mut out = take_bytes(16 + redo_bytes(redo));
+    let mut out = Vec::with_capacity(16 + redo_bytes(redo));
     out.extend_from_slice(&page.to_bytes());
     out.push(redo.kind());
     match redo {
@@ -295,7 +295,7 @@ impl Saved {
         assert!(ranges.len() <= 3, "at most three saved ranges");
         let mut saved = Saved {
             ranges: [(0, 0); 3],
-            bytes: take_bytes(ranges.iter().map(|(from, to)| to - from).sum()),
+            bytes: Vec::with_capacity(ranges.iter().map(|(from, to)| to - from).sum()),
         };
         for (i, (from, to)) in ranges.iter().enumerate() {
             saved.ranges[i] = (*from as u16, (to - from) as u16);
@@ -348,42 +348,10 @@ pub struct MtrState {
 /// Committed mtr states kept per thread for their lists' capacity (a row insert would
 /// otherwise allocate its three lists again each time).
 const SPARE_STATES: usize = 4;
-/// Byte buffers kept per thread for reuse ([`take_bytes`]), and the sizes worth keeping.
-const SPARE_BYTE_BUFFERS: usize = 16;
-const SPARE_BYTES_MIN: usize = 1024;
-const SPARE_BYTES_MAX: usize = 64 * 1024;
 
 thread_local! {
     static STACK: RefCell<Vec<MtrState>> = const { RefCell::new(Vec::new()) };
     static SPARE: RefCell<Vec<MtrState>> = const { RefCell::new(Vec::new()) };
-    static SPARE_BYTES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// An empty buffer with room for `capacity` bytes, one a finished mtr handed back where there
-/// is one: saved ranges, inserted records and log payloads of a large row were otherwise
-/// allocated and freed several times per insert (glibc's slow path for chunks over 1 KB).
-pub fn take_bytes(capacity: usize) -> Vec<u8> {
-    match SPARE_BYTES.with(|s| s.borrow_mut().pop()) {
-        Some(mut bytes) => {
-            bytes.clear();
-            bytes.reserve(capacity);
-            bytes
-        }
-        None => Vec::with_capacity(capacity),
-    }
-}
-
-/// Hands a buffer back for [`take_bytes`] (small and very large ones are just freed).
-pub fn give_bytes(bytes: Vec<u8>) {
-    if !(SPARE_BYTES_MIN..=SPARE_BYTES_MAX).contains(&bytes.capacity()) {
-        return;
-    }
-    SPARE_BYTES.with(|s| {
-        let mut spare = s.borrow_mut();
-        if spare.len() < SPARE_BYTE_BUFFERS {
-            spare.push(bytes);
-        }
-    });
 }
 
 /// Opens an mtr on this thread (nested mtrs are independent: each commits on its own).
@@ -394,12 +362,7 @@ pub fn begin() {
 
 /// Hands back a finished mtr's state: its lists are emptied and kept for the next mtr.
 pub fn recycle(mut state: MtrState) {
-    for change in state.changes.drain(..) {
-        give_bytes(change.before.bytes);
-        if let Redo::Insert { record, .. } = change.redo {
-            give_bytes(record);
-        }
-    }
+    state.changes.clear();
     state.extra.clear();
     state.held.clear();
     state.autocommit = false;
@@ -503,24 +466,6 @@ mod tests {
             at = end;
         }
         runs
-    }
-
-    /// A buffer handed back is taken again, empty, with its room; a small one is not kept.
-    #[test]
-    fn byte_buffers_handed_back_are_reused_empty() {
-        std::thread::spawn(|| {
-            let mut bytes = take_bytes(4096);
-            bytes.extend_from_slice(&[7u8; 4096]);
-            let address = bytes.as_ptr();
-            give_bytes(bytes);
-            let again = take_bytes(100);
-            assert!(again.is_empty() && again.capacity() >= 4096);
-            assert_eq!(again.as_ptr(), address, "the same buffer");
-            give_bytes(Vec::with_capacity(16));
-            assert_eq!(take_bytes(8).capacity(), 8, "a small buffer was not kept");
-        })
-        .join()
-        .unwrap();
     }
 
     #[test]
