@@ -109,7 +109,8 @@ struct FrameMeta {
 struct Frame {
     latch: Latch,
     io_in_progress: AtomicBool,
-    data: RwLock<Option<Box<PageBuf>>>,
+    /// The frame's buffer, taken from the pool's buffers on first use.
+    data: RwLock<Option<&'static mut PageBuf>>,
     meta: Mutex<FrameMeta>,
 }
 
@@ -161,6 +162,8 @@ pub struct BufferPool {
     evictions: AtomicU64,
     lazy_writer_writes: AtomicU64,
     buffers_allocated: AtomicU64,
+    /// Buffers no frame has used yet ([`crate::pool_memory`]): one per frame at the start.
+    unused_buffers: Mutex<Vec<&'static mut PageBuf>>,
     lazy_writer: (Mutex<bool>, Condvar),
     /// Test seam: microseconds a PFS change sleeps while it holds the PFS page's UP latch,
     /// standing in for a slower CPU or a preempted latch holder (0 = none).
@@ -171,6 +174,14 @@ pub struct BufferPool {
     /// Read by every logged page change: a lock sharded per thread, so that readers on different
     /// cores do not pass one lock word between them.
     logs: ShardedLock<HashMap<u16, Arc<LogManager>>>,
+}
+
+impl Drop for BufferPool {
+    /// The frames' buffers go back to [`crate::pool_memory`] for the next pool.
+    fn drop(&mut self) {
+        let used = self.frames.iter_mut().filter_map(|frame| frame.data.get_mut().take());
+        crate::pool_memory::give_back(used.chain(self.unused_buffers.get_mut().drain(..)));
+    }
 }
 
 /// Frames below which the lazy writer starts working: 1/16 of the pool, at least 2.
@@ -202,9 +213,20 @@ impl BufferPool {
         }
     }
 
-    /// A pool of `frames` frames (max server memory / 8 KB) with its lazy writer thread.
+    /// A pool of `frames` frames (max server memory / 8 KB) with its lazy writer thread; their
+    /// memory is committed as each frame is first used.
     pub fn new(frames: usize, stats: PoolStats) -> Arc<BufferPool> {
+        BufferPool::start(frames, stats, false)
+    }
+
+    /// A pool whose memory is committed now when `commit_now` (trace flag 834's large-page
+    /// buffer pool, allocated at startup), else as frames are first used.
+    pub fn start(frames: usize, stats: PoolStats, commit_now: bool) -> Arc<BufferPool> {
         let frames = frames.max(MIN_FRAMES);
+        let mut buffers = crate::pool_memory::take(frames);
+        if commit_now {
+            crate::pool_memory::commit(&mut buffers);
+        }
         let pool = Arc::new(BufferPool {
             frames: (0..frames).map(|_| Frame::default()).collect(),
             // Grows with the pages cached: sized for every frame, it spread a small working
@@ -223,6 +245,7 @@ impl BufferPool {
             evictions: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
             buffers_allocated: AtomicU64::new(0),
+            unused_buffers: Mutex::new(buffers),
             lazy_writer: (Mutex::new(false), Condvar::new()),
         });
         let weak = Arc::downgrade(&pool);
@@ -561,9 +584,9 @@ impl BufferPool {
     }
 
     /// A frame's 8 KB buffer, allocated on the frame's first use and kept for its life.
-    fn new_buffer(&self) -> Box<PageBuf> {
+    fn new_buffer(&self) -> &'static mut PageBuf {
         self.buffers_allocated.fetch_add(1, Ordering::Relaxed);
-        crate::page::new_page_buf()
+        self.unused_buffers.lock().pop().expect("pool_memory invariant 1: a buffer per frame")
     }
 
     fn unpin(&self, index: usize) {

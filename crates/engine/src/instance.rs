@@ -120,9 +120,11 @@ impl Instance {
         let errorlog = ErrorLog::open(&config.dir, io.clone(), clock.clone())?;
         let stats = PoolStats::default();
         let frames = config.max_server_memory_mb as usize * PAGES_PER_MB as usize;
+        let large_pages =
+            config.startup_trace_flags.contains(&traceflags::TF_LARGE_PAGE_BUFFER_POOL);
         let instance = Instance {
             trace_flags: TraceFlags::new(&config.startup_trace_flags),
-            buffer_pool: BufferPool::new(frames, stats.clone()),
+            buffer_pool: BufferPool::start(frames, stats.clone(), large_pages),
             waits: stats.waits,
             latches: stats.latches,
             waiting_tasks: stats.waiting,
@@ -141,6 +143,11 @@ impl Instance {
         };
         for line in instance.banner() {
             instance.errorlog.write("Server", &line);
+        }
+        if large_pages {
+            for line in instance.large_page_lines() {
+                instance.errorlog.write("Server", &line);
+            }
         }
         Ok(Arc::new(instance))
     }
@@ -167,6 +174,20 @@ impl Instance {
              Books Online. This is an informational message only. No user action is required."
         ));
         lines
+    }
+
+    /// What SQL Server's errorlog says at startup when TF 834 gives the buffer pool large
+    /// pages (reference §9.1), the pool having been committed by then.
+    fn large_page_lines(&self) -> Vec<String> {
+        vec![
+            "Using large pages in the memory manager.".to_string(),
+            "Large Page Granularity: 2097152".to_string(),
+            "Using large pages for buffer pool.".to_string(),
+            format!(
+                "{} MB of large page memory allocated.",
+                (self.buffer_pool.frame_count() as u64 * crate::units::PAGE_SIZE_U64) >> 20
+            ),
+        ]
     }
 
     /// Whether data-file creation and growth skip zeroing (TF 1806 turns it off).

@@ -21,6 +21,7 @@
 //! - [`xact`]: transactions (commit, rollback, savepoints) with compensation records.
 //! - [`lock`]: transaction locks on objects and keys, LCK_M_* waits, deadlock detection.
 //! - [`errorlog`], [`traceflags`], [`waits`], [`clock`]: the instance's observable surfaces.
+//! - [`buffer`], [`pool_memory`]: the buffer pool, its frames' memory (huge-page mappings).
 //! - [`plan`]: the what-if planner, which drives the filegroup code above without any I/O.
 
 pub mod alloc;
@@ -43,6 +44,7 @@ pub mod lock;
 pub mod log;
 pub mod page;
 pub mod plan;
+pub mod pool_memory;
 pub mod readahead;
 pub mod record;
 pub mod rng;

@@ -7,10 +7,13 @@
 //! | flag | effect here                                                                 |
 //! |------|-----------------------------------------------------------------------------|
 //! | 661  | turn the ghost-cleanup task off                                             |
+//! | 834  | startup only: commit the buffer pool's memory at startup (large pages)      |
 //! | 1117 | grow every file of a filegroup together (as AUTOGROW_ALL_FILES)             |
 //! | 1165 | write proportional-fill recalculations (needs 3605 to reach the errorlog)   |
 //! | 1204 | write each deadlock's participants and resources to the errorlog (text)     |
+//! | 1211 | no lock escalation                                                          |
 //! | 1222 | write each deadlock to the errorlog as deadlock-list / process-list lines   |
+//! | 1224 | no lock escalation by lock count (the only kind extentdb has)               |
 //! | 1806 | disable instant file initialisation                                         |
 //! | 3004 | write file zeroing start/end (needs 3605 to reach the errorlog)             |
 //! | 3605 | send trace output to the errorlog                                           |
@@ -40,11 +43,14 @@ fn session_has(flag: u16) -> bool {
 }
 
 pub const TF_DISABLE_GHOST_CLEANUP: u16 = 661;
+pub const TF_LARGE_PAGE_BUFFER_POOL: u16 = 834;
 pub const TF_AUTOGROW_ALL_FILES: u16 = 1117;
 pub const TF_PROPORTIONAL_FILL_TRACE: u16 = 1165;
 pub const TF_DISABLE_IFI: u16 = 1806;
 pub const TF_DEADLOCK_TEXT: u16 = 1204;
 pub const TF_DEADLOCK_XML: u16 = 1222;
+pub const TF_NO_LOCK_ESCALATION: u16 = 1211;
+pub const TF_NO_LOCK_COUNT_ESCALATION: u16 = 1224;
 pub const TF_FILE_ZEROING_TRACE: u16 = 3004;
 pub const TF_TRACE_TO_ERRORLOG: u16 = 3605;
 

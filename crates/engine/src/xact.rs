@@ -172,6 +172,9 @@ struct OpenXact {
     reserved_bytes: u64,
     /// Locks this transaction already holds on objects (intent locks are taken once).
     object_locks: Vec<(LockResource, LockMode)>,
+    /// Per object (index): X and U key locks taken there, and the count at which lock
+    /// escalation is next tried.
+    key_lock_counts: Vec<(LockResource, u32, u32)>,
     /// Heap rows deleted (ghosted) by this transaction, removed once it commits.
     on_commit: Vec<(u64, [u8; 8])>,
     /// The transaction ran DDL; these allocation units were created or dropped by it (the
@@ -191,6 +194,7 @@ impl OpenXact {
             depth: 1,
             reserved_bytes: 0,
             object_locks: Vec::new(),
+            key_lock_counts: Vec::new(),
             on_commit: Vec::new(),
             ddl: None,
         }
@@ -554,16 +558,10 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
     if COMPENSATING.with(|c| c.borrow().is_some()) {
         return Ok(()); // an undo touches only what its transaction already holds
     }
-    let is_object = matches!(resource, LockResource::Object { .. });
-    let cached = is_object
-        && CURRENT.with(|c| {
-            c.borrow().as_ref().is_some_and(|x| {
-                x.object_locks.iter().any(|(r, m)| *r == resource && m.combine(mode) == *m)
-            })
-        });
-    if cached {
+    if held_through_object(resource, mode) {
         return Ok(());
     }
+    let is_object = matches!(resource, LockResource::Object { .. });
     let instance = db.instance();
     let mut registration = None;
     let mut on_wait = |blocker: Option<u16>| {
@@ -587,7 +585,7 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
         }
         Ok(())
     };
-    match acquired {
+    let granted = match acquired {
         Ok(Acquired::Granted) => remember(()),
         Ok(Acquired::AfterWait(waited, _)) => {
             instance.waits.record(mode.wait_type(), waited, Duration::ZERO);
@@ -598,7 +596,82 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
             let _ = db.rollback_tran();
             Err(error)
         }
+    };
+    if let LockResource::Key { database_id, au_id, .. } = resource
+        && matches!(mode, LockMode::X | LockMode::U)
+        && granted.is_ok()
+    {
+        count_key_lock(db, owner, LockResource::Object { database_id, au_id });
     }
+    granted
+}
+
+/// Key locks one transaction holds in one index before it tries to escalate (SQL Server's
+/// 5,000 locks on one object).
+pub const LOCK_ESCALATION_THRESHOLD: u32 = 5_000;
+/// Further key locks before an escalation that was refused is tried again.
+const LOCK_ESCALATION_RETRY: u32 = 1_250;
+
+/// Whether the transaction already holds a lock on `resource`'s object that covers `mode` on
+/// the resource: the object itself, or an escalated object lock over a key.
+fn held_through_object(resource: LockResource, mode: LockMode) -> bool {
+    let holds = |x: &OpenXact, object: LockResource, needed: LockMode, intent_covers: bool| {
+        x.object_locks.iter().any(|(r, m)| {
+            let intent = matches!(m, LockMode::IS | LockMode::IX);
+            *r == object && m.combine(needed) == *m && (intent_covers || !intent)
+        })
+    };
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let Some(x) = current.as_ref() else { return false };
+        match resource {
+            LockResource::Object { .. } => holds(x, resource, mode, true),
+            // An intent lock on the object does not cover its keys; S, U, SIX or X does.
+            LockResource::Key { database_id, au_id, .. } => {
+                let object = LockResource::Object { database_id, au_id };
+                let needed = if mode == LockMode::S { LockMode::S } else { LockMode::X };
+                holds(x, object, needed, false)
+            }
+        }
+    })
+}
+
+/// Counts a key lock against its object and tries lock escalation when the count reaches its
+/// next threshold.
+fn count_key_lock(db: &Database, owner: LockOwner, object: LockResource) {
+    let due = CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        let x = current.as_mut()?;
+        let at = match x.key_lock_counts.iter().position(|(r, _, _)| *r == object) {
+            Some(at) => at,
+            None => {
+                x.key_lock_counts.push((object, 0, LOCK_ESCALATION_THRESHOLD));
+                x.key_lock_counts.len() - 1
+            }
+        };
+        let entry = &mut x.key_lock_counts[at];
+        entry.1 += 1;
+        (entry.1 >= entry.2).then_some(at)
+    });
+    let Some(at) = due else { return };
+    let instance = db.instance();
+    let flags = &instance.trace_flags;
+    let disabled = flags.is_on(crate::traceflags::TF_NO_LOCK_ESCALATION)
+        || flags.is_on(crate::traceflags::TF_NO_LOCK_COUNT_ESCALATION);
+    let escalated = !disabled && instance.locks.try_acquire(owner, object, LockMode::X);
+    if escalated && let LockResource::Object { database_id, au_id } = object {
+        instance.locks.release_keys_after_escalation(owner.xact_id, database_id, au_id);
+    }
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        let Some(x) = current.as_mut() else { return };
+        if escalated {
+            x.key_lock_counts[at].2 = u32::MAX;
+            x.object_locks.push((object, LockMode::X));
+        } else {
+            x.key_lock_counts[at].2 += LOCK_ESCALATION_RETRY;
+        }
+    });
 }
 
 /// Releases an S lock taken for a read (READ COMMITTED keeps none after the row is read).

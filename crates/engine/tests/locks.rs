@@ -127,3 +127,99 @@ fn a_deadlock_is_resolved_within_5_seconds_with_1205_and_written_with_tf_1222() 
     assert!(texts.iter().any(|t| t == &format!(" deadlock victim=process{victim_spid}")));
     assert!(texts.iter().any(|t| t.starts_with("Deadlock encountered")));
 }
+
+/// (object locks, key locks) a transaction holds in the snapshot of the lock table.
+fn held_by(lab: &common::Lab, xact_spid: u16) -> (Vec<engine::lock::LockMode>, usize) {
+    let rows = lab.instance.locks.snapshot();
+    let mine = rows.iter().filter(|(_, _, spid, _)| *spid == xact_spid);
+    let objects = mine
+        .clone()
+        .filter(|(r, _, _, _)| matches!(r, engine::lock::LockResource::Object { .. }))
+        .map(|(_, _, _, m)| *m)
+        .collect();
+    let keys =
+        mine.filter(|(r, _, _, _)| matches!(r, engine::lock::LockResource::Key { .. })).count();
+    (objects, keys)
+}
+
+/// At 5,000 X key locks in one index a transaction escalates: it holds X on the index and no key
+/// lock there, takes no more key locks, and its rows are still all there at commit.
+#[test]
+fn five_thousand_key_locks_escalate_to_an_exclusive_object_lock() {
+    let (lab, db, tree) = setup(|_| {});
+    engine::instance::set_current_spid(53);
+    let threshold = engine::xact::LOCK_ESCALATION_THRESHOLD as i32;
+    db.begin_tran().unwrap();
+    for id in 0..threshold - 1 {
+        tree.insert(&db, &row(id, id)).unwrap();
+    }
+    assert_eq!(held_by(&lab, 53), (vec![engine::lock::LockMode::IX], threshold as usize - 1));
+    assert_eq!(lab.instance.locks.escalations(), 0);
+    for id in threshold - 1..threshold + 500 {
+        tree.insert(&db, &row(id, id)).unwrap();
+    }
+    let (objects, keys) = held_by(&lab, 53);
+    assert_eq!(objects, vec![engine::lock::LockMode::X], "IX became X");
+    assert_eq!(keys, 0, "the key locks went with the escalation, and no new one was taken");
+    assert_eq!(lab.instance.locks.escalations(), 1);
+    db.commit_tran().unwrap();
+    assert!(lab.instance.locks.snapshot().is_empty(), "commit releases the object lock");
+    assert_eq!(tree.check(&db), Ok(threshold as usize + 500));
+}
+
+/// Trace flag 1211 (and 1224) turn escalation off: every key lock stays.
+#[test]
+fn trace_flag_1211_keeps_every_key_lock() {
+    for flag in [1211, 1224] {
+        let (lab, db, tree) = setup(|config| config.startup_trace_flags.push(flag));
+        engine::instance::set_current_spid(54);
+        db.begin_tran().unwrap();
+        for id in 0..6_000 {
+            tree.insert(&db, &row(id, id)).unwrap();
+        }
+        assert_eq!(held_by(&lab, 54), (vec![engine::lock::LockMode::IX], 6_000), "TF {flag}");
+        assert_eq!(lab.instance.locks.escalations(), 0);
+        db.commit_tran().unwrap();
+    }
+}
+
+/// An escalation that another transaction's intent lock refuses does not wait: the key locks
+/// stay, and it is tried again every 1,250 key locks, succeeding once the other has committed.
+#[test]
+fn a_refused_escalation_keeps_the_key_locks_and_is_tried_again_later() {
+    let (lab, db, tree) = setup(|_| {});
+    let other_holds = Arc::new(Barrier::new(2));
+    let other_may_commit = Arc::new(Barrier::new(2));
+    let other = {
+        let (db, tree) = (db.clone(), tree.clone());
+        let (holds, may_commit) = (other_holds.clone(), other_may_commit.clone());
+        std::thread::spawn(move || {
+            engine::instance::set_current_spid(56);
+            db.begin_tran().unwrap();
+            tree.insert(&db, &row(-1, 0)).unwrap();
+            holds.wait();
+            may_commit.wait();
+            db.commit_tran().unwrap();
+        })
+    };
+    other_holds.wait();
+    engine::instance::set_current_spid(55);
+    db.begin_tran().unwrap();
+    for id in 0..6_000 {
+        tree.insert(&db, &row(id, id)).unwrap();
+    }
+    // Refused at 5,000 (the other holds IX): nothing waited, every key lock kept.
+    assert_eq!(held_by(&lab, 55), (vec![engine::lock::LockMode::IX], 6_000));
+    assert_eq!(lab.instance.locks.escalations(), 0);
+    assert!(lab.instance.waits.get("LCK_M_X").is_none(), "an escalation never waits");
+    other_may_commit.wait();
+    other.join().unwrap();
+    // The next attempt, at 6,250 key locks, finds the object free.
+    for id in 6_000..6_250 {
+        tree.insert(&db, &row(id, id)).unwrap();
+    }
+    assert_eq!(held_by(&lab, 55), (vec![engine::lock::LockMode::X], 0));
+    assert_eq!(lab.instance.locks.escalations(), 1);
+    db.commit_tran().unwrap();
+    assert_eq!(tree.check(&db), Ok(6_251));
+}
