@@ -162,8 +162,9 @@ pub struct BufferPool {
     evictions: AtomicU64,
     lazy_writer_writes: AtomicU64,
     buffers_allocated: AtomicU64,
-    /// Buffers no frame has used yet ([`crate::pool_memory`]): one per frame at the start.
-    unused_buffers: Mutex<Vec<&'static mut PageBuf>>,
+    /// Buffers no frame has used yet ([`crate::pool_memory`]): one per frame at the start,
+    /// each with whether its bytes are known to be zero.
+    unused_buffers: Mutex<Vec<crate::pool_memory::Buffer>>,
     lazy_writer: (Mutex<bool>, Condvar),
     /// Test seam: microseconds a PFS change sleeps while it holds the PFS page's UP latch,
     /// standing in for a slower CPU or a preempted latch holder (0 = none).
@@ -180,7 +181,8 @@ impl Drop for BufferPool {
     /// The frames' buffers go back to [`crate::pool_memory`] for the next pool.
     fn drop(&mut self) {
         let used = self.frames.iter_mut().filter_map(|frame| frame.data.get_mut().take());
-        crate::pool_memory::give_back(used.chain(self.unused_buffers.get_mut().drain(..)));
+        let unused = self.unused_buffers.get_mut().drain(..).map(|(buffer, _)| buffer);
+        crate::pool_memory::give_back(used.chain(unused));
     }
 }
 
@@ -339,7 +341,19 @@ impl BufferPool {
             }
             if let Some(index) = self.claim_frame(key)? {
                 let frame = &self.frames[index];
-                frame.data.write().get_or_insert_with(|| self.new_buffer()).fill(0);
+                let mut data = frame.data.write();
+                match data.as_mut() {
+                    Some(buf) => buf.fill(0),
+                    None => {
+                        // A frame's first use: a buffer fresh from the kernel is zero already.
+                        let (buf, zeroed) = self.new_zeroable_buffer();
+                        if !zeroed {
+                            buf.fill(0);
+                        }
+                        *data = Some(buf);
+                    }
+                }
+                drop(data);
                 frame.meta.lock().dirty = true;
                 frame.io_in_progress.store(false, Ordering::Release);
                 return Ok(PageGuard {
@@ -585,6 +599,11 @@ impl BufferPool {
 
     /// A frame's 8 KB buffer, allocated on the frame's first use and kept for its life.
     fn new_buffer(&self) -> &'static mut PageBuf {
+        self.new_zeroable_buffer().0
+    }
+
+    /// A frame's buffer on its first use, and whether its bytes are known to be zero.
+    fn new_zeroable_buffer(&self) -> crate::pool_memory::Buffer {
         self.buffers_allocated.fetch_add(1, Ordering::Relaxed);
         self.unused_buffers.lock().pop().expect("pool_memory invariant 1: a buffer per frame")
     }

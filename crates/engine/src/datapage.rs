@@ -40,6 +40,24 @@ pub fn format(
     header.write(&mut buf[..]);
 }
 
+/// Formats a page that [`crate::buffer::BufferPool::new_page`] has just zeroed: only the
+/// header is written (no second 8 KB clear).
+pub fn format_new(
+    buf: &mut PageBuf,
+    page_id: PageId,
+    page_type: PageType,
+    au_id: u64,
+    level: u8,
+    pminlen: u16,
+) {
+    debug_assert!(buf.iter().all(|b| *b == 0), "format_new takes a zeroed page");
+    let mut header = PageHeader::new(page_type, page_id);
+    header.set_allocation_unit_id(au_id);
+    header.level = level;
+    header.pminlen = pminlen;
+    header.write(&mut buf[..]);
+}
+
 fn header(buf: &PageBuf) -> PageHeader {
     PageHeader::read(&buf[..])
 }

@@ -32,18 +32,20 @@ use parking_lot::Mutex;
 /// Buffers of pools that have stopped, kept for the next pool.
 static SPARE_BUFFERS: Mutex<Vec<&'static mut PageBuf>> = Mutex::new(Vec::new());
 
-/// `count` page buffers: spare ones first, the rest from a new mapping (reserved, not yet
-/// resident). Their bytes are undefined: a frame zeroes or reads its page into its buffer
-/// before anyone sees it.
-pub fn take(count: usize) -> Vec<&'static mut PageBuf> {
-    let mut buffers = {
+/// A page buffer and whether its bytes are known to be zero (fresh from the kernel).
+pub type Buffer = (&'static mut PageBuf, bool);
+
+/// `count` page buffers: spare ones first (their bytes are what their last page left), the
+/// rest from a new mapping (reserved, not yet resident, zero).
+pub fn take(count: usize) -> Vec<Buffer> {
+    let mut buffers: Vec<Buffer> = {
         let mut spare = SPARE_BUFFERS.lock();
         let keep = spare.len().saturating_sub(count);
-        spare.split_off(keep)
+        spare.split_off(keep).into_iter().map(|buffer| (buffer, false)).collect()
     };
     let missing = count - buffers.len();
     if missing > 0 {
-        buffers.extend(map_buffers(missing));
+        buffers.extend(map_buffers(missing).into_iter().map(|buffer| (buffer, true)));
     }
     assert_eq!(buffers.len(), count, "pool_memory invariant 1: one buffer per frame asked");
     buffers
@@ -52,8 +54,8 @@ pub fn take(count: usize) -> Vec<&'static mut PageBuf> {
 /// Commits buffers now (trace flag 834): each 4 KB of them is written once, so that the
 /// kernel maps their memory (2 MB at a time where it can) before the pool serves a page, and
 /// no first use of a frame faults. Returns the bytes committed.
-pub fn commit(buffers: &mut [&'static mut PageBuf]) -> u64 {
-    for buffer in buffers.iter_mut() {
+pub fn commit(buffers: &mut [Buffer]) -> u64 {
+    for (buffer, _) in buffers.iter_mut() {
         for os_page in buffer.chunks_mut(4096) {
             os_page[0] = 0;
         }
@@ -104,18 +106,21 @@ mod tests {
     #[test]
     fn buffers_are_distinct_pages_and_come_back_for_the_next_pool() {
         let mut buffers = take(300);
-        for (n, buffer) in buffers.iter_mut().enumerate() {
+        for (n, (buffer, zeroed)) in buffers.iter_mut().enumerate() {
+            if *zeroed {
+                assert!(buffer.iter().all(|b| *b == 0), "a buffer said to be zero is");
+            }
             buffer.fill(n as u8);
         }
-        for (n, buffer) in buffers.iter().enumerate() {
+        for (n, (buffer, _)) in buffers.iter().enumerate() {
             assert!(buffer.iter().all(|b| *b == n as u8), "buffer {n} kept its own bytes");
         }
         let spare_before = spare_count();
-        give_back(buffers);
+        give_back(buffers.into_iter().map(|(buffer, _)| buffer));
         assert!(spare_count() >= spare_before + 300);
         // Other tests of this binary may take spare buffers meanwhile; what is taken is whole.
         let again = take(300);
         assert_eq!(again.len(), 300);
-        give_back(again);
+        give_back(again.into_iter().map(|(buffer, _)| buffer));
     }
 }
