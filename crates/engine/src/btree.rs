@@ -78,12 +78,13 @@ pub fn stored_length(sql_type: SqlType, value: &Value) -> usize {
 const MAX_RESTARTS: u32 = 1000;
 
 thread_local! {
-    /// The allocation unit whose last insert on this thread split a page (0: none). The next
-    /// insert into it starts with the attempt that latches the leaf's parent EX, skipping the
-    /// SH descent that would find the leaf full again: an ascending key (seed 002's identity)
-    /// fills its last page and splits at every new page. Which attempt comes first changes no
-    /// outcome, only how many descents an insert makes; SQL Server's own order is not
-    /// documented.
+    /// The allocation unit whose last insert on this thread split its last leaf for an
+    /// ascending key (0: none, or the insert after it found room). The next insert into it
+    /// starts with the attempt that latches the leaf's parent EX, skipping the SH descent that
+    /// would find the leaf full again: seed 002's identity key fills each new page with one
+    /// row. Random keys (middle splits) leave it unset, so their inserts still take the SH
+    /// descent first. Which attempt comes first changes no outcome, only how many descents an
+    /// insert makes; SQL Server's own order is not documented.
     static LAST_SPLIT_AU: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -716,7 +717,6 @@ impl BTree {
             return Ok(false);
         }
         self.split_leaf(db, leaf, key, record, vec![(parent, slot)])?;
-        LAST_SPLIT_AU.with(|last| last.set(self.au_id));
         Ok(true)
     }
 
@@ -815,7 +815,6 @@ impl BTree {
             LeafSlot::Found(_) => return Err(self.duplicate(key)),
         };
         self.split(db, current, slot, record, &mut path)?;
-        LAST_SPLIT_AU.with(|last| last.set(self.au_id));
         Ok(true)
     }
 
@@ -837,6 +836,8 @@ impl BTree {
         let copy: Box<PageBuf>;
         let halves = if append && page_id != self.root {
             // An ascending key: the new record alone moves; the page's records are not read.
+            // The next insert into this index most likely splits the new last page in turn.
+            LAST_SPLIT_AU.with(|last| last.set(self.au_id));
             Halves { moving: vec![record], kept: old_count, new_on_left: false }
         } else {
             // One copy of the page; the records are read in place from it.
