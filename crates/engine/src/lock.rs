@@ -249,8 +249,18 @@ impl Default for LockManager {
     }
 }
 
+/// What [`LockManager::grant_now`] found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Grant {
+    AlreadyHeld,
+    Granted,
+    Blocked,
+}
+
 /// What a lock request came to.
 pub enum Acquired {
+    /// The transaction held the resource in a mode that covers the request already.
+    AlreadyHeld,
     Granted,
     /// Waited this long (LCK_M_<mode>), then granted.
     AfterWait(Duration, Option<u16>),
@@ -281,8 +291,10 @@ impl LockManager {
     ) -> SqlResult<Acquired> {
         let partition = self.partition(&resource);
         let mut table = partition.table.lock();
-        if Self::grant_now(&mut table, owner, resource, mode) {
-            return Ok(Acquired::Granted);
+        match Self::grant_now(&mut table, owner, resource, mode) {
+            Grant::AlreadyHeld => return Ok(Acquired::AlreadyHeld),
+            Grant::Granted => return Ok(Acquired::Granted),
+            Grant::Blocked => {}
         }
         let entry = table.entries.get_mut(&resource).expect("grant_now made the entry");
         let held = entry.granted.get(&owner.xact_id).map(|(m, _)| *m);
@@ -334,30 +346,30 @@ impl LockManager {
         }
     }
 
-    /// Grants `mode` if no other holder and no earlier waiter stands in the way (true), else
-    /// leaves the entry as it was (false). Conversions go ahead of the queue.
+    /// Grants `mode` if no other holder and no earlier waiter stands in the way, else leaves
+    /// the entry as it was (Blocked). Conversions go ahead of the queue.
     fn grant_now(
         table: &mut Table,
         owner: LockOwner,
         resource: LockResource,
         mode: LockMode,
-    ) -> bool {
+    ) -> Grant {
         let entry = table.entries.entry(resource).or_default();
         let held = entry.granted.get(&owner.xact_id).map(|(m, _)| *m);
         if held.is_some_and(|h| h.combine(mode) == h) {
-            return true;
+            return Grant::AlreadyHeld;
         }
         let wanted = held.map_or(mode, |h| h.combine(mode));
         let free = entry.compatible_with_others(owner.xact_id, wanted)
             && (held.is_some() || entry.waiting.is_empty());
         if !free {
-            return false;
+            return Grant::Blocked;
         }
         entry.granted.insert(owner.xact_id, (wanted, owner.spid));
         if held.is_none() {
             table.held_by.entry(owner.xact_id).or_default().insert(resource);
         }
-        true
+        Grant::Granted
     }
 
     /// Lock escalation's attempt: `mode` on `resource` if it can be granted at once, without
@@ -365,7 +377,7 @@ impl LockManager {
     /// trace: an entry made for the attempt is removed again.
     pub fn try_acquire(&self, owner: LockOwner, resource: LockResource, mode: LockMode) -> bool {
         let mut table = self.partition(&resource).table.lock();
-        let granted = Self::grant_now(&mut table, owner, resource, mode);
+        let granted = Self::grant_now(&mut table, owner, resource, mode) != Grant::Blocked;
         let unused = |e: &Entry| e.granted.is_empty() && e.waiting.is_empty();
         if !granted && table.entries.get(&resource).is_some_and(unused) {
             table.entries.remove(&resource);
@@ -381,7 +393,10 @@ impl LockManager {
         database_id: u16,
         au_id: u64,
     ) -> usize {
-        let in_index = |r: &LockResource| matches!(r, LockResource::Key { database_id: d, au_id: a, .. } if *d == database_id && *a == au_id);
+        let in_index = |r: &LockResource| match r {
+            LockResource::Key { database_id: d, au_id: a, .. } => *d == database_id && *a == au_id,
+            LockResource::Object { .. } => false,
+        };
         let mut released = 0;
         for partition in &self.partitions {
             let mut table = partition.table.lock();

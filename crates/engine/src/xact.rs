@@ -585,8 +585,9 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
         }
         Ok(())
     };
+    let newly_held = matches!(acquired, Ok(Acquired::Granted | Acquired::AfterWait(..)));
     let granted = match acquired {
-        Ok(Acquired::Granted) => remember(()),
+        Ok(Acquired::AlreadyHeld | Acquired::Granted) => remember(()),
         Ok(Acquired::AfterWait(waited, _)) => {
             instance.waits.record(mode.wait_type(), waited, Duration::ZERO);
             remember(())
@@ -597,9 +598,10 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
             Err(error)
         }
     };
+    // Escalation counts the key locks the transaction holds, not requests for one it has.
     if let LockResource::Key { database_id, au_id, .. } = resource
         && matches!(mode, LockMode::X | LockMode::U)
-        && granted.is_ok()
+        && newly_held
     {
         count_key_lock(db, owner, LockResource::Object { database_id, au_id });
     }

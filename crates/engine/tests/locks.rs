@@ -223,3 +223,21 @@ fn a_refused_escalation_keeps_the_key_locks_and_is_tried_again_later() {
     db.commit_tran().unwrap();
     assert_eq!(tree.check(&db), Ok(6_251));
 }
+
+/// Escalation counts the key locks a transaction holds: asking 6,000 times for the one X key
+/// lock it already has does not escalate.
+#[test]
+fn asking_again_for_a_held_key_lock_does_not_count_towards_escalation() {
+    let (lab, db, tree) = setup(|_| {});
+    engine::instance::set_current_spid(57);
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(1, 1)).unwrap();
+    let key =
+        engine::lock::LockResource::Key { database_id: db.database_id, au_id: tree.au_id, hash: 7 };
+    for _ in 0..6_000 {
+        engine::xact::lock(&db, key, engine::lock::LockMode::X).unwrap();
+    }
+    assert_eq!(lab.instance.locks.escalations(), 0);
+    assert_eq!(held_by(&lab, 57), (vec![engine::lock::LockMode::IX], 2));
+    db.commit_tran().unwrap();
+}
