@@ -221,11 +221,11 @@ impl BufferPool {
         BufferPool::start(frames, stats, false)
     }
 
-    /// A pool whose memory is committed now when `commit_now` (trace flag 834's large-page
-    /// buffer pool, allocated at startup), else as frames are first used.
+    /// A pool whose memory is committed now, in huge pages, when `commit_now` (trace flag 834's
+    /// large-page buffer pool, allocated at startup), else as frames are first used.
     pub fn start(frames: usize, stats: PoolStats, commit_now: bool) -> Arc<BufferPool> {
         let frames = frames.max(MIN_FRAMES);
-        let mut buffers = crate::pool_memory::take(frames);
+        let mut buffers = crate::pool_memory::take(frames, commit_now);
         if commit_now {
             crate::pool_memory::commit(&mut buffers);
         }

@@ -1,26 +1,28 @@
-//! The buffer pool's memory: the 8 KB buffers of its frames, carved out of anonymous mappings
-//! that the kernel is asked to back with transparent huge pages (2 MB).
+//! The buffer pool's memory: the 8 KB buffers of its frames, carved out of one anonymous
+//! mapping per pool.
 //!
-//! What it reproduces: SQL Server's buffer pool takes its memory in large blocks, not a page
-//! at a time, and with large pages (trace flag 834, locked pages) the operating system maps it
-//! 2 MB at a time. Here every frame's buffer lies in one mapping per pool, advised
-//! `MADV_HUGEPAGE`: a pool that fills faults its memory in 2 MB at a time (one fault per 256
-//! frames) instead of 4 KB at a time. On this project's VM a 4 KB first touch costs about
-//! 2.7 us and a 2 MB one about 190 us (0.37 us per 4 KB), which decided seed 002's cost with a
-//! pool that holds the table (docs/benchmarks.md).
+//! What it reproduces: SQL Server's buffer pool commits its memory as it grows, in the
+//! operating system's small pages; with trace flag 834 (large pages, locked pages) it takes all
+//! of it at startup, mapped 2 MB at a time. Here a pool started with TF 834 has its mapping
+//! advised for transparent huge pages (`MADV_HUGEPAGE`) and every buffer written once before
+//! the pool serves a page ([`commit`]); without it, the mapping is resident 4 KB at a time as
+//! frames are first used, as before.
 //!
-//! Memory is reserved when a pool starts and is resident only once a frame is first used, as
-//! before. Buffers are never unmapped: a pool that stops hands its buffers to a process-wide
-//! spare list, and the next pool takes them from there before it maps more. So the process
-//! maps at most the largest number of frames its pools had at one time, and a test binary
-//! that starts hundreds of instances does not grow by each one's pool.
+//! Why it matters on this project's VM: memory a process touches for the first time is slow
+//! (about 2.7 us per 4 KB page, more where the guest never touched it before), and a pool that
+//! holds seed 002's 4 GB table spent more of the run faulting than inserting. Huge pages alone
+//! do not help a small pool: each first touch of a 2 MB page then takes a whole fresh 2 MB
+//! block (6 ms each was measured with 16 sessions inserting), so they come only with the
+//! commit at startup.
 //!
-//! With trace flag 834 at startup, as SQL Server's large-page buffer pool, the whole pool is
-//! committed when the instance starts ([`commit`]) rather than as frames are first used.
+//! Buffers are never unmapped: a pool that stops hands its buffers to a process-wide spare
+//! list, and the next pool takes them from there before it maps more. So the process maps at
+//! most the largest number of frames its pools had at one time, and a test binary that starts
+//! hundreds of instances does not grow by each one's pool.
 //!
 //! Deviations: the pages are not locked in memory, and "large" is the kernel's transparent
-//! huge pages, a request it may not grant: where it has none the advice is ignored and the
-//! pool faults in 4 KB pages.
+//! huge pages, a request it may not grant (where it has none, the pool is committed in 4 KB
+//! pages). A spare buffer keeps the page size of the pool that mapped it.
 //!
 //! Invariant (owned here): 1. A buffer belongs to at most one frame of one pool at a time: it
 //! is handed out by [`take`] and comes back only through [`give_back`].
@@ -36,8 +38,9 @@ static SPARE_BUFFERS: Mutex<Vec<&'static mut PageBuf>> = Mutex::new(Vec::new());
 pub type Buffer = (&'static mut PageBuf, bool);
 
 /// `count` page buffers: spare ones first (their bytes are what their last page left), the
-/// rest from a new mapping (reserved, not yet resident, zero).
-pub fn take(count: usize) -> Vec<Buffer> {
+/// rest from a new mapping (reserved, not yet resident, zero), advised for huge pages when
+/// `large_pages` (TF 834).
+pub fn take(count: usize, large_pages: bool) -> Vec<Buffer> {
     let mut buffers: Vec<Buffer> = {
         let mut spare = SPARE_BUFFERS.lock();
         let keep = spare.len().saturating_sub(count);
@@ -45,7 +48,8 @@ pub fn take(count: usize) -> Vec<Buffer> {
     };
     let missing = count - buffers.len();
     if missing > 0 {
-        buffers.extend(map_buffers(missing).into_iter().map(|buffer| (buffer, true)));
+        let mapped = map_buffers(missing, large_pages);
+        buffers.extend(mapped.into_iter().map(|buffer| (buffer, true)));
     }
     assert_eq!(buffers.len(), count, "pool_memory invariant 1: one buffer per frame asked");
     buffers
@@ -73,15 +77,18 @@ pub fn spare_count() -> usize {
     SPARE_BUFFERS.lock().len()
 }
 
-/// Maps `count` buffers in one anonymous mapping advised for huge pages. The mapping is
-/// leaked on purpose: its buffers live as long as the process, moving between pools.
-fn map_buffers(count: usize) -> Vec<&'static mut PageBuf> {
+/// Maps `count` buffers in one anonymous mapping, advised for huge pages when `large_pages`.
+/// The mapping is leaked on purpose: its buffers live as long as the process, moving between
+/// pools.
+fn map_buffers(count: usize, large_pages: bool) -> Vec<&'static mut PageBuf> {
     let map = match memmap2::MmapMut::map_anon(count * PAGE_SIZE) {
         Ok(map) => map,
         // No address space for a mapping: one heap allocation per buffer, as before.
         Err(_) => return (0..count).map(|_| Box::leak(crate::page::new_page_buf())).collect(),
     };
-    advise_huge_pages(&map);
+    if large_pages {
+        advise_huge_pages(&map);
+    }
     let map: &'static mut memmap2::MmapMut = Box::leak(Box::new(map));
     let bytes: &'static mut [u8] = &mut map[..];
     bytes
@@ -105,7 +112,7 @@ mod tests {
 
     #[test]
     fn buffers_are_distinct_pages_and_come_back_for_the_next_pool() {
-        let mut buffers = take(300);
+        let mut buffers = take(300, false);
         for (n, (buffer, zeroed)) in buffers.iter_mut().enumerate() {
             if *zeroed {
                 assert!(buffer.iter().all(|b| *b == 0), "a buffer said to be zero is");
@@ -119,7 +126,7 @@ mod tests {
         give_back(buffers.into_iter().map(|(buffer, _)| buffer));
         assert!(spare_count() >= spare_before + 300);
         // Other tests of this binary may take spare buffers meanwhile; what is taken is whole.
-        let again = take(300);
+        let again = take(300, true);
         assert_eq!(again.len(), 300);
         give_back(again.into_iter().map(|(buffer, _)| buffer));
     }
