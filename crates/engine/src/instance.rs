@@ -177,7 +177,9 @@ impl Instance {
     }
 
     /// What SQL Server's errorlog says at startup when TF 834 gives the buffer pool large
-    /// pages (reference §9.1), the pool having been committed by then.
+    /// pages, the pool having been committed by then. The reference does not cover TF 834:
+    /// the texts follow errorlogs quoted in Microsoft CSS's "SQL Server and Large Pages
+    /// Explained" (2009), from memory of them, so their wording is not verified.
     fn large_page_lines(&self) -> Vec<String> {
         vec![
             "Using large pages in the memory manager.".to_string(),
