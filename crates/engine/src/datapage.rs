@@ -33,11 +33,7 @@ pub fn format(
     pminlen: u16,
 ) {
     buf.fill(0);
-    let mut header = PageHeader::new(page_type, page_id);
-    header.set_allocation_unit_id(au_id);
-    header.level = level;
-    header.pminlen = pminlen;
-    header.write(&mut buf[..]);
+    format_new(buf, page_id, page_type, au_id, level, pminlen);
 }
 
 /// Formats a page that [`crate::buffer::BufferPool::new_page`] has just zeroed: only the

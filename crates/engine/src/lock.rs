@@ -205,6 +205,20 @@ struct Table {
     held_by: HashMap<u64, HashSet<LockResource>>,
 }
 
+impl Table {
+    /// Takes a transaction's grant off a resource, grants the waiters that can now go, and
+    /// forgets the resource once nobody holds or waits for it. (`held_by` is the caller's.)
+    fn drop_grant(&mut self, xact_id: u64, resource: LockResource) {
+        if let Some(entry) = self.entries.get_mut(&resource) {
+            entry.granted.remove(&xact_id);
+            entry.grant_waiters();
+            if entry.granted.is_empty() && entry.waiting.is_empty() {
+                self.entries.remove(&resource);
+            }
+        }
+    }
+}
+
 /// A deadlock, for the errorlog (TF 1204, 1222).
 #[derive(Clone, Debug)]
 pub struct DeadlockReport {
@@ -406,13 +420,7 @@ impl LockManager {
                 held.remove(key);
             }
             for key in keys {
-                if let Some(entry) = table.entries.get_mut(&key) {
-                    entry.granted.remove(&xact_id);
-                    entry.grant_waiters();
-                    if entry.granted.is_empty() && entry.waiting.is_empty() {
-                        table.entries.remove(&key);
-                    }
-                }
+                table.drop_grant(xact_id, key);
                 released += 1;
             }
             partition.changed.notify_all();
@@ -444,13 +452,7 @@ impl LockManager {
     pub fn release(&self, xact_id: u64, resource: LockResource) {
         let partition = self.partition(&resource);
         let mut table = partition.table.lock();
-        if let Some(entry) = table.entries.get_mut(&resource) {
-            entry.granted.remove(&xact_id);
-            entry.grant_waiters();
-            if entry.granted.is_empty() && entry.waiting.is_empty() {
-                table.entries.remove(&resource);
-            }
-        }
+        table.drop_grant(xact_id, resource);
         if let Some(held) = table.held_by.get_mut(&xact_id) {
             held.remove(&resource);
         }
@@ -463,13 +465,7 @@ impl LockManager {
             let mut table = partition.table.lock();
             let Some(held) = table.held_by.remove(&xact_id) else { continue };
             for resource in held {
-                if let Some(entry) = table.entries.get_mut(&resource) {
-                    entry.granted.remove(&xact_id);
-                    entry.grant_waiters();
-                    if entry.granted.is_empty() && entry.waiting.is_empty() {
-                        table.entries.remove(&resource);
-                    }
-                }
+                table.drop_grant(xact_id, resource);
             }
             partition.changed.notify_all();
         }
