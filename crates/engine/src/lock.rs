@@ -387,31 +387,20 @@ impl LockManager {
     }
 
     /// Lock escalation's attempt: `mode` on `resource` if it can be granted at once, without
-    /// waiting (SQL Server's escalation never waits: it tries again later). False leaves no
-    /// trace: an entry made for the attempt is removed again.
+    /// waiting (SQL Server's escalation never waits: it tries again later). A refusal changes
+    /// nothing: it means another transaction holds or waits for the resource.
     pub fn try_acquire(&self, owner: LockOwner, resource: LockResource, mode: LockMode) -> bool {
         let mut table = self.partition(&resource).table.lock();
-        let granted = Self::grant_now(&mut table, owner, resource, mode) != Grant::Blocked;
-        let unused = |e: &Entry| e.granted.is_empty() && e.waiting.is_empty();
-        if !granted && table.entries.get(&resource).is_some_and(unused) {
-            table.entries.remove(&resource);
-        }
-        granted
+        Self::grant_now(&mut table, owner, resource, mode) != Grant::Blocked
     }
 
     /// Releases the key locks a transaction holds in one index, once an escalated object lock
-    /// covers them; returns how many went. Counts the escalation.
-    pub fn release_keys_after_escalation(
-        &self,
-        xact_id: u64,
-        database_id: u16,
-        au_id: u64,
-    ) -> usize {
+    /// covers them. Counts the escalation.
+    pub fn release_keys_after_escalation(&self, xact_id: u64, database_id: u16, au_id: u64) {
         let in_index = |r: &LockResource| match r {
             LockResource::Key { database_id: d, au_id: a, .. } => *d == database_id && *a == au_id,
             LockResource::Object { .. } => false,
         };
-        let mut released = 0;
         for partition in &self.partitions {
             let mut table = partition.table.lock();
             let Some(held) = table.held_by.get_mut(&xact_id) else { continue };
@@ -421,12 +410,10 @@ impl LockManager {
             }
             for key in keys {
                 table.drop_grant(xact_id, key);
-                released += 1;
             }
             partition.changed.notify_all();
         }
         self.escalations.fetch_add(1, Ordering::Relaxed);
-        released
     }
 
     /// Lock escalations since the instance started (index_lock_promotion_count).

@@ -57,14 +57,13 @@ pub fn take(count: usize, large_pages: bool) -> Vec<Buffer> {
 
 /// Commits buffers now (trace flag 834): each 4 KB of them is written once, so that the
 /// kernel maps their memory (2 MB at a time where it can) before the pool serves a page, and
-/// no first use of a frame faults. Returns the bytes committed.
-pub fn commit(buffers: &mut [Buffer]) -> u64 {
+/// no first use of a frame faults.
+pub fn commit(buffers: &mut [Buffer]) {
     for (buffer, _) in buffers.iter_mut() {
         for os_page in buffer.chunks_mut(4096) {
             os_page[0] = 0;
         }
     }
-    buffers.len() as u64 * PAGE_SIZE as u64
 }
 
 /// Returns buffers whose frames are gone (the pool stopped).

@@ -4,12 +4,12 @@
 //! Gathered writes ([`IoFile::write_gathered`], the log's and the buffer pool's) go unbuffered
 //! when they can: through a second descriptor of the open file (reopened through /proc/self/fd)
 //! with O_DIRECT, in one `pwritev` straight from the parts when each is sector-aligned (the
-//! pool's frames are), else in one `pwrite` from a sector-aligned staging buffer. SQL Server opens its files with
-//! FILE_FLAG_NO_BUFFERING for the same reason: the page cache's copy is most of the cost of
-//! writing a log at disk speed. A write whose offset or length is not a multiple of
-//! [`DIRECT_ALIGN_BYTES`], a file system without O_DIRECT (tmpfs) or a device that refuses the
-//! alignment (EINVAL) falls back to buffered writes, for good on that file. `fdatasync` acts on
-//! the file, not the descriptor, so one sync covers both paths.
+//! pool's frames are), else in one `pwrite` from a sector-aligned staging buffer. SQL Server
+//! opens its files with FILE_FLAG_NO_BUFFERING for the same reason: the page cache's copy is
+//! most of the cost of writing a log at disk speed. A write whose offset or length is not a
+//! multiple of [`DIRECT_ALIGN_BYTES`], a file system without O_DIRECT (tmpfs) or a device that
+//! refuses the alignment (EINVAL) falls back to buffered writes, for good on that file.
+//! `fdatasync` acts on the file, not the descriptor, so one sync covers both paths.
 
 use super::{Io, IoFile};
 use parking_lot::Mutex;
