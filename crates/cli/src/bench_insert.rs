@@ -95,6 +95,10 @@ struct Report {
     rows: u64,
     seconds: f64,
     rows_per_s: f64,
+    /// CPU seconds of the whole process during the run (every thread), and per row: a cost
+    /// that varies less than wall time on a noisy machine. Absent where /proc is missing.
+    cpu_seconds: Option<f64>,
+    cpu_us_per_row: Option<f64>,
     size_on_disk_mb: f64,
     used_mb: f64,
     waits: Vec<WaitJson>,
@@ -206,6 +210,7 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     let bar = progress(args.rows);
     let done = Arc::new(AtomicU64::new(0));
     let identity = Arc::new(AtomicI32::new(1));
+    let cpu_before = crate::cpu_time::process_cpu_s();
     let started = Instant::now();
     let workers: Vec<_> = (0..args.sessions)
         .map(|n| {
@@ -251,6 +256,7 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
         worker.join().map_err(|_| "an inserting session panicked".to_string())??;
     }
     let seconds = started.elapsed().as_secs_f64();
+    let cpu_seconds = cpu_before.zip(crate::cpu_time::process_cpu_s()).map(|(a, b)| b - a);
     bar.finish_and_clear();
     let counted = tree.check(&db)?;
     if counted as u64 != args.rows {
@@ -260,6 +266,8 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     let flushes = log_after.flushes - log_before.flushes;
     let flushed = log_after.bytes_flushed - log_before.bytes_flushed;
     let mut report = build_report(args, &instance, &db, done.load(Ordering::Relaxed), seconds);
+    report.cpu_seconds = cpu_seconds;
+    report.cpu_us_per_row = cpu_seconds.map(|s| s * 1e6 / args.rows.max(1) as f64);
     report.log_flushes = flushes;
     report.log_mb_flushed = flushed as f64 / 1048576.0;
     report.avg_log_flush_kb = flushed as f64 / 1024.0 / flushes.max(1) as f64;
@@ -348,6 +356,8 @@ fn build_report(
         rows,
         seconds,
         rows_per_s: rows as f64 / seconds,
+        cpu_seconds: None,
+        cpu_us_per_row: None,
         size_on_disk_mb: size_pages as f64 / 128.0,
         used_mb: used_extents as f64 / 16.0,
         waits,
@@ -371,6 +381,9 @@ fn print_report(report: &Report) {
         report.rows_per_s,
         if report.durable { "durable commits every 1,000 rows" } else { "delayed durability" }
     );
+    if let (Some(cpu_s), Some(per_row)) = (report.cpu_seconds, report.cpu_us_per_row) {
+        outln!("cpu {cpu_s:.2} s over all threads, {per_row:.2} us per row");
+    }
     outln!("size on disk {:.1} MB, {:.1} MB used", report.size_on_disk_mb, report.used_mb);
     outln!(
         "log: {} flushes, {:.1} MB, {:.1} KB per flush",

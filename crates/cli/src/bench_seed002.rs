@@ -52,6 +52,8 @@ struct Outcome {
     rule: VlfRule,
     growth_mb: u64,
     seconds: f64,
+    /// CPU seconds of the inserting session's thread during the run (None without /proc).
+    session_cpu_s: Option<f64>,
     zeroing_ms: u64,
     growth_events: usize,
     vlfs: usize,
@@ -132,6 +134,7 @@ fn run_one(
     instance.waits.clear();
     let logged_before = db.log().stats().bytes_flushed;
     let bar = indicatif::ProgressBar::new(u64::from(rows));
+    let cpu_before = crate::cpu_time::thread_cpu_s();
     let started = Instant::now();
     db.begin_tran().map_err(|e| e.to_string())?;
     for id in 1..=rows {
@@ -143,6 +146,7 @@ fn run_one(
     }
     db.commit_tran().map_err(|e| e.to_string())?;
     let seconds = started.elapsed().as_secs_f64();
+    let session_cpu_s = cpu_before.zip(crate::cpu_time::thread_cpu_s()).map(|(a, b)| b - a);
     bar.finish_and_clear();
     let logged_bytes = db.log().stats().bytes_flushed - logged_before;
     let info = db.log().log_info();
@@ -151,6 +155,7 @@ fn run_one(
         rule,
         growth_mb,
         seconds,
+        session_cpu_s,
         zeroing_ms: instance
             .waits
             .get("PREEMPTIVE_OS_WRITEFILEGATHER")
@@ -226,7 +231,7 @@ fn print_table(outcomes: &[Outcome], args: &Seed002Bench) {
         if args.no_large_pages { "" } else { ", -T834 (pool committed at startup)" }
     );
     outln!(
-        "{:<5} {:>7} {:>10} {:>18} {:>14} {:>6} {:>12} {:>13} {:>10} {:>9} {:>13}",
+        "{:<5} {:>7} {:>10} {:>18} {:>14} {:>6} {:>12} {:>13} {:>10} {:>9} {:>13} {:>13}",
         "rule",
         "growth",
         "duration_s",
@@ -237,11 +242,12 @@ fn print_table(outcomes: &[Outcome], args: &Seed002Bench) {
         "final_log_mb",
         "logged_mb",
         "vs_raw",
-        "vs_unbuffered"
+        "vs_unbuffered",
+        "session_cpu_s"
     );
     for o in outcomes {
         outln!(
-            "{:<5} {:>7} {:>10.2} {:>18.2} {:>14} {:>6} {:>12.2} {:>13.0} {:>10.0} {:>9.2} {:>13.2}",
+            "{:<5} {:>7} {:>10.2} {:>18.2} {:>14} {:>6} {:>12.2} {:>13.0} {:>10.0} {:>9.2} {:>13.2} {:>13}",
             o.rule.name(),
             if o.growth_mb == 64 { "64MB" } else { "1GB" },
             o.seconds,
@@ -252,11 +258,13 @@ fn print_table(outcomes: &[Outcome], args: &Seed002Bench) {
             o.log_mb,
             o.logged_bytes as f64 / 1048576.0,
             o.seconds / o.raw_seconds.max(1e-9),
-            o.seconds / o.raw_unbuffered_seconds.max(1e-9)
+            o.seconds / o.raw_unbuffered_seconds.max(1e-9),
+            o.session_cpu_s.map_or("-".to_string(), |s| format!("{s:.2}"))
         );
     }
     outln!(
         "vs_raw: duration / time to write the logged bytes sequentially with one fdatasync (best of 2)"
     );
     outln!("vs_unbuffered: duration / time to write them in 1 MB unbuffered writes (O_DIRECT)");
+    outln!("session_cpu_s: CPU time of the inserting session's thread during the run");
 }

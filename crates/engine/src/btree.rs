@@ -678,13 +678,64 @@ impl BTree {
     ) -> SqlResult<bool> {
         let page = guard.key().page;
         let slot = guard.read(|buf| self.find_in_leaf(db, page, buf, key))?;
+        self.place_on_leaf(db, guard, key, slot, record)
+    }
+
+    /// Puts `record` where [`BTree::find_in_leaf`] found its key's place; false if the leaf
+    /// is full.
+    fn place_on_leaf(
+        &self,
+        db: &Database,
+        guard: &PageGuard<'_>,
+        key: &[Value],
+        slot: LeafSlot,
+        record: &[u8],
+    ) -> SqlResult<bool> {
         match slot {
             LeafSlot::Found(_) => Err(self.duplicate(key)),
             LeafSlot::Ghost(slot) => guard
                 .write(|buf| datapage::replace(buf, slot, record))?
-                .map_err(|bad| bad_page(db, page, bad.0)),
+                .map_err(|bad| bad_page(db, guard.key().page, bad.0)),
             LeafSlot::Absent(slot) => guard.insert_record(slot, record),
         }
+    }
+
+    /// The place of `key` on a leaf, in one read of the page; None if the page is not a leaf
+    /// (the tree changed shape under the descent).
+    fn leaf_slot(
+        &self,
+        db: &Database,
+        guard: &PageGuard<'_>,
+        key: &[Value],
+    ) -> SqlResult<Option<LeafSlot>> {
+        let page = guard.key().page;
+        guard.read(|buf| {
+            if Self::level(buf) != 0 {
+                return Ok(None);
+            }
+            self.find_in_leaf(db, page, buf, key).map(Some)
+        })
+    }
+
+    /// An index page's level and, unless it is a leaf, the entry for `key` on it: one read of
+    /// the page. A descent reads each page once, since every read takes the frame's data lock,
+    /// and the root's and level-1 pages' locks are shared by every inserting session.
+    fn level_and_entry(
+        &self,
+        db: &Database,
+        guard: &PageGuard<'_>,
+        key: &[Value],
+    ) -> SqlResult<(u8, Option<(u16, PageId)>)> {
+        let page = guard.key().page;
+        guard.read(|buf| {
+            let level = Self::level(buf);
+            if level == 0 {
+                return Ok((0, None));
+            }
+            let slot = self.child_slot(db, page, buf, Some(key), false)?;
+            let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
+            Ok((level, Some((slot, self.child_of(db, page, bytes)?))))
+        })
     }
 
     /// SH latches down to the leaves' parent, then EX on the leaf (`split_under_parent` false),
@@ -699,17 +750,16 @@ impl BTree {
         split_under_parent: bool,
     ) -> SqlResult<bool> {
         let parent_mode = if split_under_parent { LatchMode::Ex } else { LatchMode::Sh };
-        let Some(parent) = self.leaf_parent(db, key, parent_mode)? else { return Ok(false) };
-        let (slot, child) = self.child_entry(db, &parent, Some(key), false)?;
-        let leaf = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
-        if leaf.read(Self::level) != 0 {
+        let Some((parent, slot, child)) = self.leaf_parent(db, key, parent_mode)? else {
             return Ok(false);
-        }
+        };
+        let leaf = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
+        let Some(leaf_slot) = self.leaf_slot(db, &leaf, key)? else { return Ok(false) };
         if !split_under_parent {
             drop(parent);
-            return self.put_on_leaf(db, &leaf, key, record);
+            return self.place_on_leaf(db, &leaf, key, leaf_slot, record);
         }
-        if self.put_on_leaf(db, &leaf, key, record)? {
+        if self.place_on_leaf(db, &leaf, key, leaf_slot, record)? {
             LAST_SPLIT_AU.with(|last| last.set(0));
             return Ok(true);
         }
@@ -720,36 +770,45 @@ impl BTree {
         Ok(true)
     }
 
-    /// The level-1 page whose subtree holds `key`, latched in `mode`, reached with SH coupling;
-    /// None if the root is a leaf or the tree changed shape under the descent.
+    /// The level-1 page whose subtree holds `key`, latched in `mode`, reached with SH coupling,
+    /// and the entry (slot, child) for `key` on it; None if the root is a leaf or the tree
+    /// changed shape under the descent. Each page is read once ([`BTree::level_and_entry`]).
     fn leaf_parent<'p>(
         &self,
         db: &'p Database,
         key: &[Value],
         mode: LatchMode,
-    ) -> SqlResult<Option<PageGuard<'p>>> {
+    ) -> SqlResult<Option<(PageGuard<'p>, u16, PageId)>> {
         let root = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Sh)?;
-        let root_level = root.read(Self::level);
-        if root_level == 0 {
-            return Ok(None);
-        }
+        let (root_level, entry) = self.level_and_entry(db, &root, key)?;
+        let Some((slot, child)) = entry else { return Ok(None) };
         if root_level == 1 {
             if mode == LatchMode::Sh {
-                return Ok(Some(root));
+                return Ok(Some((root, slot, child)));
             }
             drop(root);
             let root = db.buffer_pool().fetch(Self::key(db, self.root), mode)?;
-            return Ok((root.read(Self::level) == 1).then_some(root));
+            return Ok(match self.level_and_entry(db, &root, key)? {
+                (1, Some((slot, child))) => Some((root, slot, child)),
+                _ => None,
+            });
         }
-        let mut guard = root;
+        // SH coupling: each page stays latched until its child is.
+        let (mut latched, mut level, mut child) = (root, root_level, child);
         loop {
-            let level = guard.read(Self::level);
-            let child = self.child_at(db, &guard, Some(key), false)?;
             if level == 2 {
                 let parent = db.buffer_pool().fetch(Self::key(db, child), mode)?;
-                return Ok((parent.read(Self::level) == 1).then_some(parent));
+                drop(latched);
+                return Ok(match self.level_and_entry(db, &parent, key)? {
+                    (1, Some((slot, child))) => Some((parent, slot, child)),
+                    _ => None,
+                });
             }
-            guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Sh)?;
+            let next = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Sh)?;
+            let (next_level, entry) = self.level_and_entry(db, &next, key)?;
+            let Some((_, next_child)) = entry else { return Ok(None) };
+            drop(std::mem::replace(&mut latched, next));
+            (level, child) = (next_level, next_child);
         }
     }
 

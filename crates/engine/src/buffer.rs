@@ -1094,24 +1094,21 @@ impl PageGuard<'_> {
             return Ok(f(data.as_mut().expect("a latched frame has bytes")));
         }
         static ZEROS: PageBuf = [0; crate::units::PAGE_SIZE];
+        let page = self.key.page;
         self.logged_change(|buf| {
             // A new page starts zeroed (new_page): its format record is its diff from zeros,
             // with no copy of the page before.
             let fresh = self.fresh.replace(false);
-            let (result, runs) = if fresh {
+            let (result, payload) = if fresh {
                 let result = f(buf);
-                (result, mtr::diff(&ZEROS, buf))
+                (result, mtr::PayloadBuilder::runs(page, mtr::KIND_FORMAT).diff(&ZEROS, buf))
             } else {
                 let before: PageBuf = *buf;
                 let result = f(buf);
-                (result, mtr::diff(&before, buf))
+                (result, mtr::PayloadBuilder::runs(page, mtr::KIND_XOR).diff(&before, buf))
             };
-            let change = match fresh {
-                true => Some(mtr::Redo::Format(runs)),
-                false if runs.is_empty() => None,
-                false => Some(mtr::Redo::Xor(runs)),
-            };
-            (result, change.map(|redo| (redo, mtr::Saved::default())))
+            let change = (fresh || !payload.is_empty()).then(|| payload.finish());
+            (result, change.map(|payload| (payload, mtr::Saved::default())))
         })
     }
 
@@ -1143,13 +1140,10 @@ impl PageGuard<'_> {
                 let changed = mtr::diff(&whole, &outside_ranges);
                 assert!(changed.is_empty(), "a change outside {ranges:?}: {changed:?}");
             }
-            let runs = mtr::diff_within(&before, buf);
-            let change = match fresh {
-                true => Some(mtr::Redo::Format(runs)),
-                false if runs.is_empty() => None,
-                false => Some(mtr::Redo::Xor(runs)),
-            };
-            (result, change.map(|redo| (redo, mtr::Saved::default())))
+            let kind = if fresh { mtr::KIND_FORMAT } else { mtr::KIND_XOR };
+            let payload = mtr::PayloadBuilder::runs(self.key.page, kind).diff_within(&before, buf);
+            let change = (fresh || !payload.is_empty()).then(|| payload.finish());
+            (result, change.map(|payload| (payload, mtr::Saved::default())))
         })
     }
 
@@ -1161,7 +1155,11 @@ impl PageGuard<'_> {
     /// without a log, takes the [`PageGuard::write`] path. A record that does not fit changes
     /// nothing and logs nothing.
     pub fn insert_record(&self, slot: u16, record: &[u8]) -> SqlResult<bool> {
-        if !self.read(|buf| datapage::fits(buf, record.len())) {
+        // One read for both questions: each read takes the frame's data lock.
+        let (fits, mut ranges) = self.read(|buf| {
+            (datapage::fits(buf, record.len()), datapage::insert_ranges(buf, slot, record.len()))
+        });
+        if !fits {
             // Nothing changes (a full leaf before its split): no copy or diff of the page.
             return Ok(false);
         }
@@ -1169,12 +1167,12 @@ impl PageGuard<'_> {
             return self.write(|buf| datapage::insert(buf, slot, record));
         }
         self.begin_write();
-        let mut ranges = self.read(|buf| datapage::insert_ranges(buf, slot, record.len()));
         if ranges.is_none() {
             self.logged_change(|buf| {
                 let before = mtr::Saved::of(buf, &[(0, crate::units::PAGE_SIZE)]);
                 datapage::compact(buf);
-                ((), Some((mtr::Redo::Compact, before)))
+                let payload = mtr::encode_page_payload(self.key.page, &mtr::Redo::Compact);
+                ((), Some((payload, before)))
             })?;
             ranges = self.read(|buf| datapage::insert_ranges(buf, slot, record.len()));
         }
@@ -1183,8 +1181,7 @@ impl PageGuard<'_> {
             let before = mtr::Saved::of(buf, &ranges);
             let placed = datapage::insert(buf, slot, record);
             assert!(placed, "insert_ranges said the record fits without compaction");
-            let redo = mtr::Redo::Insert { slot, record: record.to_vec() };
-            (true, Some((redo, before)))
+            (true, Some((mtr::insert_payload(self.key.page, slot, record), before)))
         })
     }
 
@@ -1203,7 +1200,7 @@ impl PageGuard<'_> {
     /// redo with the ranges to restore on abort (None: the bytes did not change).
     fn logged_change<R>(
         &self,
-        change: impl FnOnce(&mut PageBuf) -> (R, Option<(mtr::Redo, mtr::Saved)>),
+        change: impl FnOnce(&mut PageBuf) -> (R, Option<(Vec<u8>, mtr::Saved)>),
     ) -> SqlResult<R> {
         let own_mtr = !mtr::active();
         if own_mtr {
@@ -1213,11 +1210,11 @@ impl PageGuard<'_> {
             let mut data = self.pool.frames[self.index].data.write();
             let buf = data.as_mut().expect("a latched frame has bytes");
             let (result, redo) = change(buf);
-            if let Some((redo, before)) = redo {
+            if let Some((payload, before)) = redo {
                 let change = PageChange {
                     database_id: self.key.database_id,
                     page: self.key.page,
-                    redo,
+                    payload,
                     before,
                     page_type: buf[1],
                     frame: self.index,
@@ -1276,10 +1273,7 @@ impl BufferPool {
         for change in changes.iter().rev() {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");
-            match &change.redo {
-                mtr::Redo::Xor(runs) | mtr::Redo::Format(runs) => mtr::apply_xor(buf, runs),
-                mtr::Redo::Insert { .. } | mtr::Redo::Compact => change.before.restore(buf),
-            }
+            mtr::undo(buf, &change.payload, &change.before);
         }
     }
 
@@ -1296,7 +1290,7 @@ impl BufferPool {
     /// If the log cannot take the group, every change is undone and the error returned.
     pub fn commit_mtr(&self) -> SqlResult<()> {
         let mut state = mtr::take_top();
-        let result = self.log_mtr(&state.changes, &mut state.extra);
+        let result = self.log_mtr(&mut state.changes, &mut state.extra);
         if result.is_err() {
             self.undo_changes(&state.changes);
         }
@@ -1314,7 +1308,7 @@ impl BufferPool {
 
     fn log_mtr(
         &self,
-        changes: &[PageChange],
+        changes: &mut [PageChange],
         extra: &mut Vec<(LogRecord, crate::xact::RowOp)>,
     ) -> SqlResult<Option<Arc<LogManager>>> {
         let database_id = match changes.first() {
@@ -1327,13 +1321,22 @@ impl BufferPool {
         // and logs are registered only when a database opens, is created or closes.
         let logs = self.logs.read().expect("the log map is never poisoned");
         let Some(log) = logs.get(&database_id) else { return Ok(None) };
-        let page_records: SmallVec<[LogRecord; 4]> = changes.iter().map(page_record).collect();
+        // The payloads move into the records (no copy), and back if the log refuses them: an
+        // undo of XOR runs reads them.
+        let mut page_records: SmallVec<[LogRecord; 4]> =
+            changes.iter_mut().map(page_record).collect();
         let mut records: SmallVec<[&LogRecord; 6]> = SmallVec::new();
         records.extend(page_records.iter());
         records.extend(extra.iter().map(|(record, _)| record));
         let undo_bytes = crate::xact::undo_reservation(extra);
-        let lsns = log.append_group(&records, crate::xact::compensating(), undo_bytes)?;
+        let appended = log.append_group(&records, crate::xact::compensating(), undo_bytes);
         drop(records);
+        let Ok(lsns) = appended else {
+            for (change, record) in changes.iter_mut().zip(page_records.iter_mut()) {
+                change.payload = std::mem::take(&mut record.payload);
+            }
+            return appended.map(|_| None);
+        };
         let last = *lsns.last().expect("a group has records");
         crate::xact::logged(extra.drain(..), &lsns[changes.len()..], undo_bytes);
         for change in changes {
@@ -1347,11 +1350,11 @@ impl BufferPool {
 }
 
 /// The log record of a page change, labelled as fn_dblog would label it.
-fn page_record(change: &PageChange) -> LogRecord {
-    let (operation, context) = match (&change.redo, change.page_type) {
-        (mtr::Redo::Format(_), _) => (Operation::FormatPage, Context::Null),
-        (mtr::Redo::Insert { .. }, 2) => (Operation::InsertRows, Context::IndexLeaf),
-        (mtr::Redo::Insert { .. }, _) => (Operation::InsertRows, Context::Heap),
+fn page_record(change: &mut PageChange) -> LogRecord {
+    let (operation, context) = match (mtr::payload_kind(&change.payload), change.page_type) {
+        (mtr::KIND_FORMAT, _) => (Operation::FormatPage, Context::Null),
+        (mtr::KIND_INSERT, 2) => (Operation::InsertRows, Context::IndexLeaf),
+        (mtr::KIND_INSERT, _) => (Operation::InsertRows, Context::Heap),
         (_, 11) => (Operation::SetBits, Context::Pfs),
         (_, 8) => (Operation::SetBits, Context::Gam),
         (_, 9) => (Operation::SetBits, Context::Sgam),
@@ -1359,7 +1362,7 @@ fn page_record(change: &PageChange) -> LogRecord {
         (_, 2) => (Operation::ModifyRow, Context::IndexInterior),
         _ => (Operation::ModifyRow, Context::Heap),
     };
-    let payload = mtr::encode_page_payload(change.page, &change.redo);
+    let payload = std::mem::take(&mut change.payload);
     let mut record = LogRecord::new(operation, context, 0, payload);
     record.flags |= crate::log::record::FLAG_PAGE;
     record

@@ -471,6 +471,19 @@ pub fn encode(
     Ok(record)
 }
 
+/// Fills an even-length slice with N' ' (0x0020 little-endian), eight bytes at a time: an
+/// nchar(2048) holding one character is 4 KB of padding per row.
+fn pad_utf16_spaces(bytes: &mut [u8]) {
+    const SPACES: [u8; 8] = [b' ', 0, b' ', 0, b' ', 0, b' ', 0];
+    let mut words = bytes.chunks_exact_mut(8);
+    for word in &mut words {
+        word.copy_from_slice(&SPACES);
+    }
+    let tail = words.into_remainder();
+    let tail_len = tail.len();
+    tail.copy_from_slice(&SPACES[..tail_len]);
+}
+
 fn encode_fixed(
     column: &Column,
     value: &Value,
@@ -509,9 +522,7 @@ fn encode_fixed(
                 slot[at..at + 2].copy_from_slice(&unit.to_le_bytes());
                 at += 2;
             }
-            for pair in slot[at..size].chunks_exact_mut(2) {
-                pair.copy_from_slice(&[b' ', 0]);
-            }
+            pad_utf16_spaces(&mut slot[at..size]);
         }
         (SqlType::Binary(n), Value::Bytes(bytes)) => {
             pad_into(slot, bytes, usize::from(n), 0, column, value)?

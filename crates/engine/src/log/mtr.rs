@@ -104,6 +104,17 @@ impl Redo {
 
 /// The runs of bytes in which `after` differs from `before`, as XOR deltas.
 pub fn diff(before: &[u8; PAGE_SIZE], after: &[u8; PAGE_SIZE]) -> Runs {
+    let mut runs: Runs = Vec::new();
+    for_each_diff_run(before, after, |offset, delta| runs.push((offset, delta.to_vec())));
+    runs
+}
+
+/// Calls `emit(offset, xor_delta)` for each run of [`diff`], in page order.
+fn for_each_diff_run(
+    before: &[u8; PAGE_SIZE],
+    after: &[u8; PAGE_SIZE],
+    emit: impl FnMut(u16, &[u8]),
+) {
     let mut xor = [0u8; PAGE_SIZE];
     for (i, byte) in xor.iter_mut().enumerate() {
         *byte = before[i] ^ after[i];
@@ -111,23 +122,28 @@ pub fn diff(before: &[u8; PAGE_SIZE], after: &[u8; PAGE_SIZE]) -> Runs {
     for (from, to) in SKIPPED {
         xor[from..to].fill(0);
     }
-    let mut runs: Runs = Vec::new();
-    let mut at = next_changed(&xor, 0);
-    while at < PAGE_SIZE {
+    for_each_run(&xor, 0, emit);
+}
+
+/// Calls `emit(base + start, &xor[start..end])` for each run of non-zero bytes of `xor`: a run
+/// starts at a non-zero byte and goes on while another comes within [`MERGE_GAP_BYTES`] of its
+/// end. Runs never cross the end of `xor`.
+fn for_each_run(xor: &[u8], base: usize, mut emit: impl FnMut(u16, &[u8])) {
+    let mut at = next_changed(xor, 0);
+    while at < xor.len() {
         let start = at;
-        let end = run_end(&xor, at + 1);
-        runs.push((start as u16, xor[start..end].to_vec()));
-        at = next_changed(&xor, end);
+        let end = run_end(xor, at + 1);
+        emit((base + start) as u16, &xor[start..end]);
+        at = next_changed(xor, end);
     }
-    runs
 }
 
 /// The end of a run whose last changed byte so far is just before `end`: the run goes on
 /// while a changed byte comes within [`MERGE_GAP_BYTES`] of its end. Reads a word at a time
 /// (a 4 KB row is 512 steps, not 4,096).
-fn run_end(xor: &[u8; PAGE_SIZE], mut end: usize) -> usize {
+fn run_end(xor: &[u8], mut end: usize) -> usize {
     const _: () = assert!(MERGE_GAP_BYTES == 8, "one word is one gap");
-    while end + 8 <= PAGE_SIZE {
+    while end + 8 <= xor.len() {
         let word = u64::from_le_bytes(xor[end..end + 8].try_into().expect("8 bytes"));
         if word == 0 {
             return end;
@@ -136,7 +152,7 @@ fn run_end(xor: &[u8; PAGE_SIZE], mut end: usize) -> usize {
         end += 8 - (word.leading_zeros() / 8) as usize;
     }
     let mut scan = end;
-    while scan < PAGE_SIZE && scan - end < MERGE_GAP_BYTES {
+    while scan < xor.len() && scan - end < MERGE_GAP_BYTES {
         if xor[scan] != 0 {
             end = scan + 1;
         }
@@ -145,16 +161,16 @@ fn run_end(xor: &[u8; PAGE_SIZE], mut end: usize) -> usize {
     end
 }
 
-/// The first non-zero byte at or after `from` (PAGE_SIZE if none), skipping zero words.
-fn next_changed(xor: &[u8; PAGE_SIZE], from: usize) -> usize {
+/// The first non-zero byte at or after `from` (`xor.len()` if none), skipping zero words.
+fn next_changed(xor: &[u8], from: usize) -> usize {
     let mut at = from;
-    while at < PAGE_SIZE && !at.is_multiple_of(8) && xor[at] == 0 {
+    while at < xor.len() && !at.is_multiple_of(8) && xor[at] == 0 {
         at += 1;
     }
-    while at + 8 <= PAGE_SIZE && xor[at..at + 8] == [0u8; 8] {
+    while at + 8 <= xor.len() && xor[at..at + 8] == [0u8; 8] {
         at += 8;
     }
-    while at < PAGE_SIZE && xor[at] == 0 {
+    while at < xor.len() && xor[at] == 0 {
         at += 1;
     }
     at
@@ -164,35 +180,109 @@ fn next_changed(xor: &[u8; PAGE_SIZE], from: usize) -> usize {
 /// (the page LSN and checksum left out as in [`diff`]); runs never cross a range's end.
 pub fn diff_within(before: &Saved, after: &[u8; PAGE_SIZE]) -> Runs {
     let mut runs: Runs = Vec::new();
-    let mut at_saved = 0;
-    for (offset, len) in before.ranges {
-        let (start, len) = (usize::from(offset), usize::from(len));
-        let old = &before.bytes[at_saved..at_saved + len];
-        at_saved += len;
-        let changed = |i: usize| {
-            old[i] != after[start + i]
-                && !SKIPPED.iter().any(|(from, to)| start + i >= *from && start + i < *to)
-        };
-        let mut i = 0;
-        while i < len {
-            if !changed(i) {
-                i += 1;
-                continue;
-            }
-            let (first, mut end, mut scan) = (i, i + 1, i + 1);
-            while scan < len && scan - end < MERGE_GAP_BYTES {
-                if changed(scan) {
-                    end = scan + 1;
-                }
-                scan += 1;
-            }
-            let delta =
-                (first..end).map(|j| if changed(j) { old[j] ^ after[start + j] } else { 0 });
-            runs.push(((start + first) as u16, delta.collect()));
-            i = end;
-        }
-    }
+    for_each_run_within(before, after, |offset, delta| runs.push((offset, delta.to_vec())));
     runs
+}
+
+/// Calls `emit(offset, xor_delta)` for each run of [`diff_within`], in the ranges' order.
+fn for_each_run_within(before: &Saved, after: &[u8; PAGE_SIZE], mut emit: impl FnMut(u16, &[u8])) {
+    let mut xor: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
+    let mut at_saved = 0;
+    for (i, (offset, len)) in before.ranges.into_iter().enumerate() {
+        let (start, len) = (usize::from(offset), usize::from(len));
+        xor.clear();
+        if before.zeroed & (1 << i) != 0 {
+            xor.extend_from_slice(&after[start..start + len]);
+        } else {
+            let old = &before.bytes[at_saved..at_saved + len];
+            at_saved += len;
+            xor.extend(old.iter().zip(&after[start..start + len]).map(|(a, b)| a ^ b));
+        }
+        for (from, to) in SKIPPED {
+            let (from, to) = (from.max(start), to.min(start + len));
+            if from < to {
+                xor[from - start..to - start].fill(0);
+            }
+        }
+        for_each_run(&xor, start, &mut emit);
+    }
+}
+
+/// Builds a page record's payload (see [`encode_page_payload`]) while a change is made, so
+/// the change is encoded once, in the form the log takes, with no runs list in between.
+pub struct PayloadBuilder {
+    payload: Vec<u8>,
+    runs: u16,
+}
+
+impl PayloadBuilder {
+    /// A payload of `kind` ([`KIND_XOR`] or [`KIND_FORMAT`]) for `page`, with no runs yet.
+    pub fn runs(page: PageId, kind: u8) -> PayloadBuilder {
+        debug_assert!(kind == KIND_XOR || kind == KIND_FORMAT);
+        let mut payload = Vec::with_capacity(64);
+        payload.extend_from_slice(&page.to_bytes());
+        payload.push(kind);
+        payload.extend_from_slice(&0u16.to_le_bytes());
+        PayloadBuilder { payload, runs: 0 }
+    }
+
+    fn push_run(&mut self, offset: u16, delta: &[u8]) {
+        self.payload.extend_from_slice(&offset.to_le_bytes());
+        self.payload.extend_from_slice(&(delta.len() as u16).to_le_bytes());
+        self.payload.extend_from_slice(delta);
+        self.runs += 1;
+    }
+
+    /// Adds the runs of [`diff`].
+    pub fn diff(mut self, before: &[u8; PAGE_SIZE], after: &[u8; PAGE_SIZE]) -> PayloadBuilder {
+        for_each_diff_run(before, after, |offset, delta| self.push_run(offset, delta));
+        self
+    }
+
+    /// Adds the runs of [`diff_within`].
+    pub fn diff_within(mut self, before: &Saved, after: &[u8; PAGE_SIZE]) -> PayloadBuilder {
+        for_each_run_within(before, after, |offset, delta| self.push_run(offset, delta));
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs == 0
+    }
+
+    /// The payload, its run count filled in.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.payload[7..9].copy_from_slice(&self.runs.to_le_bytes());
+        self.payload
+    }
+}
+
+/// The payload of [`Redo::Insert`]: `record` inserted as `slot` of `page` (the one copy of the
+/// record the change makes for the log).
+pub fn insert_payload(page: PageId, slot: u16, record: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(11 + record.len());
+    out.extend_from_slice(&page.to_bytes());
+    out.push(KIND_INSERT);
+    out.extend_from_slice(&slot.to_le_bytes());
+    out.extend_from_slice(&(record.len() as u16).to_le_bytes());
+    out.extend_from_slice(record);
+    out
+}
+
+/// The kind of a page record's payload ([`KIND_XOR`], [`KIND_FORMAT`], ...).
+pub fn payload_kind(payload: &[u8]) -> u8 {
+    payload[6]
+}
+
+/// Undoes a change of this mtr on its page: XOR runs are applied again, an insert or a
+/// compaction gets its saved bytes back.
+pub fn undo(buf: &mut [u8; PAGE_SIZE], payload: &[u8], before: &Saved) {
+    match payload_kind(payload) {
+        KIND_XOR | KIND_FORMAT => {
+            let runs = decode_runs(&payload[7..]).expect("this mtr encoded the payload");
+            apply_xor(buf, &runs);
+        }
+        _ => before.restore(buf),
+    }
 }
 
 /// XORs runs into a page: redo of a change, or its undo.
@@ -206,7 +296,8 @@ pub fn apply_xor(buf: &mut [u8; PAGE_SIZE], runs: &[Run]) {
 }
 
 /// A page record's payload: page id, kind, then the runs (run count, then offset, length and
-/// bytes of each), or for an insert the slot, the record's length and the record.
+/// bytes of each), or for an insert the slot, the record's length and the record. The mtr
+/// builds the same bytes as it goes ([`PayloadBuilder`], [`insert_payload`]).
 pub fn encode_page_payload(page: PageId, redo: &Redo) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + redo_bytes(redo));
     out.extend_from_slice(&page.to_bytes());
@@ -281,25 +372,39 @@ fn decode_runs(payload: &[u8]) -> Option<Runs> {
     (at == payload.len()).then_some(runs)
 }
 
-/// The bytes a logical change overwrote, kept to undo it if its mtr aborts: up to three
-/// ranges `(offset, length)` and their old bytes back to back (one allocation).
+/// The bytes a change overwrote, kept to undo it if its mtr aborts (or to diff it against):
+/// up to three ranges `(offset, length)` and their old bytes back to back (one allocation). A
+/// range that was all zeros (a new page's free space, say) keeps no bytes, only its bit in
+/// `zeroed`: an insert into a new page copies its record once less.
 #[derive(Default)]
 pub struct Saved {
     ranges: [(u16, u16); 3],
+    zeroed: u8,
     bytes: Vec<u8>,
 }
+
+/// Ranges at least this long are checked for zeros before they are copied.
+const ZERO_CHECK_BYTES: usize = 256;
 
 impl Saved {
     /// Keeps the bytes of `ranges` (`[from, to)`, at most three).
     pub fn of(buf: &[u8; PAGE_SIZE], ranges: &[(usize, usize)]) -> Saved {
         assert!(ranges.len() <= 3, "at most three saved ranges");
-        let mut saved = Saved {
-            ranges: [(0, 0); 3],
-            bytes: Vec::with_capacity(ranges.iter().map(|(from, to)| to - from).sum()),
-        };
+        let mut saved = Saved { ranges: [(0, 0); 3], zeroed: 0, bytes: Vec::new() };
+        let mut kept = 0;
         for (i, (from, to)) in ranges.iter().enumerate() {
             saved.ranges[i] = (*from as u16, (to - from) as u16);
-            saved.bytes.extend_from_slice(&buf[*from..*to]);
+            if to - from >= ZERO_CHECK_BYTES && is_zero(&buf[*from..*to]) {
+                saved.zeroed |= 1 << i;
+            } else {
+                kept += to - from;
+            }
+        }
+        saved.bytes.reserve_exact(kept);
+        for (i, (from, to)) in ranges.iter().enumerate() {
+            if saved.zeroed & (1 << i) == 0 {
+                saved.bytes.extend_from_slice(&buf[*from..*to]);
+            }
         }
         saved
     }
@@ -307,19 +412,30 @@ impl Saved {
     /// Writes the saved bytes back: the undo of the change.
     pub fn restore(&self, buf: &mut [u8; PAGE_SIZE]) {
         let mut at = 0;
-        for (offset, len) in self.ranges {
+        for (i, (offset, len)) in self.ranges.into_iter().enumerate() {
             let (start, len) = (usize::from(offset), usize::from(len));
-            buf[start..start + len].copy_from_slice(&self.bytes[at..at + len]);
-            at += len;
+            if self.zeroed & (1 << i) != 0 {
+                buf[start..start + len].fill(0);
+            } else {
+                buf[start..start + len].copy_from_slice(&self.bytes[at..at + len]);
+                at += len;
+            }
         }
     }
+}
+
+/// Whether every byte is zero (64 bytes at a time, which the compiler vectorises).
+fn is_zero(bytes: &[u8]) -> bool {
+    bytes.chunks(64).all(|chunk| chunk.iter().fold(0u8, |acc, byte| acc | byte) == 0)
 }
 
 /// One page change made in an mtr, waiting for its commit.
 pub struct PageChange {
     pub database_id: u16,
     pub page: PageId,
-    pub redo: Redo,
+    /// The page record's payload ([`encode_page_payload`]'s bytes), built as the change was
+    /// made; commit moves it into the log record.
+    pub payload: Vec<u8>,
     /// For an insert or a compaction: the bytes it overwrote (its undo if the mtr aborts).
     pub before: Saved,
     /// m_type of the page after the change (for the record's context).
