@@ -584,6 +584,13 @@ mod tests {
         runs
     }
 
+    fn record_bytes(redo: &Redo) -> Vec<u8> {
+        match redo {
+            Redo::Insert { record, .. } => record.clone(),
+            _ => panic!("an insert"),
+        }
+    }
+
     #[test]
     fn random_changes_are_redone_exactly_by_their_diff() {
         let mut rng = crate::rng::SplitMix64::new(11);
@@ -655,6 +662,72 @@ mod tests {
         }
     }
 
+    /// The payload built as a change is made is byte for byte the one encoded from its runs,
+    /// and undoing it from the payload gives the page before.
+    #[test]
+    fn a_built_payload_is_the_encoded_runs_and_undoes_its_change() {
+        let mut rng = crate::rng::SplitMix64::new(13);
+        let page = PageId::new(2, 4242);
+        for round in 0..200 {
+            let mut before = [0u8; PAGE_SIZE];
+            for byte in before.iter_mut() {
+                *byte = (rng.next_u64() % 3) as u8;
+            }
+            let ranges = [(0, 96), (2000, 2000 + (rng.next_u64() % 400) as usize), (8000, 8192)];
+            let saved = Saved::of(&before, &ranges);
+            let mut after = before;
+            for (from, to) in ranges {
+                for _ in 0..(rng.next_u64() % 5) {
+                    if to > from {
+                        let at = from + (rng.next_u64() % (to - from) as u64) as usize;
+                        after[at] = after[at].wrapping_add(1);
+                    }
+                }
+            }
+            let kind = if round % 2 == 0 { KIND_XOR } else { KIND_FORMAT };
+            let whole = PayloadBuilder::runs(page, kind).diff(&before, &after).finish();
+            let runs = diff(&before, &after);
+            let redo = if kind == KIND_XOR { Redo::Xor(runs) } else { Redo::Format(runs) };
+            assert_eq!(whole, encode_page_payload(page, &redo));
+            let within = PayloadBuilder::runs(page, KIND_XOR).diff_within(&saved, &after);
+            assert_eq!(within.is_empty(), before == after);
+            let within = within.finish();
+            assert_eq!(within, encode_page_payload(page, &Redo::Xor(diff_within(&saved, &after))));
+            let mut undone = after;
+            undo(&mut undone, &within, &Saved::default());
+            for i in 0..PAGE_SIZE {
+                let skipped = SKIPPED.iter().any(|(from, to)| i >= *from && i < *to);
+                assert_eq!(undone[i], if skipped { after[i] } else { before[i] }, "byte {i}");
+            }
+        }
+    }
+
+    /// A saved range that was all zeros keeps no bytes, restores as zeros, and diffs like any
+    /// other range; a short range is copied even when zero.
+    #[test]
+    fn a_zero_range_is_saved_without_its_bytes() {
+        let mut page = [0u8; PAGE_SIZE];
+        page[..96].fill(7);
+        let ranges = [(0, 96), (96, 96 + 4107), (PAGE_SIZE - 2, PAGE_SIZE)];
+        let saved = Saved::of(&page, &ranges);
+        assert_eq!(saved.zeroed, 0b010, "only the long zero range");
+        assert_eq!(saved.bytes.len(), 96 + 2, "its bytes are not kept");
+        let before = page;
+        page[96..96 + 4107].fill(0x41);
+        page[PAGE_SIZE - 2] = 0x60;
+        page[3] = 9;
+        let runs = diff_within(&saved, &page);
+        assert_eq!(runs, diff(&before, &page));
+        assert_eq!(
+            runs.len(),
+            3,
+            "{:?}",
+            runs.iter().map(|(o, d)| (o, d.len())).collect::<Vec<_>>()
+        );
+        saved.restore(&mut page);
+        assert_eq!(page, before);
+    }
+
     #[test]
     fn a_diff_redoes_and_undoes_a_change_and_leaves_the_lsn_and_checksum_out() {
         let mut before = [0u8; PAGE_SIZE];
@@ -714,8 +787,9 @@ mod tests {
             let mut redone = before_page;
             decoded.apply(&mut redone).expect("fits");
             assert_eq!(redone, page, "redo gives the same bytes");
+            assert_eq!(payload, insert_payload(id, slot, &record_bytes(&redo)), "built alike");
             let mut undone = page;
-            before.restore(&mut undone);
+            undo(&mut undone, &payload, &before);
             assert_eq!(undone, before_page, "the saved ranges undo it");
         }
         assert!(crate::datapage::slot_count(&page) > 20, "the page filled");
