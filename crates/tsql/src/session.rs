@@ -254,6 +254,7 @@ impl Session {
             return false;
         }
         engine::instance::set_current_spid(self.spid);
+        engine::session::run_as_worker();
         engine::traceflags::set_session_flags(self.session_trace_flags.iter().copied());
         self.request_started(sql);
         let succeeded = self.execute_batch(sql, variables, out);
