@@ -503,6 +503,32 @@ impl BTree {
         Ok(low - 1)
     }
 
+    /// The last entry of an index page if `key` sorts at or after its key (the slot that
+    /// [`BTree::child_slot`] would find), else None.
+    fn past_last_entry(
+        &self,
+        db: &Database,
+        page: PageId,
+        buf: &PageBuf,
+        key: &[Value],
+    ) -> SqlResult<Option<u16>> {
+        let count = datapage::slot_count(buf);
+        if count < 2 {
+            return Ok(None); // entry 0 is minus infinity: nothing to compare with
+        }
+        let last = count - 1;
+        let bytes = datapage::record_prefix(buf, last).map_err(|bad| bad_page(db, page, bad.0))?;
+        let order = record::compare_record_key(
+            &self.entry_columns,
+            &self.entry_layout,
+            bytes,
+            &self.entry_key_columns,
+            key,
+        )
+        .map_err(|bad| bad_page(db, page, bad.0))?;
+        Ok((order != Ordering::Greater).then_some(last))
+    }
+
     fn child_at(
         &self,
         db: &Database,
@@ -727,12 +753,21 @@ impl BTree {
         key: &[Value],
     ) -> SqlResult<(u8, Option<(u16, PageId)>)> {
         let page = guard.key().page;
+        // After an ascending split in this index the key most likely belongs past the last
+        // entry: one comparison instead of a binary search (the same slot either way).
+        let appending = LAST_SPLIT_AU.with(|last| last.get() == self.au_id);
         guard.read(|buf| {
             let level = Self::level(buf);
             if level == 0 {
                 return Ok((0, None));
             }
-            let slot = self.child_slot(db, page, buf, Some(key), false)?;
+            let slot = match appending {
+                true => match self.past_last_entry(db, page, buf, key)? {
+                    Some(last) => last,
+                    None => self.child_slot(db, page, buf, Some(key), false)?,
+                },
+                false => self.child_slot(db, page, buf, Some(key), false)?,
+            };
             let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
             Ok((level, Some((slot, self.child_of(db, page, bytes)?))))
         })

@@ -79,6 +79,37 @@ fn ascending_keys_fill_pages_by_the_append_split() {
     assert!(db.check_allocation().is_empty());
 }
 
+/// After ascending splits the descent first compares the key with the last entry of each
+/// index page: keys that belong before it (here every one, interleaved after each split) must
+/// still find their own leaf.
+#[test]
+fn a_key_below_the_last_after_an_ascending_split_finds_its_own_leaf() {
+    let lab = lab();
+    let db = lab.company();
+    let tree = BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap();
+    for id in (2..=12_000).step_by(2) {
+        tree.insert(&db, &int_row(id)).unwrap();
+        // 38 rows fill a leaf: inserting 78, 154, ... split the last leaf. Right after such a
+        // split, a key well inside the tree.
+        if id > 2 && (id - 2) % 76 == 0 {
+            tree.insert(&db, &int_row(id / 2 + 1 - (id / 2) % 2)).unwrap();
+        }
+    }
+    for id in (1..12_000).step_by(2) {
+        if tree.seek(&db, &[Value::Int(id)]).unwrap().is_none() {
+            tree.insert(&db, &int_row(id)).unwrap();
+        }
+    }
+    assert_eq!(tree.check(&db), Ok(12_000));
+    let ids: Vec<i32> = tree
+        .range(&db, None, None, false)
+        .unwrap()
+        .iter()
+        .map(|r| if let Value::Int(i) = r[0] { i } else { 0 })
+        .collect();
+    assert_eq!(ids, (1..=12_000).collect::<Vec<_>>());
+}
+
 #[test]
 fn random_guids_split_in_the_middle_and_scan_in_sql_server_order() {
     let lab = lab();
