@@ -82,7 +82,8 @@ thread_local! {
     /// ascending key (0: none, or the insert after it found room). The next insert into it
     /// starts with the attempt that latches the leaf's parent EX, skipping the SH descent that
     /// would find the leaf full again: seed 002's identity key fills each new page with one
-    /// row. Random keys (middle splits) leave it unset, so their inserts still take the SH
+    /// row. Its descent also compares the key with each index page's last entry before any
+    /// binary search ([`BTree::level_and_entry`]). Random keys (middle splits) leave it unset, so their inserts still take the SH
     /// descent first. Which attempt comes first changes no outcome, only how many descents an
     /// insert makes; SQL Server's own order is not documented.
     static LAST_SPLIT_AU: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -484,17 +485,7 @@ impl BTree {
             let mid = (low + high) / 2;
             datapage::touch_record(buf, (low + mid) / 2);
             datapage::touch_record(buf, (mid + 1 + high) / 2);
-            let bytes =
-                datapage::record_prefix(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
-            let order = record::compare_record_key(
-                &self.entry_columns,
-                &self.entry_layout,
-                bytes,
-                &self.entry_key_columns,
-                key,
-            )
-            .map_err(|bad| bad_page(db, page, bad.0))?;
-            if order == Ordering::Greater {
+            if self.compare_entry(db, page, buf, mid, key)? == Ordering::Greater {
                 high = mid;
             } else {
                 low = mid + 1;
@@ -517,16 +508,27 @@ impl BTree {
             return Ok(None); // entry 0 is minus infinity: nothing to compare with
         }
         let last = count - 1;
-        let bytes = datapage::record_prefix(buf, last).map_err(|bad| bad_page(db, page, bad.0))?;
-        let order = record::compare_record_key(
+        Ok((self.compare_entry(db, page, buf, last, key)? != Ordering::Greater).then_some(last))
+    }
+
+    /// How the key of index entry `slot` compares with `key`.
+    fn compare_entry(
+        &self,
+        db: &Database,
+        page: PageId,
+        buf: &PageBuf,
+        slot: u16,
+        key: &[Value],
+    ) -> SqlResult<Ordering> {
+        let bytes = datapage::record_prefix(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
+        record::compare_record_key(
             &self.entry_columns,
             &self.entry_layout,
             bytes,
             &self.entry_key_columns,
             key,
         )
-        .map_err(|bad| bad_page(db, page, bad.0))?;
-        Ok((order != Ordering::Greater).then_some(last))
+        .map_err(|bad| bad_page(db, page, bad.0))
     }
 
     fn child_at(

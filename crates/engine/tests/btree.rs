@@ -35,6 +35,12 @@ fn int_row(id: i32) -> Vec<Value> {
     vec![Value::Int(id), Value::Text(format!("{:<200}", format!("row {id}")))]
 }
 
+/// The ids of an int-keyed tree, in a forward scan.
+fn int_ids(db: &Database, tree: &BTree) -> Vec<i32> {
+    let rows = tree.range(db, None, None, false).unwrap();
+    rows.iter().map(|r| if let Value::Int(i) = r[0] { i } else { 0 }).collect()
+}
+
 fn leaf_pages(db: &Database, tree: &BTree) -> Vec<PageId> {
     let mut page = tree.root;
     loop {
@@ -69,13 +75,7 @@ fn ascending_keys_fill_pages_by_the_append_split() {
     assert_eq!(leaves.len(), 5000usize.div_ceil(38));
     assert_eq!(tree.seek(&db, &[Value::Int(4321)]).unwrap(), Some(int_row(4321)));
     assert_eq!(tree.seek(&db, &[Value::Int(5001)]).unwrap(), None);
-    let ids: Vec<i32> = tree
-        .range(&db, None, None, false)
-        .unwrap()
-        .iter()
-        .map(|r| if let Value::Int(i) = r[0] { i } else { 0 })
-        .collect();
-    assert_eq!(ids, (1..=5000).collect::<Vec<_>>());
+    assert_eq!(int_ids(&db, &tree), (1..=5000).collect::<Vec<_>>());
     assert!(db.check_allocation().is_empty());
 }
 
@@ -101,13 +101,7 @@ fn a_key_below_the_last_after_an_ascending_split_finds_its_own_leaf() {
         }
     }
     assert_eq!(tree.check(&db), Ok(12_000));
-    let ids: Vec<i32> = tree
-        .range(&db, None, None, false)
-        .unwrap()
-        .iter()
-        .map(|r| if let Value::Int(i) = r[0] { i } else { 0 })
-        .collect();
-    assert_eq!(ids, (1..=12_000).collect::<Vec<_>>());
+    assert_eq!(int_ids(&db, &tree), (1..=12_000).collect::<Vec<_>>());
 }
 
 #[test]

@@ -23,6 +23,10 @@
 //! neither the 8 KB before-image nor the diff, and logs the row once, without the slot-array
 //! shift. The mtr keeps the few byte ranges the insert overwrote, to undo it if the mtr aborts.
 //!
+//! Each change is encoded once, as it is made, into the payload its log record will carry
+//! ([`PayloadBuilder`], [`insert_payload`]); commit moves the payload into the record, and an
+//! abort decodes XOR runs back from it. [`Redo`] is the decoded form recovery applies.
+//!
 //! Invariant 1: applying a page change's redo to the page as it was before the change gives
 //! the page as it was after it, byte for byte (free space included), so later XOR runs of the
 //! same page apply to exactly the bytes they were computed on.
