@@ -325,8 +325,7 @@ impl Database {
         }
         let xact_id = self.log().next_xact_id();
         let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
-        let lsn = self.log().append(&begin)?;
-        self.note_xact_begin(xact_id, lsn);
+        let lsn = self.log().append_transaction_begin(&begin)?;
         CURRENT.with(|c| *c.borrow_mut() = Some(OpenXact::new(self.database_id, xact_id, lsn)));
         Ok(())
     }

@@ -687,3 +687,27 @@ fn an_open_transaction_written_by_the_log_writer_is_rolled_back_after_a_crash() 
     assert_eq!(ids(&tree, &db), (0..10).collect::<Vec<_>>());
     assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
 }
+
+/// A transaction is open from its BEGIN record: begin_tran registers it in the same critical
+/// section as the append, so a checkpoint logged after the BEGIN keeps the BEGIN within its
+/// MinLSN, and recovery sees the transaction begin and rolls all of it back. (Registered just
+/// after the append, a checkpoint could come in between; recovery then started past the BEGIN
+/// and left the transaction's changes in place: the crash soak's failure of 2026-11-25. The
+/// soak is what exercises that interleaving; this test pins the outcome.)
+#[test]
+fn a_transaction_open_across_a_checkpoint_is_rolled_back_after_a_crash() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let tree = accounts(&db);
+    commit_rows(&db, &tree, 0..10);
+    db.begin_tran().unwrap();
+    let begin = db.oldest_active_begin().expect("open as soon as begin_tran returns");
+    tree.insert(&db, &row(10)).unwrap();
+    db.checkpoint().unwrap();
+    assert_eq!(db.oldest_active_begin(), Some(begin), "the checkpoint kept it open");
+    tree.insert(&db, &row(11)).unwrap();
+    db.log().flush_all().unwrap();
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(ids(&tree, &db), (0..10).collect::<Vec<_>>());
+    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+}

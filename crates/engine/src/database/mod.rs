@@ -489,10 +489,6 @@ impl Database {
         self.log.log_reuse_wait().desc()
     }
 
-    pub(crate) fn note_xact_begin(&self, xact_id: u64, begin: crate::log::lsn::Lsn) {
-        self.log.note_transaction_begin(xact_id, begin);
-    }
-
     pub(crate) fn note_xact_end(&self, xact_id: u64) {
         self.log.note_transaction_end(xact_id);
     }

@@ -1041,9 +1041,21 @@ impl LogManager {
         state.reserved_bytes = state.reserved_bytes.saturating_sub(bytes);
     }
 
-    /// Registers an open transaction (its begin LSN pins the log).
-    pub fn note_transaction_begin(&self, xact_id: u64, begin: Lsn) {
-        self.open_transactions.lock().insert(xact_id, begin);
+    /// Appends a transaction's BEGIN record and registers the transaction as open (its begin
+    /// LSN pins the log) in the same critical section as the append. A checkpoint appends its
+    /// own begin record under the same lock, so every transaction whose BEGIN precedes it is
+    /// registered by then, and the checkpoint's MinLSN covers it. (Registered after the append,
+    /// as before, a checkpoint could run in between: its MinLSN then passed the BEGIN, recovery
+    /// never saw the transaction begin, and never rolled it back; the crash soak caught it.)
+    pub fn append_transaction_begin(&self, record: &LogRecord) -> SqlResult<Lsn> {
+        let mut state = self.state.lock();
+        let lsn = self.append_locked(&mut state, record, 0)?;
+        // Lock order: the append lock, then the open-transaction table (as reuse_wait_now).
+        self.open_transactions.lock().insert(record.xact_id, lsn);
+        self.note_cache(&state);
+        drop(state);
+        self.write_cache_if_full();
+        Ok(lsn)
     }
 
     pub fn note_transaction_end(&self, xact_id: u64) {
