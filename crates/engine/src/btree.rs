@@ -83,9 +83,10 @@ thread_local! {
     /// starts with the attempt that latches the leaf's parent EX, skipping the SH descent that
     /// would find the leaf full again: seed 002's identity key fills each new page with one
     /// row. Its descent also compares the key with each index page's last entry before any
-    /// binary search ([`BTree::level_and_entry`]). Random keys (middle splits) leave it unset, so their inserts still take the SH
-    /// descent first. Which attempt comes first changes no outcome, only how many descents an
-    /// insert makes; SQL Server's own order is not documented.
+    /// binary search ([`BTree::level_and_entry`]). Random keys (middle splits) leave it unset,
+    /// so their inserts still take the SH descent first. Which attempt comes first changes no
+    /// outcome, only how many descents an insert makes; SQL Server's own order is not
+    /// documented.
     static LAST_SPLIT_AU: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -552,9 +553,20 @@ impl BTree {
         let page = guard.key().page;
         guard.read(|buf| {
             let slot = self.child_slot(db, page, buf, key, rightmost)?;
-            let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
-            Ok((slot, self.child_of(db, page, bytes)?))
+            self.entry_at(db, page, buf, slot)
         })
+    }
+
+    /// Index entry `slot` and the child page it points to.
+    fn entry_at(
+        &self,
+        db: &Database,
+        page: PageId,
+        buf: &PageBuf,
+        slot: u16,
+    ) -> SqlResult<(u16, PageId)> {
+        let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
+        Ok((slot, self.child_of(db, page, bytes)?))
     }
 
     /// Descends with SH latch coupling to the leaf for `key` (leftmost or rightmost if None).
@@ -763,15 +775,12 @@ impl BTree {
             if level == 0 {
                 return Ok((0, None));
             }
-            let slot = match appending {
-                true => match self.past_last_entry(db, page, buf, key)? {
-                    Some(last) => last,
-                    None => self.child_slot(db, page, buf, Some(key), false)?,
-                },
-                false => self.child_slot(db, page, buf, Some(key), false)?,
+            let last = if appending { self.past_last_entry(db, page, buf, key)? } else { None };
+            let slot = match last {
+                Some(last) => last,
+                None => self.child_slot(db, page, buf, Some(key), false)?,
             };
-            let bytes = datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
-            Ok((level, Some((slot, self.child_of(db, page, bytes)?))))
+            Ok((level, Some(self.entry_at(db, page, buf, slot)?)))
         })
     }
 

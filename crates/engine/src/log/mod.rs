@@ -806,8 +806,14 @@ impl LogManager {
     /// Appends a record to the open block; returns its LSN. The record is durable once
     /// [`LogManager::flush_to`] has returned for an LSN at or after it.
     pub fn append(&self, record: &LogRecord) -> SqlResult<Lsn> {
+        self.append_then(record, |_| {})
+    }
+
+    /// Appends a record and runs `under_lock` with its LSN before the append lock is released.
+    fn append_then(&self, record: &LogRecord, under_lock: impl FnOnce(Lsn)) -> SqlResult<Lsn> {
         let mut state = self.state.lock();
         let lsn = self.append_locked(&mut state, record, 0)?;
+        under_lock(lsn);
         self.note_cache(&state);
         drop(state);
         self.write_cache_if_full();
@@ -1048,14 +1054,10 @@ impl LogManager {
     /// as before, a checkpoint could run in between: its MinLSN then passed the BEGIN, recovery
     /// never saw the transaction begin, and never rolled it back; the crash soak caught it.)
     pub fn append_transaction_begin(&self, record: &LogRecord) -> SqlResult<Lsn> {
-        let mut state = self.state.lock();
-        let lsn = self.append_locked(&mut state, record, 0)?;
         // Lock order: the append lock, then the open-transaction table (as reuse_wait_now).
-        self.open_transactions.lock().insert(record.xact_id, lsn);
-        self.note_cache(&state);
-        drop(state);
-        self.write_cache_if_full();
-        Ok(lsn)
+        self.append_then(record, |lsn| {
+            self.open_transactions.lock().insert(record.xact_id, lsn);
+        })
     }
 
     pub fn note_transaction_end(&self, xact_id: u64) {

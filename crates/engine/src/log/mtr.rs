@@ -181,7 +181,10 @@ fn next_changed(xor: &[u8], from: usize) -> usize {
 }
 
 /// [`diff`] of a change confined to the ranges `before` saved: only those bytes are compared
-/// (the page LSN and checksum left out as in [`diff`]); runs never cross a range's end.
+/// (the page LSN and checksum left out as in [`diff`]); runs never cross a range's end. The
+/// engine builds these runs straight into a payload ([`PayloadBuilder::diff_within`]); this
+/// list form is the tests' reference.
+#[cfg(test)]
 pub fn diff_within(before: &Saved, after: &[u8; PAGE_SIZE]) -> Runs {
     let mut runs: Runs = Vec::new();
     for_each_run_within(before, after, |offset, delta| runs.push((offset, delta.to_vec())));
@@ -303,33 +306,20 @@ pub fn apply_xor(buf: &mut [u8; PAGE_SIZE], runs: &[Run]) {
 /// bytes of each), or for an insert the slot, the record's length and the record. The mtr
 /// builds the same bytes as it goes ([`PayloadBuilder`], [`insert_payload`]).
 pub fn encode_page_payload(page: PageId, redo: &Redo) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + redo_bytes(redo));
-    out.extend_from_slice(&page.to_bytes());
-    out.push(redo.kind());
     match redo {
         Redo::Xor(runs) | Redo::Format(runs) => {
-            out.extend_from_slice(&(runs.len() as u16).to_le_bytes());
+            let mut builder = PayloadBuilder::runs(page, redo.kind());
             for (offset, delta) in runs {
-                out.extend_from_slice(&offset.to_le_bytes());
-                out.extend_from_slice(&(delta.len() as u16).to_le_bytes());
-                out.extend_from_slice(delta);
+                builder.push_run(*offset, delta);
             }
+            builder.finish()
         }
-        Redo::Insert { slot, record } => {
-            out.extend_from_slice(&slot.to_le_bytes());
-            out.extend_from_slice(&(record.len() as u16).to_le_bytes());
-            out.extend_from_slice(record);
+        Redo::Insert { slot, record } => insert_payload(page, *slot, record),
+        Redo::Compact => {
+            let mut out = page.to_bytes().to_vec();
+            out.push(KIND_COMPACT);
+            out
         }
-        Redo::Compact => {}
-    }
-    out
-}
-
-fn redo_bytes(redo: &Redo) -> usize {
-    match redo {
-        Redo::Xor(runs) | Redo::Format(runs) => runs.iter().map(|(_, d)| 4 + d.len()).sum(),
-        Redo::Insert { record, .. } => record.len(),
-        Redo::Compact => 0,
     }
 }
 
