@@ -50,9 +50,10 @@ use crate::error::{SqlError, SqlResult};
 use crate::latch::LatchMode;
 use crate::lock::{LockMode, LockResource};
 use crate::page::{PageBuf, PageHeader, PageType};
-use crate::record::{self, Column, Layout, RecordType, SqlType, Value, compare_keys};
+use crate::record::{self, BadRecord, Column, Layout, RecordType, SqlType, Value, compare_keys};
 use crate::units::{PAGE_HEADER_SIZE, PAGE_SIZE, PageId};
 use crate::xact;
+use smallvec::SmallVec;
 use std::cmp::Ordering;
 
 /// The longest key of a clustered index and of a nonclustered one (SQL Server 2016 on).
@@ -110,6 +111,10 @@ pub struct BTree {
     entry_key_columns: Vec<usize>,
     /// The largest index entry, for the "safe page" test.
     max_entry_bytes: usize,
+    /// In-place comparers of a leaf record's key and of an index entry's key, where the key
+    /// types allow ([`record::KeyComparer`]).
+    leaf_comparer: Option<record::KeyComparer>,
+    entry_comparer: Option<record::KeyComparer>,
 }
 
 /// The first byte of a B-tree's unit descriptor.
@@ -266,6 +271,9 @@ impl BTree {
             .map(|c| c.sql_type.fixed_size().unwrap_or_else(|| c.sql_type.max_var_size() + 2))
             .sum();
         let max_entry_bytes = 4 + key_bytes + 2 + entry_columns.len().div_ceil(8) + 2;
+        let leaf_comparer = record::KeyComparer::new(&columns, &layout, &key_columns);
+        let entry_comparer =
+            record::KeyComparer::new(&entry_columns, &entry_layout, &entry_key_columns);
         BTree {
             au_id,
             root,
@@ -281,6 +289,8 @@ impl BTree {
             entry_layout,
             entry_key_columns,
             max_entry_bytes,
+            leaf_comparer,
+            entry_comparer,
         }
     }
 
@@ -394,9 +404,24 @@ impl BTree {
     }
 
     fn encode_entry(&self, key: &[Value], child: PageId) -> SqlResult<Vec<u8>> {
-        let mut values = key.to_vec();
-        values.push(Value::Bytes(child.to_bytes().to_vec()));
-        record::encode(&self.entry_columns, &self.entry_layout, &values, RecordType::Index)
+        // The child pointer goes into its place after the entry is encoded, not through a
+        // Value::Bytes: every insert encodes an entry (its undo key), and that was two more
+        // allocations per row.
+        let mut values: SmallVec<[Value; 4]> = SmallVec::with_capacity(key.len() + 1);
+        values.extend(key.iter().cloned());
+        values.push(Value::Bytes(Vec::new()));
+        let mut entry =
+            record::encode(&self.entry_columns, &self.entry_layout, &values, RecordType::Index)?;
+        let child_column = self.entry_columns.len() - 1;
+        record::fixed_column_bytes_mut(
+            &self.entry_columns,
+            &self.entry_layout,
+            &mut entry,
+            child_column,
+        )
+        .expect("an entry just encoded has its child column")
+        .copy_from_slice(&child.to_bytes());
+        Ok(entry)
     }
 
     /// The key of a record: a row on a leaf, an entry on an index page.
@@ -446,14 +471,8 @@ impl BTree {
             datapage::touch_record(buf, (mid + 1 + high) / 2);
             let bytes =
                 datapage::record_prefix(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
-            let order = record::compare_record_key(
-                &self.columns,
-                &self.layout,
-                bytes,
-                &self.key_columns,
-                key,
-            )
-            .map_err(|bad| bad_page(db, page, bad.0))?;
+            let order =
+                self.compare_leaf_key(bytes, key).map_err(|bad| bad_page(db, page, bad.0))?;
             match order {
                 Ordering::Less => low = mid + 1,
                 Ordering::Greater => high = mid,
@@ -522,14 +541,29 @@ impl BTree {
         key: &[Value],
     ) -> SqlResult<Ordering> {
         let bytes = datapage::record_prefix(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
-        record::compare_record_key(
-            &self.entry_columns,
-            &self.entry_layout,
-            bytes,
-            &self.entry_key_columns,
-            key,
-        )
-        .map_err(|bad| bad_page(db, page, bad.0))
+        self.compare_entry_key(bytes, key).map_err(|bad| bad_page(db, page, bad.0))
+    }
+
+    /// A leaf record's key against `key`: in place where the index has a comparer and the
+    /// key's values are of its types, else by [`record::compare_record_key`].
+    fn compare_leaf_key(&self, bytes: &[u8], key: &[Value]) -> Result<Ordering, BadRecord> {
+        if let Some(comparer) = &self.leaf_comparer
+            && let Some(order) = comparer.compare(bytes, key)?
+        {
+            return Ok(order);
+        }
+        record::compare_record_key(&self.columns, &self.layout, bytes, &self.key_columns, key)
+    }
+
+    /// An index entry's key against `key`, as [`BTree::compare_leaf_key`] compares a row's.
+    fn compare_entry_key(&self, bytes: &[u8], key: &[Value]) -> Result<Ordering, BadRecord> {
+        if let Some(comparer) = &self.entry_comparer
+            && let Some(order) = comparer.compare(bytes, key)?
+        {
+            return Ok(order);
+        }
+        let (columns, layout) = (&self.entry_columns, &self.entry_layout);
+        record::compare_record_key(columns, layout, bytes, &self.entry_key_columns, key)
     }
 
     fn child_at(

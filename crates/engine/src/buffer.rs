@@ -100,15 +100,17 @@ struct FrameMeta {
     pin_count: u32,
     dirty: bool,
     referenced: bool,
-    /// The frame's read failed while others held pins: it returns to the free list when the
-    /// last pin goes.
-    orphaned: bool,
 }
 
 #[derive(Default)]
 struct Frame {
     latch: Latch,
     io_in_progress: AtomicBool,
+    /// The frame lost its page while others held pins (its read failed, or its file was
+    /// dropped): it returns to the free list when the last pin goes. Written under the meta
+    /// lock; read without it by a session that has just latched the frame, since a pinned
+    /// frame changes page only by being orphaned.
+    orphaned: AtomicBool,
     /// The frame's buffer, taken from the pool's buffers on first use.
     data: RwLock<Option<&'static mut PageBuf>>,
     meta: Mutex<FrameMeta>,
@@ -398,8 +400,9 @@ impl BufferPool {
         drop(table);
         let spid = crate::instance::current_spid();
         self.latch_frame(index, key, mode, spid);
-        if frame.meta.lock().key != Some(key) {
-            // The page's read failed while we waited; its frame was given back. Start again.
+        if frame.orphaned.load(Ordering::Acquire) {
+            // The page's read failed while we waited (or its file was dropped); its frame was
+            // given back. Start again.
             frame.latch.release(mode, spid);
             self.unpin(index);
             return None;
@@ -462,13 +465,8 @@ impl BufferPool {
             return Ok(None);
         }
         let frame = &self.frames[index];
-        *frame.meta.lock() = FrameMeta {
-            key: Some(key),
-            pin_count: 1,
-            dirty: false,
-            referenced: true,
-            orphaned: false,
-        };
+        *frame.meta.lock() =
+            FrameMeta { key: Some(key), pin_count: 1, dirty: false, referenced: true };
         frame.io_in_progress.store(true, Ordering::Release);
         let spid = crate::instance::current_spid();
         assert!(frame.latch.try_acquire(LatchMode::Ex, spid), "a free frame has no latch holder");
@@ -577,7 +575,7 @@ impl BufferPool {
             table.remove(&key);
             let mut meta = frame.meta.lock();
             meta.key = None;
-            meta.orphaned = true;
+            frame.orphaned.store(true, Ordering::Release);
         }
         frame.io_in_progress.store(false, Ordering::Release);
         frame.latch.release(LatchMode::Ex, spid);
@@ -609,11 +607,13 @@ impl BufferPool {
     }
 
     fn unpin(&self, index: usize) {
-        let mut meta = self.frames[index].meta.lock();
+        let frame = &self.frames[index];
+        let mut meta = frame.meta.lock();
         assert!(meta.pin_count > 0, "unpinning a frame that is not pinned");
         meta.pin_count -= 1;
-        if meta.pin_count == 0 && meta.orphaned {
+        if meta.pin_count == 0 && frame.orphaned.load(Ordering::Acquire) {
             *meta = FrameMeta::default();
+            frame.orphaned.store(false, Ordering::Release);
             drop(meta);
             self.free.lock().push(index);
         }
@@ -910,8 +910,8 @@ impl BufferPool {
                 *meta = FrameMeta::default();
                 free.push(index);
             } else {
-                *meta =
-                    FrameMeta { pin_count: meta.pin_count, orphaned: true, ..FrameMeta::default() };
+                *meta = FrameMeta { pin_count: meta.pin_count, ..FrameMeta::default() };
+                self.frames[index].orphaned.store(true, Ordering::Release);
             }
         }
     }

@@ -170,7 +170,8 @@ pub enum RowLocator {
 
 enum Storage {
     Heap(Heap),
-    Clustered(BTree),
+    /// Boxed: a B-tree, with its in-place key comparers, is several times a heap's size.
+    Clustered(Box<BTree>),
 }
 
 /// A table: its definition and the heap or B-trees that hold its rows.
@@ -1276,9 +1277,9 @@ fn build_table(
         IndexKind::Heap => Storage::Heap(
             Heap::from_descriptor(first.au_id, &descriptor(first.au_id)?).ok_or_else(corrupt)?,
         ),
-        IndexKind::Clustered => Storage::Clustered(
+        IndexKind::Clustered => Storage::Clustered(Box::new(
             BTree::from_descriptor(first.au_id, &descriptor(first.au_id)?).ok_or_else(corrupt)?,
-        ),
+        )),
         IndexKind::Nonclustered => return Err(corrupt()),
     };
     let mut secondary = Vec::new();

@@ -31,7 +31,7 @@
 
 use crate::error::{SqlError, SqlResult};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -201,8 +201,10 @@ impl Entry {
 #[derive(Default)]
 struct Table {
     entries: HashMap<LockResource, Entry>,
-    /// The resources of this partition each transaction holds (each once).
-    held_by: HashMap<u64, HashSet<LockResource>>,
+    /// The resources of this partition each transaction holds, each once (a resource is
+    /// added only when the transaction did not hold it): a list, not a set, since a
+    /// transaction's locks are added one by one and dropped all together at its end.
+    held_by: HashMap<u64, Vec<LockResource>>,
 }
 
 impl Table {
@@ -337,7 +339,7 @@ impl LockManager {
             let entry = table.entries.get_mut(&resource).expect("a waited-for entry stays");
             if entry.granted.get(&owner.xact_id).is_some_and(|(m, _)| m.combine(wanted) == *m) {
                 if held.is_none() {
-                    table.held_by.entry(owner.xact_id).or_default().insert(resource);
+                    table.held_by.entry(owner.xact_id).or_default().push(resource);
                 }
                 return Ok(Acquired::AfterWait(started.elapsed(), blocker));
             }
@@ -381,7 +383,7 @@ impl LockManager {
         }
         entry.granted.insert(owner.xact_id, (wanted, owner.spid));
         if held.is_none() {
-            table.held_by.entry(owner.xact_id).or_default().insert(resource);
+            table.held_by.entry(owner.xact_id).or_default().push(resource);
         }
         Grant::Granted
     }
@@ -405,9 +407,7 @@ impl LockManager {
             let mut table = partition.table.lock();
             let Some(held) = table.held_by.get_mut(&xact_id) else { continue };
             let keys: Vec<LockResource> = held.iter().filter(|r| in_index(r)).copied().collect();
-            for key in &keys {
-                held.remove(key);
-            }
+            held.retain(|r| !in_index(r));
             for key in keys {
                 table.drop_grant(xact_id, key);
             }
@@ -440,8 +440,11 @@ impl LockManager {
         let partition = self.partition(&resource);
         let mut table = partition.table.lock();
         table.drop_grant(xact_id, resource);
-        if let Some(held) = table.held_by.get_mut(&xact_id) {
-            held.remove(&resource);
+        if let Some(held) = table.held_by.get_mut(&xact_id)
+            && let Some(at) = held.iter().rposition(|r| *r == resource)
+        {
+            // From the end: a lock released early is usually the one just taken.
+            held.swap_remove(at);
         }
         partition.changed.notify_all();
     }

@@ -265,6 +265,54 @@ fn a_second_reader_of_a_page_being_read_waits_pageiolatch_sh() {
     assert_eq!(lab.instance.buffer_pool.counters().page_reads, 1, "one read served both sessions");
 }
 
+/// A session waiting for a read that fails does not use the frame the failed read gave back:
+/// it reads the page itself and gets its own 824, and both frames return to the free list.
+#[test]
+fn a_reader_waiting_on_a_read_that_fails_reads_again_and_gets_824() {
+    use std::os::unix::fs::FileExt;
+    let lab = lab();
+    let db = Arc::new(lab.company());
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let page = db.allocate_page(unit).unwrap();
+    write_data_page(&lab, db.database_id, page, 42);
+    db.checkpoint().unwrap();
+    lab.instance.buffer_pool.discard(db.database_id, Some(page.file_id), page.page_no);
+    let raw = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(lab.path("Company_data.mdf"))
+        .unwrap();
+    let offset = u64::from(page.page_no) * 8192 + 4000;
+    raw.write_all_at(&[0xFF], offset).unwrap();
+    let free_before = lab.instance.buffer_pool.free_frames();
+    let gate = ReadGate::closed();
+    lab.faults.lock().read_gate = Some(gate.clone());
+    let key = PageKey::new(db.database_id, page);
+    let reader = |spid: u16| {
+        let pool = lab.instance.buffer_pool.clone();
+        std::thread::spawn(move || {
+            engine::instance::set_current_spid(spid);
+            pool.fetch(key, LatchMode::Sh).map(|guard| guard.read(|buf| buf[200])).err()
+        })
+    };
+    let first = reader(70);
+    eventually("the first read is in flight", || {
+        gate.waiting() == 1 && lab.instance.buffer_pool.is_io_in_progress(key)
+    });
+    let second = reader(71);
+    eventually("session 71 waits on the read in flight", || {
+        lab.instance.waiting_tasks.snapshot().iter().any(|t| t.session_id == 71)
+    });
+    gate.open();
+    for (spid, session) in [(70, first), (71, second)] {
+        let error = session.join().unwrap().expect("the page is corrupt");
+        assert_eq!(error.number, 824, "session {spid}: {}", error.message);
+    }
+    assert_eq!(lab.instance.buffer_pool.free_frames(), free_before, "no frame is kept");
+    raw.write_all_at(&[0x00], offset).unwrap();
+    assert_eq!(read_mark(&lab, db.database_id, page), 42, "the page reads once repaired");
+}
+
 #[test]
 fn the_lazy_writer_writes_dirty_pages_when_free_frames_run_low() {
     let lab = lab_with(|config| config.max_server_memory_mb = 1);
