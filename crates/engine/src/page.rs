@@ -228,6 +228,31 @@ pub fn header_free_data(buf: &[u8]) -> u16 {
     u16_at(buf, 30)
 }
 
+/// Writes m_slotCnt in place.
+pub fn set_header_slot_count(buf: &mut [u8], value: u16) {
+    put_u16(buf, 22, value);
+}
+
+/// Writes m_freeCnt in place.
+pub fn set_header_free_count(buf: &mut [u8], value: u16) {
+    put_u16(buf, 28, value);
+}
+
+/// Writes m_freeData in place.
+pub fn set_header_free_data(buf: &mut [u8], value: u16) {
+    put_u16(buf, 30, value);
+}
+
+/// m_ghostRecCnt, read without decoding the whole header.
+pub fn header_ghost_record_count(buf: &[u8]) -> u16 {
+    u16_at(buf, 58)
+}
+
+/// Writes m_ghostRecCnt in place.
+pub fn set_header_ghost_record_count(buf: &mut [u8], value: u16) {
+    put_u16(buf, 58, value);
+}
+
 /// The record offset stored in slot `slot`.
 pub fn slot_offset(buf: &[u8], slot: u16) -> u16 {
     u16_at(buf, PAGE_SIZE - 2 * (usize::from(slot) + 1))
