@@ -29,6 +29,12 @@
 //!
 //! uniqueidentifier order is SQL Server's: bytes 10-15 first, then 8-9, 6-7, 4-5, 0-3, each
 //! group compared byte by byte as stored, so random GUIDs sort as they sort there.
+//!
+//! Key comparison for the B-tree's binary searches: [`compare_record_key`] reads fixed-length
+//! key columns in place and decodes the rest; [`KeyComparer`], worked out once per index whose
+//! key columns are all integers, money or uniqueidentifiers, compares their stored bytes
+//! without making a value. Invariant 1: both give the order of [`compare_keys`] on the decoded
+//! key (tested against it with NULLs, prefixes and every such type).
 
 use crate::error::{SqlError, SqlResult};
 use std::cmp::Ordering;
@@ -795,7 +801,8 @@ impl KeyComparer {
     }
 
     /// How the record's key compares with `key` (a prefix of the key columns, or all of
-    /// them); Ok(None) if `key` holds a value of another type than its column.
+    /// them), as invariant 1 requires; Ok(None) if `key` holds a value of another type than
+    /// its column.
     pub fn compare(&self, record: &[u8], key: &[Value]) -> Result<Option<Ordering>, BadRecord> {
         let fixed_end = u16_at(record, 2)?;
         if fixed_end != self.fixed_end || record.len() < fixed_end {
@@ -1052,9 +1059,9 @@ mod tests {
         }
     }
 
-    /// The in-place comparer gives the order of decoding and comparing values, NULLs and key
-    /// prefixes included; a key it cannot compare in place (a character column, or a value
-    /// of another type) is left to the slow path.
+    /// Invariant 1: the in-place comparer gives the order of decoding and comparing values,
+    /// NULLs and key prefixes included; a key it cannot compare in place (a character column,
+    /// or a value of another type) is left to the slow path.
     #[test]
     fn a_key_comparer_agrees_with_comparing_decoded_values() {
         let columns = vec![
