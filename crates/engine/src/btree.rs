@@ -11,7 +11,9 @@
 //!   has room for one more entry; only if the parent is full too does it start again from the
 //!   root with EX latches, releasing the ancestors of any page that can take one more entry
 //!   without splitting ("safe"), and split bottom-up. So the root is latched EX only when a
-//!   split climbs that high.
+//!   split climbs that high;
+//! - a delete, which keeps the tree's shape, descends as the optimistic insert does: SH down to
+//!   the leaves' parent, EX on the leaf only.
 //!
 //! Latch order (no deadlocks): down the tree, then left to right along a level, then allocation
 //! pages (a split allocates a page while holding its data pages), as the buffer pool requires.
@@ -1294,11 +1296,7 @@ impl BTree {
     }
 
     fn delete_in_mtr(&self, db: &Database, key: &[Value]) -> SqlResult<bool> {
-        let mut guard = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Ex)?;
-        while guard.read(Self::level) > 0 {
-            let child = self.child_at(db, &guard, Some(key), false)?;
-            guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
-        }
+        let guard = self.leaf_for_change(db, key)?;
         let page = guard.key().page;
         let LeafSlot::Found(slot) = guard.read(|buf| self.find_in_leaf(db, page, buf, key))? else {
             return Ok(false);
@@ -1312,6 +1310,25 @@ impl BTree {
         db.set_pfs_ghost_bit(page, true)?;
         db.note_ghost_page(page);
         Ok(true)
+    }
+
+    /// The leaf whose key range holds `key`, latched EX for a change that keeps the tree's
+    /// shape (a delete ghosts its row). The index pages above it are latched SH, each until its
+    /// child is, as SQL Server latches them for such a change: concurrent deletes and inserts
+    /// do not queue on the root. A root that is itself a leaf is latched EX from the start.
+    fn leaf_for_change<'p>(&self, db: &'p Database, key: &[Value]) -> SqlResult<PageGuard<'p>> {
+        if let Some((parent, _, child)) = self.leaf_parent(db, key, LatchMode::Sh)? {
+            let leaf = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
+            drop(parent);
+            return Ok(leaf);
+        }
+        // The root is a leaf, or it split under the look: EX coupling from the root.
+        let mut guard = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Ex)?;
+        while guard.read(Self::level) > 0 {
+            let child = self.child_at(db, &guard, Some(key), false)?;
+            guard = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
+        }
+        Ok(guard)
     }
 
     /// The ghost-cleanup task's work on this index at once: removes ghost rows from every leaf

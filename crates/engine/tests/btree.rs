@@ -170,6 +170,42 @@ fn duplicate_keys_get_2627_or_2601() {
     );
 }
 
+/// A delete latches its leaf EX and the index pages above it only SH, as SQL Server does for a
+/// change that keeps the tree's shape: it goes ahead while another session holds the root SH
+/// (with the root latched EX, it waited for every reader of the root).
+#[test]
+fn a_delete_goes_ahead_while_another_session_holds_the_root_shared() {
+    use engine::buffer::PageKey;
+    use engine::latch::LatchMode;
+    use std::time::{Duration, Instant};
+    let lab = lab();
+    let db = Arc::new(lab.company());
+    let tree =
+        Arc::new(BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap());
+    for id in 0..400 {
+        tree.insert(&db, &int_row(id)).unwrap();
+    }
+    let root_key = PageKey::new(db.database_id, tree.root);
+    let root = lab.instance.buffer_pool.fetch(root_key, LatchMode::Sh).unwrap();
+    assert!(root.read(|buf| buf[3]) > 0, "the root is an index page");
+    let deleter = {
+        let (db, tree) = (db.clone(), tree.clone());
+        std::thread::spawn(move || {
+            engine::instance::set_current_spid(52);
+            tree.delete(&db, &[Value::Int(7)]).unwrap()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !deleter.is_finished() {
+        assert!(Instant::now() < deadline, "the delete waits for the root's latch");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(root);
+    assert!(deleter.join().unwrap());
+    assert_eq!(tree.seek(&db, &[Value::Int(7)]).unwrap(), None);
+    assert_eq!(tree.check(&db), Ok(399));
+}
+
 #[test]
 fn deletes_leave_ghosts_until_ghost_cleanup() {
     let lab = lab();
