@@ -7,6 +7,7 @@ mod common;
 
 use common::{lab, lab_with};
 use engine::buffer::PageKey;
+use engine::database::Database;
 use engine::io::ReadGate;
 use engine::latch::LatchMode;
 use engine::page::{PageHeader, PageType};
@@ -32,6 +33,30 @@ fn write_data_page(lab: &common::Lab, database_id: u16, page: PageId, mark: u64)
             buf[200..208].copy_from_slice(&mark.to_le_bytes());
         })
         .unwrap();
+}
+
+/// A data page carrying `mark`, written to disk and dropped from the pool, then corrupted there
+/// (one byte changed, so its checksum fails): the page, its file and the changed byte's offset,
+/// to repair it with.
+fn corrupt_page_on_disk(
+    lab: &common::Lab,
+    db: &Database,
+    mark: u64,
+) -> (PageId, std::fs::File, u64) {
+    use std::os::unix::fs::FileExt;
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let page = db.allocate_page(unit).unwrap();
+    write_data_page(lab, db.database_id, page, mark);
+    db.checkpoint().unwrap();
+    lab.instance.buffer_pool.discard(db.database_id, Some(page.file_id), page.page_no);
+    let raw = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(lab.path("Company_data.mdf"))
+        .unwrap();
+    let offset = u64::from(page.page_no) * 8192 + 4000;
+    raw.write_all_at(&[0xFF], offset).unwrap();
+    (page, raw, offset)
 }
 
 fn read_mark(lab: &common::Lab, database_id: u16, page: PageId) -> u64 {
@@ -272,18 +297,7 @@ fn a_reader_waiting_on_a_read_that_fails_reads_again_and_gets_824() {
     use std::os::unix::fs::FileExt;
     let lab = lab();
     let db = Arc::new(lab.company());
-    let unit = db.create_allocation_unit("t", None).unwrap();
-    let page = db.allocate_page(unit).unwrap();
-    write_data_page(&lab, db.database_id, page, 42);
-    db.checkpoint().unwrap();
-    lab.instance.buffer_pool.discard(db.database_id, Some(page.file_id), page.page_no);
-    let raw = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(lab.path("Company_data.mdf"))
-        .unwrap();
-    let offset = u64::from(page.page_no) * 8192 + 4000;
-    raw.write_all_at(&[0xFF], offset).unwrap();
+    let (page, raw, offset) = corrupt_page_on_disk(&lab, &db, 42);
     let free_before = lab.instance.buffer_pool.free_frames();
     let gate = ReadGate::closed();
     lab.faults.lock().read_gate = Some(gate.clone());
@@ -335,18 +349,7 @@ fn a_corrupt_page_read_through_the_pool_is_824_and_the_pool_recovers() {
     use std::os::unix::fs::FileExt;
     let lab = lab();
     let db = lab.company();
-    let unit = db.create_allocation_unit("t", None).unwrap();
-    let page = db.allocate_page(unit).unwrap();
-    write_data_page(&lab, db.database_id, page, 9);
-    db.checkpoint().unwrap();
-    lab.instance.buffer_pool.discard(db.database_id, Some(page.file_id), page.page_no);
-    let raw = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(lab.path("Company_data.mdf"))
-        .unwrap();
-    let offset = u64::from(page.page_no) * 8192 + 4000;
-    raw.write_all_at(&[0xFF], offset).unwrap();
+    let (page, raw, offset) = corrupt_page_on_disk(&lab, &db, 9);
     let key = PageKey::new(db.database_id, page);
     let error = lab.instance.buffer_pool.fetch(key, LatchMode::Sh).err().expect("824");
     assert_eq!(error.number, 824);
