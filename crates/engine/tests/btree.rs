@@ -239,6 +239,62 @@ fn deletes_leave_ghosts_until_ghost_cleanup() {
     assert_eq!(tree.check(&db), Ok(101));
 }
 
+/// Deletes (SH down to the leaves' parent, EX on the leaf) interleaved with inserts that split
+/// leaves under their parent's EX latch, in sixteen sessions: every deleted row is a ghost,
+/// every other row is there once, and the tree's invariants hold.
+#[test]
+fn sixteen_sessions_inserting_and_deleting_keep_a_correct_tree() {
+    let lab = lab();
+    let db = Arc::new(lab.company());
+    let tree = Arc::new(
+        BTree::create(&db, "dbo.T", "PK_T", seed_001_columns(), vec![0], true, None).unwrap(),
+    );
+    let mut seeds = Rng::from_env("sixteen_sessions_inserting_and_deleting");
+    let threads: Vec<_> = (0..16)
+        .map(|session| {
+            let (db, tree, seed) = (db.clone(), tree.clone(), seeds.next_u64());
+            std::thread::spawn(move || {
+                engine::instance::set_current_spid(51 + session);
+                let mut rng = Rng::seeded(seed);
+                let (mut kept, mut deleted) = (Vec::new(), Vec::new());
+                for n in 0..300 {
+                    let guid = rng.guid();
+                    tree.insert(&db, &seed_001_row(guid, n)).unwrap();
+                    if n % 3 == 2 {
+                        // The row inserted two steps ago: by now other sessions may have
+                        // split its leaf.
+                        let victim = kept.remove(kept.len() - 2);
+                        assert!(tree.delete(&db, &[Value::Guid(victim)]).unwrap());
+                        deleted.push(victim);
+                    }
+                    kept.push(guid);
+                }
+                (kept, deleted)
+            })
+        })
+        .collect();
+    let (mut kept, mut deleted) = (Vec::new(), Vec::new());
+    for thread in threads {
+        let (k, d) = thread.join().unwrap();
+        kept.extend(k);
+        deleted.extend(d);
+    }
+    assert_eq!(tree.check(&db), Ok(kept.len()), "live rows once, keys ordered, links right");
+    assert_eq!(kept.len() + deleted.len(), 4800);
+    for guid in &deleted {
+        assert_eq!(tree.seek(&db, &[Value::Guid(*guid)]).unwrap(), None, "deleted rows are gone");
+    }
+    kept.sort_by(compare_guid);
+    let scanned: Vec<[u8; 16]> = tree
+        .range(&db, None, None, false)
+        .unwrap()
+        .iter()
+        .map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] })
+        .collect();
+    assert_eq!(scanned, kept);
+    assert!(db.check_allocation().is_empty());
+}
+
 #[test]
 fn sixteen_sessions_inserting_random_guids_build_a_correct_tree() {
     let lab = lab();
