@@ -1,6 +1,7 @@
 //! Clustered B-trees: ascending and random (GUID) keys, SQL Server's GUID order, page splits,
 //! duplicate keys (2627/2601), ghosts and ghost cleanup, ranges in both directions, 16
-//! concurrent inserting sessions, memory pressure and reopening.
+//! concurrent sessions inserting (and deleting), a delete's latches, memory pressure and
+//! reopening.
 
 mod common;
 
