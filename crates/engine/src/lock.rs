@@ -406,8 +406,7 @@ impl LockManager {
         for partition in &self.partitions {
             let mut table = partition.table.lock();
             let Some(held) = table.held_by.get_mut(&xact_id) else { continue };
-            let keys: Vec<LockResource> = held.iter().filter(|r| in_index(r)).copied().collect();
-            held.retain(|r| !in_index(r));
+            let keys: Vec<LockResource> = held.extract_if(.., |r| in_index(r)).collect();
             for key in keys {
                 table.drop_grant(xact_id, key);
             }
