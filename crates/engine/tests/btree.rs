@@ -42,6 +42,37 @@ fn int_ids(db: &Database, tree: &BTree) -> Vec<i32> {
     rows.iter().map(|r| if let Value::Int(i) = r[0] { i } else { 0 }).collect()
 }
 
+/// The uniqueidentifier keys of GUID-keyed rows, in the rows' order.
+fn guid_keys(rows: &[Vec<Value>]) -> Vec<[u8; 16]> {
+    rows.iter().map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] }).collect()
+}
+
+/// The keys of a GUID-keyed tree, in a forward scan.
+fn scanned_guids(db: &Database, tree: &BTree) -> Vec<[u8; 16]> {
+    guid_keys(&tree.range(db, None, None, false).unwrap())
+}
+
+/// Runs `work` as sessions 51-66, each on a thread of its own with a generator seeded from
+/// `test`'s seed (`EXTENTDB_SEED` replays it); returns what each session returned.
+fn sixteen_sessions<T: Send + 'static>(
+    db: &Arc<Database>,
+    tree: &Arc<BTree>,
+    test: &str,
+    work: fn(&Database, &BTree, &mut Rng) -> T,
+) -> Vec<T> {
+    let mut seeds = Rng::from_env(test);
+    let threads: Vec<_> = (0..16)
+        .map(|session| {
+            let (db, tree, seed) = (db.clone(), tree.clone(), seeds.next_u64());
+            std::thread::spawn(move || {
+                engine::instance::set_current_spid(51 + session);
+                work(&db, &tree, &mut Rng::seeded(seed))
+            })
+        })
+        .collect();
+    threads.into_iter().map(|thread| thread.join().unwrap()).collect()
+}
+
 fn leaf_pages(db: &Database, tree: &BTree) -> Vec<PageId> {
     let mut page = tree.root;
     loop {
@@ -126,13 +157,11 @@ fn random_guids_split_in_the_middle_and_scan_in_sql_server_order() {
     }
     assert_eq!(tree.check(&db), Ok(5000));
     guids.sort_by(compare_guid);
-    let scanned: Vec<[u8; 16]> = tree
-        .range(&db, None, None, false)
-        .unwrap()
-        .iter()
-        .map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] })
-        .collect();
-    assert_eq!(scanned, guids, "key order is SQL Server's uniqueidentifier order");
+    assert_eq!(
+        scanned_guids(&db, &tree),
+        guids,
+        "key order is SQL Server's uniqueidentifier order"
+    );
     // Middle splits leave leaves 50-100 % full: between 57 rows (full) and about half that.
     let leaves = leaf_pages(&db, &tree).len();
     assert!(leaves > 5000 / 57 + 5 && leaves < 5000 / 28, "{leaves} leaves for 5,000 random keys");
@@ -140,13 +169,7 @@ fn random_guids_split_in_the_middle_and_scan_in_sql_server_order() {
         .range(&db, Some(&[Value::Guid(guids[100])]), Some(&[Value::Guid(guids[199])]), true)
         .unwrap();
     let expected: Vec<[u8; 16]> = guids[100..200].iter().rev().copied().collect();
-    assert_eq!(
-        descending
-            .iter()
-            .map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] })
-            .collect::<Vec<_>>(),
-        expected
-    );
+    assert_eq!(guid_keys(&descending), expected);
 }
 
 #[test]
@@ -250,33 +273,24 @@ fn sixteen_sessions_inserting_and_deleting_keep_a_correct_tree() {
     let tree = Arc::new(
         BTree::create(&db, "dbo.T", "PK_T", seed_001_columns(), vec![0], true, None).unwrap(),
     );
-    let mut seeds = Rng::from_env("sixteen_sessions_inserting_and_deleting");
-    let threads: Vec<_> = (0..16)
-        .map(|session| {
-            let (db, tree, seed) = (db.clone(), tree.clone(), seeds.next_u64());
-            std::thread::spawn(move || {
-                engine::instance::set_current_spid(51 + session);
-                let mut rng = Rng::seeded(seed);
-                let (mut kept, mut deleted) = (Vec::new(), Vec::new());
-                for n in 0..300 {
-                    let guid = rng.guid();
-                    tree.insert(&db, &seed_001_row(guid, n)).unwrap();
-                    if n % 3 == 2 {
-                        // The row inserted two steps ago: by now other sessions may have
-                        // split its leaf.
-                        let victim = kept.remove(kept.len() - 2);
-                        assert!(tree.delete(&db, &[Value::Guid(victim)]).unwrap());
-                        deleted.push(victim);
-                    }
-                    kept.push(guid);
+    let sessions =
+        sixteen_sessions(&db, &tree, "sixteen_sessions_inserting_and_deleting", |db, tree, rng| {
+            let (mut kept, mut deleted) = (Vec::new(), Vec::new());
+            for n in 0..300 {
+                let guid = rng.guid();
+                tree.insert(db, &seed_001_row(guid, n)).unwrap();
+                if n % 3 == 2 {
+                    // The row inserted two steps ago: by now other sessions may have split its leaf.
+                    let victim = kept.remove(kept.len() - 2);
+                    assert!(tree.delete(db, &[Value::Guid(victim)]).unwrap());
+                    deleted.push(victim);
                 }
-                (kept, deleted)
-            })
-        })
-        .collect();
+                kept.push(guid);
+            }
+            (kept, deleted)
+        });
     let (mut kept, mut deleted) = (Vec::new(), Vec::new());
-    for thread in threads {
-        let (k, d) = thread.join().unwrap();
+    for (k, d) in sessions {
         kept.extend(k);
         deleted.extend(d);
     }
@@ -286,13 +300,7 @@ fn sixteen_sessions_inserting_and_deleting_keep_a_correct_tree() {
         assert_eq!(tree.seek(&db, &[Value::Guid(*guid)]).unwrap(), None, "deleted rows are gone");
     }
     kept.sort_by(compare_guid);
-    let scanned: Vec<[u8; 16]> = tree
-        .range(&db, None, None, false)
-        .unwrap()
-        .iter()
-        .map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] })
-        .collect();
-    assert_eq!(scanned, kept);
+    assert_eq!(scanned_guids(&db, &tree), kept);
     assert!(db.check_allocation().is_empty());
 }
 
@@ -312,37 +320,23 @@ fn sixteen_sessions_inserting_random_guids_build_a_correct_tree() {
         )
         .unwrap(),
     );
-    let mut seeds = Rng::from_env("sixteen_sessions");
-    let threads: Vec<_> = (0..16)
-        .map(|session| {
-            let (db, tree, seed) = (db.clone(), tree.clone(), seeds.next_u64());
-            std::thread::spawn(move || {
-                engine::instance::set_current_spid(51 + session);
-                let mut rng = Rng::seeded(seed);
-                let mut mine = Vec::new();
-                for n in 0..300 {
-                    let guid = rng.guid();
-                    tree.insert(&db, &seed_001_row(guid, n)).unwrap();
-                    mine.push(guid);
-                }
-                mine
-            })
-        })
-        .collect();
-    let mut all: Vec<[u8; 16]> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let sessions = sixteen_sessions(&db, &tree, "sixteen_sessions", |db, tree, rng| {
+        let mut mine = Vec::new();
+        for n in 0..300 {
+            let guid = rng.guid();
+            tree.insert(db, &seed_001_row(guid, n)).unwrap();
+            mine.push(guid);
+        }
+        mine
+    });
+    let mut all: Vec<[u8; 16]> = sessions.into_iter().flatten().collect();
     assert_eq!(
         tree.check(&db),
         Ok(4800),
         "every row present once, keys ordered, links and levels right"
     );
     all.sort_by(compare_guid);
-    let scanned: Vec<[u8; 16]> = tree
-        .range(&db, None, None, false)
-        .unwrap()
-        .iter()
-        .map(|r| if let Value::Guid(g) = r[0] { g } else { [0; 16] })
-        .collect();
-    assert_eq!(scanned, all);
+    assert_eq!(scanned_guids(&db, &tree), all);
     assert!(db.check_allocation().is_empty());
 }
 
