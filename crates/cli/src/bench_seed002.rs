@@ -6,7 +6,7 @@
 //! issue asks for, the duration against a raw sequential write of as many bytes as were logged,
 //! measured in the same run: buffered 1 MB writes and one fdatasync (`vs_raw`, what `dd
 //! conv=fdatasync` does; the faster of two), and the same writes unbuffered (`vs_unbuffered`,
-//! the device's own speed; the log itself is written unbuffered).
+//! the device's own speed, the faster of two; the log itself is written unbuffered).
 
 use clap::Args;
 use engine::btree::BTree;
@@ -176,7 +176,11 @@ fn run_one(
     // not the device's speed.
     let raw_path = temp.path().join("raw.bin");
     let raw = raw_write(&raw_path, logged_bytes)?.min(raw_write(&raw_path, logged_bytes)?);
-    let unbuffered = raw_write_unbuffered(&temp.path().join("raw-unbuffered.bin"), logged_bytes)?;
+    // The device's speed swings from run to run on this VM (one write took 1.0 s, the next
+    // 2.4 s): the faster of two, as for the buffered write.
+    let unbuffered_path = temp.path().join("raw-unbuffered.bin");
+    let unbuffered = raw_write_unbuffered(&unbuffered_path, logged_bytes)?
+        .min(raw_write_unbuffered(&unbuffered_path, logged_bytes)?);
     Ok(Outcome {
         raw_seconds: raw.as_secs_f64(),
         raw_unbuffered_seconds: unbuffered.as_secs_f64(),
@@ -265,6 +269,8 @@ fn print_table(outcomes: &[Outcome], args: &Seed002Bench) {
     outln!(
         "vs_raw: duration / time to write the logged bytes sequentially with one fdatasync (best of 2)"
     );
-    outln!("vs_unbuffered: duration / time to write them in 1 MB unbuffered writes (O_DIRECT)");
+    outln!(
+        "vs_unbuffered: duration / time to write them in 1 MB unbuffered writes (O_DIRECT; best of 2)"
+    );
     outln!("session_cpu_s: CPU time of the inserting session's thread during the run");
 }
