@@ -317,6 +317,19 @@ impl BufferPool {
             )))
     }
 
+    /// The guard of a frame this session has just pinned and latched in `mode`.
+    fn guard(&self, index: usize, mode: LatchMode, key: PageKey, spid: u16) -> PageGuard<'_> {
+        PageGuard {
+            pool: self,
+            index,
+            mode,
+            key,
+            spid,
+            fresh: std::cell::Cell::new(false),
+            borrowed: false,
+        }
+    }
+
     /// Latches a page in `mode`, reading it from disk if it is not cached.
     pub fn fetch(&self, key: PageKey, mode: LatchMode) -> SqlResult<PageGuard<'_>> {
         for _ in 0..MAX_EVICTION_ROUNDS {
@@ -358,15 +371,9 @@ impl BufferPool {
                 drop(data);
                 frame.meta.lock().dirty = true;
                 frame.io_in_progress.store(false, Ordering::Release);
-                return Ok(PageGuard {
-                    pool: self,
-                    index,
-                    mode: LatchMode::Ex,
-                    key,
-                    spid: crate::instance::current_spid(),
-                    fresh: std::cell::Cell::new(true),
-                    borrowed: false,
-                });
+                let guard = self.guard(index, LatchMode::Ex, key, crate::instance::current_spid());
+                guard.fresh.set(true);
+                return Ok(guard);
             }
         }
         Err(insufficient_memory())
@@ -407,15 +414,7 @@ impl BufferPool {
             self.unpin(index);
             return None;
         }
-        Some(PageGuard {
-            pool: self,
-            index,
-            mode,
-            key,
-            spid,
-            fresh: std::cell::Cell::new(false),
-            borrowed: false,
-        })
+        Some(self.guard(index, mode, key, spid))
     }
 
     /// Acquires a frame's latch, recording the wait if there was one.
@@ -492,15 +491,7 @@ impl BufferPool {
                 if mode != LatchMode::Ex {
                     frame.latch.downgrade(mode, spid);
                 }
-                Ok(PageGuard {
-                    pool: self,
-                    index,
-                    mode,
-                    key,
-                    spid,
-                    fresh: std::cell::Cell::new(false),
-                    borrowed: false,
-                })
+                Ok(self.guard(index, mode, key, spid))
             }
             Err(error) => {
                 self.abandon_frame(index, key, spid);
