@@ -14,11 +14,12 @@ median ratio:
 The command must accept --json and print one JSON object with rows_per_s (and cpu_us_per_row
 for --together), as `bench insert` and `bench tsql` do.
 
-Example, from the repository root:
-  cargo build --release -p extentdb && cp target/release/extentdb /tmp/b
-  git stash && cargo build --release -p extentdb && cp target/release/extentdb /tmp/a
+Example, from the repository root, with the change uncommitted:
+  d=$(mktemp -d)
+  cargo build --release -p extentdb && cp target/release/extentdb "$d/b"
+  git stash && cargo build --release -p extentdb && cp target/release/extentdb "$d/a"
   git stash pop
-  scripts/ab.py /tmp/a /tmp/b --pairs 8 -- bench insert --sessions 16 --files 1 --rows 400000
+  scripts/ab.py "$d/a" "$d/b" --pairs 8 -- bench insert --sessions 16 --files 1 --rows 400000
 """
 
 import argparse
