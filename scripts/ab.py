@@ -101,9 +101,7 @@ def main():
     mode.add_argument("--pairs", type=int, metavar="N", help="N alternating rounds, one at a time")
     mode.add_argument("--together", type=int, metavar="N", help="N rounds, both builds at once")
     argv = sys.argv[1:]
-    if "--" not in argv:
-        parser.error("give the bench command after --")
-    split = argv.index("--")
+    split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
     command = argv[split + 1 :]
     if not command:
