@@ -549,23 +549,23 @@ impl BTree {
     /// A leaf record's key against `key`: in place where the index has a comparer and the
     /// key's values are of its types, else by [`record::compare_record_key`].
     fn compare_leaf_key(&self, bytes: &[u8], key: &[Value]) -> Result<Ordering, BadRecord> {
-        if let Some(comparer) = &self.leaf_comparer
-            && let Some(order) = comparer.compare(bytes, key)?
-        {
-            return Ok(order);
-        }
-        record::compare_record_key(&self.columns, &self.layout, bytes, &self.key_columns, key)
+        let comparer = self.leaf_comparer.as_ref();
+        let (columns, layout) = (&self.columns, &self.layout);
+        record::compare_record_key_with(comparer, columns, layout, bytes, &self.key_columns, key)
     }
 
     /// An index entry's key against `key`, as [`BTree::compare_leaf_key`] compares a row's.
     fn compare_entry_key(&self, bytes: &[u8], key: &[Value]) -> Result<Ordering, BadRecord> {
-        if let Some(comparer) = &self.entry_comparer
-            && let Some(order) = comparer.compare(bytes, key)?
-        {
-            return Ok(order);
-        }
+        let comparer = self.entry_comparer.as_ref();
         let (columns, layout) = (&self.entry_columns, &self.entry_layout);
-        record::compare_record_key(columns, layout, bytes, &self.entry_key_columns, key)
+        record::compare_record_key_with(
+            comparer,
+            columns,
+            layout,
+            bytes,
+            &self.entry_key_columns,
+            key,
+        )
     }
 
     fn child_at(

@@ -696,9 +696,8 @@ pub fn compare_record_key(
     };
     for (position, index) in wanted.iter().enumerate() {
         let Some(bound) = key.get(position) else { break };
-        let is_null = null_bits.is_some_and(|(stored_columns, bitmap)| {
-            *index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0
-        });
+        let is_null = null_bits
+            .is_some_and(|(stored_columns, bitmap)| null_bit_set(stored_columns, bitmap, *index));
         let (offset, bit) = layout.fixed[*index].expect("checked above");
         let value = if is_null {
             Value::Null
@@ -804,15 +803,17 @@ impl KeyComparer {
     /// them), as invariant 1 requires; Ok(None) if `key` holds a value of another type than
     /// its column.
     pub fn compare(&self, record: &[u8], key: &[Value]) -> Result<Option<Ordering>, BadRecord> {
-        let fixed_end = u16_at(record, 2)?;
-        if fixed_end != self.fixed_end || record.len() < fixed_end {
-            return Err(BadRecord("fixed-length part does not match the table"));
-        }
-        let bitmap = if self.nullable { Some(self.null_bitmap(record)?) } else { None };
+        let null_bits = if self.nullable {
+            let (_, stored_columns, bitmap) = fixed_part_at(self.fixed_end, record)?;
+            Some((stored_columns, bitmap))
+        } else {
+            fixed_end_at(self.fixed_end, record)?;
+            None
+        };
         for (column, bound) in self.columns.iter().zip(key) {
-            let is_null = match (column.null_bit, bitmap) {
+            let is_null = match (column.null_bit, null_bits) {
                 (Some(index), Some((stored_columns, bitmap))) => {
-                    index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0
+                    null_bit_set(stored_columns, bitmap, index)
                 }
                 _ => false,
             };
@@ -830,15 +831,30 @@ impl KeyComparer {
         }
         Ok(Some(self.columns.len().cmp(&key.len())))
     }
+}
 
-    /// (stored column count, null bitmap) of a record whose fixed part was checked.
-    fn null_bitmap<'r>(&self, record: &'r [u8]) -> Result<(usize, &'r [u8]), BadRecord> {
-        let stored_columns = u16_at(record, self.fixed_end)?;
-        let at = self.fixed_end + 2;
-        let bitmap =
-            record.get(at..at + stored_columns.div_ceil(8)).ok_or(BadRecord("null bitmap"))?;
-        Ok((stored_columns, bitmap))
+/// [`compare_record_key`], in place through `comparer` where it can compare `key` (the
+/// index's [`KeyComparer`], if it has one).
+pub fn compare_record_key_with(
+    comparer: Option<&KeyComparer>,
+    columns: &[Column],
+    layout: &Layout,
+    record: &[u8],
+    wanted: &[usize],
+    key: &[Value],
+) -> Result<Ordering, BadRecord> {
+    if let Some(comparer) = comparer
+        && let Some(order) = comparer.compare(record, key)?
+    {
+        return Ok(order);
     }
+    compare_record_key(columns, layout, record, wanted, key)
+}
+
+/// Whether column `index`'s bit is set in a record's null bitmap (columns past the stored
+/// count are not null).
+fn null_bit_set(stored_columns: usize, bitmap: &[u8], index: usize) -> bool {
+    index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0
 }
 
 /// The stored bytes of fixed-length column `index` (NOT NULL, not bit), read in place: an
@@ -870,8 +886,13 @@ pub fn fixed_column_bytes_mut<'r>(
 
 /// The end of a record's fixed part, checked against the table's layout and the record's bytes.
 fn fixed_end(layout: &Layout, record: &[u8]) -> Result<usize, BadRecord> {
+    fixed_end_at(4 + layout.fixed_len, record)
+}
+
+/// [`fixed_end`], against the fixed part's end the table's layout gives (`expected`).
+fn fixed_end_at(expected: usize, record: &[u8]) -> Result<usize, BadRecord> {
     let fixed_end = u16_at(record, 2)?;
-    if fixed_end != 4 + layout.fixed_len || record.len() < fixed_end {
+    if fixed_end != expected || record.len() < fixed_end {
         return Err(BadRecord("fixed-length part does not match the table"));
     }
     Ok(fixed_end)
@@ -883,7 +904,12 @@ fn fixed_part<'r>(
     layout: &Layout,
     record: &'r [u8],
 ) -> Result<(usize, usize, &'r [u8]), BadRecord> {
-    let fixed_end = fixed_end(layout, record)?;
+    fixed_part_at(4 + layout.fixed_len, record)
+}
+
+/// [`fixed_part`], against the fixed part's end the table's layout gives (`expected`).
+fn fixed_part_at(expected: usize, record: &[u8]) -> Result<(usize, usize, &[u8]), BadRecord> {
+    let fixed_end = fixed_end_at(expected, record)?;
     let stored_columns = u16_at(record, fixed_end)?;
     let bitmap_at = fixed_end + 2;
     let bitmap = record
@@ -913,8 +939,7 @@ fn decode_selected(
     let mut var_index = 0;
     for (index, column) in columns.iter().enumerate() {
         let skipped = wanted.is_some_and(|w| !w[index]);
-        let is_null =
-            skipped || index < stored_columns && bitmap[index / 8] & (1 << (index % 8)) != 0;
+        let is_null = skipped || null_bit_set(stored_columns, bitmap, index);
         match layout.fixed[index] {
             Some((offset, bit)) => {
                 let value = if is_null {
