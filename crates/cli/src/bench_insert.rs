@@ -108,6 +108,10 @@ struct Report {
     log_flushes: u64,
     log_mb_flushed: f64,
     avg_log_flush_kb: f64,
+    /// Automatic checkpoints taken during the run, and the data pages the pool wrote (the
+    /// checkpoints' and the lazy writer's): background work that shares the machine's cores.
+    auto_checkpoints: u64,
+    page_writes: u64,
 }
 
 fn columns(key: KeyKind) -> Vec<Column> {
@@ -205,6 +209,8 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     );
     instance.waits.clear();
     let log_before = db.log().stats();
+    let (checkpoints_before, writes_before) =
+        (db.auto_checkpoints(), instance.buffer_pool.counters().page_writes);
     instance.latches.clear();
     instance.buffer_pool.clear_page_waits();
     let bar = progress(args.rows);
@@ -271,6 +277,8 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     report.log_flushes = flushes;
     report.log_mb_flushed = flushed as f64 / 1048576.0;
     report.avg_log_flush_kb = flushed as f64 / 1024.0 / flushes.max(1) as f64;
+    report.auto_checkpoints = db.auto_checkpoints() - checkpoints_before;
+    report.page_writes = instance.buffer_pool.counters().page_writes - writes_before;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
     } else {
@@ -366,6 +374,8 @@ fn build_report(
         log_flushes: 0,
         log_mb_flushed: 0.0,
         avg_log_flush_kb: 0.0,
+        auto_checkpoints: 0,
+        page_writes: 0,
     }
 }
 
@@ -390,6 +400,11 @@ fn print_report(report: &Report) {
         report.log_flushes,
         report.log_mb_flushed,
         report.avg_log_flush_kb
+    );
+    outln!(
+        "background: {} automatic checkpoint(s), {} data pages written",
+        report.auto_checkpoints,
+        report.page_writes
     );
     let total_ms: u64 = report.waits.iter().map(|w| w.wait_time_ms).sum();
     outln!(

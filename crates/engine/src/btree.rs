@@ -467,10 +467,9 @@ impl BTree {
         key: &[Value],
     ) -> SqlResult<LeafSlot> {
         let (mut low, mut high) = (0u16, datapage::slot_count(buf));
+        datapage::touch_records(buf);
         while low < high {
             let mid = (low + high) / 2;
-            datapage::touch_record(buf, (low + mid) / 2);
-            datapage::touch_record(buf, (mid + 1 + high) / 2);
             let bytes =
                 datapage::record_prefix(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
             let order =

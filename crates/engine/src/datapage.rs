@@ -127,6 +127,27 @@ pub fn touch_record(buf: &PageBuf, slot: u16) {
     }
 }
 
+/// Loads the first key byte of every record on the page and the first 256 bytes at
+/// m_freeData (where an insert puts its record), in one loop of independent loads, so that
+/// their cache misses overlap (a prefetch without `unsafe`). A leaf that a random key lands on
+/// is mostly cold: a binary search over it took one cache miss after another (a slot, then its
+/// record), about a tenth of `bench insert`'s CPU. Index pages, few and hot, keep
+/// [`touch_record`]'s two probes ahead instead.
+pub fn touch_records(buf: &PageBuf) {
+    let count = usize::from(slot_count(buf)).min(BODY_BYTES / 2);
+    let mut any = 0u8;
+    for slot in 0..count {
+        let at = PAGE_SIZE - 2 * (slot + 1);
+        let offset = usize::from(u16::from_le_bytes([buf[at], buf[at + 1]]));
+        any ^= buf.get(offset + 4).copied().unwrap_or(0);
+    }
+    let free_data = usize::from(page::header_free_data(&buf[..]));
+    for line in 0..4 {
+        any ^= buf.get(free_data + 64 * line).copied().unwrap_or(0);
+    }
+    std::hint::black_box(any);
+}
+
 fn set_slot(buf: &mut PageBuf, slot: u16, offset: u16) {
     let at = PAGE_SIZE - 2 * (usize::from(slot) + 1);
     buf[at..at + 2].copy_from_slice(&offset.to_le_bytes());
@@ -435,6 +456,9 @@ mod tests {
         let mut buf = page();
         assert!(insert(&mut buf, 0, &row(1, 10)));
         buf[22..24].copy_from_slice(&60_000u16.to_le_bytes()); // m_slotCnt
+        touch_records(&buf);
+        buf[30..32].copy_from_slice(&u16::MAX.to_le_bytes()); // m_freeData past the page
+        touch_records(&buf);
         for slot in [0, 4_000, 4_047, 4_048, 5_000, 59_999] {
             touch_record(&buf, slot);
             if slot >= 4_048 {
