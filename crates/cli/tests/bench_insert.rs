@@ -26,6 +26,7 @@ fn guid_and_identity_loads_report_rows_waits_and_latch_resources() {
         assert!(report["rows_per_s"].as_f64().unwrap() > 0.0);
         assert!(report["size_on_disk_mb"].as_f64().unwrap() >= 16.0, "two files of at least 8 MB");
         assert_eq!(report["durable"], true, "each batch of 1,000 rows commits durably");
+        assert_eq!(report["large_pages"], true, "-T834 by default");
         // Each session commits its 750 rows as one batch: four commits, whose flushes group
         // commit may share; the WAL rule may add a few for pages written early.
         let flushes = report["log_flushes"].as_u64().unwrap();
@@ -43,6 +44,16 @@ fn guid_and_identity_loads_report_rows_waits_and_latch_resources() {
             assert!(resource["page_type"].as_str().unwrap().ends_with("_PAGE"));
         }
     }
+}
+
+#[test]
+fn no_large_pages_starts_the_pool_without_trace_flag_834() {
+    let report = run(&["--sessions", "1", "--rows", "100", "--no-large-pages"]);
+    assert_eq!(report["large_pages"], false, "{report}");
+    assert_eq!(report["rows"], 100);
+    // A load this small fills no 70 % of the log: no automatic checkpoint runs during it.
+    assert_eq!(report["auto_checkpoints"], 0, "{report}");
+    assert!(report["page_writes"].is_u64(), "{report}");
 }
 
 #[test]
