@@ -74,7 +74,7 @@ fn the_top_waits_query_runs_after_a_load_and_lists_its_waits() {
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/top_waits.sql");
     let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["bench", "insert", "--sessions", "4", "--files", "1", "--rows", "4000", "--dir"])
+        .args(["bench", "insert", "--sessions", "16", "--files", "1", "--rows", "16000", "--dir"])
         .arg(dir.path())
         .arg("--sql")
         .arg(&script)
@@ -82,7 +82,10 @@ fn the_top_waits_query_runs_after_a_load_and_lists_its_waits() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-    let table = stdout.split("WaitType").nth(1).expect("the query's result");
+    // The query's result comes last, after the bench's own waits table (which has the same
+    // first column name): its header's rest, the dashes, then the rows.
+    let table = stdout.rsplit("WaitType").next().expect("the query's result");
+    assert!(table.lines().nth(1).is_some_and(|l| l.starts_with("----")), "{table}");
     let listed: Vec<&str> =
         table.lines().skip(2).filter_map(|l| l.split_whitespace().next()).collect();
     assert!(listed.iter().any(|w| w.starts_with("PAGELATCH_") || *w == "WRITELOG"), "{table}");
