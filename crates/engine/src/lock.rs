@@ -210,12 +210,16 @@ struct Table {
 impl Table {
     /// Takes a transaction's grant off a resource, grants the waiters that can now go, and
     /// forgets the resource once nobody holds or waits for it. (`held_by` is the caller's.)
+    /// One lookup: the entry found is the one removed (a commit drops about a thousand key
+    /// locks, each in a cold bucket).
     fn drop_grant(&mut self, xact_id: u64, resource: LockResource) {
-        if let Some(entry) = self.entries.get_mut(&resource) {
+        if let std::collections::hash_map::Entry::Occupied(mut found) = self.entries.entry(resource)
+        {
+            let entry = found.get_mut();
             entry.granted.remove(&xact_id);
             entry.grant_waiters();
             if entry.granted.is_empty() && entry.waiting.is_empty() {
-                self.entries.remove(&resource);
+                found.remove();
             }
         }
     }
@@ -620,6 +624,29 @@ mod tests {
 
     fn lock(manager: &LockManager, xact_id: u64, resource: LockResource) -> SqlResult<Acquired> {
         manager.acquire(owner(xact_id), resource, X, &mut |_| {}, &mut |_| {})
+    }
+
+    fn entries_kept(manager: &LockManager) -> usize {
+        manager.partitions.iter().map(|p| p.table.lock().entries.len()).sum()
+    }
+
+    /// A commit forgets every resource nobody holds or waits for any more, and keeps the ones
+    /// another transaction still holds.
+    #[test]
+    fn releasing_forgets_the_resources_left_without_holders() {
+        let manager = LockManager::default();
+        for hash in 0..100 {
+            assert!(matches!(lock(&manager, 1, key(hash)), Ok(Acquired::Granted)));
+        }
+        let shared = |x| manager.acquire(owner(x), key(1_000), S, &mut |_| {}, &mut |_| {});
+        assert!(matches!(shared(1), Ok(Acquired::Granted)));
+        assert!(matches!(shared(2), Ok(Acquired::Granted)));
+        assert_eq!(entries_kept(&manager), 101);
+        manager.release_all(1);
+        assert_eq!(entries_kept(&manager), 1, "only the key transaction 2 still holds");
+        assert_eq!(manager.snapshot(), vec![(key(1_000), 2, 52, S)]);
+        manager.release_all(2);
+        assert_eq!(entries_kept(&manager), 0);
     }
 
     /// Two transactions that each hold the key the other wants, the keys in different
