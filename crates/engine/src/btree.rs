@@ -355,7 +355,9 @@ impl BTree {
         PageKey::new(db.database_id, page)
     }
 
-    fn key_of(&self, values: &[Value]) -> Vec<Value> {
+    /// The key columns of a row, inline for keys of up to four columns (no allocation per
+    /// insert).
+    fn key_of(&self, values: &[Value]) -> SmallVec<[Value; 4]> {
         self.key_columns.iter().map(|i| values[*i].clone()).collect()
     }
 
@@ -1174,7 +1176,7 @@ impl BTree {
 
     /// The key of a stored row (what [`BTree::delete`] takes).
     pub fn stored_key(&self, row: &[Value]) -> Vec<Value> {
-        self.key_of(row)
+        self.key_of(row).into_vec()
     }
 
     /// The scan behind [`BTree::range`]. Forward scans couple SH latches along the leaf level;
