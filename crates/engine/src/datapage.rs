@@ -139,13 +139,13 @@ const PAGE_LINES: usize = PAGE_SIZE / 64;
 /// every record with fewer loads. Index pages, few and hot, keep [`touch_record`]'s two probes
 /// ahead instead.
 pub fn touch_records(buf: &PageBuf) {
-    let count = usize::from(slot_count(buf)).min(BODY_BYTES / 2);
+    // At most BODY_BYTES / 2 slots fit below the header: a larger m_slotCnt is corrupt.
+    let count = slot_count(buf).min((BODY_BYTES / 2) as u16);
     let free_data = usize::from(page::header_free_data(&buf[..])).min(PAGE_SIZE);
     let mut any = 0u8;
-    if count <= PAGE_LINES {
+    if usize::from(count) <= PAGE_LINES {
         for slot in 0..count {
-            let at = PAGE_SIZE - 2 * (slot + 1);
-            let offset = usize::from(u16::from_le_bytes([buf[at], buf[at + 1]]));
+            let offset = usize::from(slot_offset(&buf[..], slot));
             any ^= buf.get(offset + 4).copied().unwrap_or(0);
         }
     } else {
