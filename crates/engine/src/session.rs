@@ -11,10 +11,16 @@
 //! the running one, which is the nearest the OS offers to SQLOS's rule. With many sessions
 //! per core (`bench insert`'s 16 on 2 cores) a session woken by a latch release then no longer
 //! preempts the session that released it, often while that one holds another latch.
-//! Background tasks (log writer, checkpoint, lazy writer, ghost cleanup) keep the normal policy,
-//! as SQL Server's system tasks are not queued behind user workers. Deviation: SCHED_BATCH
-//! still time-slices (SQLOS's quantum is 4 ms; the kernel's slice is its own), and other OSes
-//! keep their default policy.
+//!
+//! System tasks follow the scheduler SQL Server runs them on
+//! (`database::TaskScheduler`). The CHECKPOINT and GHOST CLEANUP system sessions are
+//! tasks on the regular schedulers, cooperative like user workers [R]: their threads run as
+//! workers too, so a checkpoint woken by each completed write no longer preempts a session
+//! that holds a latch. The LOG WRITER runs on hidden schedulers of its own since SQL Server 2016
+//! (Bob Dorr, "SQL 2016 - It Just Runs Faster: Multiple Log Writer Workers") and keeps the
+//! normal policy, as does the lazy writer, whose scheduler is not established here.
+//! Deviation: SCHED_BATCH still time-slices (SQLOS's quantum is 4 ms; the kernel's slice is
+//! its own), and other OSes keep their default policy.
 
 use crate::instance::{Instance, set_current_spid};
 use std::sync::Arc;

@@ -271,6 +271,63 @@ fn the_checkpoint_task_takes_the_automatic_checkpoints() {
     std::sync::Arc::into_inner(db).expect("the last reference").close().unwrap();
 }
 
+/// The scheduling policy (`/proc`'s field 41: 0 SCHED_OTHER, 3 SCHED_BATCH) of every thread of
+/// this process whose name starts with `name` (the kernel keeps 15 bytes of a name).
+#[cfg(target_os = "linux")]
+fn policies_of_threads_named(name: &str) -> Vec<u32> {
+    let mut policies = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task").flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !name.starts_with(comm.trim_end()) || comm.trim_end().is_empty() {
+            continue;
+        }
+        // The fields after the name in parentheses start with field 3 (the state).
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        let after_name = &stat[stat.rfind(')').expect("a stat line names its thread") + 1..];
+        let field = after_name.split_whitespace().nth(41 - 3).expect("field 41, the policy");
+        policies.push(field.parse().expect("a policy number"));
+    }
+    policies
+}
+
+/// The checkpoint and ghost-cleanup tasks run on SQLOS's regular schedulers in SQL Server, so
+/// their threads are scheduled as session workers (SCHED_BATCH: their wake-ups do not preempt
+/// a running session); the log writer runs on a hidden scheduler of its own and keeps the
+/// normal policy. (Other tests' tasks may run meanwhile: they follow the same rule, and a
+/// thread just started is waited for until it has set its policy.)
+#[cfg(target_os = "linux")]
+#[test]
+fn system_tasks_are_scheduled_by_the_scheduler_sql_server_runs_them_on() {
+    const SCHED_OTHER: u32 = 0;
+    const SCHED_BATCH: u32 = 3;
+    let lab = lab_with(|_| {});
+    let db = std::sync::Arc::new(Database::create(&lab.instance, &spec()).unwrap());
+    db.start_checkpoint_task();
+    db.start_ghost_cleanup(std::time::Duration::from_secs(60));
+    db.start_log_writer();
+    let expected = [
+        ("extentdb-checkpoint", SCHED_BATCH),
+        ("extentdb-ghostcleanup", SCHED_BATCH),
+        ("extentdb-logwriter", SCHED_OTHER),
+    ];
+    for (name, policy) in expected {
+        let started = std::time::Instant::now();
+        loop {
+            let policies = policies_of_threads_named(name);
+            if !policies.is_empty() && policies.iter().all(|p| *p == policy) {
+                break;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "{name}: policies {policies:?}, expected {policy}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    db.stop_background_tasks();
+    std::sync::Arc::into_inner(db).expect("the last reference").close().unwrap();
+}
+
 #[test]
 fn a_log_70_percent_full_checkpoints_automatically_and_reuses_its_vlfs() {
     let lab = lab_with(|_| {});

@@ -18,8 +18,21 @@ use std::time::Duration;
 /// The session id the checkpoint task runs as (a system session, below 51).
 pub const CHECKPOINT_SPID: u16 = 19;
 
+/// Which kind of SQLOS scheduler SQL Server runs a system task on, and so how its thread is
+/// scheduled here ([`crate::session`]'s module header has the rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskScheduler {
+    /// A regular scheduler, shared with user workers: the task is cooperative like them (the
+    /// CHECKPOINT and GHOST CLEANUP system sessions). Its thread runs as a worker
+    /// ([`crate::session::run_as_worker`]), so its wake-ups do not preempt a running session.
+    Regular,
+    /// A hidden scheduler of its own (the LOG WRITER since SQL Server 2016): the thread keeps
+    /// the OS's normal policy and competes with the workers as SQL Server's does.
+    Hidden,
+}
+
 /// A background system task's state, shared by the database and the task's thread (the
-/// checkpoint task, and the ghost-cleanup task of `ghosts.rs`).
+/// checkpoint task, the ghost-cleanup task of `ghosts.rs` and the log writer).
 #[derive(Default)]
 pub(crate) struct BackgroundTask {
     stop: AtomicBool,
@@ -60,8 +73,14 @@ impl BackgroundTask {
         self.stop.load(Ordering::Acquire)
     }
 
-    /// Runs `body` on a thread named `name` unless the task runs already.
-    pub(crate) fn start(&self, name: &str, body: impl FnOnce() + Send + 'static) {
+    /// Runs `body` on a thread named `name`, scheduled as `scheduler` says, unless the task
+    /// runs already.
+    pub(crate) fn start(
+        &self,
+        name: &str,
+        scheduler: TaskScheduler,
+        body: impl FnOnce() + Send + 'static,
+    ) {
         let mut thread = self.thread.lock();
         if thread.is_some() {
             return;
@@ -69,7 +88,12 @@ impl BackgroundTask {
         self.stop.store(false, Ordering::Release);
         let handle = std::thread::Builder::new()
             .name(name.into())
-            .spawn(body)
+            .spawn(move || {
+                if scheduler == TaskScheduler::Regular {
+                    crate::session::run_as_worker();
+                }
+                body()
+            })
             .expect("a background task's thread starts");
         *thread = Some(handle);
     }
@@ -120,7 +144,9 @@ impl Database {
     pub fn start_checkpoint_task(self: &Arc<Self>) {
         let weak: Weak<Database> = Arc::downgrade(self);
         let shared = Arc::clone(&self.checkpoint_task);
-        self.checkpoint_task.start("extentdb-checkpoint", move || checkpoint_loop(&shared, &weak));
+        self.checkpoint_task.start("extentdb-checkpoint", TaskScheduler::Regular, move || {
+            checkpoint_loop(&shared, &weak)
+        });
     }
 
     /// Stops the checkpoint task and waits for a checkpoint it has under way; automatic

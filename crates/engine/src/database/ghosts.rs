@@ -118,7 +118,7 @@ impl Database {
     pub fn start_ghost_cleanup(self: &Arc<Self>, interval: Duration) {
         let weak: Weak<Database> = Arc::downgrade(self);
         let task = Arc::clone(&self.ghost_task);
-        self.ghost_task.start("extentdb-ghostcleanup", move || {
+        self.ghost_task.start("extentdb-ghostcleanup", TaskScheduler::Regular, move || {
             crate::instance::set_current_spid(GHOST_CLEANUP_SPID);
             loop {
                 task.take_request(Some(interval));

@@ -395,7 +395,7 @@ pub(crate) fn zero_fill(
 }
 
 mod checkpoint_task;
-pub(crate) use checkpoint_task::BackgroundTask;
+pub(crate) use checkpoint_task::{BackgroundTask, TaskScheduler};
 mod create;
 mod ghosts;
 mod growth;

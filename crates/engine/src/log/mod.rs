@@ -51,7 +51,7 @@ pub mod mtr;
 pub mod record;
 pub mod vlf;
 
-use crate::database::BackgroundTask;
+use crate::database::{BackgroundTask, TaskScheduler};
 use crate::error::{SqlError, SqlResult};
 use crate::file::{FileHeader, FileType};
 use crate::filegroup::{Growth, grown_size_pages};
@@ -843,7 +843,9 @@ impl LogManager {
     pub fn start_writer(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         let task = Arc::clone(&self.writer);
-        self.writer.start("extentdb-logwriter", move || log_writer_loop(&task, &weak));
+        self.writer.start("extentdb-logwriter", TaskScheduler::Hidden, move || {
+            log_writer_loop(&task, &weak)
+        });
         self.writer_started.store(true, std::sync::atomic::Ordering::Release);
     }
 
