@@ -272,13 +272,14 @@ fn the_checkpoint_task_takes_the_automatic_checkpoints() {
 }
 
 /// The scheduling policy (`/proc`'s field 41: 0 SCHED_OTHER, 3 SCHED_BATCH) of every thread of
-/// this process whose name starts with `name` (the kernel keeps 15 bytes of a name).
+/// this process named `name` (as the kernel keeps it: its first 15 bytes).
 #[cfg(target_os = "linux")]
 fn policies_of_threads_named(name: &str) -> Vec<u32> {
+    let kept_name = &name[..name.len().min(15)];
     let mut policies = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task").flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if !name.starts_with(comm.trim_end()) || comm.trim_end().is_empty() {
+        if comm.trim_end() != kept_name {
             continue;
         }
         // The fields after the name in parentheses start with field 3 (the state).
