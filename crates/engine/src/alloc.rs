@@ -167,6 +167,16 @@ pub fn fixed_pages_in(from_page: u32, size_pages: u32, is_primary: bool) -> Vec<
     pages
 }
 
+/// Whether `page_no` is a fixed system page of its file (file header, PFS, GAM, SGAM, DCM,
+/// BCM, and the boot page of the primary file): [`fixed_pages_in`] as a test on one page.
+pub fn is_fixed_page(page_no: u32, is_primary: bool) -> bool {
+    if page_no == 0 || pfs_page_for(page_no) == page_no || (is_primary && page_no == BOOT_PAGE) {
+        return true;
+    }
+    let interval = page_no / GAM_INTERVAL_PAGES;
+    MapKind::ALL.into_iter().any(|kind| map_page(interval, kind) == page_no)
+}
+
 /// Free extents that laying out `[from_page, to_page)` creates: the whole extents of the range
 /// that hold no fixed page. This is how a new file (from 0) or a growth is laid out.
 pub fn free_extents_in_range(from_page: u32, to_page: u32, is_primary: bool) -> u32 {
@@ -335,6 +345,16 @@ mod tests {
         assert_eq!(pfs_page_for(8087), 1);
         assert_eq!(pfs_page_for(8088), 8088);
         assert_eq!(map_page(1, MapKind::Sgam), 511_233);
+    }
+
+    #[test]
+    fn is_fixed_page_agrees_with_fixed_pages_in() {
+        for primary in [false, true] {
+            let fixed = fixed_pages_in(0, 1_100_000, primary);
+            let tested: Vec<u32> =
+                (0..1_100_000).filter(|page| is_fixed_page(*page, primary)).collect();
+            assert_eq!(tested, fixed, "primary {primary}");
+        }
     }
 
     #[test]

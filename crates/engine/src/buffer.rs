@@ -25,8 +25,10 @@
 //! [`GATHER_WRITE_PAGES`] (1 MB) in one write, unbuffered where the backend can
 //! ([`crate::io::IoFile::write_gathered`]).
 //!
-//! Deviation: reads and writes are synchronous pread/pwrite on the calling thread, not
-//! asynchronous I/O completed by another thread; the waits are the same time.
+//! Deviations: reads and writes are synchronous pread/pwrite on the calling thread, not
+//! asynchronous I/O completed by another thread; the waits are the same time. A latch request
+//! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
+//! at its 300 s latch timeout.
 //!
 //! Latch order (to avoid latch deadlocks), owned here and followed by callers:
 //! 1. Allocation pages: at most PFS, then SGAM, then GAM of the same file, nested in that order.
@@ -46,7 +48,11 @@
 //! 1. A frame with a pin count above 0 is never evicted or reused.
 //! 2. A page is modified only under an UP or EX latch, and a write-back holds UP, so the bytes
 //!    written are never being changed.
-//! 3. Every page read from disk is verified (checksum, page id) before any guard sees it.
+//! 3. Every page read from disk is verified (checksum, page id, structure audit: page
+//!    invariant 4) before any guard sees it.
+//! 4. A session never waits for a latch it holds itself (latch invariant 4): such a request,
+//!    and a new page that the session's open mtr holds, are error 845 at once. Only corrupt
+//!    allocation maps lead there.
 
 use crate::datapage;
 use crate::error::{SqlError, SqlResult};
@@ -333,7 +339,7 @@ impl BufferPool {
     /// Latches a page in `mode`, reading it from disk if it is not cached.
     pub fn fetch(&self, key: PageKey, mode: LatchMode) -> SqlResult<PageGuard<'_>> {
         for _ in 0..MAX_EVICTION_ROUNDS {
-            if let Some(guard) = self.fetch_cached(key, mode) {
+            if let Some(guard) = self.fetch_cached(key, mode)? {
                 return Ok(guard);
             }
             if let Some(index) = self.claim_frame(key)? {
@@ -346,7 +352,12 @@ impl BufferPool {
     /// Latches a page that is being created: no read, the bytes start zeroed, the page is dirty.
     pub fn new_page(&self, key: PageKey) -> SqlResult<PageGuard<'_>> {
         for _ in 0..MAX_EVICTION_ROUNDS {
-            if let Some(guard) = self.fetch_cached(key, LatchMode::Ex) {
+            if let Some(guard) = self.fetch_cached(key, LatchMode::Ex)? {
+                if guard.borrowed {
+                    // This session's mtr holds the page: it is in use, whatever the allocation
+                    // maps said (latch invariant 4's case, met without a wait).
+                    return Err(latch_timeout(key, LatchMode::Ex));
+                }
                 // Not logged: the first logged change of a new page is a format record, whose
                 // redo starts from zeros.
                 self.frames[guard.index].data.write().as_mut().expect("latched").fill(0);
@@ -380,16 +391,16 @@ impl BufferPool {
     }
 
     /// The cached frame of `key`, pinned and latched; None if not cached.
-    fn fetch_cached(&self, key: PageKey, mode: LatchMode) -> Option<PageGuard<'_>> {
+    fn fetch_cached(&self, key: PageKey, mode: LatchMode) -> SqlResult<Option<PageGuard<'_>>> {
         let table = self.table.lock();
-        let index = *table.get(&key)?;
+        let Some(index) = table.get(&key).copied() else { return Ok(None) };
         let frame = &self.frames[index];
         if let Some(held_mode) = mtr::held_mode(index) {
             // This session's open mtr still holds the page: use its latch.
             drop(table);
             let spid = crate::instance::current_spid();
             let fresh = std::cell::Cell::new(false);
-            return Some(PageGuard {
+            return Ok(Some(PageGuard {
                 pool: self,
                 index,
                 mode: held_mode,
@@ -397,7 +408,7 @@ impl BufferPool {
                 spid,
                 fresh,
                 borrowed: true,
-            });
+            }));
         }
         {
             let mut meta = frame.meta.lock();
@@ -406,19 +417,24 @@ impl BufferPool {
         }
         drop(table);
         let spid = crate::instance::current_spid();
-        self.latch_frame(index, key, mode, spid);
+        if let Err(error) = self.latch_frame(index, key, mode, spid) {
+            self.unpin(index);
+            return Err(error);
+        }
         if frame.orphaned.load(Ordering::Acquire) {
             // The page's read failed while we waited (or its file was dropped); its frame was
             // given back. Start again.
             frame.latch.release(mode, spid);
             self.unpin(index);
-            return None;
+            return Ok(None);
         }
-        Some(self.guard(index, mode, key, spid))
+        Ok(Some(self.guard(index, mode, key, spid)))
     }
 
-    /// Acquires a frame's latch, recording the wait if there was one.
-    fn latch_frame(&self, index: usize, key: PageKey, mode: LatchMode, spid: u16) {
+    /// Acquires a frame's latch, recording the wait if there was one. Error 845 when this
+    /// thread holds the latch itself in a mode that blocks the request (latch invariant 4):
+    /// that wait would never end, where SQL Server's ends at its latch timeout with 845.
+    fn latch_frame(&self, index: usize, key: PageKey, mode: LatchMode, spid: u16) -> SqlResult<()> {
         let frame = &self.frames[index];
         let mut wait_type = mode.pagelatch_wait();
         let mut registration = None;
@@ -434,9 +450,12 @@ impl BufferPool {
             ));
         });
         drop(registration);
-        if let Some(wait) = waited {
-            self.record_wait(key, wait_type, wait.waited, wait.signal);
+        match waited {
+            Ok(Some(wait)) => self.record_wait(key, wait_type, wait.waited, wait.signal),
+            Ok(None) => {}
+            Err(_) => return Err(latch_timeout(key, mode)),
         }
+        Ok(())
     }
 
     fn record_wait(
@@ -695,7 +714,7 @@ impl BufferPool {
         filter: impl Fn(PageKey) -> bool,
     ) -> SqlResult<usize> {
         let spid = crate::instance::current_spid();
-        let Some(key) = self.claim_for_write(index, wait, &filter, spid) else {
+        let Some(key) = self.claim_for_write(index, wait, &filter, spid)? else {
             return Ok(0);
         };
         let mut run = WriteRun { pool: self, spid, frames: SmallVec::new(), first: key };
@@ -718,14 +737,14 @@ impl BufferPool {
     /// Pins and latches (UP) a dirty frame for a write-back; the frame's meta lock alone orders
     /// this with eviction, which unmaps a frame under the same lock only when it is unpinned.
     /// None (nothing held) if the frame is clean, pinned while `wait` is false, fails
-    /// `filter`, or was discarded meanwhile.
+    /// `filter`, or was discarded meanwhile; error 845 if this thread holds its latch.
     fn claim_for_write(
         &self,
         index: usize,
         wait: bool,
         filter: &impl Fn(PageKey) -> bool,
         spid: u16,
-    ) -> Option<PageKey> {
+    ) -> SqlResult<Option<PageKey>> {
         let frame = &self.frames[index];
         let key = {
             let mut meta = frame.meta.lock();
@@ -734,24 +753,27 @@ impl BufferPool {
                     meta.pin_count += 1;
                     key
                 }
-                _ => return None,
+                _ => return Ok(None),
             }
         };
         if wait {
-            self.latch_frame(index, key, LatchMode::Up, spid);
+            if let Err(error) = self.latch_frame(index, key, LatchMode::Up, spid) {
+                self.unpin(index);
+                return Err(error);
+            }
         } else if !frame.latch.try_acquire(LatchMode::Up, spid) {
             self.unpin(index);
-            return None;
+            return Ok(None);
         }
         // The page may have been discarded, or written by another, while this session waited.
         let meta = frame.meta.lock();
         if meta.key == Some(key) && meta.dirty {
-            return Some(key);
+            return Ok(Some(key));
         }
         drop(meta);
         frame.latch.release(LatchMode::Up, spid);
         self.unpin(index);
-        None
+        Ok(None)
     }
 
     /// Extends `run` with the dirty neighbours of its first page: forward, then backward.
@@ -794,15 +816,16 @@ impl BufferPool {
         before: bool,
     ) -> bool {
         let Some(index) = self.table.lock().get(&key).copied() else { return false };
+        // Without waiting (`wait` false), a claim never meets latch invariant 4's error.
         match self.claim_for_write(index, false, filter, run.spid) {
-            Some(claimed) if claimed == key => {}
-            Some(_) => {
+            Ok(Some(claimed)) if claimed == key => {}
+            Ok(Some(_)) => {
                 // The frame was given to another page since the table was read.
                 self.frames[index].latch.release(LatchMode::Up, run.spid);
                 self.unpin(index);
                 return false;
             }
-            None => return false,
+            Ok(None) | Err(_) => return false,
         }
         let page_lsn = self.seal_frame(index);
         if unflushed(page_lsn) {
@@ -961,6 +984,22 @@ impl BufferPool {
         let index = self.table.lock().get(&key).copied();
         index.is_some_and(|i| self.frames[i].meta.lock().dirty)
     }
+}
+
+/// 845, SQL Server's error for a buffer latch it could not get in time. Latch types are
+/// numbered KP 1, SH 2, UP 3, EX 4, DT 5 in its text.
+fn latch_timeout(key: PageKey, mode: LatchMode) -> SqlError {
+    let latch_type = LatchMode::ALL.iter().position(|m| *m == mode).unwrap_or(0) + 1;
+    SqlError::new(
+        845,
+        17,
+        1,
+        format!(
+            "Time-out occurred while waiting for buffer latch type {latch_type} for page {}, \
+             database ID {}.",
+            key.page, key.database_id
+        ),
+    )
 }
 
 fn insufficient_memory() -> SqlError {

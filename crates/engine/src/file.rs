@@ -485,6 +485,9 @@ impl FileAlloc {
 
     /// Takes a free page of an extent (PFS UP), marking it allocated with `extra_bits`; for a
     /// mixed extent whose last free page it was, clears the SGAM bit (nested, latch order).
+    /// A fixed page (PFS, GAM, boot page...) is never taken, even when a corrupt PFS byte calls
+    /// it free: formatting it as a data page would destroy an allocation map (and the session
+    /// would then wait for its own latch on it). DBCC CHECKALLOC reports the byte.
     pub fn take_page_in_extent(
         &self,
         pool: &BufferPool,
@@ -494,8 +497,10 @@ impl FileAlloc {
         let first = first_page_of_extent(extent);
         let pfs_page = self.latch(pool, alloc::pfs_page_for(first), LatchMode::Up)?;
         let taken = pfs_page.write_within(&[alloc::pfs_extent_range(first)], |buf| {
-            let page_no = (first..first + PAGES_PER_EXTENT)
-                .find(|p| alloc::pfs_get(buf, *p) & pfs::ALLOCATED == 0)?;
+            let page_no = (first..first + PAGES_PER_EXTENT).find(|p| {
+                alloc::pfs_get(buf, *p) & pfs::ALLOCATED == 0
+                    && !alloc::is_fixed_page(*p, self.is_primary)
+            })?;
             let before = alloc::pfs_get(buf, page_no);
             alloc::pfs_set(buf, page_no, (before & pfs::MIXED) | pfs::ALLOCATED | extra_bits);
             let now_full = (first..first + PAGES_PER_EXTENT)
@@ -511,19 +516,31 @@ impl FileAlloc {
     }
 
     /// Clears a page's PFS allocated bit (and IAM bit); for a mixed extent sets its SGAM bit.
-    /// Returns true when its whole extent is now unused.
+    /// Returns true when its whole extent is now unused. A page whose PFS byte says it is not
+    /// allocated (a corrupt PFS page: its owner still uses it) is error 8948, nothing changed.
     pub fn mark_page_free(&self, pool: &BufferPool, page_no: u32) -> SqlResult<bool> {
         let extent = extent_of_page(page_no);
         let first = first_page_of_extent(extent);
-        let pfs_page = self.latch(pool, alloc::pfs_page_for(page_no), LatchMode::Up)?;
+        let pfs_page_no = alloc::pfs_page_for(page_no);
+        let pfs_page = self.latch(pool, pfs_page_no, LatchMode::Up)?;
+        let status = pfs_page.read(|buf| alloc::pfs_get(buf, page_no));
+        if status & pfs::ALLOCATED == 0 {
+            return Err(SqlError::new(
+                8948,
+                16,
+                1,
+                format!(
+                    "Database error: Page {} is marked with the wrong type in PFS page {}. PFS \
+                     status 0x{status:x} expected 0x{:x}.",
+                    PageId::new(self.file_id, page_no),
+                    PageId::new(self.file_id, pfs_page_no),
+                    status | pfs::ALLOCATED
+                ),
+            ));
+        }
         let (was_mixed, all_free) =
             pfs_page.write_within(&[alloc::pfs_extent_range(first)], |buf| {
                 let before = alloc::pfs_get(buf, page_no);
-                assert_ne!(
-                    before & pfs::ALLOCATED,
-                    0,
-                    "freeing page {page_no} that is not allocated"
-                );
                 alloc::pfs_set(buf, page_no, before & !(pfs::ALLOCATED | pfs::IAM));
                 let all_free = (first..first + PAGES_PER_EXTENT)
                     .all(|p| alloc::pfs_get(buf, p) & pfs::ALLOCATED == 0);

@@ -20,6 +20,12 @@
 //! 1. Every pair of simultaneous holders is compatible by the matrix.
 //! 2. Waiters are granted in arrival order.
 //! 3. A holder count never underflows (releasing a mode not held is a programmer error).
+//! 4. A thread never waits for a latch that only it can let go: when its request cannot be
+//!    granted at once and the thread itself holds the latch in a mode that blocks the request
+//!    (or blocks a waiter queued ahead of it), [`Latch::acquire`] refuses with
+//!    [`SelfDeadlock`] instead of parking for ever. Only corruption leads there (an
+//!    allocation map that calls a page in use free, so a session allocates the page it holds);
+//!    the buffer pool reports it as SQL Server reports a latch it could not get, error 845.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::VecDeque;
@@ -73,11 +79,38 @@ pub fn compatible(held: LatchMode, requested: LatchMode) -> bool {
     }
 }
 
+/// A number for the calling thread (a latch holder's identity; session ids are not unique to
+/// a thread: every thread outside a session runs as spid 0).
+fn thread_token() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    thread_local! {
+        static TOKEN: u32 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TOKEN.with(|token| *token)
+}
+
+/// One hold of a latch: by which session, in which mode, on which thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Holder {
+    spid: u16,
+    mode: LatchMode,
+    thread: u32,
+}
+
+/// A request refused by invariant 4: the calling thread holds the latch in `held`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelfDeadlock {
+    pub held: LatchMode,
+}
+
 /// A queued request.
 struct Waiter {
     ticket: u64,
     mode: LatchMode,
     spid: u16,
+    /// The waiting thread's [`thread_token`].
+    token: u32,
     /// Woken when granted, and only then.
     thread: Thread,
 }
@@ -90,7 +123,7 @@ struct LatchState {
     held: [u32; 5],
     /// Session ids of the holders (for blocking_session_id), one entry per hold.
     /// Inline for the usual few holders: no heap line to fetch on each grant.
-    holders: smallvec::SmallVec<[(u16, LatchMode); 4]>,
+    holders: smallvec::SmallVec<[Holder; 4]>,
     queue: VecDeque<Waiter>,
     /// Tickets granted by a releaser, with the moment they were granted (signalled).
     granted: Vec<(u64, Instant)>,
@@ -102,10 +135,22 @@ impl LatchState {
         LatchMode::ALL.iter().all(|held| self.held[held.index()] == 0 || compatible(*held, mode))
     }
 
-    fn grant(&mut self, mode: LatchMode, spid: u16) {
+    fn grant(&mut self, mode: LatchMode, spid: u16, thread: u32) {
         debug_assert!(self.grantable(mode), "invariant 1");
         self.held[mode.index()] += 1;
-        self.holders.push((spid, mode));
+        self.holders.push(Holder { spid, mode, thread });
+    }
+
+    /// Invariant 4: a mode `thread` holds that blocks `mode`, or blocks a waiter queued ahead.
+    fn held_in_the_way(&self, mode: LatchMode, thread: u32) -> Option<LatchMode> {
+        let mine = self.holders.iter().filter(|h| h.thread == thread);
+        for held in mine {
+            let blocks_queue = self.queue.iter().any(|w| !compatible(held.mode, w.mode));
+            if !compatible(held.mode, mode) || blocks_queue {
+                return Some(held.mode);
+            }
+        }
+        None
     }
 
     /// Grants the head of the queue and every waiter behind it that is compatible too, in
@@ -118,7 +163,7 @@ impl LatchState {
                 break;
             }
             let waiter = self.queue.pop_front().expect("the head exists");
-            self.grant(waiter.mode, waiter.spid);
+            self.grant(waiter.mode, waiter.spid, waiter.token);
             self.granted.push((waiter.ticket, Instant::now()));
             woken.push(waiter.thread);
         }
@@ -156,7 +201,7 @@ impl Latch {
     pub fn try_acquire(&self, mode: LatchMode, spid: u16) -> bool {
         let mut state = self.state.lock();
         if state.queue.is_empty() && state.grantable(mode) {
-            state.grant(mode, spid);
+            state.grant(mode, spid, thread_token());
             return true;
         }
         false
@@ -166,32 +211,38 @@ impl Latch {
     /// a holder's session id (it registers the waiting task); the return value says whether
     /// and how long the caller waited. Releasers grant waiters in FIFO order, several at once
     /// when their modes are compatible, so a queue of SH waiters drains in one step instead of
-    /// one context switch each.
+    /// one context switch each. Refused, without waiting, when the wait could never end
+    /// (invariant 4).
     pub fn acquire(
         &self,
         mode: LatchMode,
         spid: u16,
         on_wait_start: impl FnOnce(Option<u16>),
-    ) -> Option<LatchWait> {
+    ) -> Result<Option<LatchWait>, SelfDeadlock> {
+        let token = thread_token();
         let mut state = self.state.lock();
         if state.queue.is_empty() && state.grantable(mode) {
-            state.grant(mode, spid);
-            return None;
+            state.grant(mode, spid, token);
+            return Ok(None);
+        }
+        if let Some(held) = state.held_in_the_way(mode, token) {
+            return Err(SelfDeadlock { held });
         }
         let started = Instant::now();
         let ticket = state.next_ticket;
         state.next_ticket += 1;
-        state.queue.push_back(Waiter { ticket, mode, spid, thread: std::thread::current() });
-        let blocking_spid = state.holders.first().map(|(holder, _)| *holder);
+        let thread = std::thread::current();
+        state.queue.push_back(Waiter { ticket, mode, spid, token, thread });
+        let blocking_spid = state.holders.first().map(|holder| holder.spid);
         on_wait_start(blocking_spid);
         loop {
             if let Some(at) = state.granted.iter().position(|(t, _)| *t == ticket) {
                 let (_, granted_at) = state.granted.swap_remove(at);
-                return Some(LatchWait {
+                return Ok(Some(LatchWait {
                     waited: started.elapsed(),
                     signal: granted_at.elapsed(),
                     blocking_spid,
-                });
+                }));
             }
             // An unpark that comes between the unlock and the park is kept by the thread's
             // token, so the grant is never missed; a spurious wake only looks again.
@@ -207,7 +258,14 @@ impl Latch {
             "invariant 3: releasing a latch mode that is not held"
         );
         state.held[mode.index()] -= 1;
-        if let Some(at) = state.holders.iter().position(|h| *h == (spid, mode)) {
+        // This thread's hold first: a session id may be shared by several threads.
+        let token = thread_token();
+        let at = state
+            .holders
+            .iter()
+            .position(|h| (h.spid, h.mode, h.thread) == (spid, mode, token))
+            .or_else(|| state.holders.iter().position(|h| (h.spid, h.mode) == (spid, mode)));
+        if let Some(at) = at {
             state.holders.swap_remove(at);
         }
         let granted = state.grant_waiters();
@@ -220,8 +278,10 @@ impl Latch {
         assert!(state.held[LatchMode::Ex.index()] > 0, "downgrading a latch that is not held EX");
         state.held[LatchMode::Ex.index()] -= 1;
         state.held[mode.index()] += 1;
-        if let Some(holder) = state.holders.iter_mut().find(|h| **h == (spid, LatchMode::Ex)) {
-            holder.1 = mode;
+        if let Some(holder) =
+            state.holders.iter_mut().find(|h| (h.spid, h.mode) == (spid, LatchMode::Ex))
+        {
+            holder.mode = mode;
         }
         let granted = state.grant_waiters();
         wake(state, granted);
@@ -301,11 +361,62 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         latch.release(Ex, 60);
         let (blocker, wait) = waiter.join().unwrap();
+        let wait = wait.expect("another thread's EX is no self-deadlock");
         let wait = wait.expect("the SH request had to wait");
         assert_eq!(blocker, Some(60));
         assert_eq!(wait.blocking_spid, Some(60));
         assert!(wait.waited >= Duration::from_millis(20));
         assert!(wait.signal <= wait.waited);
+    }
+
+    /// Invariant 4: a request that only the requesting thread's own hold blocks is refused at
+    /// once; one that another thread's hold blocks waits as before.
+    #[test]
+    fn a_thread_never_waits_for_a_latch_only_it_can_release() {
+        let latch = Arc::new(Latch::default());
+        assert!(latch.try_acquire(Up, 70));
+        assert_eq!(latch.acquire(Up, 70, |_| {}), Err(SelfDeadlock { held: Up }));
+        assert_eq!(latch.acquire(Ex, 70, |_| {}), Err(SelfDeadlock { held: Up }));
+        assert_eq!(latch.acquire(Sh, 70, |_| {}), Ok(None), "SH is compatible with UP");
+        latch.release(Sh, 70);
+        // Another thread queues for EX behind this thread's UP: a second SH of this thread
+        // would queue behind that EX, which waits for the UP, so it is refused too.
+        let other = {
+            let latch = latch.clone();
+            std::thread::spawn(move || {
+                let wait = latch.acquire(Ex, 71, |_| {});
+                latch.release(Ex, 71);
+                wait
+            })
+        };
+        while latch.waiter_count() == 0 {
+            std::thread::yield_now();
+        }
+        assert_eq!(latch.acquire(Sh, 70, |_| {}), Err(SelfDeadlock { held: Up }));
+        latch.release(Up, 70);
+        assert!(other.join().unwrap().expect("another thread's UP").is_some());
+        // KP held here, SH held by another thread: an EX request of this thread waits for the
+        // other thread's SH (KP does not block EX), and is granted when it goes.
+        assert!(latch.try_acquire(Kp, 70));
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let reader = {
+            let latch = latch.clone();
+            std::thread::spawn(move || {
+                assert!(latch.try_acquire(Sh, 72));
+                held_tx.send(()).unwrap();
+                while latch.waiter_count() == 0 {
+                    std::thread::yield_now();
+                }
+                latch.release(Sh, 72);
+            })
+        };
+        held_rx.recv().unwrap();
+        let wait = latch.acquire(Ex, 70, |_| {});
+        assert!(wait.expect("the SH is another thread's").is_some(), "EX waited for the SH");
+        reader.join().unwrap();
+        latch.release(Ex, 70);
+        latch.release(Kp, 70);
+        assert_eq!(latch.held_counts(), [0; 5]);
     }
 
     /// Regression: waiters used to be granted one at a time, each after the previous one ran,
@@ -319,7 +430,7 @@ mod tests {
         for spid in 2..5u16 {
             let (shared, release) = (latch.clone(), release.clone());
             threads.push(std::thread::spawn(move || {
-                shared.acquire(Sh, spid, |_| {});
+                shared.acquire(Sh, spid, |_| {}).expect("held by another thread");
                 release.wait();
                 shared.release(Sh, spid);
             }));
@@ -346,7 +457,7 @@ mod tests {
         for spid in 2..6u16 {
             let (shared, order) = (latch.clone(), order.clone());
             threads.push(std::thread::spawn(move || {
-                shared.acquire(Ex, spid, |_| {});
+                shared.acquire(Ex, spid, |_| {}).expect("held by another thread");
                 order.lock().push(spid);
                 shared.release(Ex, spid);
             }));

@@ -36,6 +36,10 @@
 //! 2. Every page read from disk is verified before use: header version, checksum, and page id.
 //!    A failure is error 824 naming db:file:page, never a panic.
 //! 3. A page whose 96 header bytes are all zero is "never formatted" and carries no checksum.
+//! 4. A page read from disk passes the structure audit before use ([`verify`]): a known m_type,
+//!    and for data and index pages the slot array, m_freeData, m_freeCnt and m_ghostRecCnt
+//!    agree with the records. A failure is error 824 "audit failure", as SQL Server reports a
+//!    page that fails its basic integrity checks on read.
 
 use crate::units::{PAGE_SIZE, PageId};
 
@@ -275,9 +279,18 @@ pub fn seal(buf: &mut PageBuf) {
 /// Why a page read from disk was rejected (the inner text of error 824).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PageCorruption {
-    Checksum { expected: u32, actual: u32 },
-    WrongPageId { expected: PageId, actual: PageId },
+    Checksum {
+        expected: u32,
+        actual: u32,
+    },
+    WrongPageId {
+        expected: PageId,
+        actual: PageId,
+    },
     BadHeaderVersion(u8),
+    /// A data or index page whose header and slot array do not describe its records (the
+    /// reason: which of [`crate::datapage`]'s invariants failed), or an unknown m_type.
+    Audit(&'static str),
 }
 
 impl PageCorruption {
@@ -291,10 +304,10 @@ impl PageCorruption {
                 "incorrect pageid (expected {}:{}; actual {}:{})",
                 expected.file_id, expected.page_no, actual.file_id, actual.page_no
             ),
-            PageCorruption::BadHeaderVersion(v) => format!(
-                "audit failure (a page read from disk failed to pass basic integrity checks; \
-                 header version {v})"
-            ),
+            PageCorruption::BadHeaderVersion(_) | PageCorruption::Audit(_) => {
+                "audit failure (a page read from disk failed to pass basic integrity checks)"
+                    .to_string()
+            }
         }
     }
 }
@@ -323,7 +336,21 @@ pub fn verify(buf: &PageBuf, expected: PageId) -> Result<(), PageCorruption> {
     if actual_id != expected {
         return Err(PageCorruption::WrongPageId { expected, actual: actual_id });
     }
-    Ok(())
+    audit(buf)
+}
+
+/// The structure check of a page read from disk (invariant 4): its m_type is known, and a data
+/// or index page satisfies [`crate::datapage`]'s invariants 1-4. The code that changes a page
+/// in memory relies on them (a compaction trusts that records do not overlap); a page that
+/// breaks them on disk, with a checksum that matches, is corruption it must not act on.
+fn audit(buf: &PageBuf) -> Result<(), PageCorruption> {
+    match PageType::from_u8(buf[1]) {
+        None => Err(PageCorruption::Audit("unknown m_type")),
+        Some(PageType::Data | PageType::Index) => {
+            crate::datapage::check(buf).map_err(|bad| PageCorruption::Audit(bad.0))
+        }
+        Some(_) => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -361,3 +361,70 @@ fn a_corrupt_page_read_through_the_pool_is_824_and_the_pool_recovers() {
     raw.write_all_at(&[0x00], offset).unwrap();
     assert_eq!(read_mark(&lab, db.database_id, page), 9, "the same page reads fine once repaired");
 }
+
+/// Latch invariant 4 through the pool: a fetch of a page this thread holds in a mode that
+/// blocks the request is error 845 at once (it would wait for ever), and the page stays usable.
+/// Only a corrupt allocation map leads a session there.
+#[test]
+fn fetching_a_page_this_thread_holds_in_a_blocking_mode_is_845_not_a_hang() {
+    let lab = lab();
+    let db = lab.company();
+    let pool = &lab.instance.buffer_pool;
+    let key = PageKey::new(db.database_id, PageId::new(1, 1));
+    let held = pool.fetch(key, LatchMode::Up).unwrap();
+    let error = pool.fetch(key, LatchMode::Ex).err().expect("EX behind this thread's own UP");
+    assert_eq!((error.number, error.severity), (845, 17));
+    assert_eq!(
+        error.message,
+        "Time-out occurred while waiting for buffer latch type 4 for page (1:1), database ID 5."
+    );
+    let shared = pool.fetch(key, LatchMode::Sh).expect("SH is compatible with UP");
+    drop(shared);
+    drop(held);
+    drop(pool.fetch(key, LatchMode::Ex).expect("free again"));
+}
+
+/// A page this session's open mtr holds is in use: allocating it as a new page (what a PFS byte
+/// that calls it free leads to) is error 845, and its bytes are not zeroed under the mtr.
+#[test]
+fn a_new_page_that_this_sessions_mtr_holds_is_845_and_keeps_its_bytes() {
+    let lab = lab();
+    let db = lab.company();
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let page = db.allocate_page(unit).unwrap();
+    write_data_page(&lab, db.database_id, page, 0xC0FFEE);
+    let pool = &lab.instance.buffer_pool;
+    let key = PageKey::new(db.database_id, page);
+    let outcome = pool.in_mtr(|| {
+        let guard = pool.fetch(key, LatchMode::Ex)?;
+        guard.write(|buf| buf[300] = 7)?;
+        drop(guard); // the mtr keeps the page latched until it ends
+        pool.new_page(key).map(drop)
+    });
+    let error = outcome.expect_err("the page is held by this session's mtr");
+    assert_eq!(error.number, 845, "{error}");
+    assert_eq!(read_mark(&lab, db.database_id, page), 0xC0FFEE, "the page was not zeroed");
+}
+
+/// Freeing a page whose PFS byte already says free (a corrupt PFS page: the page's owner still
+/// uses it) is error 8948 naming both pages, and changes nothing; it used to panic.
+#[test]
+fn freeing_a_page_the_pfs_calls_free_is_8948_not_a_panic() {
+    let lab = lab();
+    let db = lab.company();
+    db.set_mixed_page_allocation(false).unwrap();
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let first = db.allocate_page(unit).unwrap();
+    let second = db.allocate_page(unit).unwrap();
+    db.free_page(unit, first).unwrap();
+    let error = db.free_page(unit, first).expect_err("the PFS byte says free already");
+    assert_eq!((error.number, error.severity), (8948, 16));
+    assert_eq!(
+        error.message,
+        format!(
+            "Database error: Page {first} is marked with the wrong type in PFS page (1:1). PFS \
+             status 0x0 expected 0x40."
+        )
+    );
+    db.free_page(unit, second).expect("the other page is freed as before");
+}

@@ -4,6 +4,10 @@
 //! on first start; every database is listed in the registry file `databases` (one
 //! `name<TAB>primary file path` per line, rewritten whole and renamed into place), so that a
 //! restart opens them all (SQL Server keeps this list in master's sys.databases; deviation).
+//! A database other than master that fails to open at startup (a damaged boot page or IAM
+//! chain) is SUSPECT, as in SQL Server: its error goes to the errorlog, the instance starts
+//! without it, USE gives error 926, and DROP DATABASE removes its entry (deviation: its files
+//! are kept, and sys.databases does not list it).
 //!
 //! Output follows the TDS model that the server issue will send: result sets, informational
 //! messages (PRINT, severity <= 10 RAISERROR), row counts ("(n rows affected)") and errors with
@@ -83,6 +87,10 @@ pub struct Server {
     pub sessions: parking_lot::Mutex<BTreeMap<u16, SessionInfo>>,
     pub instance: Arc<Instance>,
     databases: RwLock<BTreeMap<String, Arc<Database>>>,
+    /// Registered databases that failed to open at startup (a damaged IAM chain or boot
+    /// page...), by key: SQL Server marks such a database SUSPECT and starts without it.
+    /// Kept in the registry, so that a restart tries them again.
+    suspect: RwLock<BTreeMap<String, (String, PathBuf)>>,
     /// Parsed batches by their text (the ad hoc plan cache's role).
     pub batch_cache: crate::cache::BatchCache,
 }
@@ -111,13 +119,25 @@ impl Server {
         let server = Arc::new(Server {
             instance,
             databases: RwLock::new(BTreeMap::new()),
+            suspect: RwLock::new(BTreeMap::new()),
             sessions: parking_lot::Mutex::new(BTreeMap::new()),
             batch_cache: crate::cache::BatchCache::default(),
         });
         for (name, path) in server.registry()? {
-            let db = Arc::new(Database::open(&server.instance, &path)?);
-            start_system_tasks(&db);
-            server.databases.write().insert(key(&name), db);
+            match Database::open(&server.instance, &path) {
+                Ok(db) => {
+                    let db = Arc::new(db);
+                    start_system_tasks(&db);
+                    server.databases.write().insert(key(&name), db);
+                }
+                // Without master there is no instance; any other database that does not open
+                // is SUSPECT: its error goes to the errorlog and the instance starts.
+                Err(error) if key(&name) != "master" => {
+                    server.instance.errorlog.write_error("spid9s", &error);
+                    server.suspect.write().insert(key(&name), (name, path));
+                }
+                Err(error) => return Err(error),
+            }
         }
         if server.database("master").is_none() {
             let spec = DatabaseSpec::simple("master", SizeSpec::parse("4MB").expect("a size"));
@@ -159,6 +179,9 @@ impl Server {
             let path = db.file_path(1).unwrap_or_default();
             text.push_str(&format!("{}\t{}\n", db.name, path.display()));
         }
+        for (name, path) in self.suspect.read().values() {
+            text.push_str(&format!("{name}\t{}\n", path.display()));
+        }
         let temporary = self.instance.dir().join(format!("{REGISTRY}.new"));
         std::fs::write(&temporary, text).map_err(|e| io_error("write the database registry", e))?;
         std::fs::File::open(&temporary)
@@ -173,6 +196,37 @@ impl Server {
         self.databases.read().get(&key(name)).cloned()
     }
 
+    /// An open database by name; error 926 for a SUSPECT one, 911 for one that does not exist.
+    pub fn open_database(&self, name: &str) -> Result<Arc<Database>> {
+        if let Some(db) = self.database(name) {
+            return Ok(db);
+        }
+        if let Some((name, _)) = self.suspect.read().get(&key(name)) {
+            return Err(SqlError::new(
+                926,
+                14,
+                1,
+                format!(
+                    "Database '{name}' cannot be opened. It has been marked SUSPECT by recovery. \
+                     See the SQL Server errorlog for more information."
+                ),
+            ));
+        }
+        Err(SqlError::new(
+            911,
+            16,
+            1,
+            format!(
+                "Database '{name}' does not exist. Make sure that the name is entered correctly."
+            ),
+        ))
+    }
+
+    /// The databases marked SUSPECT at startup, by name.
+    pub fn suspect_databases(&self) -> Vec<String> {
+        self.suspect.read().values().map(|(name, _)| name.clone()).collect()
+    }
+
     /// The open database with this database_id (what DB_ID() returns), if any.
     pub fn database_by_id(&self, database_id: i64) -> Option<Arc<Database>> {
         self.databases.read().values().find(|d| i64::from(d.database_id) == database_id).cloned()
@@ -185,7 +239,8 @@ impl Server {
 
     /// CREATE DATABASE.
     pub fn create_database(&self, spec: &DatabaseSpec) -> Result<Arc<Database>> {
-        if self.database(&spec.name).is_some() {
+        if self.database(&spec.name).is_some() || self.suspect.read().contains_key(&key(&spec.name))
+        {
             return Err(SqlError::new(
                 1801,
                 16,
@@ -206,6 +261,10 @@ impl Server {
 
     /// DROP DATABASE: closes it and deletes its files.
     pub fn drop_database(&self, name: &str) -> Result<()> {
+        if self.suspect.write().remove(&key(name)).is_some() {
+            // Its files are left where they are (they could not be opened); only its entry goes.
+            return self.save_registry();
+        }
         let Some(db) = self.databases.write().remove(&key(name)) else {
             return Err(SqlError::new(
                 3701,

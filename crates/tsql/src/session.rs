@@ -842,9 +842,7 @@ impl Session {
                     sqlparser::ast::Use::Object(name) => last_part(name),
                     other => other.to_string().trim_start_matches("USE ").to_string(),
                 };
-                let db = self.server.database(&name).ok_or_else(|| {
-                    self.fail(SqlError::new(911, 16, 1, format!("Database '{name}' does not exist. Make sure that the name is entered correctly.")), line)
-                })?;
+                let db = self.server.open_database(&name).map_err(|e| self.fail(e, line))?;
                 self.db = db;
                 out(Output::Message(format!("Changed database context to '{}'.", self.db.name)));
                 Ok(Flow::Next)
