@@ -1,23 +1,13 @@
 //! Two T-SQL sessions on one server: a deadlock between them ends with error 1205 for the
 //! victim, whose transaction is rolled back, while the other session's statement completes.
 
+mod common;
+
+use common::run;
 use engine::instance::InstanceConfig;
 use std::sync::{Arc, Barrier};
-use tsql::server::{Output, Server};
+use tsql::server::Server;
 use tsql::session::Session;
-
-/// Runs a batch and returns the error numbers it raised and the text of its results.
-fn run(session: &mut Session, sql: &str) -> (Vec<i32>, String) {
-    let mut errors = Vec::new();
-    let mut text = String::new();
-    session.execute(sql, &mut |output| {
-        if let Output::Error { error, .. } = &output {
-            errors.push(error.number);
-        }
-        text.push_str(&tsql::sqlcmd::format(&output));
-    });
-    (errors, text)
-}
 
 #[test]
 fn a_deadlock_between_two_sessions_makes_one_the_victim() {

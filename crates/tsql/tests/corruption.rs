@@ -16,6 +16,9 @@
 //! sets how many seeds; a failure names the seed, and `CORRUPTION_FIRST_SEED=<seed>
 //! CORRUPTION_SEEDS=1` replays it.
 
+mod common;
+
+use common::run;
 use engine::instance::InstanceConfig;
 use engine::rng::SplitMix64;
 use std::os::unix::fs::FileExt;
@@ -119,19 +122,6 @@ impl Lab {
         engine::page::seal(&mut buf);
         file.write_all_at(&buf, page_no * 8192).expect("write page");
     }
-}
-
-/// Runs a batch; its error numbers and its output as sqlcmd prints it.
-fn run(session: &mut Session, sql: &str) -> (Vec<i32>, String) {
-    let mut errors = Vec::new();
-    let mut text = String::new();
-    session.execute(sql, &mut |output| {
-        if let Output::Error { error, .. } = &output {
-            errors.push(error.number);
-        }
-        text.push_str(&tsql::sqlcmd::format(&output));
-    });
-    (errors, text)
 }
 
 /// What each statement raised and printed.

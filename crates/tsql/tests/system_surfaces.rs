@@ -1,24 +1,14 @@
 //! System surfaces that a golden script cannot show: a blocked session as the DMVs and
 //! sp_who see it while it really waits, and DBCC CHECKALLOC on a file corrupted on disk.
 
+mod common;
+
+use common::run;
 use engine::instance::InstanceConfig;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 use tsql::server::{Output, Server};
 use tsql::session::Session;
-
-/// Runs a batch and returns the errors it raised and its output as sqlcmd prints it.
-fn run(session: &mut Session, sql: &str) -> (Vec<i32>, String) {
-    let mut errors = Vec::new();
-    let mut text = String::new();
-    session.execute(sql, &mut |output| {
-        if let Output::Error { error, .. } = &output {
-            errors.push(error.number);
-        }
-        text.push_str(&tsql::sqlcmd::format(&output));
-    });
-    (errors, text)
-}
 
 /// The rows of a query, as text values.
 fn rows(session: &mut Session, sql: &str) -> Vec<Vec<String>> {
