@@ -4,13 +4,15 @@
 //! Transactions: a statement outside a transaction runs in its own (autocommit); inside one,
 //! a failing statement is rolled back alone (statement-level rollback) and the batch goes on,
 //! unless the error aborts the batch (conversion errors 245/8114/8169/241, 208/207/137 name
-//! errors, 1205) or SET XACT_ABORT is ON, which rolls the whole transaction back.
+//! errors, 1205, any error of severity 19 or above) or SET XACT_ABORT is ON, which rolls the
+//! whole transaction back. Errors of severity 19 and above also go to the errorlog.
 //!
 //! TRY/CATCH sends an error of the TRY block (or of what it calls) to the CATCH block instead
 //! of the client; THROW raises (and re-raises) errors that end the batch.
 //!
-//! Deviations: name errors (208, 207, 137) are found when the statement runs, not when the
-//! batch compiles, so statements before them in the batch have run. There are no doomed
+//! Deviations: an error of severity 20 or above does not end the connection (SQL Server ends
+//! it in most cases); name errors (208, 207, 137) are found when the statement runs, not when
+//! the batch compiles, so statements before them in the batch have run. There are no doomed
 //! transactions: under XACT_ABORT an error rolls the transaction back at once, so XACT_STATE()
 //! in the CATCH block is 0 where SQL Server shows -1.
 
@@ -377,6 +379,11 @@ impl Session {
     fn report(&mut self, failure: Failure, out: &mut dyn FnMut(Output)) {
         self.batch_failed = true;
         self.last_error = failure.error.number;
+        // Severities 19 to 25 are written to the errorlog too (an 824, say).
+        if failure.error.severity >= 19 && failure.error.number != CANCELLED {
+            let process = format!("spid{}", self.spid);
+            self.server.instance.errorlog.write_error(&process, &failure.error);
+        }
         out(Output::Error {
             error: failure.error,
             line: failure.line,
@@ -399,8 +406,11 @@ impl Session {
         Ok(())
     }
 
+    /// A statement's error as a failure: it ends the batch for the batch-aborting errors, for
+    /// every error of severity 19 and above (SQL Server: "error messages with a severity level
+    /// of 19 or higher stop the execution of the current batch"), and under XACT_ABORT.
     pub(crate) fn fail(&self, error: SqlError, line: u64) -> Failure {
-        let abort_batch = aborts_batch(error.number) || self.xact_abort;
+        let abort_batch = aborts_batch(error.number) || error.severity >= 19 || self.xact_abort;
         Failure {
             error,
             line,

@@ -272,7 +272,8 @@ fn random_damage_behind_a_valid_checksum_is_an_error_never_a_panic_or_a_hang() {
 }
 
 /// Slot 2 of a data page of heap `h` pointed into slot 1's record: the checksum matches, the
-/// records overlap. Reading the page is error 824 "audit failure" naming it; `t` still works.
+/// records overlap. Reading the page is error 824 "audit failure" naming it, which ends its
+/// batch and is written to the errorlog; `t` still works.
 #[test]
 fn overlapping_records_behind_a_valid_checksum_are_an_audit_failure_naming_the_page() {
     let _serial = record_panics();
@@ -301,9 +302,20 @@ fn overlapping_records_behind_a_valid_checksum_are_an_audit_failure_naming_the_p
         damaged.2
     );
     assert!(intact.1.is_empty(), "the other table is not damaged: {}", intact.2);
+    // Severity 24 ends the batch (SQL Server stops a batch at severity 19 and above) and goes
+    // to the errorlog.
+    let server = Server::start(InstanceConfig::new(&lab.live)).expect("server starts");
+    let mut session = Session::new(&server);
+    let (errors, text) =
+        run(&mut session, "USE fz\nSELECT COUNT(*) FROM h\nSELECT 'after' AS next");
+    assert_eq!(errors, vec![824], "{text}");
+    assert!(!text.contains("after"), "the batch went on after an 824: {text}");
+    server.shutdown().expect("shutdown");
+    let errorlog = std::fs::read_to_string(lab.live.join("ERRORLOG")).expect("ERRORLOG");
+    assert!(errorlog.contains("Error: 824, Severity: 24, State: 2."), "{errorlog}");
 }
 
-/// Regression (seed 362 of the sweep): the PFS byte of PFS page 1 itself cleared, with a
+/// Regression (found by an early version of the sweep): the PFS byte of PFS page 1 cleared, with a
 /// valid checksum. The allocator took page 1 as a free data page, formatted the PFS page in
 /// its place and then waited for ever on its own latch of it. Now fixed pages are never
 /// taken, inserts go on, and CHECKALLOC reports the byte.
