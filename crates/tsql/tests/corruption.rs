@@ -104,10 +104,13 @@ impl Lab {
     }
 
     fn data_file(&self) -> std::fs::File {
+        let is_fz =
+            |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("fz"));
+        let is_mdf = |p: &PathBuf| p.extension().is_some_and(|e| e == "mdf");
+        // Directory order differs between file systems: both tests on each file.
         let path = files_in(&self.live)
             .into_iter()
-            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("fz")))
-            .filter(|p| p.extension().is_some_and(|e| e == "mdf"))
+            .find(|p| is_fz(p) && is_mdf(p))
             .expect("fz's data file");
         std::fs::OpenOptions::new().read(true).write(true).open(path).expect("open data file")
     }
@@ -166,7 +169,19 @@ fn watched<T>(what: &str, body: impl FnOnce() -> T) -> (Option<T>, Vec<String>) 
     (result, panics)
 }
 
-fn record_panics() -> std::sync::MutexGuard<'static, ()> {
+/// While it lives, panics are recorded in [`PANICS`] (and printed as usual); the tests of this
+/// file run one at a time. Dropped, the default hook is back.
+struct RecordPanics {
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Drop for RecordPanics {
+    fn drop(&mut self) {
+        let _ = std::panic::take_hook();
+    }
+}
+
+fn record_panics() -> RecordPanics {
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -174,7 +189,7 @@ fn record_panics() -> std::sync::MutexGuard<'static, ()> {
         PANICS.lock().unwrap_or_else(|e| e.into_inner()).push(format!("[{thread}] {info}"));
         default(info);
     }));
-    serial
+    RecordPanics { _serial: serial }
 }
 
 /// One random change to a page: bytes of its body, header fields, slot entries, the first
@@ -267,7 +282,6 @@ fn random_damage_behind_a_valid_checksum_is_an_error_never_a_panic_or_a_hang() {
             failures.push(format!("{label}: {ran} statements ran\n{}", panics.join("\n")));
         }
     }
-    let _ = std::panic::take_hook();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
