@@ -80,6 +80,25 @@ impl SqlError {
         )
     }
 
+    /// 8948: the PFS byte of an allocated page (one its owner uses) says `status`, without the
+    /// allocated bit. DBCC CHECKALLOC reports it; freeing such a page refuses with it.
+    pub fn pfs_wrong_type(
+        page: crate::units::PageId,
+        pfs_page: crate::units::PageId,
+        status: u8,
+    ) -> SqlError {
+        let expected = status | crate::alloc::pfs::ALLOCATED;
+        SqlError::new(
+            8948,
+            16,
+            1,
+            format!(
+                "Database error: Page {page} is marked with the wrong type in PFS page \
+                 {pfs_page}. PFS status 0x{status:x} expected 0x{expected:x}."
+            ),
+        )
+    }
+
     /// 1105: the filegroup is full and no file could grow.
     pub fn filegroup_full(object: &str, database: &str, filegroup: &str) -> SqlError {
         SqlError::new(

@@ -525,17 +525,11 @@ impl FileAlloc {
         let pfs_page = self.latch(pool, pfs_page_no, LatchMode::Up)?;
         let status = pfs_page.read(|buf| alloc::pfs_get(buf, page_no));
         if status & pfs::ALLOCATED == 0 {
-            return Err(SqlError::new(
-                8948,
-                16,
-                1,
-                format!(
-                    "Database error: Page {} is marked with the wrong type in PFS page {}. PFS \
-                     status 0x{status:x} expected 0x{:x}.",
-                    PageId::new(self.file_id, page_no),
-                    PageId::new(self.file_id, pfs_page_no),
-                    status | pfs::ALLOCATED
-                ),
+            let page = PageId::new(self.file_id, page_no);
+            return Err(SqlError::pfs_wrong_type(
+                page,
+                PageId::new(self.file_id, pfs_page_no),
+                status,
             ));
         }
         let (was_mixed, all_free) =

@@ -922,10 +922,7 @@ fn check_file(
                 )));
             }
             if mixed && !allocated && accounted {
-                problems.push(allocation_error(8948, format!(
-                    "Database error: Page {page_id} is marked with the wrong type in PFS page {pfs_page}. PFS status 0x{byte:x} expected 0x{:x}.",
-                    byte | pfs::ALLOCATED
-                )));
+                problems.push(SqlError::pfs_wrong_type(page_id, pfs_page, *byte));
             }
         }
     }
