@@ -231,8 +231,9 @@ impl Instance {
         id
     }
 
-    /// Makes sure a reopened database's id is not handed out again.
-    pub(crate) fn note_database_id(&self, id: u16) {
+    /// Makes sure an id a database holds is not handed out again: a reopened database's, or a
+    /// SUSPECT one's, which keeps its id while it does not open.
+    pub fn note_database_id(&self, id: u16) {
         let mut next = self.next_database_id.lock();
         *next = (*next).max(id + 1);
     }

@@ -2,12 +2,14 @@
 //!
 //! A data directory holds the instance (errorlog) and the databases. `master` is created in it
 //! on first start; every database is listed in the registry file `databases` (one
-//! `name<TAB>primary file path` per line, rewritten whole and renamed into place), so that a
-//! restart opens them all (SQL Server keeps this list in master's sys.databases; deviation).
-//! A database other than master that fails to open at startup (a damaged boot page or IAM
-//! chain) is SUSPECT, as in SQL Server: its error goes to the errorlog, the instance starts
-//! without it, USE gives error 926, and DROP DATABASE removes its entry (deviation: its files
-//! are kept, and sys.databases does not list it).
+//! `name<TAB>primary file path<TAB>database_id` per line, rewritten whole and renamed into
+//! place), so that a restart opens them all (SQL Server keeps this list in master's
+//! sys.databases; deviation). A database other than master that fails to open at startup (a
+//! damaged boot page or IAM chain) is SUSPECT, as in SQL Server: its error and 3414 go to the
+//! errorlog, the instance starts without it, USE gives error 926, sys.databases lists it with
+//! state 4 and the id the registry kept for it (no new database takes that id), and DROP
+//! DATABASE removes its entry (deviations: its files are kept; its options are NULL in
+//! sys.databases, since they live in its own files).
 //!
 //! Output follows the TDS model that the server issue will send: result sets, informational
 //! messages (PRINT, severity <= 10 RAISERROR), row counts ("(n rows affected)") and errors with
@@ -90,13 +92,47 @@ pub struct Server {
     /// Registered databases that failed to open at startup (a damaged IAM chain or boot
     /// page...), by key: SQL Server marks such a database SUSPECT and starts without it.
     /// Kept in the registry, so that a restart tries them again.
-    suspect: RwLock<BTreeMap<String, (String, PathBuf)>>,
+    suspect: RwLock<BTreeMap<String, SuspectDatabase>>,
     /// Parsed batches by their text (the ad hoc plan cache's role).
     pub batch_cache: crate::cache::BatchCache,
 }
 
+/// A registered database that did not open at startup.
+#[derive(Clone, Debug)]
+pub struct SuspectDatabase {
+    pub name: String,
+    /// The path of its primary data file.
+    pub path: PathBuf,
+    /// Its database_id, as the registry recorded it (None in a registry written before ids
+    /// were recorded).
+    pub database_id: Option<u16>,
+}
+
+/// One line of the database registry: a database's name, its primary file's path and its id.
+struct RegistryEntry {
+    name: String,
+    path: PathBuf,
+    database_id: Option<u16>,
+}
+
 fn key(name: &str) -> String {
     name.to_lowercase()
+}
+
+/// Error 3414, which follows a database's recovery error in the errorlog when the database is
+/// marked SUSPECT (text of SQL Server's documentation of MSSQLSERVER_3414).
+fn recovery_gave_up(name: &str, database_id: u16) -> SqlError {
+    SqlError::new(
+        3414,
+        21,
+        1,
+        format!(
+            "An error occurred during recovery, preventing the database '{name}' (database ID \
+             {database_id}) from restarting. Diagnose the recovery errors and fix them, or \
+             restore from a known good backup. If errors are not corrected or expected, contact \
+             Technical Support."
+        ),
+    )
 }
 
 fn io_error(context: &str, error: std::io::Error) -> SqlError {
@@ -123,7 +159,14 @@ impl Server {
             sessions: parking_lot::Mutex::new(BTreeMap::new()),
             batch_cache: crate::cache::BatchCache::default(),
         });
-        for (name, path) in server.registry()? {
+        let registry = server.registry()?;
+        let ids_missing = registry.iter().any(|entry| entry.database_id.is_none());
+        for entry in &registry {
+            if let Some(id) = entry.database_id {
+                server.instance.note_database_id(id);
+            }
+        }
+        for RegistryEntry { name, path, database_id } in registry {
             match Database::open(&server.instance, &path) {
                 Ok(db) => {
                     let db = Arc::new(db);
@@ -131,10 +174,16 @@ impl Server {
                     server.databases.write().insert(key(&name), db);
                 }
                 // Without master there is no instance; any other database that does not open
-                // is SUSPECT: its error goes to the errorlog and the instance starts.
+                // is SUSPECT: its error goes to the errorlog (with 3414 when its id is known)
+                // and the instance starts. It keeps its id.
                 Err(error) if key(&name) != "master" => {
-                    server.instance.errorlog.write_error("spid9s", &error);
-                    server.suspect.write().insert(key(&name), (name, path));
+                    let errorlog = &server.instance.errorlog;
+                    errorlog.write_error("spid9s", &error);
+                    if let Some(id) = database_id {
+                        errorlog.write_error("spid9s", &recovery_gave_up(&name, id));
+                    }
+                    let suspect = SuspectDatabase { name, path, database_id };
+                    server.suspect.write().insert(key(&suspect.name), suspect);
                 }
                 Err(error) => return Err(error),
             }
@@ -142,6 +191,8 @@ impl Server {
         if server.database("master").is_none() {
             let spec = DatabaseSpec::simple("master", SizeSpec::parse("4MB").expect("a size"));
             server.create_database(&spec)?;
+        } else if ids_missing {
+            server.save_registry()?; // an older registry: record the ids of those that opened
         }
         Ok(server)
     }
@@ -159,17 +210,26 @@ impl Server {
         self.instance.dir().join(REGISTRY)
     }
 
-    fn registry(&self) -> Result<Vec<(String, PathBuf)>> {
+    /// The registered databases: one line each, `name TAB path [TAB database_id]` (the id is
+    /// what keeps a SUSPECT database's id its own; older registries lack it).
+    fn registry(&self) -> Result<Vec<RegistryEntry>> {
         let text = match std::fs::read_to_string(self.registry_path()) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error("read the database registry", e)),
         };
-        Ok(text
-            .lines()
-            .filter_map(|line| line.split_once('\t'))
-            .map(|(name, path)| (name.to_string(), PathBuf::from(path)))
-            .collect())
+        let mut entries = Vec::new();
+        for line in text.lines() {
+            let mut fields = line.split('\t');
+            let (Some(name), Some(path)) = (fields.next(), fields.next()) else { continue };
+            let database_id = fields.next().and_then(|id| id.parse().ok());
+            entries.push(RegistryEntry {
+                name: name.to_string(),
+                path: PathBuf::from(path),
+                database_id,
+            });
+        }
+        Ok(entries)
     }
 
     fn save_registry(&self) -> Result<()> {
@@ -177,10 +237,11 @@ impl Server {
         let mut text = String::new();
         for db in databases.values() {
             let path = db.file_path(1).unwrap_or_default();
-            text.push_str(&format!("{}\t{}\n", db.name, path.display()));
+            text.push_str(&format!("{}\t{}\t{}\n", db.name, path.display(), db.database_id));
         }
-        for (name, path) in self.suspect.read().values() {
-            text.push_str(&format!("{name}\t{}\n", path.display()));
+        for suspect in self.suspect.read().values() {
+            let id = suspect.database_id.map(|id| format!("\t{id}")).unwrap_or_default();
+            text.push_str(&format!("{}\t{}{id}\n", suspect.name, suspect.path.display()));
         }
         let temporary = self.instance.dir().join(format!("{REGISTRY}.new"));
         std::fs::write(&temporary, text).map_err(|e| io_error("write the database registry", e))?;
@@ -201,7 +262,7 @@ impl Server {
         if let Some(db) = self.database(name) {
             return Ok(db);
         }
-        if let Some((name, _)) = self.suspect.read().get(&key(name)) {
+        if let Some(SuspectDatabase { name, .. }) = self.suspect.read().get(&key(name)) {
             return Err(SqlError::new(
                 926,
                 14,
@@ -224,7 +285,30 @@ impl Server {
 
     /// The databases marked SUSPECT at startup, by name.
     pub fn suspect_databases(&self) -> Vec<String> {
-        self.suspect.read().values().map(|(name, _)| name.clone()).collect()
+        self.suspect.read().values().map(|suspect| suspect.name.clone()).collect()
+    }
+
+    /// A database's id by name (DB_ID): an open database's, or a SUSPECT one's.
+    pub fn database_id_of(&self, name: &str) -> Option<u16> {
+        match self.database(name) {
+            Some(db) => Some(db.database_id),
+            None => self.suspect.read().get(&key(name)).and_then(|s| s.database_id),
+        }
+    }
+
+    /// A database's name by id (DB_NAME): an open database's, or a SUSPECT one's.
+    pub fn database_name_of(&self, database_id: i64) -> Option<String> {
+        if let Some(db) = self.database_by_id(database_id) {
+            return Some(db.name.clone());
+        }
+        let suspect = self.suspect.read();
+        let found = suspect.values().find(|s| s.database_id.map(i64::from) == Some(database_id));
+        found.map(|s| s.name.clone())
+    }
+
+    /// The databases marked SUSPECT at startup (sys.databases lists them).
+    pub fn suspect_database_entries(&self) -> Vec<SuspectDatabase> {
+        self.suspect.read().values().cloned().collect()
     }
 
     /// The open database with this database_id (what DB_ID() returns), if any.

@@ -1043,17 +1043,12 @@ impl Session {
                 None => Value::SmallInt(self.db.database_id as i16),
                 Some(_) => self
                     .server
-                    .database(&text(0))
-                    .map_or(Value::Null, |db| Value::SmallInt(db.database_id as i16)),
+                    .database_id_of(&text(0))
+                    .map_or(Value::Null, |id| Value::SmallInt(id as i16)),
             }),
             "DB_NAME" => Ok(match args.first().and_then(value::as_i64) {
                 None => Value::Text(self.db.name.clone()),
-                Some(id) => self
-                    .server
-                    .databases()
-                    .iter()
-                    .find(|d| i64::from(d.database_id) == id)
-                    .map_or(Value::Null, |d| Value::Text(d.name.clone())),
+                Some(id) => self.server.database_name_of(id).map_or(Value::Null, Value::Text),
             }),
             "OBJECT_ID" => Ok(self.object_id(&text(0)).map_or(Value::Null, Value::Int)),
             "OBJECT_NAME" => Ok(args

@@ -111,29 +111,41 @@ impl Session {
         let cols = columns(&[
             "name",
             "database_id",
+            "state",
             "state_desc",
             "recovery_model_desc",
             "is_mixed_page_allocation_on",
             "delayed_durability_desc",
             "log_reuse_wait_desc",
         ]);
-        let mut databases = self.server.databases();
-        databases.sort_by_key(|db| db.database_id);
-        let rows = databases
+        let mut rows: Vec<(Option<u16>, Vec<Value>)> = self
+            .server
+            .databases()
             .iter()
             .map(|db| {
-                vec![
+                let row = vec![
                     text(&db.name),
                     Value::Int(i32::from(db.database_id)),
+                    Value::TinyInt(0),
                     text("ONLINE"),
                     text(db.recovery_model_desc()),
                     Value::Bit(db.mixed_page_allocation()),
                     text(if db.delayed_durability() { "FORCED" } else { "DISABLED" }),
                     text(db.log_reuse_wait_desc()),
-                ]
+                ];
+                (Some(db.database_id), row)
             })
             .collect();
-        (cols, rows)
+        // A SUSPECT database is listed with state 4. Deviation: its options, which SQL Server
+        // keeps in master, are NULL here (extentdb keeps them in the database's own files).
+        for suspect in self.server.suspect_database_entries() {
+            let id = suspect.database_id.map_or(Value::Null, |id| Value::Int(i32::from(id)));
+            let mut row = vec![text(&suspect.name), id, Value::TinyInt(4), text("SUSPECT")];
+            row.extend([Value::Null, Value::Null, Value::Null, Value::Null]);
+            rows.push((suspect.database_id, row));
+        }
+        rows.sort_by_key(|(id, _)| id.unwrap_or(u16::MAX));
+        (cols, rows.into_iter().map(|(_, row)| row).collect())
     }
 
     fn sys_database_files(&self) -> ViewRows {

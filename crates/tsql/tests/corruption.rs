@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::run;
+use common::{rows, run};
 use engine::instance::InstanceConfig;
 use engine::rng::SplitMix64;
 use std::os::unix::fs::FileExt;
@@ -379,7 +379,31 @@ fn a_database_that_does_not_open_is_suspect_and_the_instance_starts() {
     let errorlog = std::fs::read_to_string(lab.live.join("ERRORLOG")).expect("ERRORLOG");
     assert!(errorlog.contains("Error: 824"), "{errorlog}");
     assert!(errorlog.contains(&format!("page (1:{iam})")), "{errorlog}");
+    // It keeps its id (the registry's), in sys.databases and the errorlog's 3414 alike, and a
+    // new database does not get it.
+    let listed = rows(
+        &mut session,
+        "SELECT name, database_id, state, state_desc, recovery_model_desc FROM sys.databases \
+         WHERE name = 'fz'",
+    );
+    let fz_id = listed[0][1].clone();
+    assert_eq!(listed, [["fz", &fz_id, "4", "SUSPECT", "NULL"]]);
+    assert!(fz_id.parse::<u16>().is_ok_and(|id| id > 4), "a user database's id: {fz_id}");
+    assert!(errorlog.contains("Error: 3414, Severity: 21, State: 1."), "{errorlog}");
+    assert!(
+        errorlog.contains(&format!(
+            "An error occurred during recovery, preventing the database 'fz' (database ID \
+             {fz_id}) from restarting. Diagnose the recovery errors and fix them, or restore \
+             from a known good backup."
+        )),
+        "{errorlog}"
+    );
     assert_eq!(run(&mut session, "CREATE DATABASE fz").0, vec![1801]);
+    assert_eq!(run(&mut session, "CREATE DATABASE other").0, Vec::<i32>::new());
+    let other_id = rows(&mut session, "SELECT DB_ID('other')");
+    assert_ne!(other_id[0][0], fz_id, "a new database took the SUSPECT one's id");
+    let by_id = format!("SELECT DB_ID('fz'), DB_NAME({fz_id})");
+    assert_eq!(rows(&mut session, &by_id), [[fz_id.as_str(), "fz"]]);
     assert_eq!(run(&mut session, "SELECT 1").0, Vec::<i32>::new());
     // A restart tries fz again: still SUSPECT, still listed.
     server.shutdown().expect("shutdown");
@@ -392,6 +416,30 @@ fn a_database_that_does_not_open_is_suspect_and_the_instance_starts() {
     let server = Server::start(InstanceConfig::new(&lab.live)).expect("the instance starts");
     assert!(server.suspect_databases().is_empty());
     server.shutdown().expect("shutdown");
+}
+
+/// A registry written before database ids were recorded (name and path only) gets the ids of
+/// the databases that open at the next start, so that one of them marked SUSPECT later keeps
+/// its id.
+#[test]
+fn an_older_registry_gets_the_ids_of_its_databases() {
+    let _serial = record_panics();
+    let lab = Lab::build();
+    let registry = lab.live.join("databases");
+    let text = std::fs::read_to_string(&registry).expect("registry");
+    let without_ids: String = text
+        .lines()
+        .map(|line| line.split('\t').take(2).collect::<Vec<_>>().join("\t") + "\n")
+        .collect();
+    assert_ne!(text, without_ids, "the registry records ids");
+    std::fs::write(&registry, &without_ids).expect("write registry");
+    let server = Server::start(InstanceConfig::new(&lab.live)).expect("the instance starts");
+    let mut session = Session::new(&server);
+    let fz_id = rows(&mut session, "SELECT DB_ID('fz')")[0][0].clone();
+    server.shutdown().expect("shutdown");
+    let upgraded = std::fs::read_to_string(&registry).expect("registry");
+    let fz_line = upgraded.lines().find(|line| line.starts_with("fz\t")).expect("fz listed");
+    assert!(fz_line.ends_with(&format!("\t{fz_id}")), "{upgraded}");
 }
 
 /// The first page of fz's data file after its system pages for which `test` holds.

@@ -3,25 +3,12 @@
 
 mod common;
 
-use common::run;
+use common::{rows, run};
 use engine::instance::InstanceConfig;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
-use tsql::server::{Output, Server};
+use tsql::server::Server;
 use tsql::session::Session;
-
-/// The rows of a query, as text values.
-fn rows(session: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    let mut found = Vec::new();
-    session.execute(sql, &mut |output| match output {
-        Output::Rows(set) => {
-            found = set.rows.iter().map(|r| r.iter().map(tsql::value::display).collect()).collect()
-        }
-        Output::Error { error, .. } => panic!("{}: {}", error.number, error.message),
-        _ => {}
-    });
-    found
-}
 
 #[test]
 fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {

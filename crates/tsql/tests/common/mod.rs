@@ -15,3 +15,17 @@ pub fn run(session: &mut Session, sql: &str) -> (Vec<i32>, String) {
     });
     (errors, text)
 }
+
+/// The rows of a query's last result set, each value as sqlcmd shows it; panics on an error.
+#[allow(dead_code)] // not every test binary that shares this module reads rows
+pub fn rows(session: &mut Session, sql: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    session.execute(sql, &mut |output| match output {
+        Output::Rows(set) => {
+            found = set.rows.iter().map(|r| r.iter().map(tsql::value::display).collect()).collect()
+        }
+        Output::Error { error, .. } => panic!("{sql}: {}: {}", error.number, error.message),
+        _ => {}
+    });
+    found
+}
