@@ -16,7 +16,8 @@
 //! Requests: SQL_BATCH, RPC ([`run_rpc`]), TRANSACTION_MANAGER ([`transaction_manager`]) and
 //! ATTENTION. Transactions begun or ended by a request, in any of them, are announced with
 //! ENVCHANGE 8/9/10. A connection that closes inside a transaction has it rolled back (its
-//! session's drop).
+//! session's drop). A reply that carried an error of severity 20 to 25 is fatal, as in SQL
+//! Server: the server closes the connection after sending it.
 //!
 //! Deviations: BULK_LOAD gets error 40517 and the connection stays open; an ATTENTION stops
 //! a batch between statements and inside row loops (a sort or aggregate over rows already
@@ -471,6 +472,12 @@ impl Connection {
             self.send(stream.get_mut(), &reply)?;
             if session.is_shut_down() {
                 self.stop.store(true, Ordering::Relaxed);
+                let _ = stream.get_mut().flush();
+                return Ok(());
+            }
+            if session.fatal_error_sent() {
+                // Severity 20 and above: SQL Server terminates the connection once the client
+                // has the error. Dropping the session rolls its open transaction back.
                 let _ = stream.get_mut().flush();
                 return Ok(());
             }

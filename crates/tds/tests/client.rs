@@ -211,6 +211,45 @@ fn a_connection_that_closes_inside_a_transaction_is_rolled_back() {
     server.stop();
 }
 
+/// Severity 20 and above is fatal in SQL Server: the client gets the error, then the server
+/// terminates the connection, and its open transaction is rolled back. Severity 16 leaves the
+/// connection open.
+#[test]
+fn a_fatal_error_ends_the_connection_and_rolls_back_its_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), |_| {});
+    let address = server.address.clone();
+    let connect =
+        || tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
+    let mut client = connect();
+    client.batch("CREATE TABLE t (id int PRIMARY KEY)").unwrap();
+    let ordinary = client.batch("RAISERROR('not fatal', 16, 1)").unwrap();
+    assert!(
+        matches!(&ordinary[..], [tsql::server::Output::Error { error, .. }] if error.severity == 16),
+        "{ordinary:?}"
+    );
+    let fatal = client
+        .batch("BEGIN TRAN; INSERT t VALUES (1); RAISERROR('fatal', 20, 1) WITH LOG")
+        .unwrap();
+    let error = fatal.iter().find_map(|o| match o {
+        tsql::server::Output::Error { error, .. } => Some(error.clone()),
+        _ => None,
+    });
+    assert_eq!(error.map(|e| (e.number, e.severity, e.message)), Some((50000, 20, "fatal".into())));
+    assert!(client.batch("SELECT 1 AS one").is_err(), "the connection stayed open");
+    let mut again = connect();
+    let count = again.batch("SELECT COUNT(*) AS n FROM t").unwrap();
+    assert!(
+        matches!(&count[0], tsql::server::Output::Rows(set) if set.rows[0][0] == engine::record::Value::Int(0)),
+        "{count:?}"
+    );
+    assert_eq!(
+        again.batch("INSERT t VALUES (1)").unwrap(),
+        vec![tsql::server::Output::RowCount(1)]
+    );
+    server.stop();
+}
+
 /// Packet sizes from 512 to 32,767 bytes: the server grants what LOGIN7 asks for, and a
 /// request and a reply longer than one packet are split into packets and gathered back
 /// whole, at either end of the range.

@@ -121,6 +121,9 @@ pub struct Session {
     identity_insert: Option<(u16, i32, String)>,
     /// SHUTDOWN ran: the server's databases are closed and the session takes no more batches.
     shut_down: bool,
+    /// An error of severity 20 or above reached the client: SQL Server ends the connection
+    /// after sending it ([`Session::fatal_error_sent`]).
+    fatal_error_sent: bool,
     /// Trace flags set by DBCC TRACEON without -1 (this session's own).
     pub(crate) session_trace_flags: std::collections::BTreeSet<u16>,
     /// NEWID()'s generator: seeded from the OS once per session, or by
@@ -199,6 +202,7 @@ impl Session {
             hints: front::QueryHints::default(),
             identity_insert: None,
             shut_down: false,
+            fatal_error_sent: false,
             session_trace_flags: std::collections::BTreeSet::new(),
             rng: std::cell::RefCell::new(engine::rng::SplitMix64::new(os_seed())),
             nocount: false,
@@ -222,6 +226,15 @@ impl Session {
     /// Whether SHUTDOWN ran (the client should stop sending batches).
     pub fn is_shut_down(&self) -> bool {
         self.shut_down
+    }
+
+    /// Whether an error of severity 20 to 25 was sent (an 824, or RAISERROR ... WITH LOG):
+    /// SQL Server treats these as fatal and terminates the client's connection once the
+    /// client has the message, so the TDS server closes it (and the session, dropped, rolls
+    /// back its open transaction). Deviation: an embedded session, which has no connection,
+    /// takes further batches.
+    pub fn fatal_error_sent(&self) -> bool {
+        self.fatal_error_sent
     }
 
     /// The current database.
@@ -383,6 +396,7 @@ impl Session {
         if failure.error.severity >= 19 && failure.error.number != CANCELLED {
             let process = format!("spid{}", self.spid);
             self.server.instance.errorlog.write_error(&process, &failure.error);
+            self.fatal_error_sent |= failure.error.severity >= 20;
         }
         out(Output::Error {
             error: failure.error,
