@@ -418,6 +418,33 @@ fn a_database_that_does_not_open_is_suspect_and_the_instance_starts() {
     server.shutdown().expect("shutdown");
 }
 
+/// A damaged VLF header (its checksum fails): fz is SUSPECT with error 9004, written to the
+/// errorlog once (regression: the log manager and the server each wrote it), after the line
+/// that says where the log is damaged, and followed by 3414.
+#[test]
+fn a_damaged_vlf_header_is_9004_once_then_3414() {
+    let _serial = record_panics();
+    let lab = Lab::build();
+    let log_path = files_in(&lab.live)
+        .into_iter()
+        .find(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            name.starts_with("fz") && name.ends_with(".ldf")
+        })
+        .expect("fz's log file");
+    let log = std::fs::OpenOptions::new().write(true).open(&log_path).expect("open log");
+    log.write_all_at(&[0xEE; 4], 8192 + 4).expect("damage the first VLF header's FSeqNo");
+    let server = Server::start(InstanceConfig::new(&lab.live)).expect("the instance starts");
+    assert_eq!(server.suspect_databases(), vec!["fz".to_string()]);
+    server.shutdown().expect("shutdown");
+    let errorlog = std::fs::read_to_string(lab.live.join("ERRORLOG")).expect("ERRORLOG");
+    assert_eq!(errorlog.matches("Error: 9004, Severity: 21, State: 1.").count(), 1, "{errorlog}");
+    let at_9004 = errorlog.find("Error: 9004").expect("9004");
+    let detail = errorlog.find("offset 0x2000").expect("the place of the damage");
+    let at_3414 = errorlog.find("Error: 3414").expect("3414");
+    assert!(detail < at_9004 && at_9004 < at_3414, "{errorlog}");
+}
+
 /// A registry written before database ids were recorded (name and path only) gets the ids of
 /// the databases that open at the next start, so that one of them marked SUSPECT later keeps
 /// its id.

@@ -344,7 +344,10 @@ fn os_write_error(err: &std::io::Error, offset: u64, path: &str) -> SqlError {
     SqlError::os_io_error(err, true, offset, path)
 }
 
-/// 9004, with the place and the reason in the errorlog.
+/// 9004, with the place and the reason in the errorlog. The error itself is the caller's to
+/// report (the server writes it to the errorlog when the database is marked SUSPECT, a
+/// session when it reaches the client), as for every other error: writing it here too put it
+/// in the errorlog twice.
 fn log_corrupt(
     instance: &Instance,
     database: &str,
@@ -353,13 +356,11 @@ fn log_corrupt(
     offset: u64,
     why: &str,
 ) -> SqlError {
-    let error = SqlError::log_corrupt(database, state);
     let process_info = crate::instance::current_process_info();
-    instance.errorlog.write_error(&process_info, &error);
     instance
         .errorlog
         .write(&process_info, &format!("Log file '{path}', offset {offset:#x}: {why}."));
-    error
+    SqlError::log_corrupt(database, state)
 }
 
 fn elapsed_us(started: Instant) -> u64 {
