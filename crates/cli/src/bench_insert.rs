@@ -2,7 +2,8 @@
 //! `(c1 uniqueidentifier, c2 datetime, c3 char(111))` into a clustered index on c1 (random
 //! GUIDs) or on an int identity, in batches of 1,000, into a database of N data files. It
 //! prints rows/s, the size on disk, the waits that make up 95 % of the wait time in the seed's
-//! columns, and the hottest latched pages.
+//! columns, the latch waits on PFS pages, and the hottest latched pages. `extentdb examples
+//! seed001` runs the same load on 1, 2, 4 and 8 files ([`seed001_example`]).
 //!
 //! Each batch of 1,000 rows is one transaction: its commit waits until the log is durable
 //! (fdatasync, group commit across sessions; WRITELOG). `--no-log-flush` turns on delayed
@@ -120,6 +121,10 @@ struct Report {
     /// checkpoints' and the lazy writer's): background work that shares the machine's cores.
     auto_checkpoints: u64,
     page_writes: u64,
+    /// Latch waits on PFS pages (page 1 and multiples of 8,088, in any file) during the run,
+    /// and their wait time: seed 001's allocation contention.
+    pfs_waits: u64,
+    pfs_wait_ms: f64,
 }
 
 fn columns(key: KeyKind) -> Vec<Column> {
@@ -178,6 +183,29 @@ fn progress(total: u64) -> ProgressBar {
 }
 
 pub fn run(args: &InsertBench) -> Result<(), String> {
+    let measured = measure(args)?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&measured.report).map_err(|e| e.to_string())?);
+    } else {
+        print_report(&measured.report);
+    }
+    if let Some(script) = &args.sql {
+        run_script_on(&measured.instance, script)?;
+    }
+    Ok(())
+}
+
+/// A finished load: its report, and its instance for a script to look at (dropped in field
+/// order: the database, then the instance, then the temporary directory).
+struct Measured {
+    report: Report,
+    _db: Arc<Database>,
+    instance: Arc<Instance>,
+    _temp: Option<tempfile::TempDir>,
+}
+
+/// Runs the load and measures it.
+fn measure(args: &InsertBench) -> Result<Measured, String> {
     if args.sessions == 0 || args.files == 0 || args.rows == 0 {
         return Err("--sessions, --files and --rows must be at least 1".into());
     }
@@ -290,13 +318,47 @@ pub fn run(args: &InsertBench) -> Result<(), String> {
     report.avg_log_flush_kb = flushed as f64 / 1024.0 / flushes.max(1) as f64;
     report.auto_checkpoints = db.auto_checkpoints() - checkpoints_before;
     report.page_writes = instance.buffer_pool.counters().page_writes - writes_before;
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
-    } else {
+    Ok(Measured { report, _db: db, instance, _temp: temp })
+}
+
+/// The data file counts of seed 001's sweep that `extentdb examples seed001` runs.
+const SEED001_FILES: [u32; 4] = [1, 2, 4, 8];
+
+/// `extentdb examples seed001`: seed 001's load (16 sessions, random GUID keys, batches of
+/// 1,000) on 1, 2, 4 and 8 data files, each in its own directory under `dir` (made anew):
+/// each run's report in the seed's columns, then the PFS latch waits side by side. With one
+/// file every allocation's PFS byte is on the same few PFS pages; each added file brings its
+/// own, so the sessions meet on them less.
+pub fn seed001_example(dir: &std::path::Path, rows: u64) -> Result<(), String> {
+    let mut summary = Vec::new();
+    for files in SEED001_FILES {
+        let run_dir = dir.join(format!("files{files}"));
+        if run_dir.exists() {
+            std::fs::remove_dir_all(&run_dir).map_err(|e| e.to_string())?;
+        }
+        let args = InsertBench {
+            sessions: 16,
+            files,
+            rows,
+            key: KeyKind::Guid,
+            json: false,
+            dir: Some(run_dir),
+            seed: 1,
+            max_server_memory_mb: 1024,
+            no_log_flush: false,
+            no_large_pages: true,
+            sql: None,
+        };
+        let report = measure(&args)?.report;
         print_report(&report);
+        outln!();
+        summary.push((files, report.rows_per_s, report.pfs_waits, report.pfs_wait_ms));
     }
-    if let Some(script) = &args.sql {
-        run_script_on(&instance, script)?;
+    outln!("PFS page latch waits (PAGELATCH_* on pages 1 and multiples of 8,088) by data files:");
+    outln!("DataFiles  RowsPerSec  PfsWaits  PfsWaitsPer1000Rows  PfsWait_ms");
+    for (files, rows_per_s, waits, wait_ms) in summary {
+        let per_1000 = waits as f64 * 1000.0 / rows as f64;
+        outln!("{files:<9}  {rows_per_s:>10.0}  {waits:>8}  {per_1000:>19.2}  {wait_ms:>10.1}");
     }
     Ok(())
 }
@@ -316,7 +378,7 @@ fn run_script_on(instance: &Arc<Instance>, script: &std::path::Path) -> Result<(
 /// PFS / GAM / SGAM by position (as Microsoft's scripts classify), else the page's m_type.
 fn page_type(db: &Database, page: PageId) -> String {
     let p = page.page_no;
-    if p == 1 || p.is_multiple_of(8088) {
+    if is_pfs_page(page) {
         return "PFS_PAGE".into();
     }
     if p == 2 || p.is_multiple_of(511_232) {
@@ -355,9 +417,11 @@ fn build_report(
             signal_wait_time_ms: w.signal_wait_time_ms,
         })
         .collect();
-    let latch_resources = instance
-        .buffer_pool
-        .page_waits()
+    let page_waits = instance.buffer_pool.page_waits();
+    let on_pfs = page_waits.iter().filter(|w| is_pfs_page(w.key.page));
+    let (pfs_waits, pfs_wait_us) =
+        on_pfs.fold((0, 0), |(n, us), w| (n + w.waiting_tasks_count, us + w.wait_time_us));
+    let latch_resources = page_waits
         .into_iter()
         .take(10)
         .map(|w| LatchResourceJson {
@@ -388,7 +452,14 @@ fn build_report(
         avg_log_flush_kb: 0.0,
         auto_checkpoints: 0,
         page_writes: 0,
+        pfs_waits,
+        pfs_wait_ms: pfs_wait_us as f64 / 1000.0,
     }
+}
+
+/// PFS pages by position: page 1 of each file and every 8,088th page.
+fn is_pfs_page(page: PageId) -> bool {
+    page.page_no == 1 || page.page_no.is_multiple_of(8088)
 }
 
 /// Paul Randal's top-waits shape: the waits making up 95 % of the wait time.
@@ -420,6 +491,12 @@ fn print_report(report: &Report) {
         "background: {} automatic checkpoint(s), {} data pages written",
         report.auto_checkpoints,
         report.page_writes
+    );
+    outln!(
+        "PFS pages: {} latch waits ({:.2} per 1,000 rows), {:.1} ms",
+        report.pfs_waits,
+        report.pfs_waits as f64 * 1000.0 / report.rows.max(1) as f64,
+        report.pfs_wait_ms
     );
     let total_ms: u64 = report.waits.iter().map(|w| w.wait_time_ms).sum();
     outln!(

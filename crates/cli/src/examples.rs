@@ -1,7 +1,9 @@
 //! `extentdb examples`: the seeds' experiments (examples/*.sql), run on the embedded engine,
 //! each in its own directory under the data directory, with a heading that says what the
 //! experiment shows. Seed 002's runs twice, with SQL Server 2019's and 2022's log rules.
-//! The scripts are compiled in, so the command works from any directory.
+//! The scripts are compiled in, so the command works from any directory. Seed 001's
+//! experiment is a concurrent load, which one script cannot express: it is `bench insert`'s
+//! load, 16 sessions on 1, 2, 4 and 8 data files ([`crate::bench_insert::seed001_example`]).
 
 use clap::Args;
 use engine::instance::InstanceConfig;
@@ -11,43 +13,50 @@ use std::time::Instant;
 use tsql::server::Server;
 use tsql::session::Session;
 
-/// One example: its name, what it reproduces, its script, and the log rules it runs under.
+/// One example: its name, what it reproduces, its script (None: seed 001's concurrent
+/// load), and the log rules it runs under.
 struct Example {
     name: &'static str,
     title: &'static str,
-    script: &'static str,
+    script: Option<&'static str>,
     rules: &'static [VlfRule],
 }
 
-const EXAMPLES: [Example; 5] = [
+const EXAMPLES: [Example; 6] = [
     Example {
         name: "seed000",
         title: "proportional fill: skip targets (TF 1165) as files are added, and where the extents go",
-        script: include_str!("../../../examples/seed000_proportional_fill.sql"),
+        script: Some(include_str!("../../../examples/seed000_proportional_fill.sql")),
+        rules: &[VlfRule::Sql2022],
+    },
+    Example {
+        name: "seed001",
+        title: "16 sessions insert random GUID keys into 1, 2, 4 and 8 data files: PFS latch waits",
+        script: None,
         rules: &[VlfRule::Sql2022],
     },
     Example {
         name: "seed002",
         title: "log growth: zeroing waits, growth events and VLFs for 64 MB and 1 GB growths",
-        script: include_str!("../../../examples/seed002_log_growth.sql"),
+        script: Some(include_str!("../../../examples/seed002_log_growth.sql")),
         rules: &[VlfRule::Sql2019, VlfRule::Sql2022],
     },
     Example {
         name: "seed003",
         title: "read-ahead: I/O count and size of a cold scan with and without TF 652",
-        script: include_str!("../../../examples/seed003_read_ahead.sql"),
+        script: Some(include_str!("../../../examples/seed003_read_ahead.sql")),
         rules: &[VlfRule::Sql2022],
     },
     Example {
         name: "seed004",
         title: "create/drop a table per transaction: allocations over 1 and 4 data files",
-        script: include_str!("../../../examples/seed004_create_drop.sql"),
+        script: Some(include_str!("../../../examples/seed004_create_drop.sql")),
         rules: &[VlfRule::Sql2022],
     },
     Example {
         name: "top_waits",
         title: "the standard top-waits query over this instance's waits",
-        script: include_str!("../../../examples/top_waits.sql"),
+        script: Some(include_str!("../../../examples/top_waits.sql")),
         rules: &[VlfRule::Sql2022],
     },
 ];
@@ -57,8 +66,11 @@ pub struct ExamplesArgs {
     /// The data directory; each example runs in a directory of its own under it.
     #[arg(long, default_value = crate::sql::DEFAULT_DIR)]
     pub dir: PathBuf,
-    /// Run only these examples (seed000, seed002, seed003, seed004, top_waits).
+    /// Run only these examples (seed000, seed001, seed002, seed003, seed004, top_waits).
     pub only: Vec<String>,
+    /// Rows seed001 inserts in each of its four runs, over its 16 sessions.
+    #[arg(long, default_value_t = 160_000)]
+    pub seed001_rows: u64,
     /// Stop at the first batch that raises an error and exit with 1.
     #[arg(short = 'b')]
     pub stop_on_error: bool,
@@ -90,7 +102,12 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
                 1 => example.name.to_string(),
                 _ => format!("{}-{}", example.name, rule.name()),
             });
-            let ok = run_one(example, *rule, &dir, args.stop_on_error)?;
+            let ok = match example.script {
+                Some(script) => run_script(script, *rule, &dir, args.stop_on_error)?,
+                None => {
+                    crate::bench_insert::seed001_example(&dir, args.seed001_rows).map(|()| true)?
+                }
+            };
             outln!(
                 "==== {label}: {:.1} s{}",
                 started.elapsed().as_secs_f64(),
@@ -108,8 +125,8 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
     if failed.is_empty() { Ok(()) } else { Err(format!("errors in: {}", failed.join(", "))) }
 }
 
-fn run_one(
-    example: &Example,
+fn run_script(
+    script: &str,
     rule: VlfRule,
     dir: &std::path::Path,
     stop_on_error: bool,
@@ -118,7 +135,7 @@ fn run_one(
     config.vlf_rule = rule;
     let server = Server::start(config).map_err(|e| e.to_string())?;
     let mut session = Session::new(&server);
-    let ok = tsql::sqlcmd::run_script(&mut session, example.script, stop_on_error, &mut |t| {
+    let ok = tsql::sqlcmd::run_script(&mut session, script, stop_on_error, &mut |t| {
         crate::write_stdout(t)
     });
     drop(session);
