@@ -7,6 +7,10 @@
 --   extentdb bench insert --sessions 16 --files 1 --rows 20000 --sql examples/top_waits.sql
 -- What to look for: PAGELATCH_UP / PAGELATCH_EX (allocation and page contention) and
 -- WRITELOG (commits waiting for the log flush) at the top.
+--
+-- One change from the original: NULLIF around the total wait time. An instance that has only
+-- just started may have waited only in waits shorter than 1 ms (each counts 0 ms), and the
+-- original then divides by zero (8134); with NULLIF it returns no rows.
 WITH [Waits] AS
     (SELECT
         [wait_type],
@@ -14,7 +18,7 @@ WITH [Waits] AS
         ([wait_time_ms] - [signal_wait_time_ms]) / 1000.0 AS [ResourceS],
         [signal_wait_time_ms] / 1000.0 AS [SignalS],
         [waiting_tasks_count] AS [WaitCount],
-        100.0 * [wait_time_ms] / SUM ([wait_time_ms]) OVER() AS [Percentage],
+        100.0 * [wait_time_ms] / NULLIF (SUM ([wait_time_ms]) OVER(), 0) AS [Percentage],
         ROW_NUMBER() OVER(ORDER BY [wait_time_ms] DESC) AS [RowNum]
     FROM sys.dm_os_wait_stats
     WHERE [wait_type] NOT IN (

@@ -5,9 +5,14 @@ use std::process::Command;
 
 fn examples(only: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
+    examples_in(dir.path(), only)
+}
+
+/// `extentdb examples -b` in `dir`, which may hold an earlier run's data.
+fn examples_in(dir: &std::path::Path, only: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
         .args(["examples", "-b", "--dir"])
-        .arg(dir.path())
+        .arg(dir)
         .args(only)
         .output()
         .unwrap();
@@ -102,4 +107,17 @@ fn seed004_allocations_rotate_over_four_files() {
 fn every_example_runs_clean() {
     let out = examples(&["top_waits"]);
     assert!(out.contains("WaitType"), "{out}");
+}
+
+/// The main job runs again in the same data directory (its default, `extentdb-data`): each
+/// example starts over. Regression: seed000 found its database still there (its script's
+/// DATABASEPROPERTYEX(..., 'Version') was NULL), and top_waits divided by zero on an instance
+/// whose only waits were under 1 ms.
+#[test]
+fn examples_run_again_in_the_same_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let only = ["seed000", "seed001", "--seed001-rows", "4000", "top_waits"];
+    examples_in(dir.path(), &only);
+    let again = examples_in(dir.path(), &only);
+    assert!(!again.contains("Msg "), "{again}");
 }

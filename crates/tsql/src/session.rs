@@ -83,6 +83,9 @@ const MAX_WHILE_ITERATIONS: u64 = 100_000_000;
 /// so no CATCH block takes it). The client sees no message, only DONE_ATTN.
 const CANCELLED: i32 = 3617;
 
+/// DATABASEPROPERTYEX(name, 'Version'): SQL Server 2022 RTM's internal database version.
+const DATABASE_VERSION: i32 = 957;
+
 fn aborts_batch(number: i32) -> bool {
     matches!(
         number,
@@ -1152,10 +1155,20 @@ impl Session {
     }
 
     fn database_property(&self, name: &str, property: &str) -> Value {
-        let Some(db) = self.server.database(name) else { return Value::Null };
+        let Some(db) = self.server.database(name) else {
+            let suspect =
+                self.server.suspect_databases().iter().any(|n| n.eq_ignore_ascii_case(name));
+            return match property.to_lowercase().as_str() {
+                "status" if suspect => Value::Text("SUSPECT".into()),
+                _ => Value::Null,
+            };
+        };
         match property.to_lowercase().as_str() {
             "recovery" => Value::Text(db.recovery_model_desc().to_string()),
             "status" => Value::Text("ONLINE".into()),
+            // The internal database version of SQL Server 2022, whose formats extentdb follows
+            // (deviation: a constant; extentdb has one file format and no dbi_version yet).
+            "version" => Value::Int(DATABASE_VERSION),
             "updateability" => Value::Text("READ_WRITE".into()),
             "collation" => Value::Text("SQL_Latin1_General_CP1_CI_AS".into()),
             _ => Value::Null,

@@ -402,8 +402,11 @@ fn a_database_that_does_not_open_is_suspect_and_the_instance_starts() {
     assert_eq!(run(&mut session, "CREATE DATABASE other").0, Vec::<i32>::new());
     let other_id = rows(&mut session, "SELECT DB_ID('other')");
     assert_ne!(other_id[0][0], fz_id, "a new database took the SUSPECT one's id");
-    let by_id = format!("SELECT DB_ID('fz'), DB_NAME({fz_id})");
-    assert_eq!(rows(&mut session, &by_id), [[fz_id.as_str(), "fz"]]);
+    let by_id = format!(
+        "SELECT DB_ID('fz'), DB_NAME({fz_id}), DATABASEPROPERTYEX('fz', 'Status'), \
+         DATABASEPROPERTYEX('fz', 'Version')"
+    );
+    assert_eq!(rows(&mut session, &by_id), [[fz_id.as_str(), "fz", "SUSPECT", "NULL"]]);
     assert_eq!(run(&mut session, "SELECT 1").0, Vec::<i32>::new());
     // A restart tries fz again: still SUSPECT, still listed.
     server.shutdown().expect("shutdown");

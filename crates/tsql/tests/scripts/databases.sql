@@ -35,6 +35,10 @@ ALTER DATABASE PF SET SINGLE_USER WITH ROLLBACK IMMEDIATE
 ALTER DATABASE PF SET MULTI_USER
 SELECT name, recovery_model_desc, is_mixed_page_allocation_on FROM sys.databases WHERE name = 'PF'
 SELECT name FROM sys.database_files WHERE type_desc = 'LOG'
+-- DATABASEPROPERTYEX: 'Version' is SQL Server 2022's internal database version (scripts test
+-- it to see whether a database exists); NULL for a database that does not.
+SELECT DATABASEPROPERTYEX('PF', 'Version') AS version, DATABASEPROPERTYEX('PF', 'Status') AS status,
+    DATABASEPROPERTYEX('NoSuchDb', 'Version') AS missing
 GO
 -- Errors: each statement fails alone and leaves nothing behind.
 ALTER DATABASE PF MODIFY FILE (NAME = PF_data, SIZE = 4MB)
