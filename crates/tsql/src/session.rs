@@ -231,6 +231,11 @@ impl Session {
         self.shut_down
     }
 
+    /// The errorlog's ProcessInfo for this session's lines (`spid<n>`).
+    fn process_info(&self) -> String {
+        format!("spid{}", self.spid)
+    }
+
     /// Whether an error of severity 20 to 25 was sent (an 824, or RAISERROR ... WITH LOG):
     /// SQL Server treats these as fatal and terminates the client's connection once the
     /// client has the message, so the TDS server closes it (and the session, dropped, rolls
@@ -397,8 +402,7 @@ impl Session {
         self.last_error = failure.error.number;
         // Severities 19 to 25 are written to the errorlog too (an 824, say).
         if failure.error.severity >= 19 && failure.error.number != CANCELLED {
-            let process = format!("spid{}", self.spid);
-            self.server.instance.errorlog.write_error(&process, &failure.error);
+            self.server.instance.errorlog.write_error(&self.process_info(), &failure.error);
             self.fatal_error_sent |= failure.error.severity >= 20;
         }
         out(Output::Error {
@@ -829,7 +833,7 @@ impl Session {
                 out(Output::Message(value::display(&v).replace("NULL", "")));
                 Ok(Flow::Next)
             }
-            Statement::RaisError { message, severity, state, arguments, .. } => {
+            Statement::RaisError { message, severity, state, arguments, options } => {
                 let text = value::display(&self.eval_stmt(message, line)?);
                 let severity = value::as_i64(
                     &convert(&self.eval_stmt(severity, line)?, SqlType::Int)
@@ -846,7 +850,20 @@ impl Session {
                     args.push(self.eval_stmt(a, line)?);
                 }
                 let text = format_message(&text, &args);
+                let with_log = options.contains(&sqlparser::ast::RaisErrorOption::Log);
+                if severity > 18 && !with_log {
+                    return Err(self.fail(high_severity_without_log(), line));
+                }
                 if severity <= 10 {
+                    if with_log {
+                        let logged = SqlError::new(
+                            50000,
+                            severity.max(0) as u8,
+                            state.clamp(0, 255) as u8,
+                            &text,
+                        );
+                        self.server.instance.errorlog.write_error(&self.process_info(), &logged);
+                    }
                     out(Output::Message(text));
                     return Ok(Flow::Next);
                 }
@@ -856,6 +873,10 @@ impl Session {
                     state.clamp(0, 255) as u8,
                     text,
                 );
+                // WITH LOG: to the errorlog too (severity 19 and above go there anyway).
+                if with_log && error.severity < 19 {
+                    self.server.instance.errorlog.write_error(&self.process_info(), &error);
+                }
                 let mut failure = self.fail(error, line);
                 failure.abort_batch = self.xact_abort;
                 Err(failure)
@@ -1988,6 +2009,18 @@ fn undeclared(name: &str) -> SqlError {
 /// @@SERVERNAME: the machine's name from the environment, else `extentdb`.
 pub(crate) fn server_name() -> String {
     std::env::var("HOSTNAME").unwrap_or_else(|_| "extentdb".into())
+}
+
+/// Error 2754: RAISERROR of severity 19 to 25 without WITH LOG (SQL Server also requires the
+/// sysadmin role; every extentdb login is sysadmin).
+fn high_severity_without_log() -> SqlError {
+    SqlError::new(
+        2754,
+        16,
+        1,
+        "Error severity levels greater than 18 can only be specified by members of the sysadmin \
+         role, using the WITH LOG option.",
+    )
 }
 
 /// RAISERROR's printf-style substitution: %d %i %u %s %x %%.

@@ -1,3 +1,4 @@
+-- golden: mask-times
 -- TRY/CATCH: errors go to the CATCH block with ERROR_NUMBER() and the rest; THROW raises and
 -- re-raises; RAISERROR of severity 11+ is caught; errors inside CATCH reach the client.
 CREATE TABLE t (id INT PRIMARY KEY)
@@ -95,4 +96,15 @@ END TRY
 BEGIN CATCH
     PRINT 'not reached'
 END CATCH
+GO
+-- RAISERROR above severity 18 needs WITH LOG (2754, and nothing raised); WITH LOG also writes
+-- the error to the errorlog, at any severity.
+RAISERROR('too severe', 19, 1)
+GO
+RAISERROR('written to the errorlog', 16, 5) WITH LOG
+GO
+RAISERROR('information, logged', 10, 2) WITH LOG
+GO
+EXEC xp_readerrorlog 0, 1, N'errorlog'
+EXEC xp_readerrorlog 0, 1, N'logged'
 GO
