@@ -1077,12 +1077,13 @@ impl Session {
     pub fn system_function(&self, name: &str, args: &[Value]) -> Option<Result<Value>> {
         let text = |i: usize| args.get(i).map(value::display).unwrap_or_default();
         let result = match name {
+            // int, as SQL Server's DB_ID returns.
             "DB_ID" => Ok(match args.first() {
-                None => Value::SmallInt(self.db.database_id as i16),
+                None => Value::Int(i32::from(self.db.database_id)),
                 Some(_) => self
                     .server
                     .database_id_of(&text(0))
-                    .map_or(Value::Null, |id| Value::SmallInt(id as i16)),
+                    .map_or(Value::Null, |id| Value::Int(i32::from(id))),
             }),
             "DB_NAME" => Ok(match args.first().and_then(value::as_i64) {
                 None => Value::Text(self.db.name.clone()),
