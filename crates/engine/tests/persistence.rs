@@ -5,7 +5,7 @@ mod common;
 
 use common::{lab, size};
 use engine::alloc::{self, MapKind};
-use engine::database::{Database, FileSpec};
+use engine::database::{Database, DatabaseSpec, FileSpec};
 use engine::units::PageId;
 use std::os::unix::fs::FileExt;
 
@@ -222,4 +222,32 @@ fn log_files_keep_their_modified_size_and_settings() {
             .number,
         5040
     );
+}
+
+/// A new file survives a crash only once its directory is synced: CREATE DATABASE syncs the
+/// directory of every file it created (each directory once) before its boot page names them,
+/// and ADD FILE does the same for the files it adds.
+#[test]
+fn new_files_have_their_directories_synced() {
+    let lab = lab();
+    let other_dir = lab.path("elsewhere");
+    std::fs::create_dir_all(&other_dir).expect("second directory");
+    let spec = DatabaseSpec {
+        name: "Synced".into(),
+        primary: vec![
+            FileSpec::new("Synced_1", "Synced_1.mdf").size(size("3MB")),
+            FileSpec::new("Synced_2", other_dir.join("Synced_2.ndf")).size(size("3MB")),
+            FileSpec::new("Synced_3", "Synced_3.ndf").size(size("3MB")),
+        ],
+        filegroups: Vec::new(),
+        logs: vec![FileSpec::new("Synced_log", "Synced_log.ldf").size(size("1MB"))],
+        mixed_page_allocation: false,
+    };
+    let before = lab.faults.lock().counters.dir_syncs;
+    let db = Database::create(&lab.instance, &spec).expect("create");
+    assert_eq!(lab.faults.lock().counters.dir_syncs - before, 2, "two directories, once each");
+    let before = lab.faults.lock().counters.dir_syncs;
+    db.add_files(&[FileSpec::new("Synced_4", other_dir.join("Synced_4.ndf"))], None)
+        .expect("add file");
+    assert_eq!(lab.faults.lock().counters.dir_syncs - before, 1);
 }

@@ -249,7 +249,12 @@ impl Server {
             .and_then(|f| f.sync_all())
             .map_err(|e| io_error("sync the database registry", e))?;
         std::fs::rename(&temporary, self.registry_path())
-            .map_err(|e| io_error("rename the database registry", e))
+            .map_err(|e| io_error("rename the database registry", e))?;
+        // The rename is durable only once the directory is synced.
+        self.instance
+            .io
+            .sync_dir(self.instance.dir())
+            .map_err(|e| io_error("sync the data directory", e))
     }
 
     /// An open database by name (case-insensitive).

@@ -472,6 +472,27 @@ fn an_older_registry_gets_the_ids_of_its_databases() {
     assert!(fz_line.ends_with(&format!("\t{fz_id}")), "{upgraded}");
 }
 
+/// CREATE DATABASE makes its files' directory entries and the registry's rename durable: the
+/// data directory is synced for the new files (the engine) and again after the registry is
+/// renamed into place (the server).
+#[test]
+fn create_database_syncs_the_data_directory_for_its_files_and_the_registry() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fault_io = engine::io::FaultIo::new(engine::io::std_io());
+    let plan = fault_io.plan();
+    let io: std::sync::Arc<dyn engine::io::Io> = std::sync::Arc::new(fault_io);
+    let config = InstanceConfig::new(dir.path());
+    let instance =
+        engine::instance::Instance::start_with(config, io, engine::clock::system_clock())
+            .expect("instance");
+    let server = Server::start_on(instance).expect("server");
+    let mut session = Session::new(&server);
+    let before = plan.lock().counters.dir_syncs;
+    assert_eq!(run(&mut session, "CREATE DATABASE synced").0, Vec::<i32>::new());
+    assert_eq!(plan.lock().counters.dir_syncs - before, 2, "the files, then the registry");
+    server.shutdown().expect("shutdown");
+}
+
 /// The first page of fz's data file after its system pages for which `test` holds.
 fn find_page(lab: &Lab, test: impl Fn(&[u8; 8192]) -> bool) -> u64 {
     let file = lab.data_file();

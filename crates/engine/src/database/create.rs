@@ -24,6 +24,17 @@ impl<'a> CreatedFiles<'a> {
     fn new(instance: &'a Instance) -> CreatedFiles<'a> {
         CreatedFiles { instance, paths: Vec::new(), registered: Vec::new(), committed: false }
     }
+
+    /// Makes the new files' directory entries durable, before the boot page that names them
+    /// (the commit point) is written: a crash then cannot leave a boot page naming a file
+    /// whose directory entry was lost.
+    fn sync_dirs(&self) -> SqlResult<()> {
+        let paths = self.paths.iter().map(|p| p.as_path());
+        crate::io::sync_parent_dirs(self.instance.io.as_ref(), paths).map_err(|err| {
+            let path = self.paths.first().map(|p| p.display().to_string()).unwrap_or_default();
+            SqlError::create_file_os_error(&err, &path)
+        })
+    }
 }
 
 impl Drop for CreatedFiles<'_> {
@@ -105,6 +116,7 @@ impl Database {
         let log =
             LogManager::create(instance, boot.database_id, &boot.name, boot.binding_id, new_logs)?;
         let primary = &data_files[&1];
+        created.sync_dirs()?;
         Self::write_boot(primary, &boot)?;
         created.committed = true;
         let db =
@@ -427,6 +439,7 @@ impl Database {
                 )?));
             }
         }
+        created.sync_dirs()?;
         self.save_boot(&mut inner, boot)?;
         created.committed = true;
         for log in new_logs {

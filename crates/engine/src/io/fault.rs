@@ -18,6 +18,8 @@ pub struct IoCounters {
     pub bytes_written: u64,
     pub bytes_allocated: u64,
     pub syncs: u64,
+    /// Directory syncs ([`Io::sync_dir`]).
+    pub dir_syncs: u64,
 }
 
 /// The faults to inject. Each `*_after` count is the number of further operations of that kind
@@ -164,6 +166,10 @@ impl Io for FaultIo {
     }
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir_all(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.plan.lock().counters.dir_syncs += 1;
+        self.inner.sync_dir(dir)
     }
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         self.inner.read_to_string(path)

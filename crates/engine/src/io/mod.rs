@@ -39,6 +39,29 @@ pub trait Io: Send + Sync {
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Reads a whole (small) file, such as an errorlog.
     fn read_to_string(&self, path: &Path) -> io::Result<String>;
+    /// Makes a directory's entries durable (fsync of the directory): a file created, renamed
+    /// or removed in it survives a crash only once its directory is synced, whatever was
+    /// synced of the file itself.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// Syncs the directory of each path, each directory once (the files of a new database, say).
+pub fn sync_parent_dirs<'p>(
+    io: &dyn Io,
+    paths: impl IntoIterator<Item = &'p Path>,
+) -> io::Result<()> {
+    let mut synced: Vec<&Path> = Vec::new();
+    for path in paths {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        if !synced.contains(&dir) {
+            io.sync_dir(dir)?;
+            synced.push(dir);
+        }
+    }
+    Ok(())
 }
 
 /// Operations on one open file.

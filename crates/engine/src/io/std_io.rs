@@ -196,6 +196,10 @@ impl Io for StdIo {
         std::fs::create_dir_all(path)
     }
 
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         std::fs::read_to_string(path)
     }
