@@ -11,7 +11,11 @@
 //! - [`StatsIo`]: wraps the instance's backend and counts each file's reads, writes and stall
 //!   time for sys.dm_io_virtual_file_stats.
 //!
-//! Durability contract: a write is durable only after `sync_data` returns Ok on that file.
+//! Durability contract: a write is durable only after `sync_data` returns Ok on that file; a
+//! file's existence (its creation or renaming) only after `sync_dir` returns Ok on its
+//! directory ([`sync_parent_dirs`]: database creation and ADD FILE do it before the boot page
+//! names the new files). Removing a file does not sync its directory: a removed file that a
+//! crash brings back is named by nothing.
 
 mod fault;
 mod stats;
