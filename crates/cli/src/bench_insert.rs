@@ -10,6 +10,7 @@
 //! durability, to measure the engine without the commit flushes.
 
 use clap::{Args, ValueEnum};
+use engine::alloc::{self, MapKind};
 use engine::btree::BTree;
 use engine::buffer::PageKey;
 use engine::database::{Database, DatabaseSpec, FileSpec};
@@ -121,7 +122,7 @@ struct Report {
     /// checkpoints' and the lazy writer's): background work that shares the machine's cores.
     auto_checkpoints: u64,
     page_writes: u64,
-    /// Latch waits on PFS pages (page 1 and multiples of 8,088, in any file) during the run,
+    /// Latch waits on PFS pages (page 1 and every 8,088th page after it, in any file) during the run,
     /// and their wait time: seed 001's allocation contention.
     pfs_waits: u64,
     pfs_wait_ms: f64,
@@ -358,7 +359,7 @@ pub fn seed001_example(dir: &std::path::Path, rows: u64) -> Result<(), String> {
         std::fs::remove_dir_all(dir.join(format!("files{files}"))).map_err(|e| e.to_string())?;
         summary.push((files, report.rows_per_s, report.pfs_waits, report.pfs_wait_ms));
     }
-    outln!("PFS page latch waits (PAGELATCH_* on pages 1 and multiples of 8,088) by data files:");
+    outln!("PFS page latch waits (PAGELATCH_* on page 1 and every 8,088th page) by data files:");
     outln!("DataFiles  RowsPerSec  PfsWaits  PfsWaitsPer1000Rows  PfsWait_ms");
     for (files, rows_per_s, waits, wait_ms) in summary {
         let per_1000 = waits as f64 * 1000.0 / rows as f64;
@@ -379,16 +380,19 @@ fn run_script_on(instance: &Arc<Instance>, script: &std::path::Path) -> Result<(
     if ok { Ok(()) } else { Err(format!("{} raised an error", script.display())) }
 }
 
-/// PFS / GAM / SGAM by position (as Microsoft's scripts classify), else the page's m_type.
+/// PFS / GAM / SGAM by their positions in the engine's file layout ([`engine::alloc`]), else
+/// the page's m_type. (Microsoft's scripts test `page % 8088 = 0` and `page % 511232 = 0`,
+/// which also call page 0, the file header, a PFS page.)
 fn page_type(db: &Database, page: PageId) -> String {
     let p = page.page_no;
+    let interval = alloc::gam_interval_of(p);
     if is_pfs_page(page) {
         return "PFS_PAGE".into();
     }
-    if p == 2 || p.is_multiple_of(511_232) {
+    if alloc::map_page(interval, MapKind::Gam) == p {
         return "GAM_PAGE".into();
     }
-    if p == 3 || (p > 1 && (p - 1).is_multiple_of(511_232)) {
+    if alloc::map_page(interval, MapKind::Sgam) == p {
         return "SGAM_PAGE".into();
     }
     match db.page_copy(page).map(|buf| buf[1]) {
@@ -461,9 +465,9 @@ fn build_report(
     }
 }
 
-/// PFS pages by position: page 1 of each file and every 8,088th page.
+/// A PFS page by its position: page 1 of each file and every 8,088th page after it.
 fn is_pfs_page(page: PageId) -> bool {
-    page.page_no == 1 || page.page_no.is_multiple_of(8088)
+    alloc::pfs_page_for(page.page_no) == page.page_no
 }
 
 /// Paul Randal's top-waits shape: the waits making up 95 % of the wait time.
@@ -559,5 +563,20 @@ fn print_report(report: &Report) {
             page.waiting_tasks_count,
             page.wait_time_ms
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: the script formula `page % 8088 = 0` took page 0, the file header, for a
+    /// PFS page; the engine's layout does not.
+    #[test]
+    fn pfs_pages_are_page_1_and_every_8088th_page() {
+        let pfs = |page_no| is_pfs_page(PageId::new(1, page_no));
+        assert!(!pfs(0), "the file header");
+        assert!(pfs(1) && pfs(8088) && pfs(16_176));
+        assert!(!pfs(2) && !pfs(8087) && !pfs(8089));
     }
 }
