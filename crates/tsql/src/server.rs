@@ -288,6 +288,11 @@ impl Server {
         ))
     }
 
+    /// Whether `name` (any case) is a database marked SUSPECT at startup.
+    pub fn is_suspect(&self, name: &str) -> bool {
+        self.suspect.read().contains_key(&key(name))
+    }
+
     /// The databases marked SUSPECT at startup, by name.
     pub fn suspect_databases(&self) -> Vec<String> {
         self.suspect.read().values().map(|suspect| suspect.name.clone()).collect()

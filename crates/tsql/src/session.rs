@@ -1178,10 +1178,8 @@ impl Session {
 
     fn database_property(&self, name: &str, property: &str) -> Value {
         let Some(db) = self.server.database(name) else {
-            let suspect =
-                self.server.suspect_databases().iter().any(|n| n.eq_ignore_ascii_case(name));
             return match property.to_lowercase().as_str() {
-                "status" if suspect => Value::Text("SUSPECT".into()),
+                "status" if self.server.is_suspect(name) => Value::Text("SUSPECT".into()),
                 _ => Value::Null,
             };
         };

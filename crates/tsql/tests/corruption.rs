@@ -25,7 +25,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
-use tsql::server::{Output, Server};
+use tsql::server::Server;
 use tsql::session::Session;
 
 /// Panics of any thread (background tasks included) while a seed runs.
@@ -104,15 +104,20 @@ impl Lab {
     }
 
     fn data_file(&self) -> std::fs::File {
+        self.fz_file("mdf")
+    }
+
+    /// fz's file with this extension (mdf: its data file, ldf: its log), open to write.
+    fn fz_file(&self, extension: &str) -> std::fs::File {
         let is_fz =
             |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("fz"));
-        let is_mdf = |p: &PathBuf| p.extension().is_some_and(|e| e == "mdf");
+        let has_extension = |p: &PathBuf| p.extension().is_some_and(|e| e == extension);
         // Directory order differs between file systems: both tests on each file.
         let path = files_in(&self.live)
             .into_iter()
-            .find(|p| is_fz(p) && is_mdf(p))
-            .expect("fz's data file");
-        std::fs::OpenOptions::new().read(true).write(true).open(path).expect("open data file")
+            .find(|p| is_fz(p) && has_extension(p))
+            .unwrap_or_else(|| panic!("fz's .{extension} file"));
+        std::fs::OpenOptions::new().read(true).write(true).open(path).expect("open fz's file")
     }
 
     /// Applies `change` to page `page_no` of fz's data file and seals it again (a valid
@@ -428,15 +433,9 @@ fn a_database_that_does_not_open_is_suspect_and_the_instance_starts() {
 fn a_damaged_vlf_header_is_9004_once_then_3414() {
     let _serial = record_panics();
     let lab = Lab::build();
-    let log_path = files_in(&lab.live)
-        .into_iter()
-        .find(|p| {
-            let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-            name.starts_with("fz") && name.ends_with(".ldf")
-        })
-        .expect("fz's log file");
-    let log = std::fs::OpenOptions::new().write(true).open(&log_path).expect("open log");
-    log.write_all_at(&[0xEE; 4], 8192 + 4).expect("damage the first VLF header's FSeqNo");
+    lab.fz_file("ldf")
+        .write_all_at(&[0xEE; 4], 8192 + 4)
+        .expect("damage the first VLF header's FSeqNo");
     let server = Server::start(InstanceConfig::new(&lab.live)).expect("the instance starts");
     assert_eq!(server.suspect_databases(), vec!["fz".to_string()]);
     server.shutdown().expect("shutdown");
@@ -511,19 +510,14 @@ fn find_page(lab: &Lab, test: impl Fn(&[u8; 8192]) -> bool) -> u64 {
 fn heap_data_page(lab: &Lab) -> u64 {
     let server = Server::start(InstanceConfig::new(&lab.live)).expect("server starts");
     let mut session = Session::new(&server);
-    let mut page = None;
-    session.execute(
+    let found = rows(
+        &mut session,
         "USE fz SELECT TOP 1 allocated_page_page_id FROM sys.dm_db_database_page_allocations(\
          DB_ID(), OBJECT_ID('h'), NULL, NULL, 'DETAILED') WHERE page_type_desc = 'DATA_PAGE' \
          ORDER BY allocated_page_page_id",
-        &mut |output| {
-            if let Output::Rows(set) = output {
-                page = set.rows.first().map(|row| tsql::value::display(&row[0]));
-            }
-        },
     );
     server.shutdown().expect("shutdown");
-    page.expect("h has a data page").parse().expect("a page number")
+    found[0][0].parse().expect("a page number")
 }
 
 fn copy_dir(from: &Path, to: &Path) {
