@@ -86,6 +86,7 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
         outln!("(debug build: build with --release for faster runs)");
     }
     let mut failed = Vec::new();
+    let mut last_dir = None;
     for example in
         EXAMPLES.iter().filter(|e| args.only.is_empty() || args.only.iter().any(|n| n == e.name))
     {
@@ -102,6 +103,7 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
                 1 => example.name.to_string(),
                 _ => format!("{}-{}", example.name, rule.name()),
             });
+            last_dir = Some(dir.clone());
             let ok = match example.script {
                 Some(script) => run_script(script, *rule, &dir, args.stop_on_error)?,
                 None => {
@@ -122,7 +124,43 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
             }
         }
     }
+    if let Some(last_dir) = last_dir {
+        report_footprint(&args.dir, &last_dir);
+    }
     if failed.is_empty() { Ok(()) } else { Err(format!("errors in: {}", failed.join(", "))) }
+}
+
+/// Says where the examples' databases stayed and how much disk they hold (seed 002's zeroed
+/// 1 GB log growths and reserved data files make it several GB), so that a newcomer can look
+/// at them again or free the space.
+fn report_footprint(dir: &std::path::Path, example_dir: &std::path::Path) {
+    let on_disk_bytes = allocated_bytes(dir);
+    outln!(
+        "The examples' databases stay in {} ({:.1} GB on disk): query one again with `extentdb shell --dir {}`, or delete the directory to free the space.",
+        dir.display(),
+        on_disk_bytes as f64 / (1u64 << 30) as f64,
+        example_dir.display(),
+    );
+}
+
+/// The disk space the files under `dir` hold (allocated blocks, as du counts them, so that
+/// reserved but unwritten space counts and holes do not).
+fn allocated_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total_bytes = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&next) else { continue };
+        for entry in entries.flatten() {
+            let Ok(metadata) = entry.metadata() else { continue };
+            if metadata.is_dir() {
+                pending.push(entry.path());
+            } else {
+                total_bytes += metadata.blocks() * 512;
+            }
+        }
+    }
+    total_bytes
 }
 
 fn run_script(

@@ -109,6 +109,22 @@ fn every_example_runs_clean() {
     assert!(out.contains("WaitType"), "{out}");
 }
 
+/// The run ends by saying where the databases stayed and what they hold on disk, and the
+/// directory it names for the shell is one an example used.
+#[test]
+fn the_run_ends_with_where_the_databases_are_and_their_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = examples_in(dir.path(), &["seed003"]);
+    let last = out.lines().last().unwrap();
+    let shown = format!("The examples' databases stay in {} (", dir.path().display());
+    assert!(last.starts_with(&shown), "{last}");
+    let gb: f64 = last[shown.len()..].split(' ').next().unwrap().parse().unwrap();
+    assert!(gb > 0.0, "{last}");
+    let example_dir = dir.path().join("seed003");
+    assert!(last.contains(&format!("--dir {}`", example_dir.display())), "{last}");
+    assert!(example_dir.join("ERRORLOG").exists());
+}
+
 /// The main job runs again in the same data directory (its default, `extentdb-data`): each
 /// example starts over. Regression: seed000 found its database still there (its script's
 /// DATABASEPROPERTYEX(..., 'Version') was NULL), and top_waits divided by zero on an instance
