@@ -303,6 +303,36 @@ impl SqlError {
         )
     }
 
+    /// 9001: the database's log stopped after a failed write or flush (MSSQLSERVER_9001, state
+    /// 4 as a session's commit reports it). Every later flush of that log returns it until the
+    /// database restarts.
+    pub fn log_not_available(database: &str) -> SqlError {
+        SqlError::new(
+            9001,
+            21,
+            4,
+            format!(
+                "The log for database '{database}' is not available. Check the operating system \
+                 error log for related error messages. Resolve any errors and restart the database."
+            ),
+        )
+    }
+
+    /// 17053, written to the errorlog when a log write or flush fails (before the 9001 that
+    /// sessions get): the operating system's error number and text.
+    pub fn log_writer_os_error(err: &std::io::Error) -> SqlError {
+        SqlError::new(
+            17053,
+            16,
+            1,
+            format!(
+                "SQLServerLogMgr::LogWriter: Operating system error {}({}) encountered.",
+                err.raw_os_error().unwrap_or(0),
+                os_error_text(err)
+            ),
+        )
+    }
+
     /// 3456: redo found a page that a log record does not fit (the page and the log disagree).
     /// Deviation: extentdb's records do not carry the page LSN they expect, so PrevPageLSN is
     /// printed as (0:0:0).
@@ -397,4 +427,14 @@ pub struct RedoFailure<'a> {
     pub context: u8,
     pub database: &'a str,
     pub database_id: u16,
+}
+
+/// An OS error's text without the "(os error N)" that std appends (SQL Server prints the
+/// number before the text in parentheses).
+fn os_error_text(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
 }

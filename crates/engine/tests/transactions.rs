@@ -400,11 +400,28 @@ fn a_failed_log_fsync_fails_the_commit_and_keeps_every_earlier_one() {
     lab.faults.lock().only_paths_ending = Some(".ldf".into());
     lab.faults.lock().fail_sync_after = Some(0);
     let error = db.commit_tran().unwrap_err();
-    assert_eq!(error.number, 823, "{error}");
+    assert_eq!((error.number, error.severity, error.state), (9001, 21, 4), "{error}");
+    assert_eq!(
+        error.message,
+        "The log for database 'Bank' is not available. Check the operating system error log for \
+         related error messages. Resolve any errors and restart the database."
+    );
+    assert!(!db.log().is_available());
+    // The OS error is in the errorlog, as SQL Server's log writer reports it.
+    let texts = lab.errorlog_texts();
+    let at = texts.iter().position(|t| t == "Error: 17053, Severity: 16, State: 1.");
+    let at = at.unwrap_or_else(|| panic!("17053 in {texts:?}"));
+    assert_eq!(
+        texts[at + 1],
+        "SQLServerLogMgr::LogWriter: Operating system error 5(Input/output error) encountered."
+    );
+    assert_eq!(texts[at + 2], "Write error during log flush.");
     // The log stopped: later commits fail too, rather than being acknowledged untruthfully.
     db.begin_tran().unwrap();
     let later = tree.insert(&db, &row(51)).and_then(|()| db.commit_tran());
-    assert!(later.is_err());
+    assert_eq!(later.unwrap_err().number, 9001);
+    let texts = lab.errorlog_texts();
+    assert_eq!(texts.iter().filter(|t| t.starts_with("Error: 17053")).count(), 1, "once");
     let (db, tree) = crash_and_open(&mut lab, db, &tree);
     let found = ids(&tree, &db);
     assert_eq!(found[..50], (0..50).collect::<Vec<_>>(), "every acknowledged commit");

@@ -93,6 +93,10 @@ pub struct Server {
     /// page...), by key: SQL Server marks such a database SUSPECT and starts without it.
     /// Kept in the registry, so that a restart tries them again.
     suspect: RwLock<BTreeMap<String, SuspectDatabase>>,
+    /// Databases shut down because their log stopped (a failed log write or flush: 9001), by
+    /// key. Each restarts, its recovery deciding what was durable, once no session holds it
+    /// ([`Server::restart_databases_whose_log_failed`]).
+    shut_down: parking_lot::Mutex<BTreeMap<String, Arc<Database>>>,
     /// Parsed batches by their text (the ad hoc plan cache's role).
     pub batch_cache: crate::cache::BatchCache,
 }
@@ -156,6 +160,7 @@ impl Server {
             instance,
             databases: RwLock::new(BTreeMap::new()),
             suspect: RwLock::new(BTreeMap::new()),
+            shut_down: parking_lot::Mutex::new(BTreeMap::new()),
             sessions: parking_lot::Mutex::new(BTreeMap::new()),
             batch_cache: crate::cache::BatchCache::default(),
         });
@@ -239,6 +244,10 @@ impl Server {
             let path = db.file_path(1).unwrap_or_default();
             text.push_str(&format!("{}\t{}\t{}\n", db.name, path.display(), db.database_id));
         }
+        for db in self.shut_down.lock().values() {
+            let path = db.file_path(1).unwrap_or_default();
+            text.push_str(&format!("{}\t{}\t{}\n", db.name, path.display(), db.database_id));
+        }
         for suspect in self.suspect.read().values() {
             let id = suspect.database_id.map(|id| format!("\t{id}")).unwrap_or_default();
             text.push_str(&format!("{}\t{}{id}\n", suspect.name, suspect.path.display()));
@@ -262,10 +271,20 @@ impl Server {
         self.databases.read().get(&key(name)).cloned()
     }
 
-    /// An open database by name; error 926 for a SUSPECT one, 911 for one that does not exist.
+    /// An open database by name; error 926 for a SUSPECT one, 9001 for one shut down after
+    /// its log failed that sessions still hold, 911 for one that does not exist.
     pub fn open_database(&self, name: &str) -> Result<Arc<Database>> {
         if let Some(db) = self.database(name) {
             return Ok(db);
+        }
+        if self.shut_down.lock().contains_key(&key(name)) {
+            self.restart_released_databases();
+            if let Some(db) = self.database(name) {
+                return Ok(db);
+            }
+            if let Some(db) = self.shut_down.lock().get(&key(name)) {
+                return Err(SqlError::log_not_available(&db.name));
+            }
         }
         if let Some(SuspectDatabase { name, .. }) = self.suspect.read().get(&key(name)) {
             return Err(SqlError::new(
@@ -333,7 +352,9 @@ impl Server {
 
     /// CREATE DATABASE.
     pub fn create_database(&self, spec: &DatabaseSpec) -> Result<Arc<Database>> {
-        if self.database(&spec.name).is_some() || self.suspect.read().contains_key(&key(&spec.name))
+        if self.database(&spec.name).is_some()
+            || self.suspect.read().contains_key(&key(&spec.name))
+            || self.shut_down.lock().contains_key(&key(&spec.name))
         {
             return Err(SqlError::new(
                 1801,
@@ -351,6 +372,75 @@ impl Server {
         self.databases.write().insert(key(&spec.name), db.clone());
         self.save_registry()?;
         Ok(db)
+    }
+
+    /// Shuts down every open database whose log has stopped (a failed log write or flush,
+    /// which sessions get as 9001), as SQL Server does: the errorlog says so (3422), and each
+    /// restarts as soon as no session holds it. A session that received the 9001 lets go of
+    /// the database at once; any other finds it shut down at its next batch.
+    pub fn restart_databases_whose_log_failed(&self) {
+        let failed: Vec<String> = self
+            .databases
+            .read()
+            .iter()
+            .filter(|(_, db)| !db.log().is_available())
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in failed {
+            let Some(db) = self.databases.write().remove(&key) else { continue };
+            db.stop_background_tasks();
+            self.instance.errorlog.write(
+                &engine::instance::current_process_info(),
+                &format!(
+                    "Database {} was shutdown due to error 9001 in routine \
+                     'XdesRMFull::CommitInternal'. Restart for non-snapshot databases will be \
+                     attempted after all connections to the database are aborted.",
+                    db.name
+                ),
+            );
+            self.shut_down.lock().insert(key, db);
+        }
+        self.restart_released_databases();
+    }
+
+    /// Restarts each shut-down database that no session holds any more: its in-memory state
+    /// is dropped without a write (its log cannot take one), and it opens again, running
+    /// recovery, or is marked SUSPECT (with 3414) if it cannot.
+    fn restart_released_databases(&self) {
+        let mut shut_down = self.shut_down.lock();
+        let released: Vec<String> = shut_down
+            .iter()
+            .filter(|(_, db)| Arc::strong_count(db) == 1)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in released {
+            let db = shut_down.remove(&key).expect("listed above");
+            let (name, database_id) = (db.name.clone(), db.database_id);
+            let path = db.file_path(1).unwrap_or_default();
+            match Arc::try_unwrap(db) {
+                Ok(db) => db.crash(),
+                Err(db) => {
+                    // A session took it again meanwhile.
+                    shut_down.insert(key, db);
+                    continue;
+                }
+            }
+            match Database::open(&self.instance, &path) {
+                Ok(db) => {
+                    let db = Arc::new(db);
+                    start_system_tasks(&db);
+                    self.databases.write().insert(key, db);
+                }
+                Err(error) => {
+                    let errorlog = &self.instance.errorlog;
+                    let process_info = engine::instance::current_process_info();
+                    errorlog.write_error(&process_info, &error);
+                    errorlog.write_error(&process_info, &recovery_gave_up(&name, database_id));
+                    let database_id = Some(database_id);
+                    self.suspect.write().insert(key, SuspectDatabase { name, path, database_id });
+                }
+            }
+        }
     }
 
     /// DROP DATABASE: closes it and deletes its files.

@@ -83,6 +83,9 @@ const MAX_WHILE_ITERATIONS: u64 = 100_000_000;
 /// so no CATCH block takes it). The client sees no message, only DONE_ATTN.
 const CANCELLED: i32 = 3617;
 
+/// 9001: a database's log stopped ([`SqlError::log_not_available`]).
+const LOG_NOT_AVAILABLE: i32 = 9001;
+
 /// DATABASEPROPERTYEX(name, 'Version'): SQL Server 2022 RTM's internal database version.
 const DATABASE_VERSION: i32 = 957;
 
@@ -169,6 +172,9 @@ impl Drop for Session {
             let _ = db.rollback_tran();
         }
         self.server.sessions.lock().remove(&self.spid);
+        if !self.db.log().is_available() {
+            self.leave_failed_database();
+        }
     }
 }
 
@@ -279,6 +285,14 @@ impl Session {
         engine::instance::set_current_spid(self.spid);
         engine::session::run_as_worker();
         engine::traceflags::set_session_flags(self.session_trace_flags.iter().copied());
+        if !self.db.log().is_available() {
+            // The session's database was shut down when its log stopped (another session got
+            // the 9001): this batch gets it too, and the session lets go of the database.
+            let error = SqlError::log_not_available(&self.db.name);
+            let failure = self.fail(error, 1);
+            self.report(failure, out);
+            return false;
+        }
         self.request_started(sql);
         let succeeded = self.execute_batch(sql, variables, out);
         self.request_ended();
@@ -405,11 +419,30 @@ impl Session {
             self.server.instance.errorlog.write_error(&self.process_info(), &failure.error);
             self.fatal_error_sent |= failure.error.severity >= 20;
         }
+        let log_failed = failure.error.number == LOG_NOT_AVAILABLE;
         out(Output::Error {
             error: failure.error,
             line: failure.line,
             procedure: failure.procedure,
         });
+        if log_failed {
+            self.leave_failed_database();
+        }
+    }
+
+    /// After a 9001 (a database's log stopped): the session lets go of its database if that
+    /// is the one, as SQL Server ends the connection, so that the server can shut it down and
+    /// restart it ([`Server::restart_databases_whose_log_failed`]). An open transaction ends
+    /// with it (the restart's recovery decides what of it was durable); the session goes on
+    /// in master. Deviation: an embedded session is not ended, only moved to master.
+    fn leave_failed_database(&mut self) {
+        if !self.db.log().is_available() {
+            let _ = self.db.rollback_tran();
+            if let Ok(master) = self.server.open_database("master") {
+                self.db = master;
+            }
+        }
+        self.server.restart_databases_whose_log_failed();
     }
 
     /// Error 3617 once the client's ATTENTION has cancelled the batch. Checked before each

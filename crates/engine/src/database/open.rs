@@ -28,6 +28,8 @@ impl Database {
         if !instance.register_database(&boot.name) {
             return Err(SqlError::database_exists(&boot.name));
         }
+        let starting = format!("Starting up database '{}'.", boot.name);
+        instance.errorlog.write(&crate::instance::current_process_info(), &starting);
         let primary_dir = primary_path.parent().map(Path::to_path_buf).unwrap_or_default();
         match Self::open_registered(instance, boot, primary_dir, handle) {
             Ok(db) => Ok(db),

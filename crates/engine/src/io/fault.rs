@@ -109,8 +109,9 @@ impl FaultIo {
     }
 }
 
-fn eio(what: &str) -> io::Error {
-    io::Error::other(format!("injected I/O error during {what}"))
+/// EIO, as the kernel reports a failed write or fsync.
+fn eio() -> io::Error {
+    io::Error::from_raw_os_error(5)
 }
 
 fn enospc() -> io::Error {
@@ -194,14 +195,14 @@ impl IoFile for FaultFile {
             return self.inner.write_at(buf, offset);
         }
         if fires(&mut plan.fail_write_after) {
-            return Err(eio("write"));
+            return Err(eio());
         }
         if let Some((after, keep_bytes)) = plan.tear_write_after {
             if after == 0 {
                 plan.tear_write_after = None;
                 let keep = keep_bytes.min(buf.len());
                 self.inner.write_at(&buf[..keep], offset)?;
-                return Err(eio("write (torn)"));
+                return Err(eio());
             }
             plan.tear_write_after = Some((after - 1, keep_bytes));
         }
@@ -221,7 +222,7 @@ impl IoFile for FaultFile {
     fn sync_data(&self) -> io::Result<()> {
         let mut plan = self.plan.lock();
         if self.targeted(&plan) && fires(&mut plan.fail_sync_after) {
-            return Err(eio("fsync"));
+            return Err(eio());
         }
         plan.counters.syncs += 1;
         drop(plan);

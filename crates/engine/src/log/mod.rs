@@ -33,9 +33,14 @@
 //! Deviations: the VLF header, block and record layouts are extentdb's (SQL Server's are
 //! undocumented; docs/format/log-file.md); FSeqNo starts at 1 in a new database (SQL Server
 //! continues model's); end-of-log detection uses block checksums chained from block to block
-//! instead of per-sector parity bits; a log write or sync failure stops the log for good
-//! (every later flush reports it), where SQL Server takes the database offline; the log
-//! writer is one thread per database, not SQL Server's one per instance.
+//! instead of per-sector parity bits; the log writer is one thread per database, not SQL
+//! Server's one per instance.
+//!
+//! A failed log write or sync stops the log, as SQL Server's does: 17053 and "Write error
+//! during log flush." go to the errorlog once, and every later flush (the commit's first)
+//! returns 9001 until the database restarts (the T-SQL server shuts it down and restarts it;
+//! recovery decides what reached the disk). Retrying a failed fsync would be unsafe: the
+//! kernel may have dropped the pages it could not write.
 //!
 //! Latch and lock order: `chain_crc` before `state` (the log's append mutex) before `flush`; a
 //! flusher holds `flush`'s writing flag, never the mutex, while it writes.
@@ -340,6 +345,12 @@ fn log_writer_loop(task: &BackgroundTask, weak: &std::sync::Weak<LogManager>) {
     });
 }
 
+/// A failed write or sync of the log: the log stops. The OS error goes to the errorlog as
+/// SQL Server writes it (17053, then "Write error during log flush."), and the error returned,
+/// the one every later flush returns until the database restarts, is 9001.
+struct LogWriteFailed(std::io::Error);
+
+/// 823 for a failed write of VLF headers (a log's creation or growth, not a flush).
 fn os_write_error(err: &std::io::Error, offset: u64, path: &str) -> SqlError {
     SqlError::os_io_error(err, true, offset, path)
 }
@@ -858,7 +869,7 @@ impl LogManager {
 
     /// The log writer's turn: writes the sealed blocks (not the open one) unless a session is
     /// writing already, whose write takes them too. Nobody waits on it, so no wait is recorded;
-    /// a failure stops the log as a session's write would (the next flush reports it).
+    /// a failure stops the log as a session's write would (the next flush returns 9001).
     fn write_sealed_blocks(&self) {
         if self.state.lock().pending.is_empty() {
             return;
@@ -874,9 +885,28 @@ impl LogManager {
         flush.writing = false;
         match written {
             Ok(upto) => flush.flushed_lsn = flush.flushed_lsn.max(upto),
-            Err(error) => flush.failed = Some(error),
+            Err(failure) => self.stop_after_write_failure(&mut flush, failure),
         }
         self.flushed.notify_all();
+    }
+
+    /// Stops the log after a failed write or sync ([`LogWriteFailed`]): the first failure
+    /// writes the OS error to the errorlog, and 9001 becomes the answer of every later flush.
+    fn stop_after_write_failure(&self, flush: &mut FlushState, failure: LogWriteFailed) {
+        if flush.failed.is_some() {
+            return;
+        }
+        let process_info = crate::instance::current_process_info();
+        let errorlog = &self.instance.errorlog;
+        errorlog.write_error(&process_info, &SqlError::log_writer_os_error(&failure.0));
+        errorlog.write(&process_info, "Write error during log flush.");
+        flush.failed = Some(SqlError::log_not_available(&self.database_name));
+    }
+
+    /// False once a write or sync of this log has failed: the log has stopped, every flush
+    /// returns 9001, and the database must restart (its recovery decides what was durable).
+    pub fn is_available(&self) -> bool {
+        self.flush.lock().failed.is_none()
     }
 
     /// Whether an append left the log cache full: the appender should call
@@ -1175,7 +1205,7 @@ impl LogManager {
             flush.writing = false;
             match written {
                 Ok(upto) => flush.flushed_lsn = flush.flushed_lsn.max(upto),
-                Err(error) => flush.failed = Some(error),
+                Err(failure) => self.stop_after_write_failure(&mut flush, failure),
             }
             self.flushed.notify_all();
         };
@@ -1192,8 +1222,14 @@ impl LogManager {
         let end = self.state.lock().end_lsn;
         if end.is_null() {
             // Only VLF headers may be pending (a new log): write them.
-            self.write_pending(true)?;
-            return Ok(());
+            return match self.write_pending(true) {
+                Ok(_) => Ok(()),
+                Err(failure) => {
+                    let mut flush = self.flush.lock();
+                    self.stop_after_write_failure(&mut flush, failure);
+                    Err(flush.failed.clone().expect("the log stopped"))
+                }
+            };
         }
         self.flush_to(end)
     }
@@ -1201,7 +1237,7 @@ impl LogManager {
     /// Writes every pending write, after sealing the open block if `seal_open` (the log
     /// writer leaves the open block to be filled), then syncs each file written. Returns the
     /// LSN now durable.
-    fn write_pending(&self, seal_open: bool) -> SqlResult<Lsn> {
+    fn write_pending(&self, seal_open: bool) -> Result<Lsn, LogWriteFailed> {
         let mut chain_crc = self.chain_crc.lock();
         let (mut writes, upto, targets) = {
             let mut state = self.state.lock();
@@ -1215,12 +1251,10 @@ impl LogManager {
             state.stats.flushes += 1;
             state.stats.bytes_flushed += bytes;
             state.stats.largest_flush_bytes = state.stats.largest_flush_bytes.max(bytes);
-            let mut targets: BTreeMap<u16, (Arc<dyn IoFile>, String)> = BTreeMap::new();
+            let mut targets: BTreeMap<u16, Arc<dyn IoFile>> = BTreeMap::new();
             for write in &writes {
                 let file = &state.files[&write.file_id];
-                targets
-                    .entry(write.file_id)
-                    .or_insert_with(|| (file.handle.clone(), file.path_text()));
+                targets.entry(write.file_id).or_insert_with(|| file.handle.clone());
             }
             (writes, upto, targets)
         };
@@ -1244,14 +1278,11 @@ impl LogManager {
                 last += 1;
             }
             let parts: Vec<&[u8]> = writes[first..last].iter().map(|w| &w.bytes[..]).collect();
-            let (handle, path) = &targets[&file_id];
-            handle
-                .write_gathered(&parts, offset)
-                .map_err(|err| os_write_error(&err, offset, path))?;
+            targets[&file_id].write_gathered(&parts, offset).map_err(LogWriteFailed)?;
             first = last;
         }
-        for (handle, path) in targets.values() {
-            handle.sync_data().map_err(|err| os_write_error(&err, 0, path))?;
+        for handle in targets.values() {
+            handle.sync_data().map_err(LogWriteFailed)?;
         }
         let mut state = self.state.lock();
         for write in writes {

@@ -1,0 +1,143 @@
+//! A database whose log write or flush fails, as SQL Server handles it: the log writer's OS
+//! error goes to the errorlog (17053, "Write error during log flush."), the committing
+//! session gets 9001 (severity 21), the database is shut down (3422 in the errorlog) and
+//! restarts once no session holds it. Its recovery keeps every commit acknowledged before
+//! the failure; a log that still fails leaves it SUSPECT (3414).
+
+mod common;
+
+use common::{rows, run};
+use engine::instance::{Instance, InstanceConfig};
+use engine::io::{FaultIo, FaultPlan};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use tsql::server::Server;
+use tsql::session::Session;
+
+const NINE_THOUSAND_ONE: &str = "The log for database 'bank' is not available. Check the \
+     operating system error log for related error messages. Resolve any errors and restart the \
+     database.";
+
+const SHUTDOWN_3422: &str = "Database bank was shutdown due to error 9001 in routine \
+     'XdesRMFull::CommitInternal'. Restart for non-snapshot databases will be attempted after \
+     all connections to the database are aborted.";
+
+/// A server on a fault-injecting backend, with database bank (table t of ids 1 to 50, each
+/// committed on its own) and a session in it.
+fn bank() -> (tempfile::TempDir, Arc<Mutex<FaultPlan>>, Arc<Server>, Session) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fault_io = FaultIo::new(engine::io::std_io());
+    let plan = fault_io.plan();
+    let io: Arc<dyn engine::io::Io> = Arc::new(fault_io);
+    let config = InstanceConfig::new(dir.path());
+    let instance =
+        Instance::start_with(config, io, engine::clock::system_clock()).expect("instance");
+    let server = Server::start_on(instance).expect("server");
+    let mut session = Session::new(&server);
+    let setup = "CREATE DATABASE bank
+USE bank
+CREATE TABLE t (id INT PRIMARY KEY, note CHAR(100))
+DECLARE @i INT = 1
+WHILE @i <= 50
+BEGIN
+  INSERT t VALUES (@i, 'committed')
+  SET @i += 1
+END";
+    assert_eq!(run(&mut session, setup).0, Vec::<i32>::new());
+    (dir, plan, server, session)
+}
+
+/// Fails the next sync of bank's log file only.
+fn fail_next_log_sync(session: &mut Session, plan: &Mutex<FaultPlan>) {
+    let log = rows(session, "SELECT physical_name FROM bank.sys.database_files WHERE type = 1");
+    let mut plan = plan.lock();
+    plan.only_paths_ending = Some(log[0][0].clone());
+    plan.fail_sync_after = Some(0);
+}
+
+fn errorlog_texts(server: &Server) -> Vec<String> {
+    let entries = server.instance.errorlog.read(0).expect("errorlog");
+    entries.into_iter().map(|entry| entry.text).collect()
+}
+
+/// Runs `sql`, which must fail with 9001 alone; returns the error's text.
+fn expect_9001(session: &mut Session, sql: &str) -> String {
+    let mut found = Vec::new();
+    session.execute(sql, &mut |output| {
+        if let tsql::server::Output::Error { error, .. } = output {
+            found.push((error.number, error.severity, error.state, error.message));
+        }
+    });
+    assert_eq!(found.len(), 1, "{sql}: {found:?}");
+    let (number, severity, state, message) = found.remove(0);
+    assert_eq!((number, severity, state), (9001, 21, 4), "{sql}: {message}");
+    message
+}
+
+#[test]
+fn a_failed_log_flush_is_9001_and_the_database_restarts_with_every_commit() {
+    let (_dir, plan, server, mut session) = bank();
+    fail_next_log_sync(&mut session, &plan);
+    let message = expect_9001(&mut session, "BEGIN TRAN INSERT t VALUES (51, 'unsure') COMMIT");
+    assert_eq!(message, NINE_THOUSAND_ONE);
+
+    // The errorlog: the OS error, the session's 9001, the shutdown, then the restart.
+    let texts = errorlog_texts(&server);
+    let at = texts.iter().position(|t| t == "Error: 17053, Severity: 16, State: 1.");
+    let at = at.unwrap_or_else(|| panic!("17053 in {texts:#?}"));
+    assert_eq!(
+        texts[at + 1..at + 6],
+        [
+            "SQLServerLogMgr::LogWriter: Operating system error 5(Input/output error) encountered.",
+            "Write error during log flush.",
+            "Error: 9001, Severity: 21, State: 4.",
+            NINE_THOUSAND_ONE,
+            SHUTDOWN_3422,
+        ]
+    );
+    let restarted = texts[at + 6..].iter().any(|t| t.starts_with("Starting up database 'bank'"));
+    assert!(restarted, "{texts:#?}");
+
+    // The session let go of bank for master, and bank is back: every acknowledged commit is
+    // there (row 51's commit failed: recovery decides whether its record reached the disk).
+    assert_eq!(rows(&mut session, "SELECT DB_NAME()"), [["master"]]);
+    let state = rows(&mut session, "SELECT state_desc FROM sys.databases WHERE name = 'bank'");
+    assert_eq!(state, [["ONLINE"]]);
+    let count = rows(&mut session, "USE bank SELECT COUNT(*) FROM t WHERE id <= 50");
+    assert_eq!(count, [["50"]]);
+    // The fault is gone: the restarted log takes commits again.
+    assert_eq!(run(&mut session, "INSERT t VALUES (52, 'after')").0, Vec::<i32>::new());
+    assert_eq!(rows(&mut session, "SELECT RTRIM(note) FROM t WHERE id = 52"), [["after"]]);
+    server.shutdown().expect("shutdown");
+}
+
+/// Another session in the database when its log fails keeps it from restarting until that
+/// session's next batch, which gets 9001 too; a log that fails again at the restart leaves
+/// the database SUSPECT.
+#[test]
+fn the_restart_waits_for_every_session_and_a_log_still_failing_leaves_it_suspect() {
+    let (_dir, plan, server, mut first) = bank();
+    let mut second = Session::new(&server);
+    assert_eq!(run(&mut second, "USE bank").0, Vec::<i32>::new());
+    fail_next_log_sync(&mut first, &plan);
+    expect_9001(&mut first, "INSERT t VALUES (51, 'unsure')");
+
+    // Shut down, not restarted: the second session still holds it.
+    let texts = errorlog_texts(&server);
+    assert!(texts.iter().any(|t| t == SHUTDOWN_3422), "{texts:#?}");
+    assert!(!texts.iter().any(|t| t.starts_with("Starting up database 'bank'")), "{texts:#?}");
+    assert_eq!(expect_9001(&mut first, "USE bank"), NINE_THOUSAND_ONE);
+    assert_eq!(rows(&mut first, "SELECT DB_NAME()"), [["master"]]);
+
+    // The log fails again when the database restarts: it is SUSPECT.
+    plan.lock().fail_sync_after = Some(0);
+    expect_9001(&mut second, "SELECT COUNT(*) FROM t");
+    assert_eq!(rows(&mut second, "SELECT DB_NAME()"), [["master"]]);
+    let texts = errorlog_texts(&server);
+    assert!(texts.iter().any(|t| t.starts_with("Error: 3414, Severity: 21")), "{texts:#?}");
+    let state = rows(&mut first, "SELECT state_desc FROM sys.databases WHERE name = 'bank'");
+    assert_eq!(state, [["SUSPECT"]]);
+    assert_eq!(run(&mut first, "USE bank").0, [926]);
+    drop(second);
+    server.shutdown().expect("shutdown");
+}
