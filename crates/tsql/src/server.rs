@@ -96,6 +96,7 @@ pub struct Server {
     /// Databases shut down because their log stopped (a failed log write or flush: 9001), by
     /// key. Each restarts, its recovery deciding what was durable, once no session holds it
     /// ([`Server::restart_databases_whose_log_failed`]).
+    /// Lock order: `shut_down` before `databases` before `suspect`.
     shut_down: parking_lot::Mutex<BTreeMap<String, Arc<Database>>>,
     /// Parsed batches by their text (the ad hoc plan cache's role).
     pub batch_cache: crate::cache::BatchCache,
@@ -238,13 +239,13 @@ impl Server {
     }
 
     fn save_registry(&self) -> Result<()> {
+        // Lock order: shut_down, then databases, then suspect (a restart moves a database
+        // from the first to one of the others while it holds shut_down). Holding shut_down
+        // to the end also keeps two sessions from writing the temporary file at once.
+        let shut_down = self.shut_down.lock();
         let databases = self.databases.read();
         let mut text = String::new();
-        for db in databases.values() {
-            let path = db.file_path(1).unwrap_or_default();
-            text.push_str(&format!("{}\t{}\t{}\n", db.name, path.display(), db.database_id));
-        }
-        for db in self.shut_down.lock().values() {
+        for db in databases.values().chain(shut_down.values()) {
             let path = db.file_path(1).unwrap_or_default();
             text.push_str(&format!("{}\t{}\t{}\n", db.name, path.display(), db.database_id));
         }
