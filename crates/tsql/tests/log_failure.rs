@@ -4,7 +4,8 @@
 //! restarts once no session holds it. Its recovery keeps every commit acknowledged before
 //! the failure; a log that still fails leaves it SUSPECT (3414).
 //!
-//! The seeded test fails the log at a random moment of a four-session load of transactions;
+//! The seeded test fails a log write or sync at a random moment of a four-session load of
+//! transactions;
 //! `LOG_FAILURE_SEEDS=N` (default 6) sets how many seeds, a failure names its seed, and
 //! `LOG_FAILURE_FIRST_SEED=<seed> LOG_FAILURE_SEEDS=1` runs it again (the moment the fault is
 //! armed comes from the seed; the threads' interleaving does not).
@@ -197,7 +198,8 @@ fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// A log sync fails at a random moment of four sessions' transactions: every session ends
+/// A log write or sync fails at a random moment of four sessions' transactions (a failed
+/// fsync, a failed write or a torn write, by seed): every session ends
 /// with 9001, the database restarts, every acknowledged transaction is there whole, an
 /// in-doubt one is there whole or not at all, and nothing else is.
 #[test]
@@ -232,7 +234,14 @@ fn log_failure_under_load(seed: u64) {
     {
         let mut plan = plan.lock();
         plan.only_paths_ending = Some(log[0][0].clone());
-        plan.fail_sync_after = Some(rng.next_u64() % 4);
+        // A failed fsync, a failed write, or a write torn part way (its prefix reaches the
+        // file, as a power cut mid-write leaves it).
+        let countdown = rng.next_u64() % 4;
+        match rng.next_u64() % 3 {
+            0 => plan.fail_sync_after = Some(countdown),
+            1 => plan.fail_write_after = Some(countdown),
+            _ => plan.tear_write_after = Some((countdown, (rng.next_u64() % 16_384) as usize)),
+        }
     }
     let outcomes: Vec<Outcomes> = workers.into_iter().map(|w| w.join().unwrap()).collect();
     let texts = errorlog_texts(&server);
