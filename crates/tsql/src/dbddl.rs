@@ -56,6 +56,11 @@ pub enum AlterAction {
     DelayedDurability {
         forced: bool,
     },
+    /// SET OFFLINE (false) or SET ONLINE (true): the server closes or opens the database
+    /// ([`crate::server::Server::set_offline`], [`crate::server::Server::set_online`]).
+    State {
+        online: bool,
+    },
     /// A SET option accepted without effect.
     Ignored,
     /// A valid action this engine does not do (error 40517 when it runs).
@@ -395,6 +400,10 @@ fn parse_set_option(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError>
         } else {
             return parser.expected("FULL, BULK_LOGGED or SIMPLE", parser.peek_token());
         }
+    } else if parse_word(parser, "OFFLINE") {
+        AlterAction::State { online: false }
+    } else if parse_word(parser, "ONLINE") {
+        AlterAction::State { online: true }
     } else if parse_word(parser, "MIXED_PAGE_ALLOCATION") {
         AlterAction::MixedPageAllocation(parse_on_off(parser)?)
     } else if parse_word(parser, "DELAYED_DURABILITY") {
@@ -438,8 +447,8 @@ fn parse_termination(parser: &mut Parser<'_>) -> Result<(), ParserError> {
 /// An option with no storage meaning: `WORD [= value | ON | OFF | value]`.
 fn skip_set_option(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError> {
     let option = parser.parse_identifier()?.value.to_uppercase();
-    const NO_VALUE: [&str; 6] =
-        ["SINGLE_USER", "MULTI_USER", "RESTRICTED_USER", "ONLINE", "READ_WRITE", "READ_ONLY"];
+    const NO_VALUE: [&str; 5] =
+        ["SINGLE_USER", "MULTI_USER", "RESTRICTED_USER", "READ_WRITE", "READ_ONLY"];
     if NO_VALUE.contains(&option.as_str()) {
         if option == "READ_ONLY" {
             return Ok(AlterAction::Unsupported(option));
@@ -477,6 +486,7 @@ pub fn alter(db: &Database, action: &AlterAction) -> Result<(), SqlError> {
             db.set_delayed_durability(*forced);
             Ok(())
         }
+        AlterAction::State { .. } => unreachable!("the server changes a database's state"),
         AlterAction::Ignored => Ok(()),
         AlterAction::Unsupported(option) => Err(unsupported_error(option)),
     }
@@ -555,6 +565,11 @@ mod tests {
                 AlterAction::MixedPageAllocation(true),
             ),
             ("ALTER DATABASE d SET SINGLE_USER WITH ROLLBACK IMMEDIATE", AlterAction::Ignored),
+            (
+                "ALTER DATABASE d SET OFFLINE WITH ROLLBACK IMMEDIATE",
+                AlterAction::State { online: false },
+            ),
+            ("ALTER DATABASE d SET ONLINE", AlterAction::State { online: true }),
             ("ALTER DATABASE d SET MULTI_USER WITH ROLLBACK AFTER 5 SECONDS", AlterAction::Ignored),
             ("ALTER DATABASE d REMOVE FILE f3", AlterAction::RemoveFile("f3".into())),
         ];

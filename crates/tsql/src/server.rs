@@ -89,35 +89,90 @@ pub struct Server {
     pub sessions: parking_lot::Mutex<BTreeMap<u16, SessionInfo>>,
     pub instance: Arc<Instance>,
     databases: RwLock<BTreeMap<String, Arc<Database>>>,
-    /// Registered databases that failed to open at startup (a damaged IAM chain or boot
-    /// page...), by key: SQL Server marks such a database SUSPECT and starts without it.
-    /// Kept in the registry, so that a restart tries them again.
-    suspect: RwLock<BTreeMap<String, SuspectDatabase>>,
+    /// Registered databases that are not open, by key: SUSPECT ones, which failed to open (a
+    /// damaged IAM chain or boot page...; SQL Server marks such a database SUSPECT and starts
+    /// without it), and OFFLINE ones (ALTER DATABASE ... SET OFFLINE). Kept in the registry:
+    /// a restart tries a SUSPECT one again and leaves an OFFLINE one closed.
+    closed: RwLock<BTreeMap<String, ClosedDatabase>>,
     /// Databases shut down because their log stopped (a failed log write or flush: 9001), by
     /// key. Each restarts, its recovery deciding what was durable, once no session holds it
     /// ([`Server::restart_databases_whose_log_failed`]).
-    /// Lock order: `shut_down` before `databases` before `suspect`.
+    /// Lock order: `shut_down` before `databases` before `closed`.
     shut_down: parking_lot::Mutex<BTreeMap<String, Arc<Database>>>,
     /// Parsed batches by their text (the ad hoc plan cache's role).
     pub batch_cache: crate::cache::BatchCache,
 }
 
-/// A registered database that did not open at startup.
+/// A registered database that is not open: SUSPECT or OFFLINE.
 #[derive(Clone, Debug)]
-pub struct SuspectDatabase {
+pub struct ClosedDatabase {
     pub name: String,
     /// The path of its primary data file.
     pub path: PathBuf,
     /// Its database_id, as the registry recorded it (None in a registry written before ids
     /// were recorded).
     pub database_id: Option<u16>,
+    pub state: ClosedState,
 }
 
-/// One line of the database registry: a database's name, its primary file's path and its id.
+/// Why a registered database is not open (sys.databases' state and state_desc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClosedState {
+    /// It did not open: recovery or its files failed.
+    Suspect,
+    /// ALTER DATABASE ... SET OFFLINE closed it.
+    Offline,
+}
+
+impl ClosedDatabase {
+    /// The error of a USE of it: 926 (SUSPECT) or 942 (OFFLINE).
+    fn cannot_open(&self) -> SqlError {
+        let name = &self.name;
+        match self.state {
+            ClosedState::Suspect => SqlError::new(
+                926,
+                14,
+                1,
+                format!(
+                    "Database '{name}' cannot be opened. It has been marked SUSPECT by recovery. \
+                     See the SQL Server errorlog for more information."
+                ),
+            ),
+            ClosedState::Offline => SqlError::new(
+                942,
+                14,
+                4,
+                format!("Database '{name}' cannot be opened because it is offline."),
+            ),
+        }
+    }
+}
+
+impl ClosedState {
+    /// sys.databases.state.
+    pub fn number(self) -> u8 {
+        match self {
+            ClosedState::Suspect => 4,
+            ClosedState::Offline => 6,
+        }
+    }
+
+    /// sys.databases.state_desc, and DATABASEPROPERTYEX(name, 'Status').
+    pub fn desc(self) -> &'static str {
+        match self {
+            ClosedState::Suspect => "SUSPECT",
+            ClosedState::Offline => "OFFLINE",
+        }
+    }
+}
+
+/// One line of the database registry: a database's name, its primary file's path, its id and
+/// whether it was set OFFLINE.
 struct RegistryEntry {
     name: String,
     path: PathBuf,
     database_id: Option<u16>,
+    offline: bool,
 }
 
 fn key(name: &str) -> String {
@@ -136,6 +191,32 @@ fn recovery_gave_up(name: &str, database_id: u16) -> SqlError {
              {database_id}) from restarting. Diagnose the recovery errors and fix them, or \
              restore from a known good backup. If errors are not corrected or expected, contact \
              Technical Support."
+        ),
+    )
+}
+
+/// 5011: ALTER DATABASE of a database that does not exist.
+pub(crate) fn cannot_alter(name: &str) -> SqlError {
+    SqlError::new(
+        5011,
+        14,
+        5,
+        format!(
+            "User does not have permission to alter database '{name}', the database does not \
+             exist, or the database is not in a state that allows access checks."
+        ),
+    )
+}
+
+/// 5070: SET OFFLINE while sessions use the database (SQL Server follows it with 5069, which
+/// the session adds).
+fn database_in_use(name: &str) -> SqlError {
+    SqlError::new(
+        5070,
+        16,
+        1,
+        format!(
+            "Database state cannot be changed while other users are using the database '{name}'"
         ),
     )
 }
@@ -160,7 +241,7 @@ impl Server {
         let server = Arc::new(Server {
             instance,
             databases: RwLock::new(BTreeMap::new()),
-            suspect: RwLock::new(BTreeMap::new()),
+            closed: RwLock::new(BTreeMap::new()),
             shut_down: parking_lot::Mutex::new(BTreeMap::new()),
             sessions: parking_lot::Mutex::new(BTreeMap::new()),
             batch_cache: crate::cache::BatchCache::default(),
@@ -172,7 +253,13 @@ impl Server {
                 server.instance.note_database_id(id);
             }
         }
-        for RegistryEntry { name, path, database_id } in registry {
+        for RegistryEntry { name, path, database_id, offline } in registry {
+            if offline {
+                let state = ClosedState::Offline;
+                let entry = ClosedDatabase { name, path, database_id, state };
+                server.closed.write().insert(key(&entry.name), entry);
+                continue;
+            }
             match Database::open(&server.instance, &path) {
                 Ok(db) => {
                     let db = Arc::new(db);
@@ -188,8 +275,9 @@ impl Server {
                     if let Some(id) = database_id {
                         errorlog.write_error("spid9s", &recovery_gave_up(&name, id));
                     }
-                    let suspect = SuspectDatabase { name, path, database_id };
-                    server.suspect.write().insert(key(&suspect.name), suspect);
+                    let state = ClosedState::Suspect;
+                    let suspect = ClosedDatabase { name, path, database_id, state };
+                    server.closed.write().insert(key(&suspect.name), suspect);
                 }
                 Err(error) => return Err(error),
             }
@@ -216,8 +304,9 @@ impl Server {
         self.instance.dir().join(REGISTRY)
     }
 
-    /// The registered databases: one line each, `name TAB path [TAB database_id]` (the id is
-    /// what keeps a SUSPECT database's id its own; older registries lack it).
+    /// The registered databases: one line each, `name TAB path [TAB database_id [TAB
+    /// OFFLINE]]` (the id is what keeps a closed database's id its own; older registries lack
+    /// it).
     fn registry(&self) -> Result<Vec<RegistryEntry>> {
         let text = match std::fs::read_to_string(self.registry_path()) {
             Ok(text) => text,
@@ -229,29 +318,37 @@ impl Server {
             let mut fields = line.split('\t');
             let (Some(name), Some(path)) = (fields.next(), fields.next()) else { continue };
             let database_id = fields.next().and_then(|id| id.parse().ok());
+            let offline = fields.next() == Some("OFFLINE");
             entries.push(RegistryEntry {
                 name: name.to_string(),
                 path: PathBuf::from(path),
                 database_id,
+                offline,
             });
         }
         Ok(entries)
     }
 
     fn save_registry(&self) -> Result<()> {
-        // Lock order: shut_down, then databases, then suspect (a restart moves a database
-        // from the first to one of the others while it holds shut_down). Holding shut_down
-        // to the end also keeps two sessions from writing the temporary file at once.
         let shut_down = self.shut_down.lock();
+        self.write_registry(&shut_down)
+    }
+
+    /// Writes the registry; the caller holds `shut_down`. Lock order: shut_down, then
+    /// databases, then closed (a restart, SET OFFLINE and SET ONLINE move a database between
+    /// them while they hold shut_down). Holding shut_down to the end also keeps two sessions
+    /// from writing the temporary file at once.
+    fn write_registry(&self, shut_down: &BTreeMap<String, Arc<Database>>) -> Result<()> {
         let databases = self.databases.read();
         let mut text = String::new();
         for db in databases.values().chain(shut_down.values()) {
             let path = db.file_path(1).unwrap_or_default();
             text.push_str(&format!("{}\t{}\t{}\n", db.name, path.display(), db.database_id));
         }
-        for suspect in self.suspect.read().values() {
-            let id = suspect.database_id.map(|id| format!("\t{id}")).unwrap_or_default();
-            text.push_str(&format!("{}\t{}{id}\n", suspect.name, suspect.path.display()));
+        for closed in self.closed.read().values() {
+            let id = closed.database_id.map(|id| format!("\t{id}")).unwrap_or_default();
+            let offline = if closed.state == ClosedState::Offline { "\tOFFLINE" } else { "" };
+            text.push_str(&format!("{}\t{}{id}{offline}\n", closed.name, closed.path.display()));
         }
         let temporary = self.instance.dir().join(format!("{REGISTRY}.new"));
         std::fs::write(&temporary, text).map_err(|e| io_error("write the database registry", e))?;
@@ -272,7 +369,7 @@ impl Server {
         self.databases.read().get(&key(name)).cloned()
     }
 
-    /// An open database by name; error 926 for a SUSPECT one, 9001 for one shut down after
+    /// An open database by name; error 926 for a SUSPECT one, 942 for an OFFLINE one, 9001 for one shut down after
     /// its log failed that sessions still hold, 911 for one that does not exist.
     pub fn open_database(&self, name: &str) -> Result<Arc<Database>> {
         if let Some(db) = self.database(name) {
@@ -287,16 +384,8 @@ impl Server {
                 return Err(SqlError::log_not_available(&db.name));
             }
         }
-        if let Some(SuspectDatabase { name, .. }) = self.suspect.read().get(&key(name)) {
-            return Err(SqlError::new(
-                926,
-                14,
-                1,
-                format!(
-                    "Database '{name}' cannot be opened. It has been marked SUSPECT by recovery. \
-                     See the SQL Server errorlog for more information."
-                ),
-            ));
+        if let Some(closed) = self.closed.read().get(&key(name)) {
+            return Err(closed.cannot_open());
         }
         Err(SqlError::new(
             911,
@@ -308,21 +397,24 @@ impl Server {
         ))
     }
 
-    /// Whether `name` (any case) is a database marked SUSPECT at startup.
-    pub fn is_suspect(&self, name: &str) -> bool {
-        self.suspect.read().contains_key(&key(name))
+    /// Why `name` (any case) is registered but not open: SUSPECT or OFFLINE; None if it is
+    /// open or not registered.
+    pub fn closed_state(&self, name: &str) -> Option<ClosedState> {
+        self.closed.read().get(&key(name)).map(|closed| closed.state)
     }
 
-    /// The databases marked SUSPECT at startup, by name.
+    /// The databases marked SUSPECT, by name.
     pub fn suspect_databases(&self) -> Vec<String> {
-        self.suspect.read().values().map(|suspect| suspect.name.clone()).collect()
+        let closed = self.closed.read();
+        let suspect = closed.values().filter(|closed| closed.state == ClosedState::Suspect);
+        suspect.map(|closed| closed.name.clone()).collect()
     }
 
     /// A database's id by name (DB_ID): an open database's, or a SUSPECT one's.
     pub fn database_id_of(&self, name: &str) -> Option<u16> {
         match self.database(name) {
             Some(db) => Some(db.database_id),
-            None => self.suspect.read().get(&key(name)).and_then(|s| s.database_id),
+            None => self.closed.read().get(&key(name)).and_then(|s| s.database_id),
         }
     }
 
@@ -331,14 +423,14 @@ impl Server {
         if let Some(db) = self.database_by_id(database_id) {
             return Some(db.name.clone());
         }
-        let suspect = self.suspect.read();
-        let found = suspect.values().find(|s| s.database_id.map(i64::from) == Some(database_id));
+        let closed = self.closed.read();
+        let found = closed.values().find(|s| s.database_id.map(i64::from) == Some(database_id));
         found.map(|s| s.name.clone())
     }
 
-    /// The databases marked SUSPECT at startup (sys.databases lists them).
-    pub fn suspect_database_entries(&self) -> Vec<SuspectDatabase> {
-        self.suspect.read().values().cloned().collect()
+    /// The registered databases that are not open, SUSPECT or OFFLINE (sys.databases lists them).
+    pub fn closed_database_entries(&self) -> Vec<ClosedDatabase> {
+        self.closed.read().values().cloned().collect()
     }
 
     /// The open database with this database_id (what DB_ID() returns), if any.
@@ -354,7 +446,7 @@ impl Server {
     /// CREATE DATABASE.
     pub fn create_database(&self, spec: &DatabaseSpec) -> Result<Arc<Database>> {
         if self.database(&spec.name).is_some()
-            || self.suspect.read().contains_key(&key(&spec.name))
+            || self.closed.read().contains_key(&key(&spec.name))
             || self.shut_down.lock().contains_key(&key(&spec.name))
         {
             return Err(SqlError::new(
@@ -437,17 +529,109 @@ impl Server {
                     let process_info = engine::instance::current_process_info();
                     errorlog.write_error(&process_info, &error);
                     errorlog.write_error(&process_info, &recovery_gave_up(&name, database_id));
-                    let database_id = Some(database_id);
-                    self.suspect.write().insert(key, SuspectDatabase { name, path, database_id });
+                    let (database_id, state) = (Some(database_id), ClosedState::Suspect);
+                    let suspect = ClosedDatabase { name, path, database_id, state };
+                    self.closed.write().insert(key, suspect);
                 }
             }
         }
     }
 
+    /// ALTER DATABASE name SET OFFLINE: checkpoints and closes the database, which stays
+    /// registered as OFFLINE (sys.databases state 6, 942 on USE) until SET ONLINE. 5070 while a
+    /// session, this one included, has it as its current database. A SUSPECT database becomes
+    /// OFFLINE.
+    pub fn set_offline(&self, name: &str) -> Result<()> {
+        let shut_down = self.shut_down.lock();
+        let mut closed_result = Ok(());
+        if let Some(closed) = self.closed.write().get_mut(&key(name)) {
+            if closed.state == ClosedState::Offline {
+                return Ok(()); // nothing changes
+            }
+            closed.state = ClosedState::Offline;
+        } else {
+            let Some(db) = self.databases.write().remove(&key(name)) else {
+                return Err(cannot_alter(name));
+            };
+            db.stop_background_tasks();
+            let db = match Arc::try_unwrap(db) {
+                Ok(db) => db,
+                Err(db) => {
+                    start_system_tasks(&db);
+                    self.databases.write().insert(key(name), db);
+                    return Err(database_in_use(name));
+                }
+            };
+            let entry = ClosedDatabase {
+                name: db.name.clone(),
+                path: db.file_path(1).unwrap_or_default(),
+                database_id: Some(db.database_id),
+                state: ClosedState::Offline,
+            };
+            // A checkpoint that fails leaves the database OFFLINE all the same: its log holds
+            // every commit, and SET ONLINE runs recovery.
+            closed_result = db.close();
+            self.closed.write().insert(key(name), entry);
+        }
+        self.write_registry(&shut_down)?;
+        self.log_option_set(name, "OFFLINE");
+        closed_result
+    }
+
+    /// ALTER DATABASE name SET ONLINE: opens an OFFLINE or SUSPECT database again, running
+    /// recovery. One that does not open is SUSPECT (its error and 3414 go to the errorlog)
+    /// and the statement fails with its error. Nothing to do for an open database.
+    pub fn set_online(&self, name: &str) -> Result<()> {
+        let shut_down = self.shut_down.lock();
+        if self.database(name).is_some() {
+            return Ok(());
+        }
+        let Some(closed) = self.closed.read().get(&key(name)).cloned() else {
+            return Err(cannot_alter(name));
+        };
+        match Database::open(&self.instance, &closed.path) {
+            Ok(db) => {
+                let db = Arc::new(db);
+                start_system_tasks(&db);
+                self.databases.write().insert(key(name), db);
+                self.closed.write().remove(&key(name));
+                self.write_registry(&shut_down)?;
+                self.log_option_set(&closed.name, "ONLINE");
+                Ok(())
+            }
+            Err(error) => {
+                let errorlog = &self.instance.errorlog;
+                let process_info = engine::instance::current_process_info();
+                errorlog.write_error(&process_info, &error);
+                if let Some(database_id) = closed.database_id {
+                    errorlog
+                        .write_error(&process_info, &recovery_gave_up(&closed.name, database_id));
+                }
+                let suspect = ClosedDatabase { state: ClosedState::Suspect, ..closed };
+                self.closed.write().insert(key(name), suspect);
+                self.write_registry(&shut_down)?;
+                Err(error)
+            }
+        }
+    }
+
+    /// The errorlog line of a database state change (message 5084).
+    fn log_option_set(&self, name: &str, option: &str) {
+        let name = self.database(name).map_or_else(
+            || self.closed.read().get(&key(name)).map_or(name.to_string(), |c| c.name.clone()),
+            |db| db.name.clone(),
+        );
+        self.instance.errorlog.write(
+            &engine::instance::current_process_info(),
+            &format!("Setting database option {option} to ON for database '{name}'."),
+        );
+    }
+
     /// DROP DATABASE: closes it and deletes its files.
     pub fn drop_database(&self, name: &str) -> Result<()> {
-        if self.suspect.write().remove(&key(name)).is_some() {
-            // Its files are left where they are (they could not be opened); only its entry goes.
+        if self.closed.write().remove(&key(name)).is_some() {
+            // Its files stay where they are (a SUSPECT one's could not be opened, and SQL Server
+            // leaves an OFFLINE one's on disk too); only its entry goes.
             return self.save_registry();
         }
         let Some(db) = self.databases.write().remove(&key(name)) else {

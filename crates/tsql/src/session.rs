@@ -410,6 +410,30 @@ impl Session {
         self.batch_failed = true;
     }
 
+    /// ALTER DATABASE ... SET OFFLINE or SET ONLINE. A database in use is 5070 then 5069
+    /// ("ALTER DATABASE statement failed."), as SQL Server reports it. Deviation: SQL Server
+    /// waits for the other users to leave, or with ROLLBACK IMMEDIATE ends their
+    /// connections; extentdb fails at once, since it cannot end another session's thread.
+    fn change_database_state(
+        &mut self,
+        name: &str,
+        online: bool,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        let result =
+            if online { self.server.set_online(name) } else { self.server.set_offline(name) };
+        match result {
+            Ok(()) => Ok(Flow::Next),
+            Err(error) if error.number == 5070 => {
+                out(Output::Error { error, line, procedure: None });
+                let failed = SqlError::new(5069, 16, 1, "ALTER DATABASE statement failed.");
+                Err(self.fail(failed, line))
+            }
+            Err(error) => Err(self.fail(error, line)),
+        }
+    }
+
     /// Sends an error to the client and remembers it (@@ERROR, the batch's result).
     fn report(&mut self, failure: Failure, out: &mut dyn FnMut(Output)) {
         self.batch_failed = true;
@@ -600,11 +624,16 @@ impl Session {
             }
             Stmt::AlterDatabase(alter) => {
                 self.no_user_transaction("ALTER DATABASE", line)?;
+                if let crate::dbddl::AlterAction::State { online } = alter.action {
+                    let name = alter.target.clone().unwrap_or_else(|| self.db.name.clone());
+                    return self.change_database_state(&name, online, line, out);
+                }
                 let db = match &alter.target {
                     None => self.db.clone(),
-                    Some(name) => self.server.database(name).ok_or_else(|| {
-                        self.fail(SqlError::new(5011, 14, 5, format!("User does not have permission to alter database '{name}', the database does not exist, or the database is not in a state that allows access checks.")), line)
-                    })?,
+                    Some(name) => self
+                        .server
+                        .database(name)
+                        .ok_or_else(|| self.fail(crate::server::cannot_alter(name), line))?,
                 };
                 crate::dbddl::alter(&db, &alter.action).map_err(|e| self.fail(e, line))?;
                 Ok(Flow::Next)
@@ -1212,7 +1241,10 @@ impl Session {
     fn database_property(&self, name: &str, property: &str) -> Value {
         let Some(db) = self.server.database(name) else {
             return match property.to_lowercase().as_str() {
-                "status" if self.server.is_suspect(name) => Value::Text("SUSPECT".into()),
+                "status" => match self.server.closed_state(name) {
+                    Some(state) => Value::Text(state.desc().into()),
+                    None => Value::Null,
+                },
                 _ => Value::Null,
             };
         };

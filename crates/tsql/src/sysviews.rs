@@ -136,13 +136,15 @@ impl Session {
                 (Some(db.database_id), row)
             })
             .collect();
-        // A SUSPECT database is listed with state 4. Deviation: its options, which SQL Server
-        // keeps in master, are NULL here (extentdb keeps them in the database's own files).
-        for suspect in self.server.suspect_database_entries() {
-            let id = suspect.database_id.map_or(Value::Null, |id| Value::Int(i32::from(id)));
-            let mut row = vec![text(&suspect.name), id, Value::TinyInt(4), text("SUSPECT")];
+        // A SUSPECT database is listed with state 4, an OFFLINE one with 6. Deviation: their
+        // options, which SQL Server keeps in master, are NULL here (extentdb keeps them in the
+        // database's own files).
+        for closed in self.server.closed_database_entries() {
+            let id = closed.database_id.map_or(Value::Null, |id| Value::Int(i32::from(id)));
+            let state = Value::TinyInt(closed.state.number());
+            let mut row = vec![text(&closed.name), id, state, text(closed.state.desc())];
             row.extend([Value::Null, Value::Null, Value::Null, Value::Null]);
-            rows.push((suspect.database_id, row));
+            rows.push((closed.database_id, row));
         }
         rows.sort_by_key(|(id, _)| id.unwrap_or(u16::MAX));
         (cols, rows.into_iter().map(|(_, row)| row).collect())

@@ -426,6 +426,44 @@ fn a_database_that_does_not_open_is_suspect_and_the_instance_starts() {
     server.shutdown().expect("shutdown");
 }
 
+/// The DBA's way back for a SUSPECT database: ALTER DATABASE ... SET ONLINE runs its
+/// recovery again. While the damage is there it fails with the damage's error and fz stays
+/// SUSPECT; once the page is repaired, fz comes back whole. SET OFFLINE then survives a
+/// restart of the instance (the registry records it), and SET ONLINE opens fz again.
+#[test]
+fn set_online_brings_a_suspect_database_back_once_its_damage_is_repaired() {
+    let _serial = record_panics();
+    let lab = Lab::build();
+    let iam = find_page(&lab, |buf| buf[1] == 10);
+    let mut original = [0u8; 8192];
+    lab.data_file().read_exact_at(&mut original, iam * 8192).expect("read the IAM page");
+    lab.corrupt_page(iam, |buf| buf[1] = 99);
+    let server = Server::start(InstanceConfig::new(&lab.live)).expect("the instance starts");
+    let mut session = Session::new(&server);
+    assert_eq!(server.suspect_databases(), vec!["fz".to_string()]);
+    assert_eq!(run(&mut session, "ALTER DATABASE fz SET ONLINE").0, vec![824]);
+    assert_eq!(server.suspect_databases(), vec!["fz".to_string()]);
+    lab.data_file().write_all_at(&original, iam * 8192).expect("repair the IAM page");
+    assert_eq!(run(&mut session, "ALTER DATABASE fz SET ONLINE").0, Vec::<i32>::new());
+    assert!(server.suspect_databases().is_empty());
+    // 1,500 rows less the 215 ids that are multiples of 7.
+    assert_eq!(rows(&mut session, "USE fz SELECT COUNT(*) FROM t"), [["1285"]]);
+    let (errors, text) = run(&mut session, "USE master ALTER DATABASE fz SET OFFLINE");
+    assert_eq!(errors, Vec::<i32>::new(), "{text}");
+    server.shutdown().expect("shutdown");
+
+    let server = Server::start(InstanceConfig::new(&lab.live)).expect("the instance starts");
+    let mut session = Session::new(&server);
+    let state = "SELECT state_desc FROM sys.databases WHERE name = 'fz'";
+    assert_eq!(rows(&mut session, state), [["OFFLINE"]]);
+    assert_eq!(run(&mut session, "USE fz").0, vec![942]);
+    assert_eq!(run(&mut session, "ALTER DATABASE fz SET ONLINE").0, Vec::<i32>::new());
+    assert_eq!(rows(&mut session, state), [["ONLINE"]]);
+    assert_eq!(rows(&mut session, "USE fz SELECT COUNT(*) FROM t"), [["1285"]]);
+    drop(session);
+    server.shutdown().expect("shutdown");
+}
+
 /// A damaged VLF header (its checksum fails): fz is SUSPECT with error 9004, written to the
 /// errorlog once (regression: the log manager and the server each wrote it), after the line
 /// that says where the log is damaged, and followed by 3414.
