@@ -583,6 +583,9 @@ mod tests {
     fn set_options_do_not_swallow_the_next_statement() {
         let sql = "ALTER DATABASE d SET SINGLE_USER WITH ROLLBACK IMMEDIATE\nPRINT 'x'";
         assert_eq!(parse_batch(sql).unwrap().len(), 2);
+        // Regression: OFFLINE, taken for an option with a value, swallowed PRINT.
+        let sql = "ALTER DATABASE d SET OFFLINE\nPRINT 'x'";
+        assert_eq!(parse_batch(sql).unwrap().len(), 2);
     }
 
     #[test]
