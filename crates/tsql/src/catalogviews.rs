@@ -231,7 +231,7 @@ impl Session {
 
     /// The database's own objects: its system base tables, tables and procedures.
     fn database_objects(&self) -> Result<Vec<ObjectRow>> {
-        let db = self.db();
+        let db = &*self.catalog_db();
         let catalog = db.catalog()?;
         let created = catalog.created_dates(db)?;
         let date_of = |id: i32| created.get(&id).cloned().unwrap_or(Value::Null);
@@ -304,7 +304,7 @@ impl Session {
             "is_replicated",
             "temporal_type_desc",
         ]));
-        let catalog = self.db().catalog()?;
+        let catalog = self.catalog_db().catalog()?;
         let rows = self
             .database_objects()?
             .into_iter()
@@ -340,7 +340,7 @@ impl Session {
             "is_identity",
             "is_computed",
         ]);
-        let mut tables = self.db().catalog()?.tables();
+        let mut tables = self.catalog_db().catalog()?.tables();
         tables.sort_by_key(|t| t.object_id);
         let mut rows = Vec::new();
         for table in tables {
@@ -403,7 +403,7 @@ impl Session {
     fn all_indexes(
         &self,
     ) -> Result<Vec<(i32, engine::catalog::IndexDef, std::sync::Arc<engine::catalog::Table>)>> {
-        let mut tables = self.db().catalog()?.tables();
+        let mut tables = self.catalog_db().catalog()?.tables();
         tables.sort_by_key(|t| t.object_id);
         let mut out = Vec::new();
         for table in tables {
@@ -429,7 +429,7 @@ impl Session {
             "fill_factor",
             "is_disabled",
         ]);
-        let db = self.db();
+        let db = &*self.catalog_db();
         let rows = self
             .all_indexes()?
             .into_iter()
@@ -471,7 +471,7 @@ impl Session {
             "data_compression",
             "data_compression_desc",
         ]);
-        let db = self.db();
+        let db = &*self.catalog_db();
         let mut counts: BTreeMap<i32, i64> = BTreeMap::new();
         let mut rows = Vec::new();
         for (object_id, index, table) in self.all_indexes()? {
@@ -515,7 +515,7 @@ impl Session {
         if internal {
             cols.extend(columns(&["first_page", "root_page", "first_iam_page"]));
         }
-        let db = self.db();
+        let db = &*self.catalog_db();
         let mut units = db.allocation_units();
         units.sort_by_key(|u| u.0);
         let mut rows = Vec::new();

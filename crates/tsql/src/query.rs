@@ -853,8 +853,11 @@ impl Session {
                         _ => return Err(not_supported(&arg.to_string())),
                     }
                 }
-                if schema.is_some_and(|s| s.trim_matches(['[', ']']).eq_ignore_ascii_case("sys"))
-                    && let Some(view) = self.system_view(&table_name, &arg_values)
+                let is_sys =
+                    schema.is_some_and(|s| s.trim_matches(['[', ']']).eq_ignore_ascii_case("sys"));
+                if is_sys
+                    && let Some(view) =
+                        self.in_named_database(name, || self.system_view(&table_name, &arg_values))?
                 {
                     let (names, rows) = view?;
                     let cols = names

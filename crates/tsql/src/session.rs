@@ -83,6 +83,26 @@ const MAX_WHILE_ITERATIONS: u64 = 100_000_000;
 /// so no CATCH block takes it). The client sees no message, only DONE_ATTN.
 const CANCELLED: i32 = 3617;
 
+/// The database part of a three-part name (`db.schema.object`, brackets removed) when it
+/// names a database other than `current` (case-insensitive); None for shorter names.
+pub(crate) fn other_database_part(
+    name: &sqlparser::ast::ObjectName,
+    current: &str,
+) -> Option<String> {
+    let parts = &name.0;
+    let database = parts.len().checked_sub(3).map(|i| parts[i].to_string())?;
+    let database = database.trim_matches(['[', ']', '"']).to_string();
+    (!database.is_empty() && !database.eq_ignore_ascii_case(current)).then_some(database)
+}
+
+/// Whether the name's schema part is `sys` (a catalog view or DMV).
+fn is_sys_schema(name: &sqlparser::ast::ObjectName) -> bool {
+    let parts = &name.0;
+    parts.len().checked_sub(2).is_some_and(|i| {
+        parts[i].to_string().trim_matches(['[', ']', '"']).eq_ignore_ascii_case("sys")
+    })
+}
+
 /// 9001: a database's log stopped ([`SqlError::log_not_available`]).
 const LOG_NOT_AVAILABLE: i32 = 9001;
 
@@ -130,6 +150,9 @@ pub struct Session {
     /// An error of severity 20 or above reached the client: SQL Server ends the connection
     /// after sending it ([`Session::fatal_error_sent`]).
     fatal_error_sent: bool,
+    /// The database a catalog view named `db.sys.view` reads while it runs (None: the
+    /// session's current database); see [`Session::catalog_db`].
+    view_db: std::cell::RefCell<Option<Arc<Database>>>,
     /// Trace flags set by DBCC TRACEON without -1 (this session's own).
     pub(crate) session_trace_flags: std::collections::BTreeSet<u16>,
     /// NEWID()'s generator: seeded from the OS once per session, or by
@@ -212,6 +235,7 @@ impl Session {
             identity_insert: None,
             shut_down: false,
             fatal_error_sent: false,
+            view_db: std::cell::RefCell::new(None),
             session_trace_flags: std::collections::BTreeSet::new(),
             rng: std::cell::RefCell::new(engine::rng::SplitMix64::new(os_seed())),
             nocount: false,
@@ -254,6 +278,60 @@ impl Session {
     /// The current database.
     pub fn db(&self) -> &Database {
         &self.db
+    }
+
+    /// The database whose catalog views a query reads: the one a three-part name
+    /// (`otherdb.sys.tables`) names while that view runs, else the current one.
+    pub(crate) fn catalog_db(&self) -> Arc<Database> {
+        match self.view_db.borrow().as_ref() {
+            Some(db) => db.clone(),
+            None => self.db.clone(),
+        }
+    }
+
+    /// Runs `view` (a catalog view's rows) with [`Session::catalog_db`] as the database that
+    /// `name` names (`db.sys.view`): 911, 926, 942 or 9001 if that database cannot be used.
+    pub(crate) fn in_named_database<T>(
+        &self,
+        name: &sqlparser::ast::ObjectName,
+        view: impl FnOnce() -> T,
+    ) -> Result<T> {
+        let Some(database) = other_database_part(name, &self.db.name) else { return Ok(view()) };
+        let db = self.server.open_database(&database)?;
+        let previous = self.view_db.replace(Some(db));
+        let result = view();
+        *self.view_db.borrow_mut() = previous;
+        Ok(result)
+    }
+
+    /// Error 40517 for a three-part name that names a table or other user object of another
+    /// database (`otherdb.dbo.t`): reading or changing another database's tables is not built
+    /// (a session's transaction belongs to one database). Before, the name's last part was
+    /// looked up in the current database, which could read or change the wrong table.
+    /// Catalog views of another database (`otherdb.sys.tables`) are served.
+    fn refuse_other_database_objects(&self, statement: &Statement) -> Result<()> {
+        let current = &self.db.name;
+        let found =
+            sqlparser::ast::visit_relations(statement, |name: &sqlparser::ast::ObjectName| {
+                match other_database_part(name, current) {
+                    Some(_) if !is_sys_schema(name) => {
+                        std::ops::ControlFlow::Break(name.to_string())
+                    }
+                    _ => std::ops::ControlFlow::Continue(()),
+                }
+            });
+        match found {
+            std::ops::ControlFlow::Break(written) => Err(SqlError::new(
+                40517,
+                16,
+                1,
+                format!(
+                    "Keyword or statement option 'a table of another database ({written})' is \
+                     not supported in this version of extentdb."
+                ),
+            )),
+            std::ops::ControlFlow::Continue(()) => Ok(()),
+        }
     }
 
     /// The current database's name.
@@ -761,6 +839,7 @@ impl Session {
         line: u64,
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
+        self.refuse_other_database_objects(statement).map_err(|e| self.fail(e, line))?;
         match statement {
             Statement::Query(query) => {
                 let into = match query.body.as_ref() {

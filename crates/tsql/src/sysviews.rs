@@ -152,7 +152,7 @@ impl Session {
 
     fn sys_database_files(&self) -> ViewRows {
         let cols = columns(&DATABASE_FILE_COLUMNS);
-        let rows = self.db().database_files().iter().map(database_file_row).collect();
+        let rows = self.catalog_db().database_files().iter().map(database_file_row).collect();
         (cols, rows)
     }
 
