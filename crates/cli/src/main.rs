@@ -36,6 +36,7 @@ mod bench_recovery;
 mod bench_seed002;
 mod bench_tds;
 mod bench_tsql;
+mod charts;
 mod cpu_time;
 mod crash_load;
 mod examples;

@@ -47,7 +47,8 @@ fn seed000_the_new_large_file_gets_skip_target_1_and_most_extents() {
 /// asserted with a latch-holding seam in the engine's tests, not here.)
 #[test]
 fn seed001_runs_its_load_on_one_to_eight_files_and_tabulates_pfs_waits() {
-    let out = examples(&["seed001", "--seed001-rows", "16000"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = examples_in(dir.path(), &["seed001", "--seed001-rows", "16000"]);
     for files in [1, 2, 4, 8] {
         let heading = format!("bench insert: 16 sessions, {files} file(s), key Guid: 16000 rows");
         assert!(out.contains(&heading), "{out}");
@@ -61,11 +62,33 @@ fn seed001_runs_its_load_on_one_to_eight_files_and_tabulates_pfs_waits() {
         assert!(rows_per_s > 0.0, "{cells:?}");
         assert!((waits as f64 * 1000.0 / 16000.0 - per_1000).abs() < 0.01, "{cells:?}");
     }
+    // The same figures as charts: a bar per data-file count, its value above it.
+    let pfs_chart = chart(dir.path(), "seed001_pfs_waits.svg");
+    let rows_chart = chart(dir.path(), "seed001_rows_per_s.svg");
+    for files in ["1", "2", "4", "8"] {
+        let cells = row(table, &format!("{files} "));
+        let per_1000: f64 = cells[3].parse().unwrap();
+        let shown =
+            if per_1000.fract() == 0.0 { format!("{per_1000:.0}") } else { cells[3].into() };
+        assert!(pfs_chart.contains(&format!("\n{shown}\n")), "{files} files: {shown}");
+        assert!(rows_chart.contains(&format!("\n{}\n", cells[1])), "{files} files: {}", cells[1]);
+        let label = if files == "1" { "1 data file".into() } else { format!("{files} data files") };
+        assert!(pfs_chart.contains(&label), "{label}");
+    }
+}
+
+/// A chart the examples wrote (SVG), as text.
+fn chart(dir: &std::path::Path, name: &str) -> String {
+    let path = dir.join("charts").join(name);
+    let svg = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(svg.starts_with("<svg"), "{svg}");
+    svg
 }
 
 #[test]
 fn seed002_2022_uses_ifi_for_64mb_log_growths_and_makes_fewer_vlfs() {
-    let out = examples(&["seed002"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = examples_in(dir.path(), &["seed002"]);
     let runs: Vec<&str> = out.split("==== seed002 (SQL Server 2022 rules): log").collect();
     assert_eq!(runs.len(), 2, "{out}");
     let (sql2019, sql2022) = (runs[0], runs[1]);
@@ -78,6 +101,15 @@ fn seed002_2022_uses_ifi_for_64mb_log_growths_and_makes_fewer_vlfs() {
         row(table, "ifi_64 ")[1].parse().unwrap()
     };
     assert!(vlfs(sql2022) < vlfs(sql2019), "2022 makes fewer VLFs for the same growths");
+    // The VLF chart's bars carry the counts the script printed, one series per rule.
+    let vlf_chart = chart(dir.path(), "seed002_vlfs.svg");
+    for text in ["SQL Server 2019", "SQL Server 2022", "64 MB log growth", "1 GB log growth"] {
+        assert!(vlf_chart.contains(text), "{text}");
+    }
+    for count in [vlfs(sql2019), vlfs(sql2022)] {
+        assert!(vlf_chart.contains(&format!("\n{count}\n")), "{count} VLFs");
+    }
+    chart(dir.path(), "seed002_log_growth_ms.svg");
 }
 
 #[test]
