@@ -331,11 +331,7 @@ const SEED001_FILES: [u32; 4] = [1, 2, 4, 8];
 /// side by side. With one
 /// file every allocation's PFS byte is on the same few PFS pages; each added file brings its
 /// own, so the sessions meet on them less.
-pub fn seed001_example(
-    dir: &std::path::Path,
-    rows: u64,
-    charts_dir: &std::path::Path,
-) -> Result<(), String> {
+pub fn seed001_example(dir: &std::path::Path, rows: u64) -> Result<Vec<Seed001Run>, String> {
     let mut summary = Vec::new();
     for files in SEED001_FILES {
         let run_dir = dir.join(format!("files{files}"));
@@ -361,54 +357,33 @@ pub fn seed001_example(
         // Nothing opens the load's database again (it is not in a server's registry): its
         // files (about 100 MB at 160,000 rows) go.
         std::fs::remove_dir_all(dir.join(format!("files{files}"))).map_err(|e| e.to_string())?;
-        summary.push((files, report.rows_per_s, report.pfs_waits, report.pfs_wait_ms));
+        let (rows_per_s, pfs_waits) = (report.rows_per_s, report.pfs_waits);
+        summary.push(Seed001Run { files, rows_per_s, pfs_waits, pfs_wait_ms: report.pfs_wait_ms });
     }
     outln!("PFS page latch waits (PAGELATCH_* on page 1 and every 8,088th page) by data files:");
     outln!("DataFiles  RowsPerSec  PfsWaits  PfsWaitsPer1000Rows  PfsWait_ms");
-    for (files, rows_per_s, waits, wait_ms) in &summary {
-        let per_1000 = *waits as f64 * 1000.0 / rows as f64;
-        outln!("{files:<9}  {rows_per_s:>10.0}  {waits:>8}  {per_1000:>19.2}  {wait_ms:>10.1}");
+    for run in &summary {
+        let Seed001Run { files, rows_per_s, pfs_waits, pfs_wait_ms } = run;
+        let per_1000 = run.pfs_waits_per_1000_rows(rows);
+        outln!(
+            "{files:<9}  {rows_per_s:>10.0}  {pfs_waits:>8}  {per_1000:>19.2}  {pfs_wait_ms:>10.1}"
+        );
     }
-    seed001_charts(&summary, rows, charts_dir)
+    Ok(summary)
 }
 
-/// Seed 001's charts: PFS latch waits per 1,000 rows, and rows per second, by data files.
-fn seed001_charts(
-    summary: &[(u32, f64, u64, f64)],
-    rows: u64,
-    charts_dir: &std::path::Path,
-) -> Result<(), String> {
-    let group = |files: u32, value: f64| crate::charts::BarGroup {
-        label: if files == 1 { "1 data file".into() } else { format!("{files} data files") },
-        values: vec![value],
-    };
-    let per_1000 = |waits: u64| waits as f64 * 1000.0 / rows as f64;
-    let charts = [
-        (
-            "seed001_pfs_waits.svg",
-            crate::charts::BarChart {
-                title: "Seed 001: PFS page latch waits per 1,000 rows (16 sessions, GUID keys)",
-                y_desc: "waits per 1,000 rows",
-                series: &["PFS waits"],
-                groups: summary.iter().map(|s| group(s.0, per_1000(s.2))).collect(),
-            },
-        ),
-        (
-            "seed001_rows_per_s.svg",
-            crate::charts::BarChart {
-                title: "Seed 001: rows inserted per second (16 sessions, GUID keys)",
-                y_desc: "rows/s",
-                series: &["rows/s"],
-                groups: summary.iter().map(|s| group(s.0, s.1)).collect(),
-            },
-        ),
-    ];
-    for (file, chart) in charts {
-        let path = charts_dir.join(file);
-        chart.write_svg(&path)?;
-        outln!("chart: {}", path.display());
+/// One of seed 001's runs: its data files, rows per second and PFS page latch waits.
+pub struct Seed001Run {
+    pub files: u32,
+    pub rows_per_s: f64,
+    pub pfs_waits: u64,
+    pub pfs_wait_ms: f64,
+}
+
+impl Seed001Run {
+    pub fn pfs_waits_per_1000_rows(&self, rows: u64) -> f64 {
+        self.pfs_waits as f64 * 1000.0 / rows as f64
     }
-    Ok(())
 }
 
 /// Runs a T-SQL script in a session of a server over the benchmark's instance.

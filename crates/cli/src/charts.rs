@@ -17,7 +17,7 @@ pub struct BarGroup {
 pub struct BarChart<'a> {
     pub title: &'a str,
     pub y_desc: &'a str,
-    pub series: &'a [&'a str],
+    pub series: Vec<String>,
     pub groups: Vec<BarGroup>,
 }
 
@@ -72,7 +72,7 @@ impl BarChart<'_> {
             });
             let drawn = chart.draw_series(bars)?;
             if self.series.len() > 1 {
-                drawn.label(*name).legend(move |(x, y)| {
+                drawn.label(name.clone()).legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled())
                 });
             }
@@ -118,7 +118,7 @@ mod tests {
         let chart = BarChart {
             title: "VLFs after growth",
             y_desc: "VLFs",
-            series: &["2019", "2022"],
+            series: vec!["2019".into(), "2022".into()],
             groups: vec![
                 BarGroup { label: "64 MB".into(), values: vec![20.0, 3.0] },
                 BarGroup { label: "1 GB".into(), values: vec![12.0, 9.0] },

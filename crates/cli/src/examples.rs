@@ -5,10 +5,8 @@
 //! experiment is a concurrent load, which one script cannot express: it is `bench insert`'s
 //! load, 16 sessions on 1, 2, 4 and 8 data files ([`crate::bench_insert::seed001_example`]).
 //!
-//! Charts: seed 001's and seed 002's figures are also drawn as SVG bar charts in the data
-//! directory's `charts/` ([`crate::charts`]): PFS latch waits per 1,000 rows and rows per
-//! second by data files; VLFs and log growth time by growth setting, one series per SQL
-//! Server version's rules. Seed 002's come from a query run after its script (not printed).
+//! Charts: each seed's figures are also drawn as SVG bar charts in the data directory's
+//! `charts/`, from the result sets its script printed ([`crate::example_charts`]).
 
 use clap::Args;
 use engine::instance::InstanceConfig;
@@ -94,11 +92,11 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
     let mut last_dir = None;
     let charts_dir = args.dir.join("charts");
     std::fs::create_dir_all(&charts_dir).map_err(|e| format!("{}: {e}", charts_dir.display()))?;
-    // Seed 002's figures under each rule, for its charts once both have run.
-    let mut seed002_runs = Vec::new();
     for example in
         EXAMPLES.iter().filter(|e| args.only.is_empty() || args.only.iter().any(|n| n == e.name))
     {
+        // The result sets of each rule's run, for the example's charts once all have run.
+        let mut runs: Vec<crate::example_charts::ScriptRun> = Vec::new();
         for rule in example.rules {
             let label = if example.rules.len() > 1 {
                 format!("{} (SQL Server {} rules)", example.name, rule.name())
@@ -113,21 +111,24 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
                 _ => format!("{}-{}", example.name, rule.name()),
             });
             last_dir = Some(dir.clone());
-            let chart_query = (example.name == "seed002").then_some(SEED002_CHART_QUERY);
             let ok = match example.script {
                 Some(script) => {
-                    let (ok, rows) =
-                        run_script(script, *rule, &dir, args.stop_on_error, chart_query)?;
-                    if chart_query.is_some() {
-                        seed002_runs.push((*rule, rows));
-                    }
+                    let (ok, sets) = run_script(script, *rule, &dir, args.stop_on_error)?;
+                    runs.push((*rule, sets));
                     ok
                 }
-                None => crate::bench_insert::seed001_example(&dir, args.seed001_rows, &charts_dir)
-                    .map(|()| true)?,
+                None => {
+                    let rows = args.seed001_rows;
+                    let seed001 = crate::bench_insert::seed001_example(&dir, rows)?;
+                    let written =
+                        crate::example_charts::write_seed001(&seed001, rows, &charts_dir)?;
+                    print_charts(&written);
+                    true
+                }
             };
-            if chart_query.is_some() && seed002_runs.len() == example.rules.len() {
-                seed002_charts(&seed002_runs, &charts_dir)?;
+            if runs.len() == example.rules.len() {
+                let written = crate::example_charts::write(example.name, &runs, &charts_dir)?;
+                print_charts(&written);
             }
             outln!(
                 "==== {label}: {:.1} s{}",
@@ -182,100 +183,37 @@ fn allocated_bytes(dir: &std::path::Path) -> u64 {
     total_bytes
 }
 
-/// Runs an example's script; then, if given, `chart_query` (not printed), whose rows (each
-/// value as sqlcmd shows it) feed the example's charts.
+/// Runs an example's script; returns whether it ran without error, and the result sets it
+/// printed (for its charts).
 fn run_script(
     script: &str,
     rule: VlfRule,
     dir: &std::path::Path,
     stop_on_error: bool,
-    chart_query: Option<&str>,
-) -> Result<(bool, Vec<Vec<String>>), String> {
+) -> Result<(bool, Vec<tsql::server::ResultSet>), String> {
     let mut config = InstanceConfig::new(dir);
     config.vlf_rule = rule;
     let server = Server::start(config).map_err(|e| e.to_string())?;
     let mut session = Session::new(&server);
-    let ok = tsql::sqlcmd::run_script(&mut session, script, stop_on_error, &mut |t| {
-        crate::write_stdout(t)
-    });
-    let mut rows = Vec::new();
-    if let Some(query) = chart_query {
-        session.execute(query, &mut |output| {
+    let mut sets = Vec::new();
+    let ok = tsql::sqlcmd::run_script_with(
+        &mut session,
+        script,
+        stop_on_error,
+        &mut |t| crate::write_stdout(t),
+        &mut |output| {
             if let tsql::server::Output::Rows(set) = output {
-                let shown = |row: &Vec<engine::record::Value>| {
-                    row.iter().map(tsql::value::display).collect::<Vec<String>>()
-                };
-                rows = set.rows.iter().map(shown).collect();
+                sets.push(set.clone());
             }
-        });
-    }
+        },
+    );
     drop(session);
     server.shutdown().map_err(|e| e.to_string())?;
-    Ok((ok, rows))
+    Ok((ok, sets))
 }
 
-/// Seed 002's figures per database (ifi_1024, ifi_64): its VLF count and the time its log
-/// growths took, from the default trace (EventClass 93), as the script's own queries read
-/// them.
-const SEED002_CHART_QUERY: &str = "
-SELECT d.name, COUNT(li.database_id) AS vlfs,
-       (SELECT COALESCE(SUM(t.Duration / 1000.0), 0)
-        FROM sys.fn_trace_gettable(
-               (SELECT REVERSE(SUBSTRING(REVERSE([path]), CHARINDEX(N'\\', REVERSE([path])), 260)) + N'log.trc'
-                FROM sys.traces WHERE is_default = 1), DEFAULT) AS t
-        WHERE t.EventClass = 93 AND t.DatabaseName = d.name) AS growth_ms
-FROM sys.databases AS d
-CROSS APPLY sys.dm_db_log_info(d.database_id) AS li
-WHERE d.name LIKE N'ifi%'
-GROUP BY d.name
-ORDER BY d.name";
-
-/// Seed 002's charts: VLFs, and the time log growths took, for each growth setting under
-/// SQL Server 2019's and 2022's rules.
-fn seed002_charts(
-    runs: &[(VlfRule, Vec<Vec<String>>)],
-    charts_dir: &std::path::Path,
-) -> Result<(), String> {
-    let series: Vec<String> =
-        runs.iter().map(|(rule, _)| format!("SQL Server {}", rule.name())).collect();
-    let series: Vec<&str> = series.iter().map(String::as_str).collect();
-    let value = |rows: &[Vec<String>], database: &str, column: usize| -> f64 {
-        let row = rows.iter().find(|row| row[0] == database);
-        row.and_then(|row| row[column].parse().ok()).unwrap_or(0.0)
-    };
-    let groups = |column: usize| -> Vec<crate::charts::BarGroup> {
-        [("ifi_64", "64 MB log growth"), ("ifi_1024", "1 GB log growth")]
-            .into_iter()
-            .map(|(database, label)| crate::charts::BarGroup {
-                label: label.into(),
-                values: runs.iter().map(|(_, rows)| value(rows, database, column)).collect(),
-            })
-            .collect()
-    };
-    let charts = [
-        (
-            "seed002_vlfs.svg",
-            crate::charts::BarChart {
-                title: "Seed 002: VLFs after the load (log 32 MB at the start)",
-                y_desc: "VLFs",
-                series: &series,
-                groups: groups(1),
-            },
-        ),
-        (
-            "seed002_log_growth_ms.svg",
-            crate::charts::BarChart {
-                title: "Seed 002: time spent growing the log (default trace, EventClass 93)",
-                y_desc: "ms",
-                series: &series,
-                groups: groups(2),
-            },
-        ),
-    ];
-    for (file, chart) in charts {
-        let path = charts_dir.join(file);
-        chart.write_svg(&path)?;
+fn print_charts(paths: &[std::path::PathBuf]) {
+    for path in paths {
         outln!("chart: {}", path.display());
     }
-    Ok(())
 }

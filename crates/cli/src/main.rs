@@ -39,6 +39,7 @@ mod bench_tsql;
 mod charts;
 mod cpu_time;
 mod crash_load;
+mod example_charts;
 mod examples;
 mod log_growth;
 mod plan;

@@ -32,7 +32,8 @@ fn row<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
 
 #[test]
 fn seed000_the_new_large_file_gets_skip_target_1_and_most_extents() {
-    let out = examples(&["seed000"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = examples_in(dir.path(), &["seed000"]);
     assert!(
         out.contains("File [ThirdFile] (4) has 3996 free extents and skip target of 1."),
         "{out}"
@@ -40,6 +41,10 @@ fn seed000_the_new_large_file_gets_skip_target_1_and_most_extents() {
     let third: u32 = row(&out, "ThirdFile ")[1].parse().unwrap();
     let first: u32 = row(&out, "Company_data ")[1].parse().unwrap();
     assert!(third > 10 * first, "ThirdFile {third} extents, Company_data {first}");
+    let svg = chart(dir.path(), "seed000_extents_per_file.svg");
+    for text in ["ThirdFile", "Company_data", &format!("\n{third}\n"), &format!("\n{first}\n")] {
+        assert!(svg.contains(text), "{text}");
+    }
 }
 
 /// Seed 001's load runs on 1, 2, 4 and 8 files, each with its report in the seed's columns,
@@ -114,7 +119,8 @@ fn seed002_2022_uses_ifi_for_64mb_log_growths_and_makes_fewer_vlfs() {
 
 #[test]
 fn seed003_read_ahead_reads_in_far_fewer_larger_ios() {
-    let out = examples(&["seed003"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = examples_in(dir.path(), &["seed003"]);
     let off = row(&out, "TF 652 on");
     let on = row(&out, "read-ahead ");
     let (reads_off, per_read_off): (u64, u64) =
@@ -123,16 +129,28 @@ fn seed003_read_ahead_reads_in_far_fewer_larger_ios() {
     assert_eq!(per_read_off, 8192, "one page a read under TF 652");
     assert!(reads_on * 10 < reads_off, "{reads_on} reads against {reads_off}");
     assert!(per_read_on > 128 * 1024, "read-ahead I/Os of {per_read_on} bytes");
+    let reads = chart(dir.path(), "seed003_reads.svg");
+    assert!(reads.contains(&format!("\n{reads_off}\n")), "{reads_off} reads");
+    assert!(reads.contains(&format!("\n{reads_on}\n")), "{reads_on} reads");
+    let kb_per_read = chart(dir.path(), "seed003_kb_per_read.svg");
+    assert!(kb_per_read.contains("\n8\n"), "8 KB a read under TF 652");
+    assert!(kb_per_read.contains("TF 652 on (no read-ahead)"));
 }
 
 #[test]
 fn seed004_allocations_rotate_over_four_files() {
-    let out = examples(&["seed004"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = examples_in(dir.path(), &["seed004"]);
     assert_eq!(row(&out, "files1 ")[2], "200", "{out}");
     for file in ["f4_data1", "f4_data2", "f4_data3", "f4_data4"] {
         let count: u32 = row(&out, &format!("files4        {file}"))[2].parse().unwrap();
         assert!((40..=60).contains(&count), "{file}: {count} of 200");
     }
+    let svg = chart(dir.path(), "seed004_tables_per_file.svg");
+    for file in ["f1_data", "f4_data1", "f4_data2", "f4_data3", "f4_data4"] {
+        assert!(svg.contains(file), "{file}");
+    }
+    assert!(svg.contains("\n200\n"));
 }
 
 #[test]

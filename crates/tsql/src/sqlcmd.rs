@@ -73,6 +73,18 @@ pub fn run_script(
     stop_on_error: bool,
     print: &mut dyn FnMut(&str),
 ) -> bool {
+    run_script_with(session, script, stop_on_error, print, &mut |_| {})
+}
+
+/// [`run_script`], also handing every output (result sets, messages, errors) to `seen`
+/// before it is printed: how the lab keeps a script's result sets for its charts.
+pub fn run_script_with(
+    session: &mut dyn BatchRunner,
+    script: &str,
+    stop_on_error: bool,
+    print: &mut dyn FnMut(&str),
+    seen: &mut dyn FnMut(&Output),
+) -> bool {
     let batches = match crate::batch::split(script) {
         Ok(batches) => batches,
         Err(error) => {
@@ -86,8 +98,10 @@ pub fn run_script(
     let mut ok = true;
     for batch in batches {
         for _ in 0..batch.repeat {
-            let batch_ok =
-                session.execute_batch(&batch.text, &mut |output| print(&format(&output)));
+            let batch_ok = session.execute_batch(&batch.text, &mut |output| {
+                seen(&output);
+                print(&format(&output))
+            });
             ok &= batch_ok;
             if session.is_shut_down() {
                 return ok;
