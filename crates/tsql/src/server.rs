@@ -346,9 +346,20 @@ impl Server {
             text.push_str(&format!("{}\t{}\t{}\n", db.name, path.display(), db.database_id));
         }
         for closed in self.closed.read().values() {
-            let id = closed.database_id.map(|id| format!("\t{id}")).unwrap_or_default();
-            let offline = if closed.state == ClosedState::Offline { "\tOFFLINE" } else { "" };
-            text.push_str(&format!("{}\t{}{id}{offline}\n", closed.name, closed.path.display()));
+            let id = closed.database_id.map(|id| id.to_string()).unwrap_or_default();
+            let line = match closed.state {
+                // The id field stays (empty if unknown), so that OFFLINE is the fourth field.
+                ClosedState::Offline => {
+                    format!("{}\t{}\t{id}\tOFFLINE\n", closed.name, closed.path.display())
+                }
+                ClosedState::Suspect if id.is_empty() => {
+                    format!("{}\t{}\n", closed.name, closed.path.display())
+                }
+                ClosedState::Suspect => {
+                    format!("{}\t{}\t{id}\n", closed.name, closed.path.display())
+                }
+            };
+            text.push_str(&line);
         }
         let temporary = self.instance.dir().join(format!("{REGISTRY}.new"));
         std::fs::write(&temporary, text).map_err(|e| io_error("write the database registry", e))?;
@@ -369,8 +380,9 @@ impl Server {
         self.databases.read().get(&key(name)).cloned()
     }
 
-    /// An open database by name; error 926 for a SUSPECT one, 942 for an OFFLINE one, 9001 for one shut down after
-    /// its log failed that sessions still hold, 911 for one that does not exist.
+    /// An open database by name; error 926 for a SUSPECT one, 942 for an OFFLINE one, 9001 for
+    /// one shut down after its log failed that sessions still hold, 911 for one that does not
+    /// exist.
     pub fn open_database(&self, name: &str) -> Result<Arc<Database>> {
         if let Some(db) = self.database(name) {
             return Ok(db);
@@ -542,6 +554,10 @@ impl Server {
     /// session, this one included, has it as its current database. A SUSPECT database becomes
     /// OFFLINE.
     pub fn set_offline(&self, name: &str) -> Result<()> {
+        if key(name) == "master" {
+            let text = "Option 'OFFLINE' cannot be set in database 'master'.";
+            return Err(SqlError::new(5058, 16, 1, text));
+        }
         let shut_down = self.shut_down.lock();
         let mut closed_result = Ok(());
         if let Some(closed) = self.closed.write().get_mut(&key(name)) {

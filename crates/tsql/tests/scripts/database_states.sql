@@ -32,6 +32,8 @@ USE master
 EXEC xp_readerrorlog 0, 1, N'Setting database option'
 ALTER DATABASE Nowhere SET ONLINE
 GO
+ALTER DATABASE master SET OFFLINE
+GO
 -- An OFFLINE database can be dropped; its files stay on disk, as in SQL Server.
 ALTER DATABASE Shelf SET OFFLINE
 DROP DATABASE Shelf
