@@ -117,9 +117,24 @@ struct Frame {
     /// lock; read without it by a session that has just latched the frame, since a pinned
     /// frame changes page only by being orphaned.
     orphaned: AtomicBool,
+    /// How long the read that brought the frame's page in took, in µs (0 for a page created
+    /// in memory): sys.dm_os_buffer_descriptors.read_microsec. Set when a read completes.
+    read_us: AtomicU64,
     /// The frame's buffer, taken from the pool's buffers on first use.
     data: RwLock<Option<&'static mut PageBuf>>,
     meta: Mutex<FrameMeta>,
+}
+
+/// One page in the pool ([`BufferPool::descriptors`]): sys.dm_os_buffer_descriptors' row.
+#[derive(Clone, Debug)]
+pub struct BufferDescriptor {
+    pub key: PageKey,
+    /// The page's header as the frame holds it now.
+    pub header: crate::page::PageHeader,
+    /// Changed since it was read (or created): not yet written.
+    pub is_modified: bool,
+    /// How long the read that brought it in took, in µs (0: created in memory).
+    pub read_us: u64,
 }
 
 /// Latch waits on one page (the "hottest pages" of `bench insert`).
@@ -485,6 +500,7 @@ impl BufferPool {
         let frame = &self.frames[index];
         *frame.meta.lock() =
             FrameMeta { key: Some(key), pin_count: 1, dirty: false, referenced: true };
+        frame.read_us.store(0, Ordering::Relaxed); // a new page is not read; a read sets it
         frame.io_in_progress.store(true, Ordering::Release);
         let spid = crate::instance::current_spid();
         assert!(frame.latch.try_acquire(LatchMode::Ex, spid), "a free frame has no latch holder");
@@ -505,6 +521,7 @@ impl BufferPool {
         self.record_wait(key, io_wait, started.elapsed(), Duration::ZERO);
         match result {
             Ok(()) => {
+                frame.read_us.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
                 self.page_reads.fetch_add(1, Ordering::Relaxed);
                 frame.io_in_progress.store(false, Ordering::Release);
                 if mode != LatchMode::Ex {
@@ -550,7 +567,11 @@ impl BufferPool {
         }
         let mut bytes = vec![0u8; (hi - lo) as usize * crate::units::PAGE_SIZE];
         let offset = u64::from(lo) * crate::units::PAGE_SIZE as u64;
+        let started = Instant::now();
         let read = file.handle.read_at(&mut bytes, offset);
+        // Every page of the run took the run's read (as each of SQL Server's read-ahead
+        // buffers records the whole I/O's time).
+        let read_us = started.elapsed().as_micros() as u64;
         let spid = crate::instance::current_spid();
         let mut installed = 0;
         for (page_no, index) in claimed {
@@ -564,6 +585,7 @@ impl BufferPool {
             };
             if good {
                 installed += 1;
+                frame.read_us.store(read_us, Ordering::Relaxed);
                 frame.io_in_progress.store(false, Ordering::Release);
                 frame.latch.release(LatchMode::Ex, spid);
                 self.unpin(index);
@@ -590,6 +612,40 @@ impl BufferPool {
         frame.io_in_progress.store(false, Ordering::Release);
         frame.latch.release(LatchMode::Ex, spid);
         self.unpin(index);
+    }
+
+    /// The pages in the pool now, as sys.dm_os_buffer_descriptors lists them: free frames,
+    /// and frames whose read is in flight or failed, are left out (as SQL Server leaves out
+    /// free, stolen and erroneous buffers). No latch is taken: each frame's page and dirty
+    /// bit are read under its meta lock, then its header under its data lock, and a frame
+    /// whose page changed in between (its header names another page) is skipped.
+    pub fn descriptors(&self) -> Vec<BufferDescriptor> {
+        let mut found = Vec::new();
+        for frame in &self.frames {
+            let (key, is_modified) = {
+                let meta = frame.meta.lock();
+                match meta.key {
+                    Some(key) => (key, meta.dirty),
+                    None => continue,
+                }
+            };
+            if frame.io_in_progress.load(Ordering::Acquire)
+                || frame.orphaned.load(Ordering::Acquire)
+            {
+                continue;
+            }
+            let header = {
+                let data = frame.data.read();
+                let Some(buf) = data.as_ref() else { continue };
+                crate::page::PageHeader::read(&buf[..])
+            };
+            if header.page_id != key.page {
+                continue;
+            }
+            let read_us = frame.read_us.load(Ordering::Relaxed);
+            found.push(BufferDescriptor { key, header, is_modified, read_us });
+        }
+        found
     }
 
     /// Pages installed by read-ahead since the pool started.

@@ -146,6 +146,47 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_os_buffer_descriptors: a row per page in the buffer pool, from its frame
+    /// ([`engine::buffer::BufferPool::descriptors`]): not latched, as SQL Server reads its
+    /// buffer headers. numa_node is 0 (one node).
+    pub(crate) fn dm_os_buffer_descriptors(&self) -> ViewRows {
+        let cols = columns(&[
+            "database_id",
+            "file_id",
+            "page_id",
+            "page_level",
+            "allocation_unit_id",
+            "page_type",
+            "row_count",
+            "free_space_in_bytes",
+            "is_modified",
+            "numa_node",
+            "read_microsec",
+        ]);
+        let mut descriptors = self.server.instance.buffer_pool.descriptors();
+        descriptors.sort_by_key(|d| (d.key.database_id, d.key.page.file_id, d.key.page.page_no));
+        let rows = descriptors
+            .into_iter()
+            .map(|d| {
+                let header = &d.header;
+                vec![
+                    Value::Int(i32::from(d.key.database_id)),
+                    Value::Int(i32::from(d.key.page.file_id)),
+                    Value::Int(d.key.page.page_no as i32),
+                    Value::Int(i32::from(header.level)),
+                    big(header.allocation_unit_id()),
+                    Value::Text(page_type_desc(header.page_type).into()),
+                    Value::Int(i32::from(header.slot_count)),
+                    Value::Int(i32::from(header.free_count)),
+                    Value::Bit(d.is_modified),
+                    Value::Int(0),
+                    big(d.read_us),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
     pub(crate) fn dm_os_spinlock_stats(&self) -> ViewRows {
         let cols = columns(&[
             "name",

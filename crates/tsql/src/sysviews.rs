@@ -50,6 +50,7 @@ impl Session {
             "dm_os_wait_stats" => Some(Ok(self.dm_os_wait_stats())),
             "dm_os_waiting_tasks" => Some(Ok(self.dm_os_waiting_tasks())),
             "dm_os_latch_stats" => Some(Ok(self.dm_os_latch_stats())),
+            "dm_os_buffer_descriptors" => Some(Ok(self.dm_os_buffer_descriptors())),
             "dm_os_spinlock_stats" => Some(Ok(self.dm_os_spinlock_stats())),
             "dm_exec_sessions" => Some(Ok(self.dm_exec_sessions())),
             "dm_exec_requests" => Some(Ok(self.dm_exec_requests())),
