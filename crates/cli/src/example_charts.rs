@@ -14,8 +14,9 @@ use tsql::server::ResultSet;
 /// An example's result sets under one rule set (seed 002 runs under two).
 pub type ScriptRun = (VlfRule, Vec<ResultSet>);
 
-/// Writes `example`'s charts from its runs' result sets; returns their paths (none for an
-/// example without charts, or whose result sets are missing, as after an error).
+/// Writes `example`'s charts from its runs' result sets; returns their paths. An example
+/// without charts has none, and a chart whose result sets are missing (its script failed
+/// first) is not drawn.
 pub fn write(example: &str, runs: &[ScriptRun], charts_dir: &Path) -> Result<Vec<PathBuf>, String> {
     let charts = match example {
         "seed000" => seed000(runs),
@@ -67,6 +68,9 @@ pub fn write_seed001(
 fn write_all(charts: Vec<(&str, BarChart<'_>)>, charts_dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     for (file, chart) in charts {
+        if chart.groups.is_empty() {
+            continue;
+        }
         let path = charts_dir.join(file);
         chart.write_svg(&path)?;
         written.push(path);
@@ -126,6 +130,11 @@ fn seed000(runs: &[ScriptRun]) -> Vec<(&'static str, BarChart<'static>)> {
 
 /// Seed 002: VLFs and log growth time for each growth setting, a series per version's rules.
 fn seed002(runs: &[ScriptRun]) -> Vec<(&'static str, BarChart<'static>)> {
+    let complete =
+        |columns: &[&str]| runs.iter().all(|(_, sets)| result_set(sets, columns).is_some());
+    if !complete(&["name", "VLFCount"]) || !complete(&["DatabaseName", "GrowthEvents"]) {
+        return Vec::new();
+    }
     let series: Vec<String> =
         runs.iter().map(|(rule, _)| format!("SQL Server {}", rule.name())).collect();
     // (database, chart label): the script's two databases.
@@ -217,4 +226,20 @@ fn seed004(runs: &[ScriptRun]) -> Vec<(&'static str, BarChart<'static>)> {
             groups,
         },
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A script that failed before its queries leaves no result sets: no chart, no error.
+    #[test]
+    fn missing_result_sets_draw_no_chart() {
+        let dir = tempfile::tempdir().unwrap();
+        for example in ["seed000", "seed002", "seed003", "seed004"] {
+            let runs = vec![(VlfRule::Sql2019, Vec::new()), (VlfRule::Sql2022, Vec::new())];
+            assert!(write(example, &runs, dir.path()).unwrap().is_empty(), "{example}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }
