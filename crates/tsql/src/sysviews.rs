@@ -82,9 +82,11 @@ impl Session {
             "vlf_first_lsn",
             "vlf_create_lsn",
         ]);
-        let db = database_id
-            .and_then(crate::value::as_i64)
-            .and_then(|id| self.server.database_by_id(id));
+        // NULL or DEFAULT: the current database (before, no rows).
+        let db = match database_id.and_then(crate::value::as_i64) {
+            Some(id) => self.server.database_by_id(id),
+            None => Some(self.catalog_db()),
+        };
         let Some(db) = db else { return (cols, Vec::new()) };
         let rows = db
             .log()

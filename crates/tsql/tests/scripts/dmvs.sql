@@ -59,5 +59,9 @@ SELECT * FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL, 'FAST');
 GO
 -- The log's VLFs from its real layout.
 SELECT file_id, vlf_sequence_number, vlf_active, vlf_status FROM sys.dm_db_log_info(DB_ID()) ORDER BY vlf_begin_offset;
+-- NULL and DEFAULT mean the current database, as DB_ID() does.
+SELECT (SELECT COUNT(*) FROM sys.dm_db_log_info(NULL)) AS with_null,
+       (SELECT COUNT(*) FROM sys.dm_db_log_info(DEFAULT)) AS with_default,
+       (SELECT COUNT(*) FROM sys.dm_db_log_info(DB_ID())) AS with_db_id;
 USE master;
 GO
