@@ -45,6 +45,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_db_file_space_usage", "V"),
     ("dm_db_index_physical_stats", "IF"),
     ("dm_db_log_info", "IF"),
+    ("dm_db_log_stats", "IF"),
     ("dm_db_log_space_usage", "V"),
     ("dm_exec_requests", "V"),
     ("dm_exec_sessions", "V"),

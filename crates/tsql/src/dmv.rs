@@ -146,6 +146,66 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_db_log_stats(database_id): one row of the log's summary, from its VLFs and the
+    /// boot page's checkpoint LSNs. Deviation: there are no log backups, so log_backup_time,
+    /// log_backup_lsn and log_since_last_log_backup_mb are NULL.
+    pub(crate) fn dm_db_log_stats(&self, args: &[Value]) -> ViewRows {
+        let cols = columns(&[
+            "database_id",
+            "recovery_model",
+            "log_min_lsn",
+            "log_end_lsn",
+            "current_vlf_sequence_number",
+            "current_vlf_size_mb",
+            "total_vlf_count",
+            "total_log_size_mb",
+            "active_vlf_count",
+            "active_log_size_mb",
+            "log_truncation_holdup_reason",
+            "log_backup_time",
+            "log_backup_lsn",
+            "log_since_last_log_backup_mb",
+            "log_checkpoint_lsn",
+            "log_since_last_checkpoint_mb",
+            "log_recovery_lsn",
+            "log_recovery_size_mb",
+            "recovery_vlf_count",
+        ]);
+        let db = match arg_i64(args, 0) {
+            None => Some(self.catalog_db()),
+            Some(id) => self.server.database_by_id(id),
+        };
+        let Some(db) = db else { return (cols, Vec::new()) };
+        let log = db.log();
+        let stats = log.log_stats();
+        let (checkpoint_lsn, recovery_lsn) = db.checkpoint_lsns();
+        let (_, since_checkpoint_bytes) = log.written_since(checkpoint_lsn);
+        let (recovery_vlfs, recovery_bytes) = log.written_since(recovery_lsn);
+        let mb = |bytes: u64| Value::Float(bytes as f64 / (1024.0 * 1024.0));
+        let row = vec![
+            Value::Int(i32::from(db.database_id)),
+            Value::Text(db.recovery_model_desc().into()),
+            Value::Text(stats.min_lsn.to_hex()),
+            Value::Text(stats.end_lsn.to_hex()),
+            big(u64::from(stats.current_vlf_sequence_number)),
+            mb(stats.current_vlf_size_bytes),
+            big(stats.total_vlf_count),
+            mb(stats.total_log_size_bytes),
+            big(stats.active_vlf_count),
+            mb(stats.active_log_size_bytes),
+            Value::Text(db.log_reuse_wait_desc().into()),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Text(checkpoint_lsn.to_hex()),
+            mb(since_checkpoint_bytes),
+            Value::Text(recovery_lsn.to_hex()),
+            mb(recovery_bytes),
+            big(recovery_vlfs),
+        ];
+        (cols, vec![row])
+    }
+
     /// sys.dm_os_buffer_descriptors: a row per page in the buffer pool, from its frame
     /// ([`engine::buffer::BufferPool::descriptors`]): not latched, as SQL Server reads its
     /// buffer headers. numa_node is 0 (one node).

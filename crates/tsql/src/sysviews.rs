@@ -63,6 +63,7 @@ impl Session {
             "traces" => Some(Ok(self.sys_traces())),
             "fn_trace_gettable" => Some(self.fn_trace_gettable(args)),
             "dm_db_log_info" => Some(Ok(self.dm_db_log_info(args.first()))),
+            "dm_db_log_stats" => Some(Ok(self.dm_db_log_stats(args))),
             _ => None,
         }
     }

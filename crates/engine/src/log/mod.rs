@@ -205,6 +205,23 @@ pub struct LogInfoRow {
     pub vlf_create_lsn: String,
 }
 
+/// A log's figures for sys.dm_db_log_stats ([`LogManager::log_stats`]).
+#[derive(Clone, Debug)]
+pub struct LogStats {
+    /// MinLSN: the log before it is no longer needed (log_min_lsn).
+    pub min_lsn: Lsn,
+    pub end_lsn: Lsn,
+    /// The VLF the end of the log is in (0 if nothing was written yet).
+    pub current_vlf_sequence_number: u32,
+    pub current_vlf_size_bytes: u64,
+    pub total_vlf_count: u64,
+    pub total_log_size_bytes: u64,
+    /// VLFs from MinLSN's on (status 2 in DBCC LOGINFO).
+    pub active_vlf_count: u64,
+    pub active_log_size_bytes: u64,
+    pub reuse_wait: ReuseWait,
+}
+
 /// One row of DBCC LOGINFO.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogInfoDbccRow {
@@ -1361,6 +1378,57 @@ impl LogManager {
             }
         }
         rows
+    }
+
+    /// The log's own figures for sys.dm_db_log_stats, from its VLFs as they are now.
+    pub fn log_stats(&self) -> LogStats {
+        let state = self.state.lock();
+        let end_lsn = state.end_lsn;
+        let mut stats = LogStats {
+            min_lsn: state.min_lsn,
+            end_lsn,
+            current_vlf_sequence_number: 0,
+            current_vlf_size_bytes: 0,
+            total_vlf_count: 0,
+            total_log_size_bytes: 0,
+            active_vlf_count: 0,
+            active_log_size_bytes: 0,
+            reuse_wait: state.reuse_wait,
+        };
+        for file in state.files.values() {
+            stats.total_log_size_bytes += file.size_bytes();
+            for vlf in &file.vlfs {
+                stats.total_vlf_count += 1;
+                if state.status_of(vlf) == 2 {
+                    stats.active_vlf_count += 1;
+                    stats.active_log_size_bytes += vlf.header.size_bytes;
+                }
+                if vlf.header.fseqno != 0 && vlf.header.fseqno == end_lsn.seqno {
+                    stats.current_vlf_sequence_number = vlf.header.fseqno;
+                    stats.current_vlf_size_bytes = vlf.header.size_bytes;
+                }
+            }
+        }
+        stats
+    }
+
+    /// The VLFs that hold log from `lsn` on, and the bytes of log written from `lsn` to the
+    /// end of the log (what recovery from `lsn` would read): (VLFs, bytes).
+    pub fn written_since(&self, lsn: Lsn) -> (u64, u64) {
+        let state = self.state.lock();
+        let (mut vlfs, mut bytes) = (0u64, 0u64);
+        for file in state.files.values() {
+            for vlf in &file.vlfs {
+                let fseqno = vlf.header.fseqno;
+                if fseqno == 0 || fseqno < lsn.seqno || fseqno > state.end_lsn.seqno {
+                    continue;
+                }
+                vlfs += 1;
+                let start = if fseqno == lsn.seqno { u64::from(lsn.block) * 512 } else { 0 };
+                bytes += vlf.end_bytes.saturating_sub(start.max(VLF_HEADER_BYTES));
+            }
+        }
+        (vlfs, bytes)
     }
 
     /// DBCC LOGINFO rows.
