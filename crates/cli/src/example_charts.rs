@@ -78,22 +78,18 @@ fn write_all(charts: Vec<(&str, BarChart<'_>)>, charts_dir: &Path) -> Result<Vec
     Ok(written)
 }
 
-/// The last result set whose columns start with `columns` (case-insensitive).
-fn result_set<'r>(sets: &'r [ResultSet], columns: &[&str]) -> Option<&'r ResultSet> {
-    sets.iter().rev().find(|set| {
+/// Every result set whose columns start with `columns` (case-insensitive), in order.
+fn result_sets<'r>(sets: &'r [ResultSet], columns: &[&str]) -> Vec<&'r ResultSet> {
+    let starts_with = |set: &&ResultSet| {
         set.columns.len() >= columns.len()
             && set.columns.iter().zip(columns).all(|(have, want)| have.eq_ignore_ascii_case(want))
-    })
+    };
+    sets.iter().filter(starts_with).collect()
 }
 
-/// Every result set whose columns start with `columns`, in order.
-fn result_sets<'r>(sets: &'r [ResultSet], columns: &[&str]) -> Vec<&'r ResultSet> {
-    sets.iter()
-        .filter(|set| {
-            set.columns.len() >= columns.len()
-                && set.columns.iter().zip(columns).all(|(h, w)| h.eq_ignore_ascii_case(w))
-        })
-        .collect()
+/// The last of [`result_sets`].
+fn result_set<'r>(sets: &'r [ResultSet], columns: &[&str]) -> Option<&'r ResultSet> {
+    result_sets(sets, columns).pop()
 }
 
 fn text(set: &ResultSet, row: usize, column: usize) -> String {

@@ -836,7 +836,6 @@ impl Session {
                         .collect();
                     return Ok((cols, cte.rows.as_ref().clone()));
                 }
-                let schema = name.0.len().checked_sub(2).map(|i| name.0[i].to_string());
                 let mut arg_values = Vec::new();
                 for arg in args.iter().flat_map(|a| &a.args) {
                     match arg {
@@ -853,9 +852,7 @@ impl Session {
                         _ => return Err(not_supported(&arg.to_string())),
                     }
                 }
-                let is_sys =
-                    schema.is_some_and(|s| s.trim_matches(['[', ']']).eq_ignore_ascii_case("sys"));
-                if is_sys
+                if crate::session::is_sys_schema(name)
                     && let Some(view) =
                         self.in_named_database(name, || self.system_view(&table_name, &arg_values))?
                 {
@@ -1125,8 +1122,7 @@ impl Session {
         let TableFactor::Table { name, alias, args: None, .. } = relation else { return Ok(None) };
         let table_name = crate::front::last_part(name);
         let is_cte = self.ctes.borrow().iter().any(|c| c.name.eq_ignore_ascii_case(&table_name));
-        let schema = name.0.len().checked_sub(2).map(|i| name.0[i].to_string());
-        if schema.is_some_and(|s| s.trim_matches(['[', ']']).eq_ignore_ascii_case("sys")) {
+        if crate::session::is_sys_schema(name) {
             return Ok(None);
         }
         let Some(table) = self.db().catalog()?.table(&table_name).filter(|_| !is_cte) else {
@@ -1610,9 +1606,7 @@ impl Session {
         }
         let table_name = crate::front::last_part(name);
         let shadowed = self.ctes.borrow().iter().any(|c| c.name.eq_ignore_ascii_case(&table_name));
-        if shadowed
-            || name.0.len() > 1 && name.0[name.0.len() - 2].to_string().eq_ignore_ascii_case("sys")
-        {
+        if shadowed || crate::session::is_sys_schema(name) {
             return Ok(None);
         }
         let table = self.table(&table_name)?;

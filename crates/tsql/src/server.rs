@@ -261,23 +261,13 @@ impl Server {
                 continue;
             }
             match Database::open(&server.instance, &path) {
-                Ok(db) => {
-                    let db = Arc::new(db);
-                    start_system_tasks(&db);
-                    server.databases.write().insert(key(&name), db);
-                }
+                Ok(db) => server.bring_online(db),
                 // Without master there is no instance; any other database that does not open
-                // is SUSPECT: its error goes to the errorlog (with 3414 when its id is known)
-                // and the instance starts. It keeps its id.
+                // is SUSPECT and the instance starts.
                 Err(error) if key(&name) != "master" => {
-                    let errorlog = &server.instance.errorlog;
-                    errorlog.write_error("spid9s", &error);
-                    if let Some(id) = database_id {
-                        errorlog.write_error("spid9s", &recovery_gave_up(&name, id));
-                    }
                     let state = ClosedState::Suspect;
                     let suspect = ClosedDatabase { name, path, database_id, state };
-                    server.closed.write().insert(key(&suspect.name), suspect);
+                    server.mark_suspect(suspect, &error, "spid9s");
                 }
                 Err(error) => return Err(error),
             }
@@ -531,19 +521,11 @@ impl Server {
                 }
             }
             match Database::open(&self.instance, &path) {
-                Ok(db) => {
-                    let db = Arc::new(db);
-                    start_system_tasks(&db);
-                    self.databases.write().insert(key, db);
-                }
+                Ok(db) => self.bring_online(db),
                 Err(error) => {
-                    let errorlog = &self.instance.errorlog;
-                    let process_info = engine::instance::current_process_info();
-                    errorlog.write_error(&process_info, &error);
-                    errorlog.write_error(&process_info, &recovery_gave_up(&name, database_id));
                     let (database_id, state) = (Some(database_id), ClosedState::Suspect);
                     let suspect = ClosedDatabase { name, path, database_id, state };
-                    self.closed.write().insert(key, suspect);
+                    self.mark_suspect(suspect, &error, &engine::instance::current_process_info());
                 }
             }
         }
@@ -560,11 +542,14 @@ impl Server {
         }
         let shut_down = self.shut_down.lock();
         let mut closed_result = Ok(());
-        if let Some(closed) = self.closed.write().get_mut(&key(name)) {
-            if closed.state == ClosedState::Offline {
+        let already_closed = self.closed.read().get(&key(name)).map(|c| (c.state, c.name.clone()));
+        let shown_name = if let Some((state, shown_name)) = already_closed {
+            if state == ClosedState::Offline {
                 return Ok(()); // nothing changes
             }
-            closed.state = ClosedState::Offline;
+            let mut closed = self.closed.write();
+            closed.get_mut(&key(name)).expect("listed above").state = ClosedState::Offline;
+            shown_name
         } else {
             let Some(db) = self.databases.write().remove(&key(name)) else {
                 return Err(cannot_alter(name));
@@ -587,10 +572,12 @@ impl Server {
             // A checkpoint that fails leaves the database OFFLINE all the same: its log holds
             // every commit, and SET ONLINE runs recovery.
             closed_result = db.close();
+            let shown_name = entry.name.clone();
             self.closed.write().insert(key(name), entry);
-        }
+            shown_name
+        };
         self.write_registry(&shut_down)?;
-        self.log_option_set(name, "OFFLINE");
+        self.log_option_set(&shown_name, "OFFLINE");
         closed_result
     }
 
@@ -607,36 +594,42 @@ impl Server {
         };
         match Database::open(&self.instance, &closed.path) {
             Ok(db) => {
-                let db = Arc::new(db);
-                start_system_tasks(&db);
-                self.databases.write().insert(key(name), db);
+                self.bring_online(db);
                 self.closed.write().remove(&key(name));
                 self.write_registry(&shut_down)?;
                 self.log_option_set(&closed.name, "ONLINE");
                 Ok(())
             }
             Err(error) => {
-                let errorlog = &self.instance.errorlog;
-                let process_info = engine::instance::current_process_info();
-                errorlog.write_error(&process_info, &error);
-                if let Some(database_id) = closed.database_id {
-                    errorlog
-                        .write_error(&process_info, &recovery_gave_up(&closed.name, database_id));
-                }
                 let suspect = ClosedDatabase { state: ClosedState::Suspect, ..closed };
-                self.closed.write().insert(key(name), suspect);
+                self.mark_suspect(suspect, &error, &engine::instance::current_process_info());
                 self.write_registry(&shut_down)?;
                 Err(error)
             }
         }
     }
 
-    /// The errorlog line of a database state change (message 5084).
+    /// A database that has just opened: its system tasks start and sessions can use it.
+    fn bring_online(&self, db: Database) {
+        let db = Arc::new(db);
+        start_system_tasks(&db);
+        self.databases.write().insert(key(&db.name), db);
+    }
+
+    /// A database that did not open is SUSPECT: its error goes to the errorlog, with 3414 when
+    /// its id is known, and it stays registered with its id.
+    fn mark_suspect(&self, suspect: ClosedDatabase, error: &SqlError, process_info: &str) {
+        let errorlog = &self.instance.errorlog;
+        errorlog.write_error(process_info, error);
+        if let Some(database_id) = suspect.database_id {
+            errorlog.write_error(process_info, &recovery_gave_up(&suspect.name, database_id));
+        }
+        self.closed.write().insert(key(&suspect.name), suspect);
+    }
+
+    /// The errorlog line of a database state change (message 5084), naming the database as
+    /// it was created.
     fn log_option_set(&self, name: &str, option: &str) {
-        let name = self.database(name).map_or_else(
-            || self.closed.read().get(&key(name)).map_or(name.to_string(), |c| c.name.clone()),
-            |db| db.name.clone(),
-        );
         self.instance.errorlog.write(
             &engine::instance::current_process_info(),
             &format!("Setting database option {option} to ON for database '{name}'."),

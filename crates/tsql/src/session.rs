@@ -95,8 +95,9 @@ pub(crate) fn other_database_part(
     (!database.is_empty() && !database.eq_ignore_ascii_case(current)).then_some(database)
 }
 
-/// Whether the name's schema part is `sys` (a catalog view or DMV).
-fn is_sys_schema(name: &sqlparser::ast::ObjectName) -> bool {
+/// Whether the name's schema part is `sys` (a catalog view or DMV), brackets or quotes
+/// removed.
+pub(crate) fn is_sys_schema(name: &sqlparser::ast::ObjectName) -> bool {
     let parts = &name.0;
     parts.len().checked_sub(2).is_some_and(|i| {
         parts[i].to_string().trim_matches(['[', ']', '"']).eq_ignore_ascii_case("sys")
