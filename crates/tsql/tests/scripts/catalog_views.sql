@@ -82,3 +82,7 @@ SELECT * FROM sys.no_such_view;
 GO
 SELECT * FROM dbo.[no_such_table];
 GO
+-- COUNT(*) of a catalog view named with brackets (regression: the COUNT shortcut took
+-- [sys] for a user schema and answered 208).
+SELECT COUNT(*) AS filegroups FROM [sys].[filegroups]
+GO
