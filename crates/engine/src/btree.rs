@@ -717,7 +717,7 @@ impl BTree {
             if placed {
                 let record = undo_key.take().expect("a row is placed once");
                 let op = xact::RowOp::Insert { au_id: self.au_id, record };
-                xact::log_row_op(db.database_id, op);
+                xact::log_row_op(db, op)?;
             }
             Ok(placed)
         };
@@ -1307,7 +1307,7 @@ impl BTree {
         guard
             .write(|buf| datapage::make_ghost(buf, slot))?
             .map_err(|bad| bad_page(db, page, bad.0))?;
-        xact::log_row_op(db.database_id, xact::RowOp::Delete { au_id: self.au_id, record });
+        xact::log_row_op(db, xact::RowOp::Delete { au_id: self.au_id, record })?;
         db.set_pfs_ghost_bit(page, true)?;
         db.note_ghost_page(page);
         Ok(true)

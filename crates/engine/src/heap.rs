@@ -156,7 +156,7 @@ impl Heap {
             xact::RowOp::HeapInsert { rid, .. } => {
                 let rid = Rid::from_bytes(rid);
                 db.buffer_pool().in_mtr(|| {
-                    xact::log_row_op(db.database_id, op.clone());
+                    xact::log_row_op(db, op.clone())?;
                     self.remove(db, rid)
                 })
             }
@@ -168,7 +168,7 @@ impl Heap {
                     guard
                         .write(|buf| datapage::replace(buf, target.slot, record))?
                         .map_err(|bad| corrupt(db, target.page, bad.0))?;
-                    xact::log_row_op(db.database_id, op.clone());
+                    xact::log_row_op(db, op.clone())?;
                     Ok(())
                 })
             }
@@ -177,7 +177,7 @@ impl Heap {
                 self.update_row(db, Rid::from_bytes(rid), &values)?;
                 // Its CLR, so that a rollback cut short resumes after it.
                 db.buffer_pool().in_mtr(|| {
-                    xact::log_row_op(db.database_id, op.clone());
+                    xact::log_row_op(db, op.clone())?;
                     Ok(())
                 })
             }
@@ -229,7 +229,7 @@ impl Heap {
         let rid = db.buffer_pool().in_mtr(|| {
             let rid = self.place(db, &record, None)?;
             let op = xact::RowOp::HeapInsert { au_id: self.au_id, rid: rid.to_bytes() };
-            xact::log_row_op(db.database_id, op);
+            xact::log_row_op(db, op)?;
             Ok(rid)
         })?;
         // A new RID: nobody else can hold its lock (deleted rows keep their slots until commit).
@@ -483,7 +483,7 @@ impl Heap {
             let op =
                 xact::RowOp::HeapUpdate { au_id: self.au_id, rid: rid.to_bytes(), record: old };
             db.buffer_pool().in_mtr(|| {
-                xact::log_row_op(db.database_id, op);
+                xact::log_row_op(db, op)?;
                 Ok(())
             })?;
         }
@@ -570,7 +570,7 @@ impl Heap {
                 target: target.to_bytes(),
                 record: original,
             };
-            xact::log_row_op(db.database_id, op);
+            xact::log_row_op(db, op)?;
             Ok(())
         })?;
         xact::defer_heap_removal(db.database_id, self.au_id, rid.to_bytes());

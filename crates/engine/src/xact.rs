@@ -7,6 +7,10 @@
 //!   and the row), then LOP_COMMIT_XACT or LOP_ABORT_XACT. A row change's logical record is
 //!   appended in the same group as its page changes (one mini-transaction), so it exists exactly
 //!   when the change does.
+//! - LOP_BEGIN_XACT is written with the transaction's first change, not at BEGIN TRAN, as in
+//!   SQL Server: a transaction that only reads writes no log record at all (no begin, commit
+//!   or abort record), never holds the log's truncation back (log_reuse_wait_desc
+//!   ACTIVE_TRANSACTION) and waits for no flush.
 //! - Commit appends LOP_COMMIT_XACT and waits until the log is durable up to it (fdatasync,
 //!   group commit; the wait is WRITELOG). With delayed durability it does not wait.
 //! - Rollback (whole, or to a savepoint) undoes the row changes newest first by logical
@@ -161,8 +165,11 @@ struct UndoEntry {
 struct OpenXact {
     database_id: u16,
     xact_id: u64,
-    /// Its LOP_BEGIN_XACT.
-    begin_lsn: Lsn,
+    /// Its LOP_BEGIN_XACT, once written: as in SQL Server, a transaction's begin record is
+    /// written with its first change, so a transaction that only reads logs nothing, pins no
+    /// log and needs no flush at its commit.
+    begin_lsn: Option<Lsn>,
+    /// Its newest record (the chain its next record points back to); NULL before the first.
     last_lsn: Lsn,
     undo: Vec<UndoEntry>,
     savepoints: Vec<(String, usize)>,
@@ -183,11 +190,12 @@ struct OpenXact {
 }
 
 impl OpenXact {
+    /// A transaction whose records end at `last_lsn` (NULL: none written yet).
     fn new(database_id: u16, xact_id: u64, last_lsn: Lsn) -> OpenXact {
         OpenXact {
             database_id,
             xact_id,
-            begin_lsn: last_lsn,
+            begin_lsn: (!last_lsn.is_null()).then_some(last_lsn),
             last_lsn,
             undo: Vec::new(),
             savepoints: Vec::new(),
@@ -228,12 +236,15 @@ pub fn is_open(database_id: u16) -> bool {
 }
 
 /// Called by an index inside the mini-transaction of a row change: adds the change's logical
-/// record to that mini-transaction when a transaction (or an undo) is under way.
-pub fn log_row_op(database_id: u16, op: RowOp) {
+/// record to that mini-transaction when a transaction (or an undo) is under way. The
+/// transaction's first change writes its LOP_BEGIN_XACT first (as SQL Server does), which can
+/// fail as any log append can (9002, 9001): the mini-transaction then aborts.
+pub fn log_row_op(db: &Database, op: RowOp) -> SqlResult<()> {
+    write_begin_if_first(db)?;
     let compensating = COMPENSATING.with(|c| *c.borrow());
     let record = CURRENT.with(|c| {
         let current = c.borrow();
-        let xact = current.as_ref().filter(|x| x.database_id == database_id)?;
+        let xact = current.as_ref().filter(|x| x.database_id == db.database_id)?;
         let (operation, context) = op.operation();
         let mut record = LogRecord::new(operation, context, xact.xact_id, op.payload(compensating));
         record.prev_lsn = xact.last_lsn;
@@ -245,6 +256,29 @@ pub fn log_row_op(database_id: u16, op: RowOp) {
     if let Some(record) = record {
         mtr::with_top(|m| m.extra.push((record, op)));
     }
+    Ok(())
+}
+
+/// Writes the LOP_BEGIN_XACT of this thread's transaction in `db` if it has none yet. It is
+/// appended on its own, ahead of the mini-transaction that holds the first change, and
+/// registers the transaction as open (its begin LSN pins the log from then on).
+fn write_begin_if_first(db: &Database) -> SqlResult<()> {
+    let unbegun = CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .filter(|x| x.database_id == db.database_id && x.begin_lsn.is_none())
+            .map(|x| x.xact_id)
+    });
+    let Some(xact_id) = unbegun else { return Ok(()) };
+    let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
+    let lsn = db.log().append_transaction_begin(&begin)?;
+    CURRENT.with(|c| {
+        if let Some(x) = c.borrow_mut().as_mut() {
+            x.begin_lsn = Some(lsn);
+            x.last_lsn = lsn;
+        }
+    });
+    Ok(())
 }
 
 /// Called by a heap when this thread's transaction ghosts a row: the row's slot is emptied
@@ -302,7 +336,8 @@ pub fn logged(
 
 impl Database {
     /// BEGIN TRAN on this thread (the session's transaction); inside an open transaction it
-    /// only counts up @@TRANCOUNT, as in SQL Server.
+    /// only counts up @@TRANCOUNT, as in SQL Server. It writes no log record: the begin record
+    /// comes with the first change ([`log_row_op`]).
     pub fn begin_tran(&self) -> SqlResult<()> {
         let nested = CURRENT.with(|c| {
             let mut current = c.borrow_mut();
@@ -323,10 +358,10 @@ impl Database {
         if nested {
             return Ok(());
         }
+        // No log record yet: the begin record comes with the first change.
         let xact_id = self.log().next_xact_id();
-        let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
-        let lsn = self.log().append_transaction_begin(&begin)?;
-        CURRENT.with(|c| *c.borrow_mut() = Some(OpenXact::new(self.database_id, xact_id, lsn)));
+        CURRENT
+            .with(|c| *c.borrow_mut() = Some(OpenXact::new(self.database_id, xact_id, Lsn::NULL)));
         Ok(())
     }
 
@@ -344,23 +379,27 @@ impl Database {
             CURRENT.with(|c| *c.borrow_mut() = Some(xact));
             return Ok(());
         }
-        let mut commit = LogRecord::new(Operation::CommitXact, Context::Null, xact.xact_id, vec![]);
-        commit.prev_lsn = xact.last_lsn;
-        let lsn = match self.log().append(&commit) {
-            Ok(lsn) => lsn,
-            Err(error) => {
-                CURRENT.with(|c| *c.borrow_mut() = Some(xact)); // still open: it can roll back
-                return Err(error);
+        // A transaction that changed nothing wrote nothing, not even its begin record: its
+        // commit writes nothing either and waits for no flush (reads in autocommit cost no log).
+        let flushed = match xact.begin_lsn {
+            None => Ok(()),
+            Some(_) => {
+                let mut commit =
+                    LogRecord::new(Operation::CommitXact, Context::Null, xact.xact_id, vec![]);
+                commit.prev_lsn = xact.last_lsn;
+                let lsn = match self.log().append(&commit) {
+                    Ok(lsn) => lsn,
+                    Err(error) => {
+                        // Still open: it can roll back.
+                        CURRENT.with(|c| *c.borrow_mut() = Some(xact));
+                        return Err(error);
+                    }
+                };
+                self.note_xact_end(xact.xact_id);
+                self.log().release(xact.reserved_bytes);
+                if self.delayed_durability() { Ok(()) } else { self.log().flush_to(lsn) }
             }
         };
-        self.note_xact_end(xact.xact_id);
-        self.log().release(xact.reserved_bytes);
-        // A transaction that logged nothing after its BEGIN changed nothing: there is nothing
-        // to make durable, so its commit does not wait for the log (a crash that loses its
-        // BEGIN and COMMIT loses no change). Reads in autocommit cost no log flush.
-        let read_only = xact.last_lsn == xact.begin_lsn;
-        let flushed =
-            if self.delayed_durability() || read_only { Ok(()) } else { self.log().flush_to(lsn) };
         let removed = if flushed.is_ok() { self.remove_deleted_heap_rows(&xact) } else { Ok(()) };
         // Locks go once the commit is durable: nobody reads a change that a crash could undo.
         self.instance().locks.release_all(xact.xact_id);
@@ -401,13 +440,21 @@ impl Database {
     pub fn rollback_tran(&self) -> SqlResult<()> {
         let mut xact = self.take_open_xact(3903)?;
         let result = self.undo_entries(&mut xact, 0);
-        let mut abort = LogRecord::new(Operation::AbortXact, Context::Null, xact.xact_id, vec![]);
-        abort.prev_lsn = xact.last_lsn;
         // The abort record is part of the rollback: it may use the space set aside for
-        // rollbacks, so a transaction that filled the log (9002) still ends.
-        let appended = self.log().append_group(std::slice::from_ref(&abort), true, 0);
-        self.note_xact_end(xact.xact_id);
-        self.log().release(xact.reserved_bytes);
+        // rollbacks, so a transaction that filled the log (9002) still ends. A transaction that
+        // wrote no begin record writes no abort record either.
+        let appended = match xact.begin_lsn {
+            None => Ok(()),
+            Some(_) => {
+                let mut abort =
+                    LogRecord::new(Operation::AbortXact, Context::Null, xact.xact_id, vec![]);
+                abort.prev_lsn = xact.last_lsn;
+                let appended = self.log().append_group(std::slice::from_ref(&abort), true, 0);
+                self.note_xact_end(xact.xact_id);
+                self.log().release(xact.reserved_bytes);
+                appended.map(|_| ())
+            }
+        };
         self.instance().locks.release_all(xact.xact_id);
         self.log().write_cache_if_full();
         result?;

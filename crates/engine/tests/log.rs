@@ -452,8 +452,13 @@ fn sqlperf_logspace_and_log_reuse_wait_desc_follow_an_open_transaction() {
     let (name, size_mb, used_before, status) = db.sqlperf_logspace();
     assert_eq!((name.as_str(), size_mb, status), ("Ifi", 2.0, 0));
     assert_eq!(db.log_reuse_wait_desc(), "NOTHING");
+    let columns = vec![engine::record::Column::new("id", engine::record::SqlType::Int, false)];
+    let tree =
+        engine::btree::BTree::create(&db, "dbo.t", "PK_t", columns, vec![0], true, None).unwrap();
     db.begin_tran().unwrap();
-    // The open transaction's begin record pins the log as it moves into later VLFs.
+    // A transaction pins the log from its first change (its begin record is written then),
+    // as the log moves into later VLFs.
+    tree.insert(&db, &[engine::record::Value::Int(1)]).unwrap();
     while db.log().dbcc_loginfo().iter().filter(|r| r.status == 2).count() < 2 {
         db.log().append(&record(20_000)).unwrap();
     }

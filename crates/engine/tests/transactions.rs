@@ -203,19 +203,41 @@ fn a_read_only_commit_does_not_flush_the_log() {
     let tree = accounts(&db);
     commit_rows(&db, &tree, 0..10);
     let flushes = db.log().stats().flushes;
+    let end = db.log().end_lsn();
     lab.instance.waits.clear();
     for _ in 0..20 {
         db.begin_tran().unwrap();
         assert!(tree.seek(&db, &[Value::Int(5)]).unwrap().is_some());
+        // As in SQL Server, a transaction writes its begin record with its first change: one
+        // that has only read pins no log.
+        assert_eq!(db.oldest_active_begin(), None);
         db.commit_tran().unwrap();
     }
     assert_eq!(db.log().stats().flushes, flushes, "reads flushed the log");
+    assert_eq!(db.log().end_lsn(), end, "reads wrote log records");
     assert!(lab.instance.waits.get("WRITELOG").is_none());
+    // A read-only transaction rolled back writes nothing either.
     db.begin_tran().unwrap();
+    db.rollback_tran().unwrap();
+    assert_eq!(db.log().end_lsn(), end);
+    db.begin_tran().unwrap();
+    assert!(tree.seek(&db, &[Value::Int(5)]).unwrap().is_some());
     tree.insert(&db, &row(99)).unwrap();
+    let begin = db.oldest_active_begin().expect("the change wrote the begin record");
     db.commit_tran().unwrap();
     assert_eq!(db.log().flushed_lsn(), db.log().end_lsn(), "a change's commit is durable");
     assert!(db.log().stats().flushes > flushes);
+    // The begin record comes right before the first change's records, and the row's record
+    // points back to it.
+    let rows = db.log().fn_dblog().unwrap();
+    let at = rows.iter().rposition(|r| r.operation == "LOP_BEGIN_XACT").unwrap();
+    let xact = &rows[at].transaction_id;
+    let insert = rows[at..]
+        .iter()
+        .find(|r| &r.transaction_id == xact && r.operation == "LOP_INSERT_ROWS")
+        .expect("the row's logical record");
+    assert_eq!(insert.previous_lsn, rows[at].current_lsn);
+    assert_eq!(rows[at].current_lsn, begin.to_hex(), "the open transaction's begin LSN");
 }
 
 #[test]
@@ -763,8 +785,8 @@ fn an_open_transaction_written_by_the_log_writer_is_rolled_back_after_a_crash() 
     assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
 }
 
-/// A transaction is open from its BEGIN record: begin_tran registers it in the same critical
-/// section as the append, so a checkpoint logged after the BEGIN keeps the BEGIN within its
+/// A transaction is open from its BEGIN record (written with its first change): the first
+/// change registers it in the same critical section as the BEGIN's append, so a checkpoint logged after the BEGIN keeps the BEGIN within its
 /// MinLSN, and recovery sees the transaction begin and rolls all of it back. (Registered just
 /// after the append, a checkpoint could come in between; recovery then started past the BEGIN
 /// and left the transaction's changes in place: the crash soak's failure of 2026-11-25. The
@@ -776,8 +798,8 @@ fn a_transaction_open_across_a_checkpoint_is_rolled_back_after_a_crash() {
     let tree = accounts(&db);
     commit_rows(&db, &tree, 0..10);
     db.begin_tran().unwrap();
-    let begin = db.oldest_active_begin().expect("open as soon as begin_tran returns");
     tree.insert(&db, &row(10)).unwrap();
+    let begin = db.oldest_active_begin().expect("open as soon as its first change is logged");
     db.checkpoint().unwrap();
     assert_eq!(db.oldest_active_begin(), Some(begin), "the checkpoint kept it open");
     tree.insert(&db, &row(11)).unwrap();

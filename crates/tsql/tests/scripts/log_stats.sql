@@ -4,8 +4,6 @@
 CREATE DATABASE LogStats ON (NAME = ls_data, FILENAME = 'ls.mdf', SIZE = 8MB)
 LOG ON (NAME = ls_log, FILENAME = 'ls.ldf', SIZE = 1MB, FILEGROWTH = 1MB)
 GO
--- Read from master: a query inside LogStats holds a transaction of its own there, which
--- extentdb counts as ACTIVE_TRANSACTION (docs/deviations.md).
 SELECT recovery_model, total_vlf_count, active_vlf_count, total_log_size_mb,
        log_truncation_holdup_reason, log_backup_time, log_backup_lsn
 FROM sys.dm_db_log_stats(DB_ID(N'LogStats'))
@@ -45,6 +43,14 @@ CHECKPOINT
 SELECT CASE WHEN log_since_last_checkpoint_mb < 0.1 THEN 'near 0' ELSE 'large' END AS since_checkpoint,
        active_vlf_count AS active_after_checkpoint
 FROM sys.dm_db_log_stats(DEFAULT)
+GO
+-- Read from inside the database, in a transaction that has only read: it wrote no log record
+-- (its begin record would come with its first change), so it holds nothing back.
+BEGIN TRAN
+SELECT COUNT(*) AS rows_read FROM t
+SELECT log_truncation_holdup_reason AS holdup_inside FROM sys.dm_db_log_stats(DB_ID())
+SELECT log_reuse_wait_desc FROM sys.databases WHERE name = DB_NAME()
+COMMIT
 GO
 USE master
 SELECT log_truncation_holdup_reason FROM sys.dm_db_log_stats(DB_ID(N'LogStats'))
