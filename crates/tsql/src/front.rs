@@ -554,23 +554,32 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// `SET @v op= expr`, if that is what follows.
+/// `SET @v op= expr`, if that is what follows. `SET @v` followed by anything but `=` or a
+/// compound operator is a syntax error near that token, as in SQL Server (it was taken for a
+/// SET option and ignored: `SET @i MAX= 1` changed nothing and raised nothing).
 fn parse_compound_set(parser: &mut Parser<'_>) -> Result<Option<Stmt>, ParserError> {
     use sqlparser::ast::{BinaryOperator, Expr, Ident};
     let Token::Word(variable) = parser.peek_nth_token(1).token else { return Ok(None) };
-    if !variable.value.starts_with('@') || parser.peek_nth_token(3).token != Token::Eq {
+    if !variable.value.starts_with('@') || parser.peek_nth_token(2).token == Token::Eq {
         return Ok(None);
     }
     let op = match parser.peek_nth_token(2).token {
-        Token::Plus => BinaryOperator::Plus,
-        Token::Minus => BinaryOperator::Minus,
-        Token::Mul => BinaryOperator::Multiply,
-        Token::Div => BinaryOperator::Divide,
-        Token::Mod => BinaryOperator::Modulo,
-        Token::Ampersand => BinaryOperator::BitwiseAnd,
-        Token::Pipe => BinaryOperator::BitwiseOr,
-        Token::Caret => BinaryOperator::BitwiseXor,
-        _ => return Ok(None),
+        Token::Plus => Some(BinaryOperator::Plus),
+        Token::Minus => Some(BinaryOperator::Minus),
+        Token::Mul => Some(BinaryOperator::Multiply),
+        Token::Div => Some(BinaryOperator::Divide),
+        Token::Mod => Some(BinaryOperator::Modulo),
+        Token::Ampersand => Some(BinaryOperator::BitwiseAnd),
+        Token::Pipe => Some(BinaryOperator::BitwiseOr),
+        Token::Caret => Some(BinaryOperator::BitwiseXor),
+        _ => None,
+    };
+    let compound = parser.peek_nth_token(3).token == Token::Eq;
+    let Some(op) = op.filter(|_| compound) else {
+        // Reported near the token after the variable.
+        parser.next_token();
+        parser.next_token();
+        return Err(ParserError::ParserError(format!("SET {} needs =", variable.value)));
     };
     for _ in 0..4 {
         parser.next_token();

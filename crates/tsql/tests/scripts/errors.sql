@@ -30,3 +30,14 @@ INSERT INTO big VALUES (2147483647), (1)
 SELECT SUM(v) AS total FROM big
 SELECT SUM(CAST(v AS BIGINT)) AS total, AVG(v) AS average FROM big
 GO
+-- SET @variable must be followed by = or a compound operator and =: anything else is a
+-- syntax error near that token, and the batch does not run (the PRINT is not printed).
+DECLARE @i INT = 5
+SET @i bogus = 1
+PRINT 'not printed: a syntax error stops the whole batch'
+GO
+DECLARE @i INT = 5
+SET @i += 1
+SET @i *= 2
+SELECT @i AS twelve
+GO
