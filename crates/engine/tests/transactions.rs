@@ -786,11 +786,12 @@ fn an_open_transaction_written_by_the_log_writer_is_rolled_back_after_a_crash() 
 }
 
 /// A transaction is open from its BEGIN record (written with its first change): the first
-/// change registers it in the same critical section as the BEGIN's append, so a checkpoint logged after the BEGIN keeps the BEGIN within its
-/// MinLSN, and recovery sees the transaction begin and rolls all of it back. (Registered just
-/// after the append, a checkpoint could come in between; recovery then started past the BEGIN
-/// and left the transaction's changes in place: the crash soak's failure of 2026-11-25. The
-/// soak is what exercises that interleaving; this test pins the outcome.)
+/// change registers it in the same critical section as the BEGIN's append, so a checkpoint
+/// logged after the BEGIN keeps the BEGIN within its MinLSN, and recovery sees the transaction
+/// begin and rolls all of it back. (Registered just after the append, a checkpoint could come
+/// in between; recovery then started past the BEGIN and left the transaction's changes in
+/// place: the crash soak's failure of 2026-11-25. The soak is what exercises that
+/// interleaving; this test pins the outcome.)
 #[test]
 fn a_transaction_open_across_a_checkpoint_is_rolled_back_after_a_crash() {
     let mut lab = lab_with(|_| {});
