@@ -5,7 +5,7 @@
 //! time and datetime2, whatever their column's precision; [`to_storage`] and [`from_storage`]
 //! rescale at the table's edge.
 
-use crate::value::{self, Result, as_f64, as_i64, convert, display};
+use crate::value::{self, Result, as_f64, as_i64, convert, display, overflow};
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use engine::SqlError;
 use engine::record::{SqlType, Value};
@@ -69,10 +69,40 @@ fn temporal_like(like: &Value, at: NaiveDateTime) -> Value {
     }
 }
 
-/// `value + days` for datetime arithmetic.
+/// `at`, if the type of `like` can hold it (SQL Server's ranges: datetime from 1753-01-01,
+/// date and datetime2 from 0001-01-01, all to 9999-12-31; a time holds any time of day).
+fn within_range(like: &Value, at: NaiveDateTime) -> Option<NaiveDateTime> {
+    let first_year = match like {
+        Value::Time(_) => return Some(at),
+        Value::DateTime(..) => 1753,
+        _ => 1,
+    };
+    (first_year..=9999).contains(&at.year()).then_some(at)
+}
+
+/// Msg 517: a date or time moved past what its type holds.
+fn date_overflow(like: &Value) -> SqlError {
+    let type_name = match like {
+        Value::Date(_) => "date",
+        Value::Time(_) => "time",
+        Value::DateTime(..) => "datetime",
+        _ => "datetime2",
+    };
+    SqlError::new(
+        517,
+        16,
+        1,
+        format!("Adding a value to a '{type_name}' column caused an overflow."),
+    )
+}
+
+/// `value + days` for datetime arithmetic; 517 past the type's range.
 pub fn add_days(value: &Value, days: f64) -> Result<Value> {
     let at = naive_of(value).ok_or_else(|| invalid_arg("dateadd"))?;
-    let shifted = at + Duration::milliseconds((days * 86_400_000.0).round() as i64);
+    let shifted = Duration::try_milliseconds((days * 86_400_000.0).round() as i64)
+        .and_then(|delta| at.checked_add_signed(delta))
+        .and_then(|shifted| within_range(value, shifted))
+        .ok_or_else(|| date_overflow(value))?;
     Ok(temporal_like(value, shifted))
 }
 
@@ -238,22 +268,28 @@ fn temporal_arg(value: &Value) -> Result<Value> {
 fn date_add(part: &str, amount: i64, value: &Value) -> Result<Value> {
     let base = temporal_arg(value)?;
     let at = naive_of(&base).ok_or_else(|| invalid_arg("dateadd"))?;
-    let shifted = match date_part(part).ok_or_else(|| bad_date_part("dateadd", part))? {
-        "year" => add_months(at, amount * 12),
-        "quarter" => add_months(at, amount * 3),
-        "month" => add_months(at, amount),
-        "day" | "dayofyear" | "weekday" => Some(at + Duration::days(amount)),
-        "week" => Some(at + Duration::weeks(amount)),
-        "hour" => Some(at + Duration::hours(amount)),
-        "minute" => Some(at + Duration::minutes(amount)),
-        "second" => Some(at + Duration::seconds(amount)),
-        "millisecond" => Some(at + Duration::milliseconds(amount)),
-        "microsecond" => Some(at + Duration::microseconds(amount)),
-        _ => Some(at + Duration::nanoseconds(amount)),
+    // Every step is checked: an amount as large as an int can take moves a date past any
+    // calendar (DATEADD(day, 2147483647, ...) used to panic in the time arithmetic).
+    let delta = match date_part(part).ok_or_else(|| bad_date_part("dateadd", part))? {
+        "year" => Err(amount.checked_mul(12)),
+        "quarter" => Err(amount.checked_mul(3)),
+        "month" => Err(Some(amount)),
+        "day" | "dayofyear" | "weekday" => Ok(Duration::try_days(amount)),
+        "week" => Ok(Duration::try_weeks(amount)),
+        "hour" => Ok(Duration::try_hours(amount)),
+        "minute" => Ok(Duration::try_minutes(amount)),
+        "second" => Ok(Duration::try_seconds(amount)),
+        "millisecond" => Ok(Duration::try_milliseconds(amount)),
+        "microsecond" => Ok(Some(Duration::microseconds(amount))),
+        _ => Ok(Some(Duration::nanoseconds(amount))),
     };
-    let shifted = shifted.ok_or_else(|| {
-        SqlError::new(517, 16, 1, "Adding a value to a 'datetime' column caused an overflow.")
-    })?;
+    let shifted = match delta {
+        Err(months) => months.and_then(|months| add_months(at, months)),
+        Ok(delta) => delta.and_then(|delta| at.checked_add_signed(delta)),
+    };
+    let shifted = shifted
+        .and_then(|shifted| within_range(&base, shifted))
+        .ok_or_else(|| date_overflow(&base))?;
     Ok(temporal_like(&base, shifted))
 }
 
@@ -419,7 +455,14 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
                 return Ok(Value::Null);
             }
             let n = int_arg(&args[1])?;
-            Ok(if n < 0 { Value::Null } else { Value::Text(text_arg(&args[0]).repeat(n as usize)) })
+            if n < 0 {
+                return Ok(Value::Null);
+            }
+            // At most a varchar(max)'s 2^31 - 1 bytes (deviation: SQL Server also stops at 8,000
+            // bytes when the string is not a max type, which values here do not record).
+            let text = text_arg(&args[0]);
+            let most = if text.is_empty() { 0 } else { i32::MAX as usize / text.len() };
+            Ok(Value::Text(text.repeat((n as usize).min(most))))
         }),
         "REPLACE" => arg_count(&upper, args, 3, 3).map(|()| {
             if nulls {
@@ -447,16 +490,27 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
         "CONCAT" => Ok(Value::Text(
             args.iter().filter(|a| !matches!(a, Value::Null)).map(text_arg).collect(),
         )),
-        "SPACE" => arg_count(&upper, args, 1, 1)
-            .and_then(|()| Ok(Value::Text(" ".repeat(int_arg(&args[0])?.max(0) as usize)))),
-        "ABS" => arg_count(&upper, args, 1, 1).map(|()| match &args[0] {
-            Value::Int(v) => Value::Int(v.abs()),
-            Value::BigInt(v) => Value::BigInt(v.abs()),
-            Value::SmallInt(v) => Value::SmallInt(v.abs()),
-            Value::Decimal(v, s) => Value::Decimal(v.abs(), *s),
-            Value::Money(v) => Value::Money(v.abs()),
-            Value::Null => Value::Null,
-            other => Value::Float(as_f64(other).unwrap_or(0.0).abs()),
+        // NULL for a negative count; at most 8,000 spaces (SQL Server's varchar limit for it).
+        "SPACE" => arg_count(&upper, args, 1, 1).and_then(|()| {
+            if nulls {
+                return Ok(Value::Null);
+            }
+            let n = int_arg(&args[0])?;
+            Ok(if n < 0 { Value::Null } else { Value::Text(" ".repeat(n.min(8000) as usize)) })
+        }),
+        // The absolute value of the smallest integer of a type does not fit it: 8115.
+        "ABS" => arg_count(&upper, args, 1, 1).and_then(|()| match &args[0] {
+            Value::Int(v) => v.checked_abs().map(Value::Int).ok_or_else(|| overflow("int")),
+            Value::BigInt(v) => {
+                v.checked_abs().map(Value::BigInt).ok_or_else(|| overflow("bigint"))
+            }
+            Value::SmallInt(v) => {
+                v.checked_abs().map(Value::SmallInt).ok_or_else(|| overflow("smallint"))
+            }
+            Value::Decimal(v, s) => Ok(Value::Decimal(v.abs(), *s)),
+            Value::Money(v) => v.checked_abs().map(Value::Money).ok_or_else(|| overflow("money")),
+            Value::Null => Ok(Value::Null),
+            other => Ok(Value::Float(as_f64(other).unwrap_or(0.0).abs())),
         }),
         "ROUND" => arg_count(&upper, args, 2, 3).and_then(|()| {
             if nulls {
@@ -479,17 +533,27 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
         }),
         "SQRT" | "SQUARE" | "POWER" | "LOG" | "EXP" => {
             let f = |i: usize| args.get(i).and_then(as_f64).unwrap_or(f64::NAN);
-            arg_count(&upper, args, 1, 2).map(|()| {
+            arg_count(&upper, args, 1, 2).and_then(|()| {
                 if nulls {
-                    return Value::Null;
+                    return Ok(Value::Null);
                 }
-                Value::Float(match upper.as_str() {
+                let result = match upper.as_str() {
                     "SQRT" => f(0).sqrt(),
                     "SQUARE" => f(0) * f(0),
                     "POWER" => f(0).powf(f(1)),
                     "LOG" => f(0).ln(),
                     _ => f(0).exp(),
-                })
+                };
+                // SQRT(-1), LOG(0), EXP(1000): SQL Server has no NaN or infinity to return.
+                if !result.is_finite() {
+                    return Err(SqlError::new(
+                        3623,
+                        16,
+                        1,
+                        "An invalid floating point operation occurred.",
+                    ));
+                }
+                Ok(Value::Float(result))
             })
         }
         "SIGN" => arg_count(&upper, args, 1, 1).map(|()| {

@@ -1445,16 +1445,10 @@ impl Session {
         }
         if let Some(top) = &select.top {
             let n = match &top.quantity {
-                Some(TopQuantity::Constant(n)) => *n as usize,
-                Some(TopQuantity::Expr(e)) => value::as_i64(&convert(
-                    &self.eval(e, outer.unwrap_or(&Env::empty()))?,
-                    SqlType::BigInt,
-                )?)
-                .unwrap_or(0)
-                .max(0) as usize,
-                None => usize::MAX,
+                Some(quantity) => self.top_count(quantity, outer)?,
+                None => u64::MAX,
             };
-            out_rows.truncate(n);
+            out_rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
         }
         let assignments: Vec<String> =
             names.iter().filter(|n| n.starts_with('@')).cloned().collect();
@@ -1469,6 +1463,20 @@ impl Session {
         Ok(QueryResult { columns: names, types, rows: out_rows, assignments })
     }
 
+    /// The row count of a TOP clause: 1014 for a negative or NULL count, as in SQL Server.
+    fn top_count(&self, quantity: &TopQuantity, outer: Option<&Env<'_>>) -> Result<u64> {
+        let n = match quantity {
+            TopQuantity::Constant(n) => return Ok(*n),
+            TopQuantity::Expr(e) => {
+                let n = convert(&self.eval(e, outer.unwrap_or(&Env::empty()))?, SqlType::BigInt)?;
+                value::as_i64(&n)
+            }
+        };
+        n.and_then(|n| u64::try_from(n).ok()).ok_or_else(|| {
+            SqlError::new(1014, 15, 1, "A TOP or FETCH clause contains an invalid value.")
+        })
+    }
+
     /// `SELECT TOP (n) ... FROM a CROSS JOIN b [CROSS JOIN ...] [WHERE ...]` with no grouping,
     /// aggregate, window, DISTINCT or ORDER BY: the joined rows are made one at a time and the
     /// query stops at the n-th result, instead of materialising the whole product. This is
@@ -1480,11 +1488,7 @@ impl Session {
         outer: Option<&Env<'_>>,
     ) -> Result<Option<QueryResult>> {
         let limit = match select.top.as_ref().and_then(|t| t.quantity.as_ref()) {
-            Some(TopQuantity::Constant(n)) => *n,
-            Some(TopQuantity::Expr(e)) => {
-                let n = convert(&self.eval(e, outer.unwrap_or(&Env::empty()))?, SqlType::BigInt)?;
-                value::as_i64(&n).unwrap_or(0).max(0) as u64
-            }
+            Some(quantity) => self.top_count(quantity, outer)?,
             None => return Ok(None),
         };
         if select.top.as_ref().is_some_and(|t| t.percent || t.with_ties) {

@@ -18,9 +18,14 @@ pub fn format(output: &Output) -> String {
                     widths[i] = widths[i].max(text.chars().count());
                 }
             }
+            // Padded by hand: a format width is at most 65,535, and a value can be longer.
+            let pad = |cell: &String, width: usize| -> String {
+                let fill = width.saturating_sub(cell.chars().count());
+                format!("{cell}{}", " ".repeat(fill))
+            };
             let line = |cells: Vec<String>| -> String {
                 let padded: Vec<String> =
-                    cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}", w = *w)).collect();
+                    cells.iter().zip(&widths).map(|(c, w)| pad(c, *w)).collect();
                 format!("{}\n", padded.join(" ").trim_end())
             };
             let mut out = line(set.columns.clone());
@@ -112,4 +117,31 @@ pub fn run_script_with(
         }
     }
     ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::ResultSet;
+    use engine::record::Value;
+
+    /// A value wider than a format width can be (65,535) is padded too: this panicked with
+    /// "Formatting argument out of range" before.
+    #[test]
+    fn a_value_wider_than_any_format_width_is_printed() {
+        let wide = "x".repeat(70_000);
+        let set = ResultSet {
+            columns: vec!["wide".into(), "n".into()],
+            rows: vec![
+                vec![Value::Text(wide.clone()), Value::Int(1)],
+                vec![Value::Text("y".into()), Value::Int(2)],
+            ],
+            types: Vec::new(),
+        };
+        let text = format(&Output::Rows(set));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("wide{} n", " ".repeat(70_000 - 4)));
+        assert_eq!(lines[2], format!("{wide} 1"));
+        assert_eq!(lines[3], format!("y{} 2", " ".repeat(70_000 - 1)));
+    }
 }

@@ -99,7 +99,7 @@ fn conversion_failed(value: &Value, to: SqlType) -> SqlError {
     }
 }
 
-fn overflow(to: &str) -> SqlError {
+pub(crate) fn overflow(to: &str) -> SqlError {
     SqlError::new(
         8115,
         16,
@@ -156,15 +156,37 @@ fn as_decimal(value: &Value) -> Option<(i128, u8)> {
     }
 }
 
-fn rescale(value: i128, from: u8, to: u8) -> i128 {
+/// Two numerics compared exactly, whatever their scales: at a common scale when both fit an
+/// i128 there (10^37 at scale 38 does not), else whole parts first, then the fractions.
+fn compare_decimal((x, sx): (i128, u8), (y, sy): (i128, u8)) -> Ordering {
+    let scale = sx.max(sy);
+    if let (Some(a), Some(b)) = (checked_rescale(x, sx, scale), checked_rescale(y, sy, scale)) {
+        return a.cmp(&b);
+    }
+    let unit = |s: u8| 10i128.pow(u32::from(s));
+    let (whole_x, whole_y) = (x / unit(sx), y / unit(sy));
+    if whole_x != whole_y {
+        return whole_x.cmp(&whole_y);
+    }
+    // Fractions are below 10^scale in magnitude: at scale 38 they still fit.
+    let fraction = |v: i128, s: u8| (v % unit(s)) * 10i128.pow(u32::from(scale - s));
+    fraction(x, sx).cmp(&fraction(y, sy))
+}
+
+/// `value` (at scale `from`) at scale `to`, rounded half away from zero; None if it does not
+/// fit an i128.
+fn checked_rescale(value: i128, from: u8, to: u8) -> Option<i128> {
     if to >= from {
-        value * 10i128.pow(u32::from(to - from))
+        10i128.checked_pow(u32::from(to - from)).and_then(|factor| value.checked_mul(factor))
     } else {
-        let divisor = 10i128.pow(u32::from(from - to));
+        let Some(divisor) = 10i128.checked_pow(u32::from(from - to)) else { return Some(0) };
         let half = if value >= 0 { divisor / 2 } else { -divisor / 2 };
-        (value + half) / divisor
+        Some(value.checked_add(half)? / divisor)
     }
 }
+
+/// The largest magnitude a numeric holds (38 digits), plus one.
+const NUMERIC_LIMIT: i128 = 10i128.pow(38);
 
 /// An arithmetic operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,21 +243,15 @@ pub fn arith(op: Arith, a: &Value, b: &Value) -> Result<Value> {
         6 | 7 => {
             let ((x, sx), (y, sy)) = (as_decimal(&a).expect("num"), as_decimal(&b).expect("num"));
             let scale = sx.max(sy);
-            let (x, y) = (rescale(x, sx, scale), rescale(y, sy, scale));
-            let (value, scale) = match op {
-                Arith::Add => (x + y, scale),
-                Arith::Sub => (x - y, scale),
-                Arith::Mul => (rescale(x * y, scale * 2, scale.max(2)), scale.max(2)),
-                Arith::Div if y == 0 => return Err(divide_by_zero()),
-                Arith::Div => {
-                    let out_scale = scale.max(6);
-                    (rescale(x, 0, out_scale) / y, out_scale)
-                }
-                Arith::Mod if y == 0 => return Err(divide_by_zero()),
-                Arith::Mod => (x % y, scale),
-            };
+            let to_name = if top == 7 { "money" } else { "numeric" };
+            let (value, scale) = decimal_arith(op, (x, sx), (y, sy), scale)?;
+            // Every step is checked: a result past 38 digits is 8115, as in SQL Server (it
+            // wrapped around and gave a wrong number).
+            let value =
+                value.filter(|v| v.abs() < NUMERIC_LIMIT).ok_or_else(|| overflow(to_name))?;
             if top == 7 {
-                return Ok(Value::Money(rescale(value, scale, 4) as i64));
+                let money = checked_rescale(value, scale, 4).and_then(|m| i64::try_from(m).ok());
+                return money.map(Value::Money).ok_or_else(|| overflow("money"));
             }
             Ok(Value::Decimal(value, scale))
         }
@@ -247,11 +263,43 @@ pub fn arith(op: Arith, a: &Value, b: &Value) -> Result<Value> {
                 Arith::Mul => x * y,
                 Arith::Div if y == 0.0 => return Err(divide_by_zero()),
                 Arith::Div => x / y,
+                Arith::Mod if y == 0.0 => return Err(divide_by_zero()),
                 Arith::Mod => x % y,
             };
+            if !result.is_finite() {
+                return Err(overflow("float"));
+            }
             Ok(Value::Float(result))
         }
     }
+}
+
+/// `x op y` for numerics at a common `scale` (scales as before: the larger of the operands',
+/// at least 2 for a product and 6 for a quotient). The value is None when a step overflows.
+fn decimal_arith(
+    op: Arith,
+    (x, sx): (i128, u8),
+    (y, sy): (i128, u8),
+    scale: u8,
+) -> Result<(Option<i128>, u8)> {
+    let (Some(x), Some(y)) = (checked_rescale(x, sx, scale), checked_rescale(y, sy, scale)) else {
+        return Ok((None, scale));
+    };
+    Ok(match op {
+        Arith::Add => (x.checked_add(y), scale),
+        Arith::Sub => (x.checked_sub(y), scale),
+        Arith::Mul => {
+            let out_scale = scale.max(2);
+            (x.checked_mul(y).and_then(|p| checked_rescale(p, scale * 2, out_scale)), out_scale)
+        }
+        Arith::Div if y == 0 => return Err(divide_by_zero()),
+        Arith::Div => {
+            let out_scale = scale.max(6);
+            (checked_rescale(x, 0, out_scale).and_then(|n| n.checked_div(y)), out_scale)
+        }
+        Arith::Mod if y == 0 => return Err(divide_by_zero()),
+        Arith::Mod => (x.checked_rem(y), scale),
+    })
 }
 
 /// A string operand of arithmetic is converted to a number, as SQL Server converts varchar to
@@ -318,8 +366,7 @@ pub fn compare(a: &Value, b: &Value) -> Result<Ordering> {
                 return Ok(x.cmp(&y));
             }
             if let (Some(x), Some(y)) = (as_decimal(a), as_decimal(b)) {
-                let scale = x.1.max(y.1);
-                return Ok(rescale(x.0, x.1, scale).cmp(&rescale(y.0, y.1, scale)));
+                return Ok(compare_decimal(x, y));
             }
             match (as_f64(a), as_f64(b)) {
                 (Some(x), Some(y)) => Ok(x.partial_cmp(&y).unwrap_or(Ordering::Equal)),
@@ -396,7 +443,7 @@ pub fn convert(value: &Value, to: SqlType) -> Result<Value> {
                 Value::Text(t) => parse_decimal(t).ok_or_else(|| conversion_failed(value, to))?,
                 other => as_decimal(other).ok_or_else(|| conversion_failed(value, to))?,
             };
-            let v = rescale(v, s, scale);
+            let v = checked_rescale(v, s, scale).unwrap_or(i128::MAX);
             if v.unsigned_abs() >= 10u128.pow(u32::from(precision)) {
                 return Err(SqlError::new(
                     8115,
