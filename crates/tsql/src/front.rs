@@ -331,6 +331,10 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
     if let Some(option) = crate::dbddl::unsupported_option(&error) {
         return (crate::dbddl::unsupported_error(&option), line);
     }
+    if error == ParserError::RecursionLimitExceeded {
+        let text = "Some part of your SQL statement is nested too deeply. Rewrite the query or break it up into smaller queries.";
+        return (SqlError::new(191, 15, 1, text), line);
+    }
     let mut near = parser.peek_token();
     // At the end of the batch, the error is near its last token.
     let mut steps = 0;

@@ -360,7 +360,27 @@ fn date_part_value(part: &str, value: &Value) -> Result<Value> {
     Ok(Value::Int(n))
 }
 
-fn round(value: &Value, digits: i64) -> Result<Value> {
+/// A character's uppercase when that is one character: SQL Server's UPPER keeps a string's
+/// length (UPPER(N'ß') is N'ß', where Unicode's full mapping gives "SS").
+fn upper_char(c: char) -> char {
+    let mut upper = c.to_uppercase();
+    match (upper.next(), upper.next()) {
+        (Some(u), None) => u,
+        _ => c,
+    }
+}
+
+/// A character's lowercase when that is one character (see [`upper_char`]).
+fn lower_char(c: char) -> char {
+    let mut lower = c.to_lowercase();
+    match (lower.next(), lower.next()) {
+        (Some(l), None) => l,
+        _ => c,
+    }
+}
+
+/// ROUND(value, digits[, function]): half away from zero, or toward zero when `truncate`.
+fn round(value: &Value, digits: i64, truncate: bool) -> Result<Value> {
     match value {
         Value::Decimal(v, scale) => {
             let scale_i = i64::from(*scale);
@@ -369,21 +389,37 @@ fn round(value: &Value, digits: i64) -> Result<Value> {
             }
             let drop = u32::try_from(scale_i - digits).unwrap_or(38).min(38);
             let divisor = 10i128.pow(drop);
-            let half = if *v >= 0 { divisor / 2 } else { -divisor / 2 };
+            let half = match (truncate, *v >= 0) {
+                (true, _) => 0,
+                (false, true) => divisor / 2,
+                (false, false) => -divisor / 2,
+            };
+            // |v| < 10^38 and |half| <= 10^38 / 2: the sum fits an i128.
             Ok(Value::Decimal((v + half) / divisor * divisor, *scale))
         }
         Value::Float(_) | Value::Real(_) | Value::Money(_) => {
             let f = as_f64(value).expect("numeric");
-            let factor = 10f64.powi(digits as i32);
-            Ok(Value::Float((f * factor).round() / factor))
+            let factor = 10f64.powi(digits.clamp(-400, 400) as i32);
+            let scaled = f * factor;
+            let whole = if truncate { scaled.trunc() } else { scaled.round() };
+            let rounded = whole / factor;
+            // Digits far past the value's magnitude: 0 to the left, the value itself to the right.
+            Ok(Value::Float(match (rounded.is_finite(), digits < 0) {
+                (true, _) => rounded,
+                (false, true) => 0.0,
+                (false, false) => f,
+            }))
         }
         other if as_i64(other).is_some() => {
             if digits >= 0 {
                 return Ok(other.clone());
             }
-            let factor = 10i64.pow(u32::try_from(-digits).unwrap_or(18).min(18));
             let v = as_i64(other).expect("integer");
-            let rounded = (v + factor / 2 * v.signum()) / factor * factor;
+            let Some(factor) = 10i64.checked_pow(u32::try_from(-digits).unwrap_or(19)) else {
+                return Ok(Value::Int(0));
+            };
+            let half = if truncate { 0 } else { factor / 2 * v.signum() };
+            let rounded = v.checked_add(half).ok_or_else(|| overflow("bigint"))? / factor * factor;
             convert(&Value::BigInt(rounded), SqlType::Int).or(Ok(Value::BigInt(rounded)))
         }
         _ => Err(invalid_arg("round")),
@@ -410,8 +446,8 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
                 }
                 let text = text_arg(&args[0]);
                 Value::Text(match upper.as_str() {
-                    "UPPER" => text.to_uppercase(),
-                    "LOWER" => text.to_lowercase(),
+                    "UPPER" => text.chars().map(upper_char).collect(),
+                    "LOWER" => text.chars().map(lower_char).collect(),
                     "LTRIM" => text.trim_start_matches(' ').to_string(),
                     "RTRIM" => text.trim_end_matches(' ').to_string(),
                     "TRIM" => text.trim_matches(' ').to_string(),
@@ -516,7 +552,12 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
             if nulls {
                 return Ok(Value::Null);
             }
-            round(&args[0], int_arg(&args[1])?)
+            // A third argument other than 0 truncates instead of rounding.
+            let truncate = match args.get(2) {
+                Some(function) => int_arg(function)? != 0,
+                None => false,
+            };
+            round(&args[0], int_arg(&args[1])?, truncate)
         }),
         "FLOOR" | "CEILING" => arg_count(&upper, args, 1, 1).map(|()| match &args[0] {
             Value::Null => Value::Null,

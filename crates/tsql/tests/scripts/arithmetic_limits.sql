@@ -46,3 +46,13 @@ SELECT DATEADD(hour, 25, CAST('10:00' AS TIME)) AS time_wraps
 GO
 SELECT CAST(5 AS FLOAT) % 0 AS float_modulo_zero
 GO
+-- ROUND's third argument truncates; UPPER and LOWER keep a string's length.
+SELECT ROUND(123.456, 1, 1) AS truncated, ROUND(123.456, 1) AS rounded,
+       ROUND(-123.456, 1, 1) AS truncated_negative, ROUND(1250, -2) AS int_rounded,
+       ROUND(CAST(1.5 AS FLOAT), -400) AS far_left
+GO
+SELECT UPPER(N'ßaé') AS upper_keeps_length, LOWER(N'ÀB') AS lower_text
+GO
+-- Nesting past the parser's 50 levels is 191 (deviation: SQL Server's limit is higher).
+SELECT ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) AS deep
+GO
