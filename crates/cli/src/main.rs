@@ -45,6 +45,7 @@ mod log_growth;
 mod plan;
 mod serve;
 mod sql;
+mod startup;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -29,6 +29,8 @@ pub struct ServeArgs {
     /// The certificate's private key (PEM).
     #[arg(long, requires = "cert")]
     pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub startup: crate::startup::StartupArgs,
 }
 
 pub fn run(args: &ServeArgs) -> Result<(), String> {
@@ -37,6 +39,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     config.port = args.port;
     config.max_connections = args.max_connections;
     config.sa_password = std::env::var(tds::logins::SA_PASSWORD_VAR).ok();
+    args.startup.apply(&mut config.instance);
     config.tls = match (&args.cert, &args.key, args.no_tls) {
         (_, _, true) => tds::server::TlsSetting::Off,
         (Some(cert), Some(key), false) => {

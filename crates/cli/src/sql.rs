@@ -26,6 +26,8 @@ pub struct RunArgs {
     /// The log rules of this SQL Server version: VLF sizes and IFI for log growth.
     #[arg(long, default_value = "2022")]
     pub vlf_rule: String,
+    #[command(flatten)]
+    pub startup: crate::startup::StartupArgs,
 }
 
 #[derive(Args, Debug)]
@@ -52,6 +54,9 @@ pub struct ShellArgs {
     /// The database to start in, for -S (sqlcmd -d).
     #[arg(short = 'd', default_value = "master")]
     pub database: String,
+    /// The embedded engine's startup options (not used with -S).
+    #[command(flatten)]
+    pub startup: crate::startup::StartupArgs,
 }
 
 /// `host`, `host,port` or `host:port` as an address to connect to (port 1433 by default).
@@ -63,10 +68,15 @@ fn server_address(server: &str) -> String {
     }
 }
 
-fn start(dir: &PathBuf, vlf_rule: &str) -> Result<std::sync::Arc<Server>, String> {
+fn start(
+    dir: &PathBuf,
+    vlf_rule: &str,
+    startup: &crate::startup::StartupArgs,
+) -> Result<std::sync::Arc<Server>, String> {
     let mut config = InstanceConfig::new(dir);
     config.vlf_rule =
         engine::log::vlf::VlfRule::parse(vlf_rule).ok_or("--vlf-rule must be 2019 or 2022")?;
+    startup.apply(&mut config);
     Server::start(config).map_err(|e| e.to_string())
 }
 
@@ -82,7 +92,7 @@ fn print(text: &str) {
 }
 
 pub fn run(args: &RunArgs) -> Result<(), String> {
-    let server = start(&args.dir, &args.vlf_rule)?;
+    let server = start(&args.dir, &args.vlf_rule, &args.startup)?;
     let mut session = Session::new(&server);
     let mut ok = true;
     for file in &args.files {
@@ -119,7 +129,7 @@ pub fn shell(args: &ShellArgs) -> Result<(), String> {
         };
         return if ok || !args.stop_on_error { Ok(()) } else { Err(String::new()) };
     }
-    let server = start(&args.dir, "2022")?;
+    let server = start(&args.dir, "2022", &args.startup)?;
     let mut session = Session::new(&server);
     let ok = match &args.query {
         Some(query) => {

@@ -54,6 +54,9 @@ pub struct ServeConfig {
     pub sa_password: Option<String>,
     /// TLS inside TDS: off (PRELOGIN answers NOT_SUP), or with a certificate.
     pub tls: TlsSetting,
+    /// The instance's startup options (`-T` flags, `-E`, 'max server memory (MB)', the VLF
+    /// rule); its data directory is `dir`.
+    pub instance: InstanceConfig,
 }
 
 /// Where the TLS certificate comes from.
@@ -71,8 +74,10 @@ pub enum TlsSetting {
 
 impl ServeConfig {
     pub fn new(dir: impl Into<std::path::PathBuf>) -> ServeConfig {
+        let dir = dir.into();
         ServeConfig {
-            dir: dir.into(),
+            instance: InstanceConfig::new(&dir),
+            dir,
             address: "127.0.0.1".into(),
             port: 1433,
             max_connections: 256,
@@ -115,7 +120,8 @@ impl Listener {
                 Some(crate::tls::server_config(&config.dir, Some(cert), Some(key))?)
             }
         };
-        let server = Server::start(InstanceConfig::new(&config.dir)).map_err(error_text)?;
+        let instance = InstanceConfig { dir: config.dir.clone(), ..config.instance.clone() };
+        let server = Server::start(instance).map_err(error_text)?;
         let listener = TcpListener::bind((config.address.as_str(), config.port)).map_err(|e| {
             format!("TDS: could not listen on {}:{}: {e}", config.address, config.port)
         })?;

@@ -490,6 +490,75 @@ impl Session {
         Ok((cols, rows))
     }
 
+    /// sys.dm_os_sys_info: the machine and the buffer pool's memory. committed_target_kb is
+    /// 'max server memory (MB)' (the pool's frames), committed_kb the 8 KB buffers the pool
+    /// has taken (all of them at startup under trace flag 834, whose sql_memory_model is
+    /// LARGE_PAGES). physical_memory_kb is /proc/meminfo's MemTotal (NULL without it).
+    pub(crate) fn dm_os_sys_info(&self) -> ViewRows {
+        let cols = columns(&[
+            "cpu_count",
+            "scheduler_count",
+            "physical_memory_kb",
+            "committed_kb",
+            "committed_target_kb",
+            "sqlserver_start_time",
+            "sql_memory_model",
+            "sql_memory_model_desc",
+        ]);
+        let instance = &self.server.instance;
+        let pool = &instance.buffer_pool;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let large_pages = instance
+            .config
+            .startup_trace_flags
+            .contains(&engine::traceflags::TF_LARGE_PAGE_BUFFER_POOL);
+        let frames = pool.frame_count() as u64;
+        let committed_pages = if large_pages { frames } else { pool.counters().buffers_allocated };
+        let (model, model_desc) =
+            if large_pages { (3, "LARGE_PAGES") } else { (1, "CONVENTIONAL") };
+        let row = vec![
+            Value::Int(cpus as i32),
+            Value::Int(cpus as i32),
+            physical_memory_kb().map_or(Value::Null, big),
+            big(committed_pages * 8),
+            big(frames * 8),
+            crate::functions::current_time("SYSDATETIME", instance.start_time),
+            Value::Int(model),
+            text(model_desc),
+        ];
+        (cols, vec![row])
+    }
+
+    /// sys.configurations: the server options the engine has, with SQL Server's ids, names
+    /// and ranges. Deviation: 'max server memory (MB)' is a startup option here
+    /// (`--max-server-memory-mb`), so is_dynamic is 0 and there is no sp_configure.
+    pub(crate) fn sys_configurations(&self) -> ViewRows {
+        let cols = columns(&[
+            "configuration_id",
+            "name",
+            "value",
+            "minimum",
+            "maximum",
+            "value_in_use",
+            "description",
+            "is_dynamic",
+            "is_advanced",
+        ]);
+        let max_memory_mb = Value::Int(self.server.instance.config.max_server_memory_mb as i32);
+        let row = vec![
+            Value::Int(1544),
+            text("max server memory (MB)"),
+            max_memory_mb.clone(),
+            Value::Int(128),
+            Value::Int(i32::MAX),
+            max_memory_mb,
+            text("Maximum size of server memory (MB)"),
+            Value::Bit(false),
+            Value::Bit(true),
+        ];
+        (cols, vec![row])
+    }
+
     pub(crate) fn dm_server_services(&self) -> ViewRows {
         let cols = columns(&[
             "servicename",
@@ -964,4 +1033,11 @@ impl Session {
             .collect();
         Ok((cols, rows))
     }
+}
+
+/// MemTotal of /proc/meminfo, in KB.
+fn physical_memory_kb() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -58,6 +58,8 @@ impl Session {
             "dm_db_log_space_usage" => Some(Ok(self.dm_db_log_space_usage())),
             "dm_db_file_space_usage" => Some(self.dm_db_file_space_usage()),
             "dm_server_services" => Some(Ok(self.dm_server_services())),
+            "dm_os_sys_info" => Some(Ok(self.dm_os_sys_info())),
+            "configurations" => Some(Ok(self.sys_configurations())),
             "dm_db_database_page_allocations" => Some(self.dm_db_database_page_allocations(args)),
             "dm_db_index_physical_stats" => Some(self.dm_db_index_physical_stats(args)),
             "traces" => Some(Ok(self.sys_traces())),
