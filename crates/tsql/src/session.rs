@@ -455,7 +455,7 @@ impl Session {
         op: impl FnOnce(&Database) -> Result<()>,
     ) -> Result<()> {
         let before = engine::xact::current_xact_id();
-        let result = op(&self.db);
+        let result = op(&self.transaction_database());
         let after = engine::xact::current_xact_id();
         if before != after
             && let Some(events) = &self.transaction_events
@@ -473,6 +473,19 @@ impl Session {
             }
         }
         result
+    }
+
+    /// The database of the session's open transaction, else the current one. A transaction
+    /// belongs to the session: after `USE other` inside it, COMMIT, ROLLBACK and SAVE TRAN
+    /// still end or mark it, as in SQL Server (they answered 3902/3903/628 and left it open,
+    /// holding its locks and its log).
+    fn transaction_database(&self) -> Arc<Database> {
+        match engine::xact::current_database() {
+            Some(id) if id != self.db.database_id => {
+                self.server.database_by_id(i64::from(id)).unwrap_or_else(|| self.db.clone())
+            }
+            _ => self.db.clone(),
+        }
     }
 
     /// A flag that, when set (a client's ATTENTION), stops the running batch before its next
@@ -677,7 +690,7 @@ impl Session {
                 .map_err(|e| self.fail(e, line)),
             Stmt::Rollback(savepoint) => {
                 let result = match savepoint {
-                    Some(name) => self.db.rollback_tran_to(name),
+                    Some(name) => self.transaction_database().rollback_tran_to(name),
                     None => self.tracking_transaction(false, |db| db.rollback_tran()),
                 };
                 result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
@@ -687,7 +700,8 @@ impl Session {
                 self.db.checkpoint().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
             }
             Stmt::SaveTran(name) => {
-                self.db.save_tran(name).map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+                let db = self.transaction_database();
+                db.save_tran(name).map(|()| Flow::Next).map_err(|e| self.fail(e, line))
             }
             Stmt::CreateTable { statement, clustering, rowguidcol, filegroup } => {
                 let spec = self

@@ -45,3 +45,32 @@ ROLLBACK;
 SET IMPLICIT_TRANSACTIONS OFF;
 SELECT COUNT(*) AS rows_after_rollback, @@TRANCOUNT AS open_transactions FROM implicit_t;
 GO
+-- A transaction belongs to the session: after USE, ROLLBACK (to a savepoint too) and COMMIT
+-- still reach it (they answered 3903/3902 in master and left it open, locks held).
+CREATE DATABASE TxOther ON (NAME = txo, FILENAME = 'txo.mdf', SIZE = 8MB)
+  LOG ON (NAME = txo_log, FILENAME = 'txo.ldf', SIZE = 1MB)
+GO
+USE TxOther
+CREATE TABLE moved (id INT PRIMARY KEY)
+BEGIN TRAN
+INSERT moved VALUES (1)
+SAVE TRAN before_two
+INSERT moved VALUES (2)
+USE master
+SELECT @@TRANCOUNT AS depth_in_master, DB_NAME() AS current_db
+ROLLBACK TRAN before_two
+SELECT @@TRANCOUNT AS depth_after_savepoint
+ROLLBACK
+SELECT @@TRANCOUNT AS depth_after_rollback
+USE TxOther
+SELECT COUNT(*) AS rows_after_rollback FROM moved
+BEGIN TRAN
+INSERT moved VALUES (3)
+USE master
+COMMIT
+SELECT @@TRANCOUNT AS depth_after_commit
+USE TxOther
+SELECT id AS committed_id FROM moved
+USE master
+DROP DATABASE TxOther
+GO
