@@ -60,10 +60,18 @@ fn temporal_like(like: &Value, at: NaiveDateTime) -> Value {
         Value::Date(_) => Value::Date(days as u32),
         Value::Time(_) => Value::Time(ticks as u64),
         Value::DateTime(..) => {
-            let days_1900 = (at.date() - epoch_1900()).num_days() as i32;
-            let ms = i128::from(at.time().num_seconds_from_midnight()) * 1000
-                + i128::from(at.time().nanosecond() / 1_000_000);
-            Value::DateTime(days_1900, (ms * 3 / 10) as u32)
+            // Rounded to the nearest 1/300 s, as SQL Server stores a datetime (.123 is 37
+            // ticks, shown .123; truncating made it 36, shown .120); 23:59:59.999 rounds into
+            // the next day.
+            let mut days_1900 = (at.date() - epoch_1900()).num_days() as i32;
+            let ns = i128::from(at.time().num_seconds_from_midnight()) * 1_000_000_000
+                + i128::from(at.time().nanosecond() % 1_000_000_000);
+            let mut ticks = (ns * 300 + 500_000_000) / 1_000_000_000;
+            if ticks >= 300 * 86_400 {
+                days_1900 += 1;
+                ticks -= 300 * 86_400;
+            }
+            Value::DateTime(days_1900, ticks as u32)
         }
         _ => Value::DateTime2(days as u32, ticks as u64),
     }
@@ -155,9 +163,17 @@ pub fn format_temporal(value: &Value) -> String {
     match value {
         Value::Date(_) => at.format("%Y-%m-%d").to_string(),
         Value::Time(_) => format!("{}{}", at.format("%H:%M:%S"), seven_digit_fraction(at)),
-        Value::DateTime(..) => at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+        Value::DateTime(_, ticks) => {
+            format!("{}.{:03}", at.format("%Y-%m-%d %H:%M:%S"), datetime_ms(*ticks) % 1000)
+        }
         _ => format!("{}{}", at.format("%Y-%m-%d %H:%M:%S"), seven_digit_fraction(at)),
     }
+}
+
+/// A datetime's time of day in milliseconds from its 1/300 s ticks, rounded as SQL Server
+/// shows it: the thousandths end in 0, 3 or 7 (2 ticks are 6.67 ms, shown .007).
+fn datetime_ms(ticks: u32) -> u32 {
+    (ticks * 10 + 1) / 3
 }
 
 /// `.fffffff`: the fraction of a second in 100 ns units (chrono has no 7-digit format; bug
@@ -677,4 +693,54 @@ fn datalength(value: &Value) -> Value {
         _ => 8,
     };
     Value::Int(bytes as i32)
+}
+
+/// CONVERT(char type, date or time, style): the text of `value` in SQL Server's `style` (the
+/// common ones: 1-5, 10-12 and 101-105, 110-112 dates, 8/108 times, 20/120 and 21/121 ODBC,
+/// 23, 126 ISO 8601; 0/100 and unknown styles are 281). None if `value` is not a date or time.
+pub fn temporal_text(value: &Value, style: i64) -> Option<Result<String>> {
+    if !matches!(
+        value,
+        Value::Date(_) | Value::Time(_) | Value::DateTime(..) | Value::DateTime2(..)
+    ) {
+        return None;
+    }
+    let at = naive_of(value)?;
+    let (year4, year2) = (format!("{:04}", at.year()), format!("{:02}", at.year() % 100));
+    let year = if style >= 100 { &year4 } else { &year2 };
+    let (month, day) = (format!("{:02}", at.month()), format!("{:02}", at.day()));
+    let time = format!("{:02}:{:02}:{:02}", at.hour(), at.minute(), at.second());
+    // Fractions as the type keeps them: 3 digits for datetime, 7 for datetime2 and time.
+    let fraction = match value {
+        Value::DateTime(_, ticks) => format!(".{:03}", datetime_ms(*ticks) % 1000),
+        _ => format!(".{:07}", at.nanosecond() / 100),
+    };
+    let text = match style {
+        1 | 101 => format!("{month}/{day}/{year}"),
+        2 | 102 => format!("{year}.{month}.{day}"),
+        3 | 103 => format!("{day}/{month}/{year}"),
+        4 | 104 => format!("{day}.{month}.{year}"),
+        5 | 105 => format!("{day}-{month}-{year}"),
+        10 | 110 => format!("{month}-{day}-{year}"),
+        11 | 111 => format!("{year}/{month}/{day}"),
+        12 | 112 => format!("{year}{month}{day}"),
+        8 | 108 => time,
+        20 | 120 => format!("{year4}-{month}-{day} {time}"),
+        21 | 121 => format!("{year4}-{month}-{day} {time}{fraction}"),
+        23 => format!("{year4}-{month}-{day}"),
+        126 if at.nanosecond() == 0 => format!("{year4}-{month}-{day}T{time}"),
+        126 => format!("{year4}-{month}-{day}T{time}{fraction}"),
+        _ => {
+            let from = value::type_name(value);
+            return Some(Err(SqlError::new(
+                281,
+                16,
+                1,
+                format!(
+                    "{style} is not a valid style number when converting from {from} to a character string."
+                ),
+            )));
+        }
+    };
+    Some(Ok(text))
 }

@@ -354,12 +354,16 @@ impl Session {
                     .and_then(|r| r.into_iter().next())
                     .unwrap_or(Value::Null))
             }
-            Expr::Like { negated, expr, pattern, .. } => {
+            Expr::Like { negated, expr, pattern, escape_char, .. } => {
                 let (v, p) = (self.eval(expr, env)?, self.eval(pattern, env)?);
                 if matches!(v, Value::Null) || matches!(p, Value::Null) {
                     return Ok(Value::Null);
                 }
-                Ok(Value::Bit(like(&value::display(&v), &value::display(&p)) != *negated))
+                let mut pattern = value::display(&p);
+                if let Some(escape) = escape_char {
+                    pattern = escaped_pattern(&pattern, &self.eval(escape, env)?)?;
+                }
+                Ok(Value::Bit(like(&value::display(&v), &pattern) != *negated))
             }
             Expr::Case { operand, conditions, else_result, .. } => {
                 let subject = match operand {
@@ -396,10 +400,14 @@ impl Session {
                     _ => converted,
                 }
             }
-            Expr::Convert { is_try, expr, data_type, .. } => {
+            Expr::Convert { is_try, expr, data_type, styles, .. } => {
                 let v = self.eval(expr, env)?;
                 let Some(data_type) = data_type else { return Err(not_supported("CONVERT")) };
-                let converted = convert(&v, sql_type_of(data_type)?);
+                let to = sql_type_of(data_type)?;
+                let converted = match styles.first() {
+                    Some(style) => self.convert_with_style(&v, to, style, env),
+                    None => convert(&v, to),
+                };
                 if *is_try { Ok(converted.unwrap_or(Value::Null)) } else { converted }
             }
             Expr::Function(f) => self.call(f, env),
@@ -1463,6 +1471,30 @@ impl Session {
         Ok(QueryResult { columns: names, types, rows: out_rows, assignments })
     }
 
+    /// CONVERT(type, value, style): a date or time to a character type in that style
+    /// ([`functions::temporal_text`]); any other conversion ignores the style (deviation: the
+    /// float, money and binary styles are not applied).
+    fn convert_with_style(
+        &self,
+        value: &Value,
+        to: SqlType,
+        style: &Expr,
+        env: &Env<'_>,
+    ) -> Result<Value> {
+        let to_text = matches!(
+            to,
+            SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)
+        );
+        let style = value::as_i64(&self.eval(style, env)?);
+        match (to_text, style) {
+            (true, Some(style)) => match functions::temporal_text(value, style) {
+                Some(text) => convert(&Value::Text(text?), to),
+                None => convert(value, to),
+            },
+            _ => convert(value, to),
+        }
+    }
+
     /// The row count of a TOP clause: 1014 for a negative or NULL count, as in SQL Server.
     fn top_count(&self, quantity: &TopQuantity, outer: Option<&Env<'_>>) -> Result<u64> {
         let n = match quantity {
@@ -1947,6 +1979,41 @@ pub(crate) fn fold_aggregate(upper: &str, values: Vec<Value>) -> Result<Value> {
         }
         other => Err(not_supported(other)),
     }
+}
+
+/// A LIKE pattern with ESCAPE: each escaped character becomes a one-character class (`!%` is
+/// `[%]`), which matches it literally. The escape must be one character (SQL Server's 506).
+fn escaped_pattern(pattern: &str, escape: &Value) -> Result<String> {
+    let text = value::display(escape);
+    let mut chars = text.chars();
+    let (Some(escape), None) = (chars.next(), chars.next()) else {
+        return Err(SqlError::new(
+            506,
+            16,
+            1,
+            format!("The invalid escape character \"{text}\" was specified in a LIKE predicate."),
+        ));
+    };
+    let mut out = String::with_capacity(pattern.len());
+    let mut rest = pattern.chars();
+    while let Some(c) = rest.next() {
+        if c != escape {
+            out.push(c);
+            continue;
+        }
+        match rest.next() {
+            // `]` outside a class is already literal; `[]]` would not be.
+            Some(']') => out.push(']'),
+            Some(literal) => {
+                out.push('[');
+                out.push(literal);
+                out.push(']');
+            }
+            // A trailing escape character stands for itself.
+            None => out.push(c),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
