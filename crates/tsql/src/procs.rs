@@ -373,7 +373,18 @@ impl Session {
             return Err(self.fail(could_not_find(name), line));
         };
         let bound = self.bind_arguments(&module.name, &def.params, args, line)?;
-        self.run_nested(Some(module.name.clone()), &def.body, bound, line, out)
+        let before = self.db().trancount();
+        let status = self.run_nested(Some(module.name.clone()), &def.body, bound, line, out)?;
+        // A procedure that leaves @@TRANCOUNT changed is error 266, as in SQL Server (the
+        // transaction stays as the procedure left it).
+        let after = self.db().trancount();
+        if after != before {
+            let text = format!(
+                "Transaction count after EXECUTE indicates a mismatching number of BEGIN and COMMIT statements. Previous count = {before}, current count = {after}."
+            );
+            return Err(self.fail(SqlError::new(266, 16, 2, text), line));
+        }
+        Ok(status)
     }
 
     /// The callee's variables: each parameter from its argument (by position, then by name),

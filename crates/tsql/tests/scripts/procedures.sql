@@ -81,3 +81,15 @@ DROP PROC IF EXISTS AddNote
 DROP PROC AddNote
 EXEC Outer_
 GO
+-- A procedure that leaves @@TRANCOUNT changed is 266 (the transaction stays as it left it);
+-- the batch goes on.
+CREATE PROCEDURE OpensOne AS BEGIN TRAN
+GO
+CREATE PROCEDURE ClosesOne AS COMMIT
+GO
+EXEC OpensOne
+SELECT @@TRANCOUNT AS after_opening
+EXEC ClosesOne
+SELECT @@TRANCOUNT AS after_closing
+DROP PROCEDURE OpensOne, ClosesOne
+GO
