@@ -286,27 +286,35 @@ fn date_add(part: &str, amount: i64, value: &Value) -> Result<Value> {
     let at = naive_of(&base).ok_or_else(|| invalid_arg("dateadd"))?;
     // Every step is checked: an amount as large as an int can take moves a date past any
     // calendar (DATEADD(day, 2147483647, ...) used to panic in the time arithmetic).
-    let delta = match date_part(part).ok_or_else(|| bad_date_part("dateadd", part))? {
-        "year" => Err(amount.checked_mul(12)),
-        "quarter" => Err(amount.checked_mul(3)),
-        "month" => Err(Some(amount)),
-        "day" | "dayofyear" | "weekday" => Ok(Duration::try_days(amount)),
-        "week" => Ok(Duration::try_weeks(amount)),
-        "hour" => Ok(Duration::try_hours(amount)),
-        "minute" => Ok(Duration::try_minutes(amount)),
-        "second" => Ok(Duration::try_seconds(amount)),
-        "millisecond" => Ok(Duration::try_milliseconds(amount)),
-        "microsecond" => Ok(Some(Duration::microseconds(amount))),
-        _ => Ok(Some(Duration::nanoseconds(amount))),
+    let part = date_part(part).ok_or_else(|| bad_date_part("dateadd", part))?;
+    let months = match part {
+        "year" => Some(amount.checked_mul(12)),
+        "quarter" => Some(amount.checked_mul(3)),
+        "month" => Some(Some(amount)),
+        _ => None,
     };
-    let shifted = match delta {
-        Err(months) => months.and_then(|months| add_months(at, months)),
-        Ok(delta) => delta.and_then(|delta| at.checked_add_signed(delta)),
+    let shifted = match months {
+        Some(months) => months.and_then(|months| add_months(at, months)),
+        None => time_span(part, amount).and_then(|span| at.checked_add_signed(span)),
     };
     let shifted = shifted
         .and_then(|shifted| within_range(&base, shifted))
         .ok_or_else(|| date_overflow(&base))?;
     Ok(temporal_like(&base, shifted))
+}
+
+/// `amount` of a day-or-shorter date part as a span; None past what a span holds.
+fn time_span(part: &str, amount: i64) -> Option<Duration> {
+    match part {
+        "day" | "dayofyear" | "weekday" => Duration::try_days(amount),
+        "week" => Duration::try_weeks(amount),
+        "hour" => Duration::try_hours(amount),
+        "minute" => Duration::try_minutes(amount),
+        "second" => Duration::try_seconds(amount),
+        "millisecond" => Duration::try_milliseconds(amount),
+        "microsecond" => Some(Duration::microseconds(amount)),
+        _ => Some(Duration::nanoseconds(amount)),
+    }
 }
 
 fn add_months(at: NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
