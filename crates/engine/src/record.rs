@@ -367,6 +367,14 @@ pub struct Layout {
     var_columns: Vec<usize>,
 }
 
+/// The size of the smallest record a table of `columns` can have: the status bytes and the
+/// fixed part's length (4), the fixed columns, the column count (2) and the null bitmap, with
+/// every variable-length column empty. Over [`MAX_RECORD_BYTES`] no row fits: SQL Server
+/// refuses such a table (1701).
+pub fn min_record_bytes(columns: &[Column]) -> usize {
+    4 + Layout::new(columns).fixed_len + 2 + columns.len().div_ceil(8)
+}
+
 impl Layout {
     pub fn new(columns: &[Column]) -> Layout {
         let mut fixed = Vec::with_capacity(columns.len());

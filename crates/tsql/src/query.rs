@@ -253,6 +253,20 @@ fn number_literal(text: &str) -> Result<Value> {
         .ok_or_else(|| invalid_column(text))
 }
 
+/// The declared length of a character or binary type and its limit, when the length is over
+/// it (8,000 bytes; 4,000 characters for nchar and nvarchar; MAX is not a length).
+pub fn oversized_length(data_type: &sqlparser::ast::DataType) -> Option<(u64, u64)> {
+    let text = data_type.to_string().to_lowercase();
+    let (name, rest) = text.split_once('(')?;
+    let size: u64 = rest.trim_end_matches(')').split(',').next()?.trim().parse().ok()?;
+    let most = match name.trim() {
+        "char" | "character" | "varchar" | "binary" | "varbinary" => 8000,
+        "nchar" | "nvarchar" => 4000,
+        _ => return None,
+    };
+    (size > most).then_some((size, most))
+}
+
 /// The SQL type a DataType names.
 pub fn sql_type_of(data_type: &sqlparser::ast::DataType) -> Result<SqlType> {
     let text = data_type.to_string();
@@ -267,6 +281,17 @@ pub fn sql_type_of(data_type: &sqlparser::ast::DataType) -> Result<SqlType> {
             if a.eq_ignore_ascii_case("max") { Some(8000) } else { a.parse().ok() }
         })
         .collect();
+    if let Some((size, most)) = oversized_length(data_type) {
+        return Err(SqlError::new(
+            131,
+            15,
+            3,
+            format!(
+                "The size ({size}) given to the type '{}' exceeds the maximum allowed for any data type ({most}).",
+                name.to_lowercase()
+            ),
+        ));
+    }
     value::parse_type_name(&name, &args).ok_or_else(|| {
         SqlError::new(
             2715,

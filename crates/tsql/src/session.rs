@@ -1368,7 +1368,33 @@ impl Session {
         let mut flags = clustering.iter().copied();
         let mut pending: Vec<PendingConstraint> = Vec::new();
         for def in &create.columns {
+            // A column's 131 names the column; a type's elsewhere names the type.
+            if let Some((size, most)) = crate::query::oversized_length(&def.data_type) {
+                return Err(SqlError::new(
+                    131,
+                    15,
+                    3,
+                    format!(
+                        "The size ({size}) given to the column '{}' exceeds the maximum allowed for any data type ({most}).",
+                        def.name.value
+                    ),
+                ));
+            }
             let sql_type = sql_type_of(&def.data_type)?;
+            if columns
+                .iter()
+                .any(|c: &ColumnDef| c.column.name.eq_ignore_ascii_case(&def.name.value))
+            {
+                return Err(SqlError::new(
+                    2705,
+                    16,
+                    3,
+                    format!(
+                        "Column names in each table must be unique. Column name '{}' in table '{name}' is specified more than once.",
+                        def.name.value
+                    ),
+                ));
+            }
             let mut column = ColumnDef::new(&def.name.value, sql_type, true);
             column.rowguidcol = rowguidcol.iter().any(|r| r.eq_ignore_ascii_case(&def.name.value));
             for option in &def.options {
@@ -1440,6 +1466,20 @@ impl Session {
                 }
                 _ => {}
             }
+        }
+        let plain: Vec<engine::record::Column> = columns.iter().map(|c| c.column.clone()).collect();
+        let min_row_bytes = engine::record::min_record_bytes(&plain);
+        if min_row_bytes > engine::record::MAX_RECORD_BYTES {
+            let fixed_bytes: usize = plain.iter().filter_map(|c| c.sql_type.fixed_size()).sum();
+            let overhead = min_row_bytes.saturating_sub(fixed_bytes);
+            return Err(SqlError::new(
+                1701,
+                16,
+                1,
+                format!(
+                    "Creating or altering table '{name}' failed because the minimum row size would be {min_row_bytes}, including {overhead} bytes of internal overhead. This exceeds the maximum allowable table row size of 8060 bytes."
+                ),
+            ));
         }
         if pending.iter().filter(|p| p.0).count() > 1 {
             return Err(SqlError::new(

@@ -36,3 +36,19 @@ INSERT Numbered (name) VALUES ('d')
 SELECT MAX(id) AS next_was FROM Numbered
 SELECT IDENTITY(INT, 1, 1) AS id FROM Src
 GO
+-- Tables no row could fit, columns longer than any type, and a repeated column name are
+-- refused as SQL Server refuses them (they were created).
+CREATE TABLE too_wide (id INT PRIMARY KEY, a CHAR(5000), b CHAR(3100))
+GO
+CREATE TABLE too_long (x CHAR(8001))
+GO
+CREATE TABLE too_long_n (x NVARCHAR(4001))
+GO
+CREATE TABLE twice (a INT, A INT)
+GO
+CREATE TABLE max_ok (id INT PRIMARY KEY, v VARCHAR(MAX), n NVARCHAR(MAX), c CHAR(8000))
+SELECT CAST('x' AS VARCHAR(9000)) AS too_long_type
+GO
+SELECT name FROM sys.tables WHERE name IN ('too_wide', 'too_long', 'too_long_n', 'twice', 'max_ok')
+DROP TABLE max_ok
+GO
