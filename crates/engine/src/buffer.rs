@@ -185,6 +185,8 @@ pub struct BufferPool {
     evictions: AtomicU64,
     lazy_writer_writes: AtomicU64,
     buffers_allocated: AtomicU64,
+    /// Every buffer's memory was committed at startup, in huge pages (trace flag 834).
+    committed_at_start: bool,
     /// Buffers no frame has used yet ([`crate::pool_memory`]): one per frame at the start,
     /// each with whether its bytes are known to be zero.
     unused_buffers: Mutex<Vec<crate::pool_memory::Buffer>>,
@@ -270,6 +272,7 @@ impl BufferPool {
             evictions: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
             buffers_allocated: AtomicU64::new(0),
+            committed_at_start: commit_now,
             unused_buffers: Mutex::new(buffers),
             lazy_writer: (Mutex::new(false), Condvar::new()),
         });
@@ -283,6 +286,22 @@ impl BufferPool {
 
     pub fn frame_count(&self) -> usize {
         self.frames.len()
+    }
+
+    /// Whether the pool's memory was committed at startup in huge pages (trace flag 834).
+    pub fn in_large_pages(&self) -> bool {
+        self.committed_at_start
+    }
+
+    /// Bytes of memory the pool has committed: every frame's buffer when committed at
+    /// startup, else the buffers frames have taken so far (sys.dm_os_sys_info.committed_kb).
+    pub fn committed_bytes(&self) -> u64 {
+        let buffers = if self.committed_at_start {
+            self.frames.len() as u64
+        } else {
+            self.buffers_allocated.load(Ordering::Relaxed)
+        };
+        buffers * crate::units::PAGE_SIZE as u64
     }
 
     pub fn free_frames(&self) -> usize {

@@ -190,6 +190,13 @@ struct OpenXact {
 }
 
 impl OpenXact {
+    /// Its LOP_COMMIT_XACT or LOP_ABORT_XACT, the last link of its chain.
+    fn end_record(&self, operation: Operation) -> LogRecord {
+        let mut record = LogRecord::new(operation, Context::Null, self.xact_id, Vec::new());
+        record.prev_lsn = self.last_lsn;
+        record
+    }
+
     /// A transaction whose records end at `last_lsn` (NULL: none written yet).
     fn new(database_id: u16, xact_id: u64, last_lsn: Lsn) -> OpenXact {
         OpenXact {
@@ -384,10 +391,7 @@ impl Database {
         let flushed = match xact.begin_lsn {
             None => Ok(()),
             Some(_) => {
-                let mut commit =
-                    LogRecord::new(Operation::CommitXact, Context::Null, xact.xact_id, vec![]);
-                commit.prev_lsn = xact.last_lsn;
-                let lsn = match self.log().append(&commit) {
+                let lsn = match self.log().append(&xact.end_record(Operation::CommitXact)) {
                     Ok(lsn) => lsn,
                     Err(error) => {
                         // Still open: it can roll back.
@@ -446,9 +450,7 @@ impl Database {
         let appended = match xact.begin_lsn {
             None => Ok(()),
             Some(_) => {
-                let mut abort =
-                    LogRecord::new(Operation::AbortXact, Context::Null, xact.xact_id, vec![]);
-                abort.prev_lsn = xact.last_lsn;
+                let abort = xact.end_record(Operation::AbortXact);
                 let appended = self.log().append_group(std::slice::from_ref(&abort), true, 0);
                 self.note_xact_end(xact.xact_id);
                 self.log().release(xact.reserved_bytes);

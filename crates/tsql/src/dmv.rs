@@ -508,20 +508,14 @@ impl Session {
         let instance = &self.server.instance;
         let pool = &instance.buffer_pool;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let large_pages = instance
-            .config
-            .startup_trace_flags
-            .contains(&engine::traceflags::TF_LARGE_PAGE_BUFFER_POOL);
-        let frames = pool.frame_count() as u64;
-        let committed_pages = if large_pages { frames } else { pool.counters().buffers_allocated };
         let (model, model_desc) =
-            if large_pages { (3, "LARGE_PAGES") } else { (1, "CONVENTIONAL") };
+            if pool.in_large_pages() { (3, "LARGE_PAGES") } else { (1, "CONVENTIONAL") };
         let row = vec![
             Value::Int(cpus as i32),
             Value::Int(cpus as i32),
             physical_memory_kb().map_or(Value::Null, big),
-            big(committed_pages * 8),
-            big(frames * 8),
+            big(pool.committed_bytes() / 1024),
+            big(pool.frame_count() as u64 * 8),
             crate::functions::current_time("SYSDATETIME", instance.start_time),
             Value::Int(model),
             text(model_desc),

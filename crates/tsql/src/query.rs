@@ -256,10 +256,14 @@ fn number_literal(text: &str) -> Result<Value> {
 /// The declared length of a character or binary type and its limit, when the length is over
 /// it (8,000 bytes; 4,000 characters for nchar and nvarchar; MAX is not a length).
 pub fn oversized_length(data_type: &sqlparser::ast::DataType) -> Option<(u64, u64)> {
-    let text = data_type.to_string().to_lowercase();
-    let (name, rest) = text.split_once('(')?;
-    let size: u64 = rest.trim_end_matches(')').split(',').next()?.trim().parse().ok()?;
-    let most = match name.trim() {
+    let (name, args) = type_name_and_args(data_type);
+    length_over_limit(&name, &args)
+}
+
+/// [`oversized_length`] of a type already split into its name and its arguments' text.
+fn length_over_limit(name: &str, args: &str) -> Option<(u64, u64)> {
+    let size: u64 = args.split(',').next()?.trim().parse().ok()?;
+    let most = match name.to_lowercase().as_str() {
         "char" | "character" | "varchar" | "binary" | "varbinary" => 8000,
         "nchar" | "nvarchar" => 4000,
         _ => return None,
@@ -267,21 +271,19 @@ pub fn oversized_length(data_type: &sqlparser::ast::DataType) -> Option<(u64, u6
     (size > most).then_some((size, most))
 }
 
-/// The SQL type a DataType names.
-pub fn sql_type_of(data_type: &sqlparser::ast::DataType) -> Result<SqlType> {
+/// A type's name and the text between its parentheses (empty without them).
+fn type_name_and_args(data_type: &sqlparser::ast::DataType) -> (String, String) {
     let text = data_type.to_string();
-    let (name, args) = match text.split_once('(') {
+    match text.split_once('(') {
         Some((name, rest)) => (name.trim().to_string(), rest.trim_end_matches(')').to_string()),
         None => (text.trim().to_string(), String::new()),
-    };
-    let args: Vec<u64> = args
-        .split(',')
-        .filter_map(|a| {
-            let a = a.trim();
-            if a.eq_ignore_ascii_case("max") { Some(8000) } else { a.parse().ok() }
-        })
-        .collect();
-    if let Some((size, most)) = oversized_length(data_type) {
+    }
+}
+
+/// The SQL type a DataType names.
+pub fn sql_type_of(data_type: &sqlparser::ast::DataType) -> Result<SqlType> {
+    let (name, args) = type_name_and_args(data_type);
+    if let Some((size, most)) = length_over_limit(&name, &args) {
         return Err(SqlError::new(
             131,
             15,
@@ -292,6 +294,13 @@ pub fn sql_type_of(data_type: &sqlparser::ast::DataType) -> Result<SqlType> {
             ),
         ));
     }
+    let args: Vec<u64> = args
+        .split(',')
+        .filter_map(|a| {
+            let a = a.trim();
+            if a.eq_ignore_ascii_case("max") { Some(8000) } else { a.parse().ok() }
+        })
+        .collect();
     value::parse_type_name(&name, &args).ok_or_else(|| {
         SqlError::new(
             2715,

@@ -242,9 +242,8 @@ pub fn arith(op: Arith, a: &Value, b: &Value) -> Result<Value> {
         }
         6 | 7 => {
             let ((x, sx), (y, sy)) = (as_decimal(&a).expect("num"), as_decimal(&b).expect("num"));
-            let scale = sx.max(sy);
             let to_name = if top == 7 { "money" } else { "numeric" };
-            let (value, scale) = decimal_arith(op, (x, sx), (y, sy), scale)?;
+            let (value, scale) = decimal_arith(op, (x, sx), (y, sy))?;
             // Every step is checked: a result past 38 digits is 8115, as in SQL Server (it
             // wrapped around and gave a wrong number).
             let value =
@@ -274,14 +273,14 @@ pub fn arith(op: Arith, a: &Value, b: &Value) -> Result<Value> {
     }
 }
 
-/// `x op y` for numerics at a common `scale` (scales as before: the larger of the operands',
-/// at least 2 for a product and 6 for a quotient). The value is None when a step overflows.
+/// `x op y` for numerics, at the larger of the operands' scales (at least 2 for a product
+/// and 6 for a quotient). The value is None when a step overflows.
 fn decimal_arith(
     op: Arith,
     (x, sx): (i128, u8),
     (y, sy): (i128, u8),
-    scale: u8,
 ) -> Result<(Option<i128>, u8)> {
+    let scale = sx.max(sy);
     let (Some(x), Some(y)) = (checked_rescale(x, sx, scale), checked_rescale(y, sy, scale)) else {
         return Ok((None, scale));
     };

@@ -525,8 +525,8 @@ impl Database {
         self.automatic_checkpoint()
     }
 
-    /// The last checkpoint's LSNs, as the boot page records them: (checkpoint LSN, MinLSN,
-    /// where recovery would start).
+    /// The last checkpoint's LSNs, as the boot page records them: (checkpoint LSN, MinLSN),
+    /// MinLSN being where recovery would start.
     pub fn checkpoint_lsns(&self) -> (crate::log::lsn::Lsn, crate::log::lsn::Lsn) {
         let inner = self.inner.read();
         (inner.boot.checkpoint_lsn, inner.boot.min_lsn)

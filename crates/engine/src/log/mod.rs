@@ -219,7 +219,6 @@ pub struct LogStats {
     /// VLFs from MinLSN's on (status 2 in DBCC LOGINFO).
     pub active_vlf_count: u64,
     pub active_log_size_bytes: u64,
-    pub reuse_wait: ReuseWait,
 }
 
 /// One row of DBCC LOGINFO.
@@ -1393,7 +1392,6 @@ impl LogManager {
             total_log_size_bytes: 0,
             active_vlf_count: 0,
             active_log_size_bytes: 0,
-            reuse_wait: state.reuse_wait,
         };
         for file in state.files.values() {
             stats.total_log_size_bytes += file.size_bytes();
@@ -1424,7 +1422,11 @@ impl LogManager {
                     continue;
                 }
                 vlfs += 1;
-                let start = if fseqno == lsn.seqno { u64::from(lsn.block) * 512 } else { 0 };
+                let start = if fseqno == lsn.seqno {
+                    u64::from(lsn.block) * SECTOR_BYTES as u64
+                } else {
+                    0
+                };
                 bytes += vlf.end_bytes.saturating_sub(start.max(VLF_HEADER_BYTES));
             }
         }
