@@ -32,6 +32,8 @@ pub enum BenchCommand {
     Tsql(crate::bench_tsql::TsqlBench),
     /// The TDS server against embedded sessions: SELECT 1 round trips, 16-connection inserts.
     Tds(crate::bench_tds::TdsBench),
+    /// Seeds 000 and 001: DBCC CHECKDB by DOP, full and WITH PHYSICAL_ONLY.
+    Checkdb(crate::bench_checkdb::CheckdbBench),
 }
 
 #[derive(Args)]
@@ -93,6 +95,7 @@ pub fn run(command: &BenchCommand) -> Result<(), String> {
         BenchCommand::Recovery(args) => crate::bench_recovery::run(args),
         BenchCommand::Tsql(args) => crate::bench_tsql::run(args),
         BenchCommand::Tds(args) => crate::bench_tds::run(args),
+        BenchCommand::Checkdb(args) => crate::bench_checkdb::run(args),
     }
 }
 

@@ -43,7 +43,7 @@ pub struct TsqlBench {
     dir: Option<std::path::PathBuf>,
 }
 
-fn progress(total: u64, what: &str) -> ProgressBar {
+pub(crate) fn progress(total: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(total);
     if std::io::stderr().is_terminal() {
         let template = format!("{what} {{bar:40}} {{pos}}/{{len}} rows {{per_sec}}");

@@ -25,7 +25,7 @@ struct Example {
     rules: &'static [VlfRule],
 }
 
-const EXAMPLES: [Example; 6] = [
+const EXAMPLES: [Example; 7] = [
     Example {
         name: "seed000",
         title: "proportional fill: skip targets (TF 1165) as files are added, and where the extents go",
@@ -57,6 +57,12 @@ const EXAMPLES: [Example; 6] = [
         rules: &[VlfRule::Sql2022],
     },
     Example {
+        name: "checkdb",
+        title: "DBCC CHECKDB by DOP, full and WITH PHYSICAL_ONLY, warm",
+        script: Some(include_str!("../../../examples/checkdb_dop.sql")),
+        rules: &[VlfRule::Sql2022],
+    },
+    Example {
         name: "top_waits",
         title: "the standard top-waits query over this instance's waits",
         script: Some(include_str!("../../../examples/top_waits.sql")),
@@ -69,7 +75,8 @@ pub struct ExamplesArgs {
     /// The data directory; each example runs in a directory of its own under it.
     #[arg(long, default_value = crate::sql::DEFAULT_DIR)]
     pub dir: PathBuf,
-    /// Run only these examples (seed000, seed001, seed002, seed003, seed004, top_waits).
+    /// Run only these examples (seed000, seed001, seed002, seed003, seed004, checkdb,
+    /// top_waits).
     pub only: Vec<String>,
     /// Rows seed001 inserts in each of its four runs, over its 16 sessions.
     #[arg(long, default_value_t = 160_000)]

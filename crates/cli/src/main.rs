@@ -31,6 +31,7 @@ macro_rules! out {
 }
 
 mod bench;
+mod bench_checkdb;
 mod bench_insert;
 mod bench_recovery;
 mod bench_seed002;

@@ -116,6 +116,26 @@ fn run_and_kill(dir: &std::path::Path, delay: Duration) -> (Vec<u64>, u64, u64) 
     (acked, au_id, heap_au_id)
 }
 
+/// DBCC CHECKDB's checks of the index and the heap (engine::dbcc), with two workers: a
+/// recovered database has no consistency error.
+fn check_units(db: &Database, tree: &BTree, au_id: u64, heap_au_id: u64) -> Result<(), String> {
+    use engine::dbcc::{Owners, Structure, UnitName, UnitOptions, check_unit};
+    let tree_name = UnitName { object_id: 1, index_id: 1, au_id };
+    let heap_name = UnitName { object_id: 2, index_id: 0, au_id: heap_au_id };
+    let owners = Owners::from([(au_id, tree_name), (heap_au_id, heap_name)]);
+    let options = UnitOptions { maxdop: 2, physical_only: false };
+    for (name, structure) in [(tree_name, Structure::Tree(tree)), (heap_name, Structure::Heap)] {
+        let check =
+            check_unit(db, name, &structure, &owners, options).map_err(|e| e.to_string())?;
+        if !check.findings.is_empty() {
+            let messages: Vec<&str> =
+                check.findings.iter().map(|f| f.error.message.as_str()).collect();
+            return Err(format!("CHECKDB: {messages:?}"));
+        }
+    }
+    Ok(())
+}
+
 /// Opens the killed child's database and checks it against the acknowledgements; returns how
 /// many transactions recovery rolled back (from the errorlog line).
 fn verify(
@@ -141,6 +161,7 @@ fn verify(
     if !problems.is_empty() {
         return Err(format!("allocation: {problems:?}"));
     }
+    check_units(&db, &tree, au_id, heap_au_id)?;
     let mut actual: Vec<BTreeMap<i64, i64>> = vec![BTreeMap::new(); THREADS as usize];
     for row in tree.range(&db, None, None, false).map_err(|e| e.to_string())? {
         let (Value::BigInt(k), Value::BigInt(v)) = (&row[0], &row[1]) else {

@@ -153,6 +153,37 @@ fn seed004_allocations_rotate_over_four_files() {
     assert!(svg.contains("\n200\n"));
 }
 
+/// Seeds 000 and 001's CHECKDB experiment: the database checks clean, then each
+/// configuration's elapsed time, and CXPACKET waits from the parallel runs. (Which one is
+/// faster is timing, recorded by `bench checkdb` in docs/benchmarks.md, not asserted here.)
+#[test]
+fn checkdb_checks_clean_and_times_each_configuration_and_dop() {
+    let out = examples(&["checkdb"]);
+    assert!(
+        out.contains(
+            "CHECKDB found 0 allocation errors and 0 consistency errors in database 'CheckMe'."
+        ),
+        "{out}"
+    );
+    assert!(out.contains("There are 50000 rows in"), "{out}");
+    for (configuration, dop) in
+        [("full", "1"), ("full", "2"), ("PHYSICAL_ONLY", "1"), ("PHYSICAL_ONLY", "2")]
+    {
+        let found = out.lines().any(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.len() == 3 && words[0] == configuration && words[1] == dop
+        });
+        assert!(found, "no {configuration} {dop} row in\n{out}");
+    }
+    let cx: u64 = out
+        .lines()
+        .skip_while(|l| !l.starts_with("cxpacket_waits"))
+        .nth(2)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no cxpacket_waits in\n{out}"));
+    assert!(cx >= 10, "{out}");
+}
+
 #[test]
 fn every_example_runs_clean() {
     let out = examples(&["top_waits"]);

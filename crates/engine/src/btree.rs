@@ -1346,6 +1346,77 @@ impl BTree {
         Ok(removed)
     }
 
+    /// Every page the index links: its root and each child of its index pages. Only the index
+    /// pages are read, not the leaves (recovery's search for pages a crash left unlinked).
+    pub(crate) fn linked_pages(
+        &self,
+        db: &Database,
+    ) -> SqlResult<std::collections::BTreeSet<PageId>> {
+        let mut linked = std::collections::BTreeSet::from([self.root]);
+        let mut to_read = vec![self.root];
+        while let Some(page) = to_read.pop() {
+            let buf = db.page_copy(page)?;
+            let level = Self::level(&buf);
+            if level == 0 {
+                continue;
+            }
+            for bytes in Self::records(db, page, &buf)? {
+                let child = self.child_of(db, page, bytes)?;
+                if linked.insert(child) && level > 1 {
+                    to_read.push(child);
+                }
+            }
+        }
+        Ok(linked)
+    }
+
+    /// What DBCC CHECKDB learns from one page of this index, read on its own ([`crate::dbcc`]
+    /// matches the facts of all pages afterwards). Keys out of order within the page are
+    /// reported as the first pair of slots that break invariant 1.
+    pub(crate) fn page_facts(
+        &self,
+        db: &Database,
+        page: PageId,
+        buf: &PageBuf,
+    ) -> SqlResult<TreePageFacts> {
+        let header = PageHeader::read(&buf[..]);
+        let level = header.level;
+        let mut facts = TreePageFacts {
+            level,
+            prev: header.prev_page,
+            next: header.next_page,
+            live_rows: 0,
+            low_key: None,
+            high_key: None,
+            children: Vec::new(),
+            out_of_order: None,
+        };
+        for (slot, bytes) in Self::records(db, page, buf)?.iter().enumerate() {
+            let key = if level == 0 {
+                facts.live_rows += u64::from(!is_ghost(bytes[0]));
+                self.leaf_key(db, page, bytes)?
+            } else {
+                let (key, child) = self.entry_of(db, page, bytes)?;
+                // Slot 0 of an index page stands for minus infinity (see check_subtree).
+                facts.children.push((if slot == 0 { None } else { Some(key.clone()) }, child));
+                if slot == 0 {
+                    continue;
+                }
+                key
+            };
+            let after_previous =
+                facts.high_key.as_ref().is_none_or(|p| compare_keys(p, &key) == Ordering::Less);
+            if !after_previous && facts.out_of_order.is_none() {
+                facts.out_of_order = Some((slot as u16 - 1, slot as u16));
+            }
+            if facts.low_key.is_none() {
+                facts.low_key = Some(key.clone());
+            }
+            facts.high_key = Some(key);
+        }
+        Ok(facts)
+    }
+
     /// Checks invariants 1-4; returns the number of live rows, or the first problem found.
     pub fn check(&self, db: &Database) -> Result<usize, String> {
         let mut rows = 0;
@@ -1435,6 +1506,23 @@ impl BTree {
             leftmost = self.entry_of(db, leftmost, first)?.1;
         }
     }
+}
+
+/// One page of an index as DBCC CHECKDB sees it ([`BTree::page_facts`]).
+pub(crate) struct TreePageFacts {
+    pub level: u8,
+    pub prev: PageId,
+    pub next: PageId,
+    /// Rows on a leaf that are not ghosts.
+    pub live_rows: u64,
+    /// The first and last key that bound the page: a leaf's first and last row, an index
+    /// page's entries from slot 1 on.
+    pub low_key: Option<Vec<Value>>,
+    pub high_key: Option<Vec<Value>>,
+    /// An index page's entries in slot order: key (None for slot 0) and child page.
+    pub children: Vec<(Option<Vec<Value>>, PageId)>,
+    /// The first two neighbouring slots whose keys are not ascending (invariant 1).
+    pub out_of_order: Option<(u16, u16)>,
 }
 
 /// Whether a record's status byte marks a ghost (data or index).

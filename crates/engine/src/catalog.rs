@@ -300,6 +300,25 @@ impl Table {
         Some(tree.record_columns(level).to_vec())
     }
 
+    /// Each of the table's allocation units with what it holds, as DBCC CHECKTABLE checks
+    /// them: the heap or clustered index first, then the nonclustered indexes.
+    pub fn check_targets(&self) -> Vec<(crate::dbcc::UnitName, crate::dbcc::Structure<'_>)> {
+        let name = |index: &IndexDef| crate::dbcc::UnitName {
+            object_id: self.object_id,
+            index_id: index.index_id,
+            au_id: index.au_id,
+        };
+        let base = match &self.base {
+            Storage::Heap(_) => crate::dbcc::Structure::Heap,
+            Storage::Clustered(tree) => crate::dbcc::Structure::Tree(tree),
+        };
+        let mut targets = vec![(name(&self.indexes[0]), base)];
+        for (index, tree) in self.nonclustered() {
+            targets.push((name(index), crate::dbcc::Structure::Tree(tree)));
+        }
+        targets
+    }
+
     /// SQL Server's index key limits (btree invariant 5): the declared key of each index of
     /// `row` is at most 900 bytes (clustered) or 1,700 (nonclustered), else error 1946 and
     /// nothing is written. (Bug fix: keys of about 4,000 bytes let one entry fit an index
@@ -857,6 +876,16 @@ impl Catalog {
     /// The table called `name` (case-insensitive), if any.
     pub fn table(&self, name: &str) -> Option<Arc<Table>> {
         self.tables.read().get(&name_key(name)).cloned()
+    }
+
+    /// The system tables, as DBCC CHECKDB names and checks them: object id, name, B-tree.
+    pub fn system_tables(&self) -> [(i32, &'static str, &BTree); 4] {
+        [
+            (SYSSCHOBJS_ID, "sys.sysschobjs", &self.objects),
+            (SYSCOLPARS_ID, "sys.syscolpars", &self.columns),
+            (SYSIDXSTATS_ID, "sys.sysidxstats", &self.indexes),
+            (SYSOBJVALUES_ID, "sys.sysobjvalues", &self.values),
+        ]
     }
 
     /// The table with this object id.

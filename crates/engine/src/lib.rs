@@ -32,6 +32,7 @@ pub mod catalog;
 pub mod clock;
 pub mod database;
 pub mod datapage;
+pub mod dbcc;
 pub mod error;
 pub mod errorlog;
 pub mod file;

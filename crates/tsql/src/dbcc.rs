@@ -5,12 +5,13 @@
 //! the engine reads; without it the session's own set, which TRACESTATUS shows), SQLPERF
 //! (LOGSPACE) and SQLPERF ('sys.dm_os_wait_stats' | 'sys.dm_os_latch_stats' |
 //! 'sys.dm_os_spinlock_stats', CLEAR), LOGINFO [(database)], FREEPROCCACHE (empties the batch
-//! cache). Any other command is error 2526 (CHECKDB comes with its own issue).
+//! cache). Any other command is error 2526.
 //!
 //! A flag set for the session alone (no -1) acts on the work of this session only: the session
 //! installs its flags on the thread that runs its batches (engine::traceflags).
 //!
-//! PAGE, IND, SHOWFILESTATS, DROPCLEANBUFFERS and CHECKALLOC are in [`crate::dbccpage`].
+//! PAGE, IND, SHOWFILESTATS, DROPCLEANBUFFERS and CHECKALLOC are in [`crate::dbccpage`];
+//! CHECKDB and CHECKTABLE in [`crate::checkdb`].
 
 use crate::front::{is_word, parse_word};
 use crate::server::{Output, ResultSet};
@@ -30,6 +31,15 @@ pub struct Dbcc {
     pub args: Vec<Expr>,
     /// WITH options, upper case (NO_INFOMSGS, ...).
     pub options: Vec<String>,
+    /// The values of WITH options written `name = value` (MAXDOP = 2), names upper case.
+    pub option_values: Vec<(String, String)>,
+}
+
+impl Dbcc {
+    /// Whether the WITH clause has this option (upper case).
+    pub fn has_option(&self, name: &str) -> bool {
+        self.options.iter().any(|o| o == name)
+    }
 }
 
 /// After `DBCC`.
@@ -46,18 +56,20 @@ pub fn parse(parser: &mut Parser<'_>) -> Result<Dbcc, ParserError> {
         parser.expect_token(&Token::RParen)?;
     }
     let mut options = Vec::new();
+    let mut option_values = Vec::new();
     if parse_word(parser, "WITH") {
         loop {
-            options.push(parser.parse_identifier()?.value.to_uppercase());
+            let name = parser.parse_identifier()?.value.to_uppercase();
             if parser.consume_token(&Token::Eq) {
-                parser.next_token();
+                option_values.push((name.clone(), parser.next_token().token.to_string()));
             }
+            options.push(name);
             if !parser.consume_token(&Token::Comma) {
                 break;
             }
         }
     }
-    Ok(Dbcc { command, args, options })
+    Ok(Dbcc { command, args, options, option_values })
 }
 
 /// Whether the next token starts a DBCC statement.
@@ -123,6 +135,12 @@ impl Session {
             "SHOWFILESTATS" => self.dbcc_showfilestats(out),
             "DROPCLEANBUFFERS" => {
                 self.server.instance.buffer_pool.drop_clean_buffers();
+            }
+            "CHECKDB" => {
+                self.dbcc_checkdb(dbcc, &args, line, out).map_err(|e| self.fail(e, line))?
+            }
+            "CHECKTABLE" => {
+                self.dbcc_checktable(dbcc, &args, line, out).map_err(|e| self.fail(e, line))?
             }
             "CHECKALLOC" => {
                 let quiet = dbcc.options.iter().any(|o| o == "NO_INFOMSGS");

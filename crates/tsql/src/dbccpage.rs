@@ -339,17 +339,39 @@ impl Session {
         &self,
         arg: Option<&Value>,
     ) -> Result<std::sync::Arc<Database>, SqlError> {
-        let not_found =
-            || SqlError::new(2520, 16, 1, "Could not find database. Check sys.databases.");
+        let not_found = |name: &str| {
+            SqlError::new(
+                2520,
+                16,
+                1,
+                format!(
+                    "Could not find database '{name}'. The database either does not exist, or was dropped before a statement tried to use it. Verify if the database exists by querying the sys.databases catalog view."
+                ),
+            )
+        };
+        let id_not_found = |id: i64| {
+            SqlError::new(
+                2521,
+                16,
+                1,
+                format!(
+                    "Could not find database ID {id}. The database ID either does not exist, or the database was dropped before a statement tried to use it. Verify if the database ID exists by querying the sys.databases catalog view."
+                ),
+            )
+        };
+        let current = &self.db().name;
         match arg {
-            None | Some(Value::Null) => self.server.database(&self.db().name).ok_or_else(not_found),
-            Some(Value::Text(name)) => self.server.database(name).ok_or_else(not_found),
+            None | Some(Value::Null) => {
+                self.server.database(current).ok_or_else(|| not_found(current))
+            }
+            Some(Value::Text(name)) => self.server.database(name).ok_or_else(|| not_found(name)),
             Some(other) => {
-                let id = crate::value::as_i64(other).ok_or_else(not_found)?;
+                let text = crate::value::display(other);
+                let id = crate::value::as_i64(other).ok_or_else(|| not_found(&text))?;
                 if id == 0 {
-                    return self.server.database(&self.db().name).ok_or_else(not_found);
+                    return self.server.database(current).ok_or_else(|| not_found(current));
                 }
-                self.server.database_by_id(id).ok_or_else(not_found)
+                self.server.database_by_id(id).ok_or_else(|| id_not_found(id))
             }
         }
     }

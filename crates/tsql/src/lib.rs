@@ -22,6 +22,7 @@
 pub mod batch;
 pub mod cache;
 pub mod catalogviews;
+pub mod checkdb;
 pub mod dbcc;
 pub mod dbccpage;
 pub mod dbddl;

@@ -70,6 +70,7 @@ const STATEMENTS: &[&str] = &[
     "DELETE h WHERE a % 11 = 0",
     "SELECT COUNT(*) FROM sys.dm_db_database_page_allocations(DB_ID(), NULL, NULL, NULL, 'DETAILED')",
     "DBCC CHECKALLOC",
+    "DBCC CHECKDB WITH MAXDOP = 2",
     "CHECKPOINT",
 ];
 

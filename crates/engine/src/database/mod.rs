@@ -638,6 +638,29 @@ impl Database {
         Ok(guard.read(|buf| Box::new(*buf)))
     }
 
+    /// A page's bytes as they are on disk, read through the file's I/O backend without the
+    /// checks a read into the buffer pool makes (checksum, page id, structure): DBCC CHECKDB
+    /// reads a page the pool refused (824) this way, to say what is wrong with it. A page
+    /// the pool holds may be newer than this.
+    pub fn read_page_unverified(&self, page: PageId) -> SqlResult<Box<crate::page::PageBuf>> {
+        let inner = self.inner.read();
+        let file = inner.data_files.get(&page.file_id).ok_or_else(|| {
+            SqlError::new(
+                8968,
+                16,
+                1,
+                format!("Table error: page {page} is out of the range of this database."),
+            )
+        })?;
+        let mut buf = crate::page::new_page_buf();
+        let offset = u64::from(page.page_no) * crate::units::PAGE_SIZE_U64;
+        file.handle
+            .handle
+            .read_at(&mut buf[..], offset)
+            .map_err(|err| SqlError::os_io_error(&err, false, offset, &file.handle.path))?;
+        Ok(buf)
+    }
+
     fn filegroup_by_name<'a>(&self, inner: &'a DbInner, name: &str) -> SqlResult<&'a Filegroup> {
         inner
             .filegroups

@@ -1,0 +1,374 @@
+//! DBCC CHECKDB and DBCC CHECKTABLE (reference §8): the allocation checks of CHECKALLOC, then
+//! every table's units (the system tables first, then user tables by object id), each checked
+//! by `engine::dbcc` with up to MAXDOP workers; the messages SQL Server prints, in its order:
+//!
+//! ```text
+//! DBCC results for 'db'.
+//! DBCC results for 'sys.sysschobjs'.
+//! There are 12 rows in 1 pages for object "sys.sysschobjs".
+//! ... errors of a table, then 8990 for it when it has any ...
+//! CHECKDB found 0 allocation errors and 0 consistency errors in database 'db'.
+//! repair_allow_data_loss is the minimum repair level for the errors found by DBCC CHECKDB (db).
+//! ```
+//!
+//! Options: NO_INFOMSGS (only errors and, when there are errors, the summaries), PHYSICAL_ONLY
+//! (page headers, checksums, record structure and allocation; no facts are matched; implies
+//! NO_INFOMSGS, as in SQL Server), MAXDOP = n (0: every CPU), NOINDEX (nonclustered indexes
+//! are skipped), ALL_ERRORMSGS, TABLOCK, DATA_PURITY and EXTENDED_LOGICAL_CHECKS (accepted; the
+//! checks they name either always run here or do not exist). Trace flag 2528 turns parallel
+//! checking off. The errorlog gets 8957 when the command ends.
+//!
+//! Deviations: no internal database snapshot. Each user table is checked under a shared table
+//! lock, as WITH TABLOCK does in SQL Server (writers of that table wait; the lock ends with the
+//! table's check, or with the session's transaction if one is open); the system tables are
+//! read without a lock, and the allocation checks latch one map page at a time, so DDL and
+//! allocations running meanwhile can show as errors: run it on a quiet database. There is no Service Broker, indexed view or CHECKCATALOG phase, no check that a
+//! nonclustered index holds exactly the table's rows (8951, 8952) yet, and no repair: the
+//! REPAIR_* options are 40517. WITH TABLERESULTS and ESTIMATEONLY are 40517 too.
+
+use crate::dbcc::Dbcc;
+use crate::server::Output;
+use crate::session::Session;
+use engine::SqlError;
+use engine::catalog::Table;
+use engine::database::Database;
+use engine::dbcc::{self, Finding, Owners, RepairLevel, Structure, UnitName, UnitOptions};
+use engine::lock::LockMode;
+use engine::record::Value;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Trace flag 2528: CHECKDB, CHECKFILEGROUP and CHECKTABLE check without parallelism.
+pub const TF_NO_PARALLEL_CHECKS: u16 = 2528;
+
+/// The WITH options that change what runs.
+struct CheckOptions {
+    /// NO_INFOMSGS: no informational message at all when nothing is found.
+    no_infomsgs: bool,
+    /// Per-object messages (`DBCC results for`, `There are n rows`): not with NO_INFOMSGS
+    /// or PHYSICAL_ONLY, which prints only the header and the summary.
+    object_info: bool,
+    physical_only: bool,
+    no_index: bool,
+    maxdop: usize,
+    /// The options as the errorlog's 8957 line shows them (`WITH no_infomsgs, maxdop = 2`).
+    shown: String,
+}
+
+/// One object's outcome.
+struct ObjectCheck {
+    name: String,
+    object_id: i32,
+    rows: u64,
+    pages: u64,
+    findings: Vec<Finding>,
+}
+
+/// What CHECKDB and CHECKTABLE print after the objects: their word for themselves and what
+/// they checked, as 8958 names it (`db` or `db.dbo.t`).
+struct Command<'a> {
+    word: &'static str,
+    target: String,
+    db: &'a Database,
+}
+
+fn not_supported(what: &str) -> SqlError {
+    crate::dbddl::unsupported_error(what)
+}
+
+fn incorrect() -> SqlError {
+    SqlError::new(
+        2526,
+        16,
+        3,
+        "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.",
+    )
+}
+
+impl Session {
+    /// DBCC CHECKDB [(db | id | 0 [, NOINDEX])] [WITH options].
+    pub(crate) fn dbcc_checkdb(
+        &mut self,
+        dbcc: &Dbcc,
+        args: &[Value],
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let options = self.check_options(dbcc, args.get(1))?;
+        let db = self.dbcc_database(args.first())?;
+        let started = Instant::now();
+        if !options.no_infomsgs {
+            out(Output::Message(format!("DBCC results for '{}'.", db.name)));
+        }
+        let allocation_errors = db.check_allocation();
+        for error in &allocation_errors {
+            self.emit(error.clone(), line, out);
+        }
+        let catalog = db.catalog()?;
+        let owners = owners_of(&catalog);
+        let mut objects = Vec::new();
+        for (object_id, name, tree) in catalog.system_tables() {
+            let unit = UnitName { object_id, index_id: 1, au_id: tree.au_id };
+            let check =
+                dbcc::check_unit(&db, unit, &Structure::Tree(tree), &owners, options.unit())?;
+            objects.push(ObjectCheck {
+                name: name.to_string(),
+                object_id,
+                rows: check.rows,
+                pages: check.data_pages,
+                findings: check.findings,
+            });
+            self.report_object(objects.last().expect("pushed"), &options, "CHECKDB", line, out);
+        }
+        let mut tables = catalog.tables();
+        tables.sort_by_key(|t| t.object_id);
+        for table in tables {
+            let check = self.check_table(&db, &table, &owners, &options)?;
+            self.report_object(&check, &options, "CHECKDB", line, out);
+            objects.push(check);
+        }
+        if !allocation_errors.is_empty() {
+            out(Output::Message(format!(
+                "CHECKDB found {} allocation errors and 0 consistency errors not associated with any single object.",
+                allocation_errors.len()
+            )));
+        }
+        let command = Command { word: "CHECKDB", target: db.name.clone(), db: &db };
+        self.summarize(&command, allocation_errors.len(), &objects, &options, started, out);
+        Ok(())
+    }
+
+    /// DBCC CHECKTABLE ('table' [, NOINDEX | index_id]) [WITH options].
+    pub(crate) fn dbcc_checktable(
+        &mut self,
+        dbcc: &Dbcc,
+        args: &[Value],
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let Some(Value::Text(name)) = args.first() else { return Err(incorrect()) };
+        let options = self.check_options(dbcc, args.get(1))?;
+        let db = self.dbcc_database(None)?;
+        let short = name.rsplit('.').next().unwrap_or(name).trim_matches(['[', ']']);
+        let catalog = db.catalog()?;
+        let table = catalog.table(short).ok_or_else(|| {
+            SqlError::new(2501, 16, 45, format!("Cannot find a table or object with the name \"{name}\". Check the system catalog."))
+        })?;
+        let started = Instant::now();
+        let owners = owners_of(&catalog);
+        let check = self.check_table(&db, &table, &owners, &options)?;
+        self.report_object(&check, &options, "CHECKTABLE", line, out);
+        let target = format!("{}.{}", db.name, table.qualified_name());
+        let command = Command { word: "CHECKTABLE", target, db: &db };
+        self.summarize(&command, 0, std::slice::from_ref(&check), &options, started, out);
+        Ok(())
+    }
+
+    /// The WITH options and the second argument (NOINDEX, a repair option).
+    fn check_options(&self, dbcc: &Dbcc, second: Option<&Value>) -> Result<CheckOptions, SqlError> {
+        let mut no_index = false;
+        match second.map(crate::value::display).map(|s| s.to_uppercase()) {
+            None => {}
+            Some(word) if word == "NOINDEX" => no_index = true,
+            Some(word) if word.starts_with("REPAIR_") => return Err(not_supported(&word)),
+            Some(word) if word.parse::<i64>().is_ok() => {} // CHECKTABLE's index id
+            Some(_) => return Err(incorrect()),
+        }
+        let mut shown = Vec::new();
+        for option in &dbcc.options {
+            match option.as_str() {
+                "NO_INFOMSGS"
+                | "ALL_ERRORMSGS"
+                | "TABLOCK"
+                | "DATA_PURITY"
+                | "PHYSICAL_ONLY"
+                | "EXTENDED_LOGICAL_CHECKS"
+                | "MAXDOP" => {}
+                "TABLERESULTS" | "ESTIMATEONLY" => return Err(not_supported(option)),
+                _ => return Err(incorrect()),
+            }
+            if option != "MAXDOP" {
+                shown.push(option.to_lowercase());
+            }
+        }
+        let physical_only = dbcc.has_option("PHYSICAL_ONLY");
+        let mut maxdop = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if let Some((_, value)) = dbcc.option_values.iter().find(|(name, _)| name == "MAXDOP") {
+            let asked: usize = value.parse().map_err(|_| incorrect())?;
+            shown.push(format!("maxdop = {asked}"));
+            if asked > 0 {
+                maxdop = asked;
+            }
+        }
+        let flags = &self.server.instance.trace_flags;
+        if flags.is_on(TF_NO_PARALLEL_CHECKS)
+            || self.session_trace_flags.contains(&TF_NO_PARALLEL_CHECKS)
+        {
+            maxdop = 1;
+        }
+        Ok(CheckOptions {
+            no_infomsgs: dbcc.has_option("NO_INFOMSGS"),
+            object_info: !physical_only && !dbcc.has_option("NO_INFOMSGS"),
+            physical_only,
+            no_index,
+            maxdop,
+            shown: if shown.is_empty() {
+                String::new()
+            } else {
+                format!(" WITH {}", shown.join(", "))
+            },
+        })
+    }
+
+    /// One table's units, under a shared table lock (TABLOCK's; no internal snapshot).
+    fn check_table(
+        &self,
+        db: &Arc<Database>,
+        table: &Table,
+        owners: &Owners,
+        options: &CheckOptions,
+    ) -> Result<ObjectCheck, SqlError> {
+        // Outside a transaction the lock needs one of its own, which ends (writing nothing:
+        // it changed nothing) once the table is checked; inside one it is the transaction's.
+        let own_transaction = db.trancount() == 0;
+        if own_transaction {
+            db.begin_tran()?;
+        }
+        let checked = table
+            .lock(db, LockMode::S)
+            .and_then(|()| Self::check_units(db, table, owners, options));
+        if own_transaction {
+            db.commit_tran()?;
+        }
+        checked
+    }
+
+    fn check_units(
+        db: &Arc<Database>,
+        table: &Table,
+        owners: &Owners,
+        options: &CheckOptions,
+    ) -> Result<ObjectCheck, SqlError> {
+        let mut object = ObjectCheck {
+            name: table.qualified_name(),
+            object_id: table.object_id,
+            rows: 0,
+            pages: 0,
+            findings: Vec::new(),
+        };
+        for (position, (unit, structure)) in table.check_targets().into_iter().enumerate() {
+            if options.no_index && position > 0 {
+                continue;
+            }
+            let check = dbcc::check_unit(db, unit, &structure, owners, options.unit())?;
+            if position == 0 {
+                object.rows = check.rows;
+                object.pages = check.data_pages;
+            }
+            object.findings.extend(check.findings);
+        }
+        Ok(object)
+    }
+
+    /// An error as a message of the batch (it does not stop the command).
+    fn emit(&mut self, error: SqlError, line: u64, out: &mut dyn FnMut(Output)) {
+        if error.severity > 10 {
+            self.note_error(error.number);
+        }
+        out(Output::Error { error, line, procedure: None });
+    }
+
+    fn report_object(
+        &mut self,
+        object: &ObjectCheck,
+        options: &CheckOptions,
+        word: &str,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) {
+        if options.object_info {
+            out(Output::Message(format!("DBCC results for '{}'.", object.name)));
+            out(Output::Message(format!(
+                "There are {} rows in {} pages for object \"{}\".",
+                object.rows, object.pages, object.name
+            )));
+        }
+        for finding in &object.findings {
+            self.emit(finding.error.clone(), line, out);
+        }
+        if !object.findings.is_empty() {
+            out(Output::Message(format!(
+                "{word} found 0 allocation errors and {} consistency errors in table '{}' (object ID {}).",
+                object.findings.len(),
+                object.name,
+                object.object_id
+            )));
+        }
+    }
+
+    /// 8989 (or CHECKTABLE's 8990), 8958 when anything was found, and the errorlog's 8957.
+    fn summarize(
+        &mut self,
+        command: &Command<'_>,
+        allocation_errors: usize,
+        objects: &[ObjectCheck],
+        options: &CheckOptions,
+        started: Instant,
+        out: &mut dyn FnMut(Output),
+    ) {
+        let consistency_errors: usize = objects.iter().map(|o| o.findings.len()).sum();
+        let errors = allocation_errors + consistency_errors;
+        if command.word == "CHECKDB" && (errors > 0 || !options.no_infomsgs) {
+            out(Output::Message(format!(
+                "CHECKDB found {allocation_errors} allocation errors and {consistency_errors} consistency errors in database '{}'.",
+                command.db.name
+            )));
+        }
+        let repair = objects
+            .iter()
+            .flat_map(|o| o.findings.iter().map(|f| f.repair))
+            .chain((allocation_errors > 0).then_some(RepairLevel::AllowDataLoss))
+            .max();
+        if let Some(repair) = repair {
+            out(Output::Message(format!(
+                "{} is the minimum repair level for the errors found by DBCC {} ({}).",
+                repair.name(),
+                command.word,
+                command.target
+            )));
+        }
+        let seconds = started.elapsed().as_secs();
+        self.server.instance.errorlog.write(
+            &engine::instance::current_process_info(),
+            &format!(
+                "DBCC {} ({}){} executed by sa found {errors} errors and repaired 0 errors. Elapsed time: {} hours {} minutes {} seconds. ",
+                command.word,
+                command.target,
+                options.shown,
+                seconds / 3600,
+                seconds / 60 % 60,
+                seconds % 60
+            ),
+        );
+    }
+}
+
+impl CheckOptions {
+    fn unit(&self) -> UnitOptions {
+        UnitOptions { maxdop: self.maxdop, physical_only: self.physical_only }
+    }
+}
+
+/// Every unit of the database, named (system tables and user tables).
+fn owners_of(catalog: &engine::catalog::Catalog) -> Owners {
+    let mut owners = Owners::new();
+    for (object_id, _, tree) in catalog.system_tables() {
+        owners.insert(tree.au_id, UnitName { object_id, index_id: 1, au_id: tree.au_id });
+    }
+    for table in catalog.tables() {
+        for (unit, _) in table.check_targets() {
+            owners.insert(unit.au_id, unit);
+        }
+    }
+    owners
+}

@@ -1,0 +1,41 @@
+-- DBCC CHECKDB and CHECKTABLE on a sound database: the system tables, then user tables by
+-- object id, each with its row and data-page counts; the summaries; the options that change
+-- what is printed; and SQL Server's answers to what is not built or not there. (Damage and
+-- its errors are in tests/checkdb.rs, which changes pages on disk.)
+SET NOCOUNT ON
+CREATE DATABASE Shop
+GO
+USE Shop
+CREATE TABLE Orders (OrderId INT PRIMARY KEY, Customer VARCHAR(40), Amount DECIMAL(10, 2))
+CREATE INDEX IX_Orders_Customer ON Orders (Customer)
+CREATE TABLE AuditTrail (At INT, Note CHAR(200))
+DECLARE @i INT = 1
+WHILE @i <= 500
+BEGIN
+  INSERT Orders VALUES (@i, 'customer ' + CAST(@i % 37 AS VARCHAR(10)), @i * 1.25)
+  INSERT AuditTrail VALUES (@i, 'order ' + CAST(@i AS VARCHAR(10)))
+  SET @i += 1
+END
+DELETE Orders WHERE OrderId % 10 = 0
+GO
+DBCC CHECKDB
+GO
+-- Nothing found and NO_INFOMSGS: nothing printed at all.
+DBCC CHECKDB (Shop) WITH NO_INFOMSGS
+-- PHYSICAL_ONLY: the header and the summary only.
+DBCC CHECKDB (0) WITH PHYSICAL_ONLY, MAXDOP = 1
+DBCC CHECKTABLE ('Orders')
+DBCC CHECKTABLE ('dbo.AuditTrail', NOINDEX) WITH ALL_ERRORMSGS
+GO
+DBCC CHECKDB (Shop, REPAIR_REBUILD)
+GO
+DBCC CHECKDB WITH ESTIMATEONLY
+GO
+DBCC CHECKDB WITH NO_SUCH_OPTION
+GO
+DBCC CHECKTABLE ('Missing')
+GO
+DBCC CHECKDB ('NoSuchDatabase')
+GO
+DBCC CHECKDB (999)
+GO
