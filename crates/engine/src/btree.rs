@@ -1346,6 +1346,17 @@ impl BTree {
         Ok(removed)
     }
 
+    /// Where the live row with this stored key is: its leaf page and slot (DBCC's messages
+    /// name rows by their place).
+    pub fn locate(&self, db: &Database, key: &[Value]) -> SqlResult<Option<(PageId, u16)>> {
+        let leaf = self.leaf_for_read(db, Some(key), false)?;
+        let page = leaf.key().page;
+        leaf.read(|buf| match self.find_in_leaf(db, page, buf, key)? {
+            LeafSlot::Found(slot) => Ok(Some((page, slot))),
+            _ => Ok(None),
+        })
+    }
+
     /// Every page the index links: its root and each child of its index pages. Only the index
     /// pages are read, not the leaves (recovery's search for pages a crash left unlinked).
     pub(crate) fn linked_pages(

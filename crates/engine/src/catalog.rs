@@ -40,6 +40,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::heap::{Heap, Rid};
 use crate::lock::{LockMode, LockResource};
 use crate::record::{Column, SqlType, Value};
+use crate::units::PageId;
 use crate::xact;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
@@ -172,6 +173,27 @@ enum Storage {
     Heap(Heap),
     /// Boxed: a B-tree, with its in-place key comparers, is several times a heap's size.
     Clustered(Box<BTree>),
+}
+
+/// A table row without its entry in a nonclustered index, or an entry without its row
+/// ([`Table::index_row_mismatches`]; DBCC's 8951 and 8952).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexRowMismatch {
+    /// True: the data row has no index row (8951); false: the index row has no data row.
+    pub missing_index_row: bool,
+    pub index_name: String,
+    pub index_id: i32,
+    /// The data row's page and slot (8951), or the index row's (8952), when found.
+    pub location: Option<(PageId, u16)>,
+    /// The data row's identity: its clustered key columns, or its RID, by name.
+    pub identity: Vec<(String, Value)>,
+    /// The index row's values: its key columns, then the row locator, by name.
+    pub index_values: Vec<(String, Value)>,
+}
+
+/// A RID as DBCC shows it: `(file:page:slot)`.
+fn rid_text(rid: Rid) -> Value {
+    Value::Text(format!("({}:{}:{})", rid.page.file_id, rid.page.page_no, rid.slot))
 }
 
 /// A table: its definition and the heap or B-trees that hold its rows.
@@ -317,6 +339,102 @@ impl Table {
             targets.push((name(index), crate::dbcc::Structure::Tree(tree)));
         }
         targets
+    }
+
+    /// DBCC CHECKTABLE's logical check of the nonclustered indexes: every row of the table
+    /// has its entry in each of them, and every entry is a row's (8951, 8952). The table is
+    /// read in full and each index in key order; both are sorted and merged. The caller holds
+    /// the table's lock.
+    pub fn index_row_mismatches(&self, db: &Database) -> SqlResult<Vec<IndexRowMismatch>> {
+        let rows = self.base_range(db, None, None)?;
+        let mut found = Vec::new();
+        for (index, tree) in self.nonclustered() {
+            let mut expected: Vec<(Vec<Value>, usize)> = rows
+                .iter()
+                .enumerate()
+                .map(|(at, (locator, row))| (Self::secondary_entry(index, row, locator), at))
+                .collect();
+            expected.sort_by(|a, b| crate::record::compare_keys(&a.0, &b.0));
+            let actual = tree.range_stored(db, None, None)?;
+            let (mut e, mut a) = (0, 0);
+            while e < expected.len() || a < actual.len() {
+                let order = match (expected.get(e), actual.get(a)) {
+                    (Some((want, _)), Some(have)) => crate::record::compare_keys(want, have),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    _ => std::cmp::Ordering::Greater,
+                };
+                match order {
+                    std::cmp::Ordering::Equal => (e, a) = (e + 1, a + 1),
+                    std::cmp::Ordering::Less => {
+                        let (entry, at) = &expected[e];
+                        let (locator, _) = &rows[*at];
+                        found.push(self.mismatch(db, index, entry, locator, true)?);
+                        e += 1;
+                    }
+                    std::cmp::Ordering::Greater => {
+                        let entry = &actual[a];
+                        let locator = self.locator_of(index, entry);
+                        let mut mismatch = self.mismatch(db, index, entry, &locator, false)?;
+                        mismatch.location = tree.locate(db, &tree.stored_key(entry))?;
+                        found.push(mismatch);
+                        a += 1;
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The row locator at the end of an index entry.
+    fn locator_of(&self, index: &IndexDef, entry: &[Value]) -> RowLocator {
+        let key_count = index.key_columns.len();
+        match &self.base {
+            Storage::Heap(_) => RowLocator::Rid(rid_of(&entry[key_count])),
+            Storage::Clustered(_) => RowLocator::Key(entry[key_count..].to_vec()),
+        }
+    }
+
+    /// An entry of `index` named as DBCC names it: the data row's identity, the entry's values
+    /// and (for a missing index row) where the data row is.
+    fn mismatch(
+        &self,
+        db: &Database,
+        index: &IndexDef,
+        entry: &[Value],
+        locator: &RowLocator,
+        missing_index_row: bool,
+    ) -> SqlResult<IndexRowMismatch> {
+        let identity: Vec<(String, Value)> = match (locator, &self.base) {
+            (RowLocator::Rid(rid), _) => vec![("RID".to_string(), rid_text(*rid))],
+            (RowLocator::Key(key), Storage::Clustered(tree)) => tree
+                .stored_columns()
+                .iter()
+                .map(|c| c.name.clone())
+                .zip(key.iter().cloned())
+                .collect(),
+            (RowLocator::Key(_), Storage::Heap(_)) => Vec::new(),
+        };
+        let mut index_values: Vec<(String, Value)> = index
+            .key_columns
+            .iter()
+            .map(|c| self.columns[*c].column.name.clone())
+            .zip(entry.iter().cloned())
+            .collect();
+        index_values.extend(identity.iter().cloned());
+        let location = match (locator, &self.base) {
+            _ if !missing_index_row => None,
+            (RowLocator::Rid(rid), _) => Some((rid.page, rid.slot)),
+            (RowLocator::Key(key), Storage::Clustered(tree)) => tree.locate(db, key)?,
+            (RowLocator::Key(_), Storage::Heap(_)) => None,
+        };
+        Ok(IndexRowMismatch {
+            missing_index_row,
+            index_name: index.name.clone(),
+            index_id: index.index_id,
+            location,
+            identity,
+            index_values,
+        })
     }
 
     /// SQL Server's index key limits (btree invariant 5): the declared key of each index of

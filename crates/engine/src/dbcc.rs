@@ -65,6 +65,9 @@ impl RepairLevel {
 pub struct Finding {
     pub error: SqlError,
     pub repair: RepairLevel,
+    /// A message that follows the error and belongs to it (8955 after 8951, 8956 after
+    /// 8952): shown, not counted.
+    pub detail: Option<SqlError>,
 }
 
 /// An allocation unit as CHECKDB's messages name it. The partition id is the unit's id, as
@@ -289,7 +292,7 @@ fn not_processed(name: UnitName, page: PageId) -> Finding {
 }
 
 fn finding(number: i32, message: String, repair: RepairLevel) -> Finding {
-    Finding { error: SqlError::new(number, 16, 1, message), repair }
+    Finding { error: SqlError::new(number, 16, 1, message), repair, detail: None }
 }
 
 /// A nonclustered index and the levels above the leaves can be rebuilt from the data; a
@@ -539,7 +542,7 @@ fn page_facts(
     if physical_only {
         return Ok(PageFacts::Physical { data_page: header.level == 0 });
     }
-    let undecodable = |error: SqlError| vec![Finding { error, repair }];
+    let undecodable = |error: SqlError| vec![Finding { error, repair, detail: None }];
     match structure {
         Structure::Tree(tree) => {
             tree.page_facts(db, page, buf).map(PageFacts::Tree).map_err(undecodable)
@@ -697,6 +700,7 @@ fn check_pfs_fullness(
                     ),
                 ),
                 repair: RepairLevel::AllowDataLoss,
+                detail: None,
             });
         }
     }

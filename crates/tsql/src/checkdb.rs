@@ -11,26 +11,31 @@
 //! repair_allow_data_loss is the minimum repair level for the errors found by DBCC CHECKDB (db).
 //! ```
 //!
+//! After a table's pages, the logical check: each nonclustered index holds exactly one entry
+//! per row of the table (8951 with 8955 for a row without its entry, 8952 with 8956 for an
+//! entry without its row), skipped when the table's pages had errors.
+//!
 //! Options: NO_INFOMSGS (only errors and, when there are errors, the summaries), PHYSICAL_ONLY
-//! (page headers, checksums, record structure and allocation; no facts are matched; implies
-//! NO_INFOMSGS, as in SQL Server), MAXDOP = n (0: every CPU), NOINDEX (nonclustered indexes
-//! are skipped), ALL_ERRORMSGS, TABLOCK, DATA_PURITY and EXTENDED_LOGICAL_CHECKS (accepted; the
-//! checks they name either always run here or do not exist). Trace flag 2528 turns parallel
-//! checking off. The errorlog gets 8957 when the command ends.
+//! (page headers, checksums, record structure and allocation; no facts are matched and no
+//! logical check runs; only the header and the summary are printed), MAXDOP = n (0: every
+//! CPU), NOINDEX (nonclustered indexes are skipped), ALL_ERRORMSGS, TABLOCK, DATA_PURITY and
+//! EXTENDED_LOGICAL_CHECKS (accepted; the checks they name either always run here or do not
+//! exist). Trace flag 2528 turns parallel checking off. The errorlog gets 8957 when the
+//! command ends.
 //!
 //! Deviations: no internal database snapshot. Each user table is checked under a shared table
 //! lock, as WITH TABLOCK does in SQL Server (writers of that table wait; the lock ends with the
 //! table's check, or with the session's transaction if one is open); the system tables are
 //! read without a lock, and the allocation checks latch one map page at a time, so DDL and
-//! allocations running meanwhile can show as errors: run it on a quiet database. There is no Service Broker, indexed view or CHECKCATALOG phase, no check that a
-//! nonclustered index holds exactly the table's rows (8951, 8952) yet, and no repair: the
-//! REPAIR_* options are 40517. WITH TABLERESULTS and ESTIMATEONLY are 40517 too.
+//! allocations running meanwhile can show as errors: run it on a quiet database. There is no
+//! Service Broker, indexed view or CHECKCATALOG phase, and no repair: the REPAIR_* options are
+//! 40517, as are WITH TABLERESULTS and ESTIMATEONLY.
 
 use crate::dbcc::Dbcc;
 use crate::server::Output;
 use crate::session::Session;
 use engine::SqlError;
-use engine::catalog::Table;
+use engine::catalog::{IndexRowMismatch, Table};
 use engine::database::Database;
 use engine::dbcc::{self, Finding, Owners, RepairLevel, Structure, UnitName, UnitOptions};
 use engine::lock::LockMode;
@@ -267,6 +272,15 @@ impl Session {
             }
             object.findings.extend(check.findings);
         }
+        // The logical check, on indexes whose pages are sound (SQL Server skips it too when
+        // their structure is damaged).
+        let has_indexes = table.indexes.len() > 1;
+        if has_indexes && !options.physical_only && !options.no_index && object.findings.is_empty()
+        {
+            for mismatch in table.index_row_mismatches(db)? {
+                object.findings.push(index_row_finding(table, &mismatch));
+            }
+        }
         Ok(object)
     }
 
@@ -295,6 +309,9 @@ impl Session {
         }
         for finding in &object.findings {
             self.emit(finding.error.clone(), line, out);
+            if let Some(detail) = &finding.detail {
+                self.emit(detail.clone(), line, out);
+            }
         }
         if !object.findings.is_empty() {
             out(Output::Message(format!(
@@ -357,6 +374,63 @@ impl CheckOptions {
     fn unit(&self) -> UnitOptions {
         UnitOptions { maxdop: self.maxdop, physical_only: self.physical_only }
     }
+}
+
+/// 8951 and its 8955 (a data row without its index row), or 8952 and its 8956 (an index row
+/// without its data row).
+fn index_row_finding(table: &Table, mismatch: &IndexRowMismatch) -> Finding {
+    let named = |values: &[(String, Value)]| {
+        let parts: Vec<String> = values
+            .iter()
+            .map(|(name, value)| format!("{name} = {}", crate::value::display(value)))
+            .collect();
+        parts.join(" and ")
+    };
+    let (identity, values) = (named(&mismatch.identity), named(&mismatch.index_values));
+    let (page, slot) = mismatch.location.unwrap_or((engine::units::PageId::NULL, 0));
+    let place = format!("({}:{}:{slot})", page.file_id, page.page_no);
+    let (table_name, table_id) = (table.qualified_name(), table.object_id);
+    let (index, index_id) = (&mismatch.index_name, mismatch.index_id);
+    let (error, detail) = if mismatch.missing_index_row {
+        (
+            SqlError::new(
+                8951,
+                16,
+                1,
+                format!(
+                    "Table error: table '{table_name}' (ID {table_id}). Data row does not have a matching index row in the index '{index}' (ID {index_id}). Possible missing or invalid keys for the index row matching:"
+                ),
+            ),
+            SqlError::new(
+                8955,
+                16,
+                1,
+                format!(
+                    "Data row {place} identified by ({identity}) with index values '{values}'."
+                ),
+            ),
+        )
+    } else {
+        (
+            SqlError::new(
+                8952,
+                16,
+                1,
+                format!(
+                    "Table error: table '{table_name}' (ID {table_id}). Index row in index '{index}' (ID {index_id}) does not match any data row. Possible extra or invalid keys for:"
+                ),
+            ),
+            SqlError::new(
+                8956,
+                16,
+                1,
+                format!(
+                    "Index row {place} with values ({values}) pointing to the data row identified by ({identity})."
+                ),
+            ),
+        )
+    };
+    Finding { error, repair: RepairLevel::Rebuild, detail: Some(detail) }
 }
 
 /// Every unit of the database, named (system tables and user tables).

@@ -373,3 +373,62 @@ fn the_shared_table_lock_of_a_check_makes_writers_wait() {
     drop(checker);
     server.shutdown().expect("shutdown");
 }
+
+/// The row locator of one entry of the nonclustered index changed to a deleted row's id (its
+/// keys still in order, the checksum made good): the pages are sound, and the logical check
+/// finds the row without its entry (8951, then 8955 naming the row) and the entry without its
+/// row (8952, then 8956 naming the entry); repair_rebuild is enough.
+#[test]
+fn a_nonclustered_entry_that_points_at_no_row_is_8951_and_8952() {
+    let lab = Lab::build();
+    let (page, _, _) = lab.pages("t", 2, 0)[1];
+    let mut changed = (0, 0, 0);
+    lab.change_page(page, true, |buf| {
+        let offset = |slot: usize| {
+            let at = 8192 - 2 * (slot + 1);
+            usize::from(u16::from_le_bytes([buf[at], buf[at + 1]]))
+        };
+        let int_at =
+            |buf: &[u8; 8192], at: usize| i32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
+        let (entry, next) = (offset(1), offset(2));
+        let (code, id) = (int_at(buf, entry + 4), int_at(buf, entry + 8));
+        let (next_code, next_id) = (int_at(buf, next + 4), int_at(buf, next + 8));
+        let deleted = (id / 11 + 1) * 11; // ids that are multiples of 11 were deleted
+        assert!(next_code > code || deleted < next_id, "the change must keep the keys in order");
+        buf[entry + 8..entry + 12].copy_from_slice(&deleted.to_le_bytes());
+        changed = (code, id, deleted);
+    });
+    let (code, id, deleted) = changed;
+    let (errors, text) = lab.run("USE ck DBCC CHECKTABLE ('t') WITH NO_INFOMSGS");
+    assert_eq!(errors, vec![8951, 8955, 8952, 8956], "{text}");
+    assert!(
+        text.contains("Data row does not have a matching index row in the index 'ix_code' (ID 2)."),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "identified by (id = {id}) with index values 'code = {code} and id = {id}'."
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Index row (1:{page}:1) with values (code = {code} and id = {deleted}) pointing to the data row identified by (id = {deleted})."
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "CHECKTABLE found 0 allocation errors and 2 consistency errors in table 'dbo.t'"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("repair_rebuild is the minimum repair level for the errors found by DBCC CHECKTABLE (ck.dbo.t)."),
+        "{text}"
+    );
+    // NOINDEX and PHYSICAL_ONLY skip the logical check.
+    let (errors, text) = lab
+        .run("USE ck DBCC CHECKDB (0, NOINDEX) WITH NO_INFOMSGS DBCC CHECKDB WITH PHYSICAL_ONLY");
+    assert!(errors.is_empty(), "{text}");
+}
