@@ -119,11 +119,11 @@ fn run_and_kill(dir: &std::path::Path, delay: Duration) -> (Vec<u64>, u64, u64) 
 /// DBCC CHECKDB's checks of the index and the heap (engine::dbcc), with two workers: a
 /// recovered database has no consistency error.
 fn check_units(db: &Database, tree: &BTree, au_id: u64, heap_au_id: u64) -> Result<(), String> {
-    use engine::dbcc::{Owners, Structure, UnitName, UnitOptions, check_unit};
+    use engine::dbcc::{Logical, Owners, Structure, UnitName, UnitOptions, check_unit};
     let tree_name = UnitName { object_id: 1, index_id: 1, au_id };
     let heap_name = UnitName { object_id: 2, index_id: 0, au_id: heap_au_id };
     let owners = Owners::from([(au_id, tree_name), (heap_au_id, heap_name)]);
-    let options = UnitOptions { maxdop: 2, physical_only: false };
+    let options = UnitOptions { maxdop: 2, physical_only: false, logical: Logical::Off };
     for (name, structure) in [(tree_name, Structure::Tree(tree)), (heap_name, Structure::Heap)] {
         let check =
             check_unit(db, name, &structure, &owners, options).map_err(|e| e.to_string())?;

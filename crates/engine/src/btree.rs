@@ -702,9 +702,7 @@ impl BTree {
     }
 
     fn insert_row(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
-        let kind =
-            if self.leaf_type == PageType::Index { RecordType::Index } else { RecordType::Primary };
-        let record = record::encode(&self.columns, &self.layout, values, kind)?;
+        let record = self.encode_leaf(values)?;
         let key = self.key_of(values);
         self.lock_for_change(db, &key)?;
         // The undo of an insert needs only the key: it is logged as an index entry (the row
@@ -1344,6 +1342,19 @@ impl BTree {
             next = PageHeader::read(&db.page_copy(next)?[..]).next_page;
         }
         Ok(removed)
+    }
+
+    /// A leaf record's stored values (a non-unique index's uniquifier last).
+    pub(crate) fn decode_leaf(&self, bytes: &[u8]) -> Result<Vec<Value>, record::BadRecord> {
+        record::decode(&self.columns, &self.layout, bytes)
+    }
+
+    /// The leaf record an insert of these stored values writes (DBCC's logical check compares
+    /// the records a table's rows call for with the ones its indexes hold).
+    pub(crate) fn encode_leaf(&self, values: &[Value]) -> SqlResult<Vec<u8>> {
+        let kind =
+            if self.leaf_type == PageType::Index { RecordType::Index } else { RecordType::Primary };
+        record::encode(&self.columns, &self.layout, values, kind)
     }
 
     /// Where the live row with this stored key is: its leaf page and slot (DBCC's messages

@@ -175,6 +175,35 @@ enum Storage {
     Clustered(Box<BTree>),
 }
 
+/// The logical check's view of a table ([`crate::dbcc::IndexEntries`]): a live record of the
+/// heap or clustered index decoded, and the leaf record each nonclustered index must hold for
+/// it encoded as an insert would encode it.
+impl crate::dbcc::IndexEntries for Table {
+    fn index_count(&self) -> usize {
+        self.secondary.len()
+    }
+
+    fn entries_of(&self, rid: Rid, record: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        let (row, locator) = match &self.base {
+            Storage::Heap(heap) => {
+                (heap.decode_record(record).map_err(|b| b.0.to_string())?, RowLocator::Rid(rid))
+            }
+            Storage::Clustered(tree) => {
+                let mut stored = tree.decode_leaf(record).map_err(|b| b.0.to_string())?;
+                let locator = RowLocator::Key(tree.stored_key(&stored));
+                stored.truncate(self.columns.len());
+                (stored, locator)
+            }
+        };
+        self.nonclustered()
+            .map(|(index, tree)| {
+                tree.encode_leaf(&Self::secondary_entry(index, &row, &locator))
+                    .map_err(|e| e.message)
+            })
+            .collect()
+    }
+}
+
 /// A table row without its entry in a nonclustered index, or an entry without its row
 /// ([`Table::index_row_mismatches`]; DBCC's 8951 and 8952).
 #[derive(Clone, Debug, PartialEq)]

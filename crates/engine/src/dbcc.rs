@@ -9,6 +9,8 @@
 //! was seen, at the level below, within its parent's keys; every page but the root has one
 //! parent; m_prevPage and m_nextPage agree along each level; every forwarding stub and
 //! forwarded row point at each other; a heap page's PFS fullness is what its free space says.
+//! The same pass hashes the records the logical check compares ([`Logical`]): the index
+//! entries a table's rows call for, and the entries its nonclustered indexes hold.
 //! A mismatch is SQL Server's error for it (the 2500 and 8900 messages), naming the unit as
 //! `Object ID o, index ID i, partition ID p, alloc unit ID a (type In-row data)`. The B-tree
 //! checks are the btree module's invariants seen from the pages: 1 is 2511 and 8934 across a
@@ -102,13 +104,51 @@ fn owner_text(owners: &Owners, au_id: u64) -> String {
 }
 
 /// How a unit is checked.
-#[derive(Clone, Copy, Debug)]
-pub struct UnitOptions {
+#[derive(Clone, Copy)]
+pub struct UnitOptions<'a> {
     /// The most workers that read its pages at once.
     pub maxdop: usize,
     /// WITH PHYSICAL_ONLY: each page's header, checksum and record structure only; no facts
     /// are gathered or matched (no key, link or forwarding checks).
     pub physical_only: bool,
+    /// The unit's part in the logical check of the table's nonclustered indexes.
+    pub logical: Logical<'a>,
+}
+
+/// The logical check's first pass, as SQL Server's CHECKDB makes it: while a table's pages are
+/// read, every live row of its heap or clustered index yields the leaf record each
+/// nonclustered index must hold for it, and each is hashed into a sum per index; every live
+/// leaf record of each nonclustered index is hashed into its own sum. Equal sums: the indexes
+/// hold exactly the table's rows. Unequal: the caller's deep dive finds which rows
+/// (`catalog::Table::index_row_mismatches`). The sums are order-free, so the workers' shares
+/// simply add up.
+#[derive(Clone, Copy)]
+pub enum Logical<'a> {
+    /// No logical check (PHYSICAL_ONLY, NOINDEX, no nonclustered index).
+    Off,
+    /// The unit is the table's heap or clustered index.
+    Base(&'a dyn IndexEntries),
+    /// The unit is a nonclustered index.
+    Index,
+}
+
+/// What the logical check needs of a table: the leaf record each nonclustered index must
+/// hold for a live record of its heap or clustered index.
+pub trait IndexEntries: Sync {
+    /// How many nonclustered indexes the table has.
+    fn index_count(&self) -> usize;
+    /// The records, one per nonclustered index in index order, for the base record at
+    /// `rid` (a heap's forwarded record is known by its stub's RID); Err says why the record
+    /// does not decode.
+    fn entries_of(&self, rid: Rid, record: &[u8]) -> Result<Vec<Vec<u8>>, String>;
+}
+
+/// The hash a leaf record adds to its index's sum.
+fn record_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::hash::DefaultHasher::new();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 /// What the unit holds.
@@ -125,6 +165,9 @@ pub struct UnitCheck {
     /// Its leaf (or heap data) pages that were read and processed.
     pub data_pages: u64,
     pub findings: Vec<Finding>,
+    /// The logical check's sums ([`Logical`]): one per nonclustered index for the table's
+    /// base unit, one for a nonclustered index, none when the check is off.
+    pub digests: Vec<u64>,
 }
 
 /// What one heap page says.
@@ -152,6 +195,35 @@ enum PageFacts {
 struct Scan {
     facts: Vec<(PageId, PageFacts)>,
     findings: Vec<Finding>,
+    digests: Vec<u64>,
+}
+
+impl Scan {
+    fn new(logical: Logical<'_>) -> Scan {
+        let sums = match logical {
+            Logical::Off => 0,
+            Logical::Base(entries) => entries.index_count(),
+            Logical::Index => 1,
+        };
+        Scan { digests: vec![0; sums], ..Scan::default() }
+    }
+
+    fn add(&mut self, other: Scan) {
+        self.facts.extend(other.facts);
+        self.findings.extend(other.findings);
+        for (sum, part) in self.digests.iter_mut().zip(other.digests) {
+            *sum = sum.wrapping_add(part);
+        }
+    }
+}
+
+/// What every worker of one unit's scan shares.
+struct Scanner<'a> {
+    db: &'a Database,
+    name: UnitName,
+    structure: &'a Structure<'a>,
+    owners: &'a Owners,
+    options: UnitOptions<'a>,
 }
 
 /// Checks one allocation unit with up to `maxdop` workers. `owners` names every unit.
@@ -160,7 +232,7 @@ pub fn check_unit(
     name: UnitName,
     structure: &Structure<'_>,
     owners: &Owners,
-    options: UnitOptions,
+    options: UnitOptions<'_>,
 ) -> SqlResult<UnitCheck> {
     let unit_pages = db.unit_pages(name.au_id)?;
     let mut findings = Vec::new();
@@ -172,9 +244,10 @@ pub fn check_unit(
     pages.sort_unstable();
     let workers =
         options.maxdop.clamp(1, MAX_WORKERS).min(pages.len().div_ceil(MIN_PAGES_PER_WORKER));
-    let scan = scan_in_parallel(db, name, structure, owners, &pages, workers, options)?;
+    let scanner = Scanner { db, name, structure, owners, options };
+    let scan = scanner.scan_in_parallel(&pages, workers)?;
     findings.extend(scan.findings);
-    let mut check = UnitCheck::default();
+    let mut check = UnitCheck { digests: scan.digests, ..UnitCheck::default() };
     let facts: BTreeMap<PageId, PageFacts> = scan.facts.into_iter().collect();
     if options.physical_only {
         let data_pages =
@@ -213,73 +286,128 @@ pub fn check_unit(
     Ok(check)
 }
 
-/// Splits the pages into `workers` contiguous shares and scans them at once; the findings
-/// come back in page order whatever the number of workers. The caller's wait for its
-/// workers is recorded as CXPACKET.
-fn scan_in_parallel(
-    db: &Database,
-    name: UnitName,
-    structure: &Structure<'_>,
-    owners: &Owners,
-    pages: &[PageId],
-    workers: usize,
-    options: UnitOptions,
-) -> SqlResult<Scan> {
-    let physical_only = options.physical_only;
-    if workers <= 1 || pages.is_empty() {
-        return scan_pages(db, name, structure, owners, pages, physical_only);
-    }
-    let share = pages.len().div_ceil(workers);
-    let started = Instant::now();
-    let scans: Vec<SqlResult<Scan>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = pages
-            .chunks(share)
-            .map(|chunk| {
-                scope.spawn(move || scan_pages(db, name, structure, owners, chunk, physical_only))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("a CHECKDB worker panicked")).collect()
-    });
-    db.instance().waits.record("CXPACKET", started.elapsed(), std::time::Duration::ZERO);
-    let mut all = Scan::default();
-    for scan in scans {
-        let scan = scan?;
-        all.facts.extend(scan.facts);
-        all.findings.extend(scan.findings);
-    }
-    Ok(all)
-}
-
-/// One worker: reads each page (with the unit's read-ahead) and gathers its facts.
-fn scan_pages(
-    db: &Database,
-    name: UnitName,
-    structure: &Structure<'_>,
-    owners: &Owners,
-    pages: &[PageId],
-    physical_only: bool,
-) -> SqlResult<Scan> {
-    let mut scan = Scan::default();
-    let mut read_ahead = crate::readahead::ReadAhead::for_unit(db, name.au_id)?;
-    for &page in pages {
-        if let Some(read_ahead) = &mut read_ahead {
-            // A run that holds a damaged page fails as a whole; its pages are then read one
-            // by one below, and the damaged one reported.
-            let _ = read_ahead.before(db, page);
+impl Scanner<'_> {
+    /// Splits the pages into `workers` contiguous shares and scans them at once; the findings
+    /// come back in page order whatever the number of workers. The caller's wait for its
+    /// workers is recorded as CXPACKET.
+    fn scan_in_parallel(&self, pages: &[PageId], workers: usize) -> SqlResult<Scan> {
+        if workers <= 1 || pages.is_empty() {
+            return self.scan_pages(pages);
         }
-        let facts = match read_for_check(db, page, name, owners, &mut scan.findings)? {
-            Some(buf) => page_facts(db, page, &buf, name, structure, owners, physical_only),
-            None => Err(Vec::new()),
-        };
-        match facts {
-            Ok(facts) => scan.facts.push((page, facts)),
-            Err(found) => {
-                scan.findings.extend(found);
-                scan.findings.push(not_processed(name, page));
+        let share = pages.len().div_ceil(workers);
+        let started = Instant::now();
+        let scans: Vec<SqlResult<Scan>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = pages
+                .chunks(share)
+                .map(|chunk| scope.spawn(move || self.scan_pages(chunk)))
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a CHECKDB worker panicked")).collect()
+        });
+        self.db.instance().waits.record("CXPACKET", started.elapsed(), std::time::Duration::ZERO);
+        let mut all = Scan::new(self.options.logical);
+        for scan in scans {
+            all.add(scan?);
+        }
+        Ok(all)
+    }
+
+    /// One worker: reads each page (with the unit's read-ahead), gathers its facts and adds
+    /// its records to the logical check's sums.
+    fn scan_pages(&self, pages: &[PageId]) -> SqlResult<Scan> {
+        let (db, name) = (self.db, self.name);
+        let mut scan = Scan::new(self.options.logical);
+        let mut read_ahead = crate::readahead::ReadAhead::for_unit(db, name.au_id)?;
+        for &page in pages {
+            if let Some(read_ahead) = &mut read_ahead {
+                // A run that holds a damaged page fails as a whole; its pages are then read one
+                // by one below, and the damaged one reported.
+                let _ = read_ahead.before(db, page);
+            }
+            let facts = match read_for_check(db, page, name, self.owners, &mut scan.findings)? {
+                Some(buf) => self.page_facts(page, &buf).and_then(|facts| {
+                    self.add_to_digests(page, &buf, &mut scan.digests)?;
+                    Ok(facts)
+                }),
+                None => Err(Vec::new()),
+            };
+            match facts {
+                Ok(facts) => scan.facts.push((page, facts)),
+                Err(found) => {
+                    scan.findings.extend(found);
+                    scan.findings.push(not_processed(name, page));
+                }
             }
         }
+        Ok(scan)
     }
-    Ok(scan)
+
+    fn page_facts(&self, page: PageId, buf: &PageBuf) -> Result<PageFacts, Vec<Finding>> {
+        let physical_only = self.options.physical_only;
+        page_facts(self.db, page, buf, self.name, self.structure, self.owners, physical_only)
+    }
+
+    /// The logical check's pass over a page that passed its own checks: a leaf or heap page's
+    /// live records into the sums ([`Logical`]). A base record that does not decode is 8944.
+    fn add_to_digests(
+        &self,
+        page: PageId,
+        buf: &PageBuf,
+        digests: &mut [u64],
+    ) -> Result<(), Vec<Finding>> {
+        if matches!(self.options.logical, Logical::Off) || page::header_level(&buf[..]) != 0 {
+            return Ok(());
+        }
+        let is_heap = matches!(self.structure, Structure::Heap);
+        for slot in 0..datapage::slot_count(buf) {
+            if datapage::is_empty_slot(buf, slot) {
+                continue;
+            }
+            let Ok(bytes) = datapage::record(buf, slot) else { continue };
+            let kind = record::record_type(bytes[0]);
+            if is_ghost(bytes[0]) || kind == RecordType::ForwardingStub as u8 {
+                continue;
+            }
+            match self.options.logical {
+                Logical::Index => digests[0] = digests[0].wrapping_add(record_hash(bytes)),
+                Logical::Base(entries) => {
+                    let rid = if is_heap && kind == RecordType::Forwarded as u8 {
+                        record::back_pointer(bytes)
+                            .map_or(Rid { page, slot }, |b| Rid::from_bytes(&b))
+                    } else {
+                        Rid { page, slot }
+                    };
+                    let records = entries.entries_of(rid, bytes).map_err(|test| {
+                        vec![undecodable_row(self.name, page, slot, &test, bytes.len(), buf)]
+                    })?;
+                    for (sum, entry) in digests.iter_mut().zip(&records) {
+                        *sum = sum.wrapping_add(record_hash(entry));
+                    }
+                }
+                Logical::Off => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 8944: a row of the table whose columns do not decode. Its two values are the record's
+/// length and the page's m_slotCnt.
+fn undecodable_row(
+    name: UnitName,
+    page: PageId,
+    slot: u16,
+    test: &str,
+    len: usize,
+    buf: &PageBuf,
+) -> Finding {
+    finding(
+        8944,
+        format!(
+            "Table error: {name}, page {page}, row {slot}. Test ({test}) failed. Values are {len} and {}.",
+            datapage::slot_count(buf)
+        ),
+        repair_for(name, Some(0)),
+    )
 }
 
 /// 8928: the page's other errors say why.

@@ -360,6 +360,11 @@ impl Heap {
         self.decode(db, rid.page, &bytes).map(Some)
     }
 
+    /// A primary or forwarded record's values.
+    pub(crate) fn decode_record(&self, bytes: &[u8]) -> Result<Vec<Value>, record::BadRecord> {
+        record::decode(&self.columns, &self.layout, bytes)
+    }
+
     fn decode(&self, db: &Database, page: PageId, bytes: &[u8]) -> SqlResult<Vec<Value>> {
         record::decode(&self.columns, &self.layout, bytes).map_err(|bad| corrupt(db, page, bad.0))
     }

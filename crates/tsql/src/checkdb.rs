@@ -11,9 +11,11 @@
 //! repair_allow_data_loss is the minimum repair level for the errors found by DBCC CHECKDB (db).
 //! ```
 //!
-//! After a table's pages, the logical check: each nonclustered index holds exactly one entry
-//! per row of the table (8951 with 8955 for a row without its entry, 8952 with 8956 for an
-//! entry without its row), skipped when the table's pages had errors.
+//! The logical check: each nonclustered index holds exactly one entry per row of the table.
+//! Its first pass runs with the page scans (sums of hashed index records, `engine::dbcc::
+//! Logical`); when a table's sums differ, the deep dive matches rows and entries one by one
+//! (8951 with 8955 for a row without its entry, 8952 with 8956 for an entry without its row).
+//! It is skipped when the table's pages had errors.
 //!
 //! Options: NO_INFOMSGS (only errors and, when there are errors, the summaries), PHYSICAL_ONLY
 //! (page headers, checksums, record structure and allocation; no facts are matched and no
@@ -37,7 +39,7 @@ use crate::session::Session;
 use engine::SqlError;
 use engine::catalog::{IndexRowMismatch, Table};
 use engine::database::Database;
-use engine::dbcc::{self, Finding, Owners, RepairLevel, Structure, UnitName, UnitOptions};
+use engine::dbcc::{self, Finding, Logical, Owners, RepairLevel, Structure, UnitName, UnitOptions};
 use engine::lock::LockMode;
 use engine::record::Value;
 use std::sync::Arc;
@@ -261,22 +263,32 @@ impl Session {
             pages: 0,
             findings: Vec::new(),
         };
+        // The logical check's first pass runs with the page scans ([`Logical`]); the deep
+        // dive only when its sums disagree, and only on indexes whose pages are sound (SQL
+        // Server skips it too when their structure is damaged).
+        let logical_on = table.indexes.len() > 1 && !options.physical_only && !options.no_index;
+        let (mut expected, mut actual) = (Vec::new(), Vec::new());
         for (position, (unit, structure)) in table.check_targets().into_iter().enumerate() {
             if options.no_index && position > 0 {
                 continue;
             }
-            let check = dbcc::check_unit(db, unit, &structure, owners, options.unit())?;
+            let logical = match (logical_on, position) {
+                (false, _) => Logical::Off,
+                (true, 0) => Logical::Base(table),
+                (true, _) => Logical::Index,
+            };
+            let unit_options = UnitOptions { logical, ..options.unit() };
+            let check = dbcc::check_unit(db, unit, &structure, owners, unit_options)?;
             if position == 0 {
                 object.rows = check.rows;
                 object.pages = check.data_pages;
+                expected = check.digests;
+            } else {
+                actual.extend(check.digests);
             }
             object.findings.extend(check.findings);
         }
-        // The logical check, on indexes whose pages are sound (SQL Server skips it too when
-        // their structure is damaged).
-        let has_indexes = table.indexes.len() > 1;
-        if has_indexes && !options.physical_only && !options.no_index && object.findings.is_empty()
-        {
+        if logical_on && object.findings.is_empty() && expected != actual {
             for mismatch in table.index_row_mismatches(db)? {
                 object.findings.push(index_row_finding(table, &mismatch));
             }
@@ -371,8 +383,12 @@ impl Session {
 }
 
 impl CheckOptions {
-    fn unit(&self) -> UnitOptions {
-        UnitOptions { maxdop: self.maxdop, physical_only: self.physical_only }
+    fn unit(&self) -> UnitOptions<'static> {
+        UnitOptions {
+            maxdop: self.maxdop,
+            physical_only: self.physical_only,
+            logical: Logical::Off,
+        }
     }
 }
 
