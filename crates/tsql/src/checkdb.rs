@@ -153,7 +153,14 @@ impl Session {
         line: u64,
         out: &mut dyn FnMut(Output),
     ) -> Result<(), SqlError> {
-        let Some(Value::Text(name)) = args.first() else { return Err(incorrect()) };
+        let Some(Value::Text(name)) = args.first() else {
+            return Err(SqlError::new(
+                2583,
+                16,
+                1,
+                "An incorrect number of parameters was given to the DBCC statement.",
+            ));
+        };
         let options = self.check_options(dbcc, args.get(1))?;
         let db = self.dbcc_database(None)?;
         let short = name.rsplit('.').next().unwrap_or(name).trim_matches(['[', ']']);
@@ -199,6 +206,14 @@ impl Session {
             }
         }
         let physical_only = dbcc.has_option("PHYSICAL_ONLY");
+        if physical_only && dbcc.has_option("DATA_PURITY") {
+            return Err(SqlError::new(
+                2559,
+                16,
+                1,
+                "The 'PHYSICAL_ONLY' and 'DATA_PURITY' options are not allowed on the same statement.",
+            ));
+        }
         let mut maxdop = std::thread::available_parallelism().map_or(1, |n| n.get());
         if let Some((_, value)) = dbcc.option_values.iter().find(|(name, _)| name == "MAXDOP") {
             let asked: usize = value.parse().map_err(|_| incorrect())?;

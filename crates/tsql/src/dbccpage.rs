@@ -364,7 +364,11 @@ impl Session {
             None | Some(Value::Null) => {
                 self.server.database(current).ok_or_else(|| not_found(current))
             }
-            Some(Value::Text(name)) => self.server.database(name).ok_or_else(|| not_found(name)),
+            // OFFLINE or SUSPECT: the error USE gives (942, 926); not there at all: 2520.
+            Some(Value::Text(name)) => match self.server.open_database(name) {
+                Err(error) if error.number == 911 => Err(not_found(name)),
+                result => result,
+            },
             Some(other) => {
                 let text = crate::value::display(other);
                 let id = crate::value::as_i64(other).ok_or_else(|| not_found(&text))?;

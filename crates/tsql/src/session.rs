@@ -165,6 +165,8 @@ pub struct Session {
     xact_abort: bool,
     rowcount: u64,
     last_error: i32,
+    /// The running statement reported an error without failing (note_error).
+    error_noted: bool,
     /// A statement runs in its own (autocommit) transaction, which @@TRANCOUNT does not show.
     in_autocommit: bool,
     /// SET IMPLICIT_TRANSACTIONS ON: a statement outside a transaction starts one that stays
@@ -200,6 +202,19 @@ impl Drop for Session {
             self.leave_failed_database();
         }
     }
+}
+
+/// Whether a statement that succeeded leaves @@ERROR at 0: every statement but the compound
+/// ones, whose own statements set it.
+fn resets_error(stmt: &Stmt) -> bool {
+    !matches!(
+        stmt,
+        Stmt::If { .. }
+            | Stmt::While { .. }
+            | Stmt::Block(_)
+            | Stmt::TryCatch { .. }
+            | Stmt::Exec(_)
+    )
 }
 
 impl Session {
@@ -243,6 +258,7 @@ impl Session {
             xact_abort: false,
             rowcount: 0,
             last_error: 0,
+            error_noted: false,
             in_autocommit: false,
             implicit_transactions: false,
             cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
@@ -500,6 +516,7 @@ impl Session {
     pub(crate) fn note_error(&mut self, number: i32) {
         self.last_error = number;
         self.batch_failed = true;
+        self.error_noted = true;
     }
 
     /// ALTER DATABASE ... SET OFFLINE or SET ONLINE. A database in use is 5070 then 5069
@@ -664,11 +681,14 @@ impl Session {
             Stmt::Sql(statement) => self.run_statement(statement, line, out),
             Stmt::If { condition, then, otherwise } => {
                 let take = is_true(&self.eval_stmt(condition, line)?);
+                self.last_error = 0;
                 self.run_parsed_block(if take { then } else { otherwise }, out)
             }
             Stmt::While { condition, body } => {
                 for _ in 0..MAX_WHILE_ITERATIONS {
-                    if !is_true(&self.eval_stmt(condition, line)?) {
+                    let go_on = is_true(&self.eval_stmt(condition, line)?);
+                    self.last_error = 0;
+                    if !go_on {
                         return Ok(Flow::Next);
                     }
                     match self.run_parsed_block(body, out)? {
@@ -1091,8 +1111,16 @@ impl Session {
             if let Err(error) = self.check_cancel() {
                 return Err(self.fail(error, *line));
             }
+            self.error_noted = false;
             match self.run(stmt, *line, out) {
-                Ok(Flow::Next) => {}
+                Ok(Flow::Next) => {
+                    // @@ERROR is 0 after a statement that succeeded (a DBCC that reported
+                    // errors keeps them). IF and WHILE clear it when they test their
+                    // condition; a block, EXEC or TRY...CATCH leaves what its last statement set.
+                    if resets_error(stmt) && !self.error_noted {
+                        self.last_error = 0;
+                    }
+                }
                 Ok(flow) => return Ok(flow),
                 Err(failure) if !failure.abort_batch && self.try_depth == 0 => {
                     self.report(failure, out)

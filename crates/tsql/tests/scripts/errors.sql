@@ -41,3 +41,19 @@ SET @i += 1
 SET @i *= 2
 SELECT @i AS twelve
 GO
+-- @@ERROR is the last statement's: 0 after one that succeeded (bug fix: it kept the last
+-- error until another error replaced it); IF clears it when it tests its condition; a
+-- RAISERROR of severity 10 or less leaves 0.
+SELECT 1 / 0
+SELECT 1 AS one
+SELECT @@ERROR AS after_success
+GO
+SELECT 1 / 0
+SELECT @@ERROR AS right_after, @@ERROR AS same_statement
+SELECT @@ERROR AS next_statement
+GO
+SELECT 1 / 0
+IF @@ERROR <> 0 PRINT 'inside IF @@ERROR is ' + CAST(@@ERROR AS VARCHAR(10))
+RAISERROR ('informational', 10, 1)
+SELECT @@ERROR AS after_informational
+GO
