@@ -77,6 +77,9 @@ pub struct BootInfo {
     pub filegroups: Vec<FilegroupEntry>,
     pub files: Vec<FileEntry>,
     pub units: Vec<UnitEntry>,
+    /// dbi_dbccLastKnownGood: when DBCC CHECKDB last found no error, as milliseconds from
+    /// 1970-01-01 of that local time; 0: never. Older boot pages end before it and read 0.
+    pub last_known_good_ms: i64,
 }
 
 struct Writer {
@@ -181,6 +184,7 @@ impl BootInfo {
             w.u16(unit.descriptor.len() as u16);
             w.bytes.extend_from_slice(&unit.descriptor);
         }
+        w.u64(self.last_known_good_ms as u64);
         w.bytes
     }
 
@@ -246,6 +250,7 @@ impl BootInfo {
             let descriptor = r.take(len)?.to_vec();
             units.push(UnitEntry { au_id, fg_id, first_iam, name, descriptor });
         }
+        let last_known_good_ms = r.u64().unwrap_or(0) as i64;
         Some(BootInfo {
             database_id,
             binding_id,
@@ -261,6 +266,7 @@ impl BootInfo {
             filegroups,
             files,
             units,
+            last_known_good_ms,
         })
     }
 }
@@ -298,6 +304,7 @@ mod tests {
                 name: "t".into(),
                 descriptor: vec![1, 2, 3],
             }],
+            last_known_good_ms: 1_795_000_000_000,
         };
         let buf = boot.encode();
         assert_eq!(page::verify(&buf, PageId::new(1, 9)), Ok(()));

@@ -141,7 +141,11 @@ impl Session {
             )));
         }
         let command = Command { word: "CHECKDB", target: db.name.clone(), db: &db };
-        self.summarize(&command, allocation_errors.len(), &objects, &options, started, out);
+        let errors =
+            self.summarize(&command, allocation_errors.len(), &objects, &options, started, out);
+        if errors == 0 {
+            db.set_last_known_good(self.server.instance.clock.now_local())?;
+        }
         Ok(())
     }
 
@@ -350,7 +354,8 @@ impl Session {
         }
     }
 
-    /// 8989 (or CHECKTABLE's 8990), 8958 when anything was found, and the errorlog's 8957.
+    /// 8989 (or CHECKTABLE's 8990), 8958 when anything was found, and the errorlog's 8957;
+    /// returns how many errors were found.
     fn summarize(
         &mut self,
         command: &Command<'_>,
@@ -359,7 +364,7 @@ impl Session {
         options: &CheckOptions,
         started: Instant,
         out: &mut dyn FnMut(Output),
-    ) {
+    ) -> usize {
         let consistency_errors: usize = objects.iter().map(|o| o.findings.len()).sum();
         let errors = allocation_errors + consistency_errors;
         if command.word == "CHECKDB" && (errors > 0 || !options.no_infomsgs) {
@@ -394,6 +399,7 @@ impl Session {
                 seconds % 60
             ),
         );
+        errors
     }
 }
 

@@ -1378,6 +1378,11 @@ impl Session {
             "version" => Value::Int(DATABASE_VERSION),
             "updateability" => Value::Text("READ_WRITE".into()),
             "collation" => Value::Text("SQL_Latin1_General_CP1_CI_AS".into()),
+            // 1900-01-01 00:00:00.000 until a CHECKDB has found no error.
+            "lastgoodcheckdbtime" => match db.last_known_good() {
+                Some(at) => crate::functions::current_time("GETDATE", at),
+                None => Value::DateTime(0, 0),
+            },
             _ => Value::Null,
         }
     }

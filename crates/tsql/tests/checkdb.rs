@@ -468,3 +468,32 @@ fn the_index_sums_of_a_sound_table_agree() {
     drop(session);
     server.shutdown().expect("shutdown");
 }
+
+/// A CHECKDB that finds no error is the database's last known good (dbi_dbccLastKnownGood):
+/// DATABASEPROPERTYEX(db, 'LastGoodCheckDbTime') returns it, every start of the database
+/// writes it to the errorlog, and a CHECKDB that finds errors leaves it as it was.
+#[test]
+fn a_clean_checkdb_is_the_last_known_good() {
+    let lab = Lab::build();
+    let property = "SELECT DATABASEPROPERTYEX('ck', 'LastGoodCheckDbTime')";
+    assert_eq!(lab.rows(property)[0][0], "1900-01-01 00:00:00.000");
+    let (errors, text) = lab.run("DBCC CHECKDB ('ck') WITH NO_INFOMSGS");
+    assert!(errors.is_empty(), "{text}");
+    let good = lab.rows(property)[0][0].clone();
+    assert!(good.starts_with("20"), "{good}");
+    let errorlog = std::fs::read_to_string(lab.dir.join("ERRORLOG")).expect("ERRORLOG");
+    let line = format!("CHECKDB for database 'ck' finished without errors on {}", &good[..19]);
+    assert!(errorlog.contains(&line), "{line} not in\n{errorlog}");
+    assert!(
+        errorlog.contains(
+            "(local time). This is an informational message only; no user action is required."
+        ),
+        "{errorlog}"
+    );
+    // Damage found: the last known good stays.
+    let (page, _, _) = lab.middle_leaf();
+    lab.change_page(page, false, |buf| buf[4000] ^= 0x5A);
+    let (errors, _) = lab.run("DBCC CHECKDB ('ck') WITH NO_INFOMSGS");
+    assert!(!errors.is_empty());
+    assert_eq!(lab.rows(property)[0][0], good);
+}

@@ -87,6 +87,7 @@ impl Database {
             filegroups,
             files: Vec::new(),
             units: Vec::new(),
+            last_known_good_ms: 0,
         };
         let primary_dir =
             planned[0].resolved.path.parent().map(Path::to_path_buf).unwrap_or_default();

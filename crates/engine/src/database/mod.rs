@@ -638,6 +638,24 @@ impl Database {
         Ok(guard.read(|buf| Box::new(*buf)))
     }
 
+    /// dbi_dbccLastKnownGood: when DBCC CHECKDB last found no error in the database (local
+    /// time); None if it never has.
+    pub fn last_known_good(&self) -> Option<chrono::NaiveDateTime> {
+        let ms = self.inner.read().boot.last_known_good_ms;
+        if ms == 0 {
+            return None;
+        }
+        chrono::DateTime::from_timestamp_millis(ms).map(|at| at.naive_utc())
+    }
+
+    /// Records that DBCC CHECKDB found no error at `at` (local time), in the boot page at once.
+    pub fn set_last_known_good(&self, at: chrono::NaiveDateTime) -> SqlResult<()> {
+        let mut inner = self.inner.write();
+        let mut boot = inner.boot.clone();
+        boot.last_known_good_ms = at.and_utc().timestamp_millis();
+        self.save_boot(&mut inner, boot)
+    }
+
     /// A page's bytes as they are on disk, read through the file's I/O backend without the
     /// checks a read into the buffer pool makes (checksum, page id, structure): DBCC CHECKDB
     /// reads a page the pool refused (824) this way, to say what is wrong with it. A page

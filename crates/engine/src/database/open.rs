@@ -32,7 +32,18 @@ impl Database {
         instance.errorlog.write(&crate::instance::current_process_info(), &starting);
         let primary_dir = primary_path.parent().map(Path::to_path_buf).unwrap_or_default();
         match Self::open_registered(instance, boot, primary_dir, handle) {
-            Ok(db) => Ok(db),
+            Ok(db) => {
+                if let Some(at) = db.last_known_good() {
+                    let text = format!(
+                        "CHECKDB for database '{}' finished without errors on {} (local time). \
+                         This is an informational message only; no user action is required.",
+                        db.name,
+                        at.format("%Y-%m-%d %H:%M:%S%.3f")
+                    );
+                    instance.errorlog.write(&crate::instance::current_process_info(), &text);
+                }
+                Ok(db)
+            }
             Err(err) => {
                 instance.unregister_database(&err.1);
                 Err(err.0)
