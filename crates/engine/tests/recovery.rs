@@ -294,11 +294,22 @@ fn pages_a_crash_left_allocated_and_unused_are_freed_by_recovery() {
         |db: &Database, page| db.allocation_status(page).unwrap().unwrap().pfs_byte & 0x40 != 0;
     let orphans = [db.allocate_page(tree.au_id).unwrap(), db.allocate_page(heap.au_id).unwrap()];
     assert!(orphans.iter().all(|p| is_allocated(&db, *p)));
+    // A page whose header makes it one of the tree's, though nothing links it (as damage to
+    // an index page could make a real leaf look): recovery does not free it.
+    let kept = db.allocate_page(tree.au_id).unwrap();
+    {
+        let key = engine::buffer::PageKey::new(db.database_id, kept);
+        let guard = db.buffer_pool().new_page(key).unwrap();
+        let mut header = engine::page::PageHeader::new(engine::page::PageType::Data, kept);
+        header.set_allocation_unit_id(tree.au_id);
+        guard.write(|buf| header.write(&mut buf[..])).unwrap();
+    }
     db.log().flush_all().unwrap();
     let db = reopen(&mut lab, db);
     for page in orphans {
         assert!(!is_allocated(&db, page), "{page} is still allocated (seed {seed})");
     }
+    assert!(is_allocated(&db, kept), "{kept}, a page of the tree, was freed (seed {seed})");
     let tree = attach(&tree);
     assert_eq!(tree.check(&db), Ok(3000), "seed {seed}");
     assert_eq!(heap.count_rows(&db).unwrap(), 100);

@@ -788,12 +788,14 @@ impl Database {
     /// After redo and undo: frees the pages that a crash left allocated to a unit but unused.
     /// A page is allocated in its own nested top action before the change that uses it (a
     /// split links a new B-tree page; a heap formats its new page), and freed in one after the
-    /// change that stops using it, so the durable log can end between the two. Such a page is
-    /// a B-tree page that no index page of its unit links (only index pages are read, not the
-    /// leaves), or a heap page with PFS fullness 0 whose header does not name the heap (never
-    /// formatted, or left over from an earlier owner). Units without a descriptor are left
-    /// alone. Returns how many pages were freed. Deviation: SQL Server undoes the allocation
-    /// with the system transaction that made it.
+    /// change that stops using it, so the durable log can end between the two. Candidates are
+    /// a B-tree's pages that no index page of its unit links (only index pages are read, not
+    /// the leaves) and a heap's pages of PFS fullness 0; of those, only a page whose header
+    /// does not make it one of the unit's pages (never formatted, or left over from an earlier
+    /// owner) is freed. So damage never costs data here: a unit whose index pages cannot be
+    /// read is left alone, and an unlinked page that is the unit's stays for CHECKDB to report
+    /// (8977). Units without a descriptor are left alone. Returns how many pages were freed.
+    /// Deviation: SQL Server undoes the allocation with the system transaction that made it.
     pub(super) fn free_unused_pages(&self) -> SqlResult<u32> {
         let _autocommit = crate::log::mtr::autocommit();
         let mut freed = 0;
@@ -804,41 +806,43 @@ impl Database {
                 .into_iter()
                 .filter(|p| p.is_allocated && !p.is_iam)
                 .collect();
-            let unused: Vec<PageId> =
+            let candidates: Vec<PageId> =
                 if let Some(tree) = crate::btree::BTree::from_descriptor(au_id, &descriptor) {
-                    let linked = tree.linked_pages(self)?;
+                    let Ok(linked) = tree.linked_pages(self) else { continue };
                     owned.iter().map(|p| p.page).filter(|p| !linked.contains(p)).collect()
                 } else if descriptor.first() == Some(&crate::heap::DESCRIPTOR_HEAP) {
-                    self.unformatted_heap_pages(au_id, &owned)?
+                    self.empty_pages(&owned)?
                 } else {
                     continue;
                 };
-            for page in unused {
-                self.free_page(au_id, page)?;
-                freed += 1;
+            for page in candidates {
+                if !self.is_page_of_unit(page, au_id) {
+                    self.free_page(au_id, page)?;
+                    freed += 1;
+                }
             }
         }
         Ok(freed)
     }
 
-    /// The heap's pages with PFS fullness 0 whose header is not one of its data pages.
-    fn unformatted_heap_pages(&self, au_id: u64, owned: &[UnitPage]) -> SqlResult<Vec<PageId>> {
-        let mut unused = Vec::new();
+    /// The pages whose PFS fullness is 0.
+    fn empty_pages(&self, owned: &[UnitPage]) -> SqlResult<Vec<PageId>> {
+        let mut empty = Vec::new();
         for unit_page in owned {
-            let page = unit_page.page;
-            let Some(status) = self.allocation_status(page)? else { continue };
-            if status.pfs_byte & pfs::FULLNESS_MASK != 0 {
-                continue;
-            }
-            let header = PageHeader::read(&self.page_copy(page)?[..]);
-            let is_its_page = header.page_id == page
-                && header.allocation_unit_id() == au_id
-                && header.page_type == PageType::Data as u8;
-            if !is_its_page {
-                unused.push(page);
+            let Some(status) = self.allocation_status(unit_page.page)? else { continue };
+            if status.pfs_byte & pfs::FULLNESS_MASK == 0 {
+                empty.push(unit_page.page);
             }
         }
-        Ok(unused)
+        Ok(empty)
+    }
+
+    /// Whether the page's header makes it a page of the unit (a page that cannot be read is
+    /// taken to be one: nothing is freed on damage's word).
+    fn is_page_of_unit(&self, page: PageId, au_id: u64) -> bool {
+        let Ok(buf) = self.page_copy(page) else { return true };
+        let header = PageHeader::read(&buf[..]);
+        header.page_id == page && header.allocation_unit_id() == au_id
     }
 
     /// Checks every allocation invariant across all maps and units, as DBCC CHECKALLOC does;
