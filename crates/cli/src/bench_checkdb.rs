@@ -6,12 +6,13 @@
 //! of the same configuration, measured in the same process (the baseline). Runs alternate
 //! between configurations and the best of `--runs` is kept, as the machine is noisy.
 
+use crate::bench_tsql::execute;
 use clap::Args;
 use engine::instance::InstanceConfig;
 use engine::record::Value;
 use engine::rng::SplitMix64;
 use std::time::Instant;
-use tsql::server::{Output, Server};
+use tsql::server::Server;
 use tsql::session::Session;
 
 #[derive(Args)]
@@ -28,21 +29,6 @@ pub struct CheckdbBench {
     /// Directory under which the run's data directory is made (default: the current one).
     #[arg(long)]
     dir: Option<std::path::PathBuf>,
-}
-
-/// Runs a batch; an error it raises is the benchmark's error.
-fn execute(session: &mut Session, sql: &str) -> Result<Vec<Vec<Value>>, String> {
-    let mut rows = Vec::new();
-    let mut error = None;
-    session.execute(sql, &mut |output| match output {
-        Output::Rows(set) => rows = set.rows,
-        Output::Error { error: e, .. } => error = Some(format!("{}: {}", e.number, e.message)),
-        _ => {}
-    });
-    match error {
-        Some(e) => Err(format!("{sql}: {e}")),
-        None => Ok(rows),
-    }
 }
 
 /// Loads `rows` rows into each table through the engine's API, 10,000 per transaction.

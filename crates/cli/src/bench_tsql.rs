@@ -58,7 +58,7 @@ pub(crate) fn progress(total: u64, what: &str) -> ProgressBar {
 }
 
 /// Runs a batch; an error is the benchmark's error.
-fn execute(session: &mut Session, sql: &str) -> Result<Vec<Vec<Value>>, String> {
+pub(crate) fn execute(session: &mut Session, sql: &str) -> Result<Vec<Vec<Value>>, String> {
     let mut rows = Vec::new();
     let mut error = None;
     session.execute(sql, &mut |output| match output {

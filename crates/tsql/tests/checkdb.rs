@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{rows, run};
+use common::{files_in, rows, run};
 use engine::instance::InstanceConfig;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tsql::server::Server;
 use tsql::session::Session;
 
@@ -111,19 +111,6 @@ impl Lab {
         }
         file.write_all_at(&buf, offset).expect("write page");
     }
-}
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("read dir") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            files.extend(files_in(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }
 
 fn count_of(errors: &[i32], number: i32) -> usize {

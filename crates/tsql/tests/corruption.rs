@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{rows, run};
+use common::{files_in, rows, run};
 use engine::instance::InstanceConfig;
 use engine::rng::SplitMix64;
 use std::os::unix::fs::FileExt;
@@ -570,17 +570,4 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).expect("copy file");
         }
     }
-}
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("read dir") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            files.extend(files_in(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }

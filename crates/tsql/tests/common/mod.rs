@@ -29,3 +29,18 @@ pub fn rows(session: &mut Session, sql: &str) -> Vec<Vec<String>> {
     });
     found
 }
+
+/// Every file under `dir`, subdirectories included.
+#[allow(dead_code)] // not every test binary that shares this module looks for files
+pub fn files_in(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            files.extend(files_in(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
