@@ -1041,6 +1041,12 @@ impl Session {
                         self.server.instance.errorlog.write_error(&self.process_info(), &logged);
                     }
                     out(Output::Message(text));
+                    // WITH SETERROR: @@ERROR is 50000 even for an informational message
+                    // (without it, 0: the statement succeeded).
+                    if options.contains(&sqlparser::ast::RaisErrorOption::SetError) {
+                        self.last_error = 50000;
+                        self.error_noted = true;
+                    }
                     return Ok(Flow::Next);
                 }
                 let error = SqlError::new(

@@ -57,3 +57,6 @@ IF @@ERROR <> 0 PRINT 'inside IF @@ERROR is ' + CAST(@@ERROR AS VARCHAR(10))
 RAISERROR ('informational', 10, 1)
 SELECT @@ERROR AS after_informational
 GO
+RAISERROR ('informational, WITH SETERROR', 10, 1) WITH SETERROR
+SELECT @@ERROR AS after_seterror
+GO
