@@ -224,6 +224,8 @@ struct Scanner<'a> {
     structure: &'a Structure<'a>,
     owners: &'a Owners,
     options: UnitOptions<'a>,
+    /// All the unit's pages the scan reads, sorted (each worker reads a share of them).
+    unit_pages: &'a [PageId],
 }
 
 /// Checks one allocation unit with up to `maxdop` workers. `owners` names every unit.
@@ -244,7 +246,7 @@ pub fn check_unit(
     pages.sort_unstable();
     let workers =
         options.maxdop.clamp(1, MAX_WORKERS).min(pages.len().div_ceil(MIN_PAGES_PER_WORKER));
-    let scanner = Scanner { db, name, structure, owners, options };
+    let scanner = Scanner { db, name, structure, owners, options, unit_pages: &pages };
     let scan = scanner.scan_in_parallel(&pages, workers)?;
     findings.extend(scan.findings);
     let mut check = UnitCheck { digests: scan.digests, ..UnitCheck::default() };
@@ -316,7 +318,8 @@ impl Scanner<'_> {
     fn scan_pages(&self, pages: &[PageId]) -> SqlResult<Scan> {
         let (db, name) = (self.db, self.name);
         let mut scan = Scan::new(self.options.logical);
-        let mut read_ahead = crate::readahead::ReadAhead::for_unit(db, name.au_id)?;
+        // The unit's plan from the page list check_unit made (not the IAM and PFS read again).
+        let mut read_ahead = crate::readahead::ReadAhead::for_pages(db, self.unit_pages);
         for &page in pages {
             if let Some(read_ahead) = &mut read_ahead {
                 // A run that holds a damaged page fails as a whole; its pages are then read one

@@ -67,11 +67,15 @@ impl ReadAhead {
             .filter(|p| p.is_allocated && !p.is_iam)
             .map(|p| p.page)
             .collect();
-        if pages.len() < MIN_UNIT_PAGES {
-            return Ok(None);
-        }
         pages.sort();
-        Ok(Some(ReadAhead::of_pages(&pages)))
+        Ok(ReadAhead::for_pages(db, &pages))
+    }
+
+    /// The plan for a unit whose allocated pages (IAM pages left out) the caller has already
+    /// listed, sorted; the same rules as [`ReadAhead::for_unit`].
+    pub fn for_pages(db: &Database, sorted: &[PageId]) -> Option<ReadAhead> {
+        let disabled = db.instance().trace_flags.is_on(TF_DISABLE_READ_AHEAD);
+        (!disabled && sorted.len() >= MIN_UNIT_PAGES).then(|| ReadAhead::of_pages(sorted))
     }
 
     fn of_pages(sorted: &[PageId]) -> ReadAhead {
