@@ -8,6 +8,11 @@ use std::sync::Arc;
 pub trait Clock: Send + Sync {
     /// Local wall-clock time, as SQL Server writes it in the errorlog.
     fn now_local(&self) -> NaiveDateTime;
+
+    /// The same instant in UTC (GETUTCDATE). A fixed clock reads the same for both.
+    fn now_utc(&self) -> NaiveDateTime {
+        self.now_local()
+    }
 }
 
 /// The system clock.
@@ -16,6 +21,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now_local(&self) -> NaiveDateTime {
         chrono::Local::now().naive_local()
+    }
+
+    fn now_utc(&self) -> NaiveDateTime {
+        chrono::Utc::now().naive_utc()
     }
 }
 

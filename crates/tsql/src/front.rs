@@ -70,6 +70,13 @@ pub enum Stmt {
     },
     /// EXEC[UTE] procedure or EXEC[UTE] (string).
     Exec(Box<crate::procs::Exec>),
+    /// INSERT [INTO] table [(columns)] EXEC[UTE] ...: the rows of the EXEC's result sets go
+    /// into the table.
+    InsertExec {
+        table: String,
+        columns: Vec<String>,
+        exec: Box<crate::procs::Exec>,
+    },
     /// THROW [number, message, state] (parsed here: sqlparser reads a following END as an
     /// argument).
     Throw(Option<Box<[sqlparser::ast::Expr; 3]>>),
@@ -213,7 +220,70 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
         kept.push(token);
     }
     insert_optional_delete_from(&mut kept, &mut removed);
+    fetch_quantity_as_placeholder(&mut kept, &mut removed);
     Ok((kept, removed))
+}
+
+/// What a FETCH count that is not a number becomes: a placeholder holding its text.
+const FETCH_MARK: &str = "FETCH ";
+
+/// `OFFSET n ROWS FETCH NEXT @n ROWS ONLY`: T-SQL's FETCH count is any expression, sqlparser's
+/// only a literal. Such a count's tokens become one placeholder holding their text, which
+/// [`fetch_quantity`] parses back into the expression. Only a FETCH right after OFFSET's ROW or
+/// ROWS is touched (a cursor's `FETCH NEXT FROM c` is not).
+fn fetch_quantity_as_placeholder(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
+    let mut at = 1;
+    while at + 2 < kept.len() {
+        let after_offset =
+            is_word(&kept[at - 1].token, "ROWS") || is_word(&kept[at - 1].token, "ROW");
+        let direction =
+            is_word(&kept[at + 1].token, "NEXT") || is_word(&kept[at + 1].token, "FIRST");
+        if !(after_offset && is_word(&kept[at].token, "FETCH") && direction) {
+            at += 1;
+            continue;
+        }
+        let start = at + 2;
+        let mut end = start;
+        let mut depth = 0usize;
+        while end < kept.len() {
+            match &kept[end].token {
+                Token::LParen => depth += 1,
+                Token::RParen => depth = depth.saturating_sub(1),
+                t if depth == 0 && (is_word(t, "ROWS") || is_word(t, "ROW")) => break,
+                _ => {}
+            }
+            end += 1;
+        }
+        let is_number = end == start + 1 && matches!(kept[start].token, Token::Number(..));
+        if end == start || end == kept.len() || is_number {
+            at = end;
+            continue;
+        }
+        let text: Vec<String> = kept[start..end].iter().map(|t| t.token.to_string()).collect();
+        let placeholder = TokenWithSpan {
+            token: Token::Placeholder(format!("{FETCH_MARK}{}", text.join(" "))),
+            span: kept[start].span,
+        };
+        let taken = end - start - 1;
+        kept.splice(start..end, [placeholder]);
+        for (position, _) in removed.iter_mut().filter(|(p, _)| *p >= end) {
+            *position -= taken;
+        }
+        at = start + 1;
+    }
+}
+
+/// The expression of a FETCH count that [`fetch_quantity_as_placeholder`] kept as text; None
+/// for any other expression.
+pub(crate) fn fetch_quantity(
+    quantity: &sqlparser::ast::Expr,
+) -> Option<Result<sqlparser::ast::Expr, SqlError>> {
+    let sqlparser::ast::Expr::Value(value) = quantity else { return None };
+    let sqlparser::ast::Value::Placeholder(text) = &value.value else { return None };
+    let text = text.strip_prefix(FETCH_MARK)?;
+    let dialect = TsqlDialect::default();
+    let parsed = Parser::new(&dialect).try_with_sql(text).and_then(|mut p| p.parse_expr());
+    Some(parsed.map_err(|_| SqlError::new(102, 15, 1, format!("Incorrect syntax near '{text}'."))))
 }
 
 /// `DELETE t WHERE ...`: T-SQL's FROM after DELETE is optional, sqlparser's is not. Where a
@@ -452,6 +522,9 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
         parser.next_token();
         return Ok(Stmt::Exec(Box::new(crate::procs::parse_exec(parser)?)));
     }
+    if is_word(&first, "INSERT") && is_insert_exec(parser) {
+        return parse_insert_exec(parser);
+    }
     if parser.index() == 0 && crate::procs::is_bare_procedure_call(parser) {
         return Ok(Stmt::Exec(Box::new(crate::procs::parse_exec(parser)?)));
     }
@@ -595,6 +668,45 @@ fn parse_compound_set(parser: &mut Parser<'_>) -> Result<Option<Stmt>, ParserErr
         right: Box::new(Expr::Nested(Box::new(right))),
     };
     Ok(Some(Stmt::SetVariable { name: variable.value, value }))
+}
+
+/// Whether the INSERT ahead is `INSERT [INTO] name [(columns)] EXEC[UTE]` (looked at without
+/// consuming anything).
+fn is_insert_exec(parser: &Parser<'_>) -> bool {
+    let mut at = 1;
+    if is_word(&parser.peek_nth_token(at).token, "INTO") {
+        at += 1;
+    }
+    if !matches!(parser.peek_nth_token(at).token, Token::Word(_)) {
+        return false;
+    }
+    at += 1;
+    while parser.peek_nth_token(at).token == Token::Period {
+        at += 2;
+    }
+    if parser.peek_nth_token(at).token == Token::LParen {
+        while !matches!(parser.peek_nth_token(at).token, Token::RParen | Token::EOF) {
+            at += 1;
+        }
+        at += 1;
+    }
+    let after = parser.peek_nth_token(at).token;
+    is_word(&after, "EXEC") || is_word(&after, "EXECUTE")
+}
+
+fn parse_insert_exec(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    parser.next_token();
+    parse_word(parser, "INTO");
+    let table = last_part(&parser.parse_object_name(false)?);
+    let columns = if parser.peek_token().token == Token::LParen {
+        parser.parse_parenthesized_column_list(sqlparser::parser::IsOptional::Mandatory, false)?
+    } else {
+        Vec::new()
+    };
+    parser.next_token();
+    let exec = crate::procs::parse_exec(parser)?;
+    let columns = columns.into_iter().map(|c| c.value).collect();
+    Ok(Stmt::InsertExec { table, columns, exec: Box::new(exec) })
 }
 
 pub(crate) fn parse_word(parser: &mut Parser<'_>, word: &str) -> bool {

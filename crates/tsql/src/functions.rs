@@ -259,6 +259,7 @@ fn date_part(name: &str) -> Option<&'static str> {
         "day" | "dd" | "d" => "day",
         "week" | "wk" | "ww" => "week",
         "weekday" | "dw" => "weekday",
+        "iso_week" | "isowk" | "isoww" => "iso_week",
         "hour" | "hh" => "hour",
         "minute" | "mi" | "n" => "minute",
         "second" | "ss" | "s" => "second",
@@ -327,6 +328,19 @@ fn add_months(at: NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
 
 /// DATEDIFF counts boundaries crossed, as SQL Server does.
 fn date_diff(part: &str, from: &Value, to: &Value) -> Result<Value> {
+    let diff = date_diff_count(part, "datediff", from, to)?;
+    i32::try_from(diff).map(Value::Int).map_err(|_| {
+        SqlError::new(
+            535,
+            16,
+            0,
+            "The datediff function resulted in an overflow. The number of dateparts separating two date/time instances is too large. Try to use datediff with a less precise datepart.",
+        )
+    })
+}
+
+/// DATEDIFF's count of part boundaries crossed from `from` to `to`.
+fn date_diff_count(part: &str, function: &str, from: &Value, to: &Value) -> Result<i64> {
     let (a, b) = (temporal_arg(from)?, temporal_arg(to)?);
     let (x, y) = (naive_of(&a).expect("temporal"), naive_of(&b).expect("temporal"));
     let ticks = |t: &NaiveDateTime| -> i128 {
@@ -337,7 +351,7 @@ fn date_diff(part: &str, from: &Value, to: &Value) -> Result<Value> {
     };
     let per = |unit: i128| (ticks(&y).div_euclid(unit) - ticks(&x).div_euclid(unit)) as i64;
     let months = |t: &NaiveDateTime| i64::from(t.year()) * 12 + i64::from(t.month0());
-    let diff = match date_part(part).ok_or_else(|| bad_date_part("datediff", part))? {
+    let diff = match date_part(part).ok_or_else(|| bad_date_part(function, part))? {
         "year" => i64::from(y.year() - x.year()),
         "quarter" => months(&y) / 3 - months(&x) / 3,
         "month" => months(&y) - months(&x),
@@ -354,25 +368,139 @@ fn date_diff(part: &str, from: &Value, to: &Value) -> Result<Value> {
         "microsecond" => per(10),
         _ => per(1) * 100,
     };
-    i32::try_from(diff).map(Value::Int).map_err(|_| {
-        SqlError::new(
-            535,
-            16,
-            0,
-            "The datediff function resulted in an overflow. The number of dateparts separating two date/time instances is too large. Try to use datediff with a less precise datepart.",
-        )
-    })
+    Ok(diff)
+}
+
+/// Msg 289: DATEFROMPARTS and its kin given a part out of range.
+fn cannot_construct(type_name: &str) -> SqlError {
+    SqlError::new(
+        289,
+        16,
+        1,
+        format!(
+            "Cannot construct data type {type_name}, some of the arguments have values which are not valid."
+        ),
+    )
+}
+
+/// DATEFROMPARTS(year, month, day) and DATETIMEFROMPARTS(year, month, day, hour, minute,
+/// seconds, milliseconds): NULL if any part is NULL, 289 if the parts make no valid value.
+fn from_parts(function: &str, args: &[Value]) -> Result<Value> {
+    let (type_name, like) = match function {
+        "DATEFROMPARTS" => ("date", Value::Date(0)),
+        _ => ("datetime", Value::DateTime(0, 0)),
+    };
+    let mut parts = Vec::with_capacity(args.len());
+    for arg in args {
+        match arg {
+            Value::Null => return Ok(Value::Null),
+            other => parts.push(int_arg(other)?),
+        }
+    }
+    let part = |i: usize| parts.get(i).copied().unwrap_or(0);
+    let u32_part = |i: usize| u32::try_from(part(i)).ok();
+    let date = i32::try_from(part(0))
+        .ok()
+        .zip(u32_part(1).zip(u32_part(2)))
+        .and_then(|(y, (m, d))| NaiveDate::from_ymd_opt(y, m, d));
+    let time = u32_part(3).zip(u32_part(4)).zip(u32_part(5).zip(u32_part(6))).and_then(
+        |((h, mi), (sec, ms))| {
+            if ms > 999 { None } else { NaiveTime::from_hms_milli_opt(h, mi, sec, ms) }
+        },
+    );
+    let at = date.zip(time).map(|(d, t)| d.and_time(t));
+    at.and_then(|at| within_range(&like, at))
+        .map(|at| temporal_like(&like, at))
+        .ok_or_else(|| cannot_construct(type_name))
+}
+
+/// EOMONTH(date [, months to add]): the last day of that month, as a date.
+fn end_of_month(args: &[Value]) -> Result<Value> {
+    if args.iter().any(|a| matches!(a, Value::Null)) {
+        return Ok(Value::Null);
+    }
+    let at = naive_of(&temporal_arg(&args[0])?).expect("temporal");
+    let months = match args.get(1) {
+        Some(n) => int_arg(n)?,
+        None => 0,
+    };
+    let first = at.date().with_day(1).expect("day 1").and_hms_opt(0, 0, 0).expect("midnight");
+    let next = add_months(first, months + 1).ok_or_else(|| date_overflow(&Value::Date(0)))?;
+    let last = next - Duration::days(1);
+    within_range(&Value::Date(0), last)
+        .map(|last| temporal_like(&Value::Date(0), last))
+        .ok_or_else(|| date_overflow(&Value::Date(0)))
+}
+
+/// ISDATE(text): 1 if the text converts to a datetime (1753-01-01 to 9999-12-31).
+fn is_date(value: &Value) -> Value {
+    let valid = match value {
+        Value::Text(text) => {
+            parse_datetime(text).and_then(|at| within_range(&Value::DateTime(0, 0), at)).is_some()
+        }
+        Value::Date(_) | Value::DateTime(..) | Value::DateTime2(..) => true,
+        _ => false,
+    };
+    Value::Int(i32::from(valid))
+}
+
+/// The trigonometric and logarithm built-ins of one float argument (two for ATN2).
+fn float_function(upper: &str, args: &[Value]) -> Result<Value> {
+    let f = |i: usize| args.get(i).and_then(as_f64).unwrap_or(f64::NAN);
+    let result = match upper {
+        "LOG10" => f(0).log10(),
+        "SIN" => f(0).sin(),
+        "COS" => f(0).cos(),
+        "TAN" => f(0).tan(),
+        "COT" => 1.0 / f(0).tan(),
+        "ASIN" => f(0).asin(),
+        "ACOS" => f(0).acos(),
+        "ATAN" => f(0).atan(),
+        "ATN2" => f(0).atan2(f(1)),
+        _ => return Err(invalid_arg(upper)),
+    };
+    finite(result)
+}
+
+/// SQL Server has no NaN or infinity to return: 3623 instead.
+fn finite(result: f64) -> Result<Value> {
+    if !result.is_finite() {
+        return Err(SqlError::new(3623, 16, 1, "An invalid floating point operation occurred."));
+    }
+    Ok(Value::Float(result))
 }
 
 fn date_part_value(part: &str, value: &Value) -> Result<Value> {
+    date_part_number(part, "datepart", value).map(Value::Int)
+}
+
+/// DATENAME: the month's and the weekday's English names (us_english), any other part as
+/// DATEPART's number in text.
+fn date_name(part: &str, value: &Value) -> Result<Value> {
     let at = naive_of(&temporal_arg(value)?).expect("temporal");
-    let n = match date_part(part).ok_or_else(|| bad_date_part("datepart", part))? {
+    let name = match date_part(part).ok_or_else(|| bad_date_part("datename", part))? {
+        "month" => at.format("%B").to_string(),
+        "weekday" => at.format("%A").to_string(),
+        _ => date_part_number(part, "datename", value)?.to_string(),
+    };
+    Ok(Value::Text(name))
+}
+
+fn date_part_number(part: &str, function: &str, value: &Value) -> Result<i32> {
+    let at = naive_of(&temporal_arg(value)?).expect("temporal");
+    let n = match date_part(part).ok_or_else(|| bad_date_part(function, part))? {
         "year" => at.year(),
         "quarter" => (at.month0() / 3 + 1) as i32,
         "month" => at.month() as i32,
         "dayofyear" => at.ordinal() as i32,
         "day" => at.day() as i32,
-        "week" => at.iso_week().week() as i32,
+        // Weeks start on Sunday (SET DATEFIRST 7), and week 1 holds January 1st.
+        "week" => {
+            let january_1st = at.date().with_ordinal(1).expect("day 1 of the year");
+            let offset = january_1st.weekday().num_days_from_sunday();
+            ((at.ordinal0() + offset) / 7 + 1) as i32
+        }
+        "iso_week" => at.iso_week().week() as i32,
         "weekday" => at.weekday().num_days_from_sunday() as i32 + 1,
         "hour" => at.hour() as i32,
         "minute" => at.minute() as i32,
@@ -381,7 +509,7 @@ fn date_part_value(part: &str, value: &Value) -> Result<Value> {
         "microsecond" => (at.nanosecond() / 1000) as i32,
         _ => at.nanosecond() as i32,
     };
-    Ok(Value::Int(n))
+    Ok(n)
 }
 
 /// A character's uppercase when that is one character: SQL Server's UPPER keeps a string's
@@ -463,21 +591,35 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
             }
         }),
         "DATALENGTH" => arg_count(&upper, args, 1, 1).map(|()| datalength(&args[0])),
-        "UPPER" | "LOWER" | "LTRIM" | "RTRIM" | "TRIM" | "REVERSE" => arg_count(&upper, args, 1, 1)
-            .map(|()| {
-                if nulls {
-                    return Value::Null;
-                }
-                let text = text_arg(&args[0]);
-                Value::Text(match upper.as_str() {
-                    "UPPER" => text.chars().map(upper_char).collect(),
-                    "LOWER" => text.chars().map(lower_char).collect(),
-                    "LTRIM" => text.trim_start_matches(' ').to_string(),
-                    "RTRIM" => text.trim_end_matches(' ').to_string(),
-                    "TRIM" => text.trim_matches(' ').to_string(),
-                    _ => text.chars().rev().collect(),
-                })
-            }),
+        "UPPER" | "LOWER" | "REVERSE" => arg_count(&upper, args, 1, 1).map(|()| {
+            if nulls {
+                return Value::Null;
+            }
+            let text = text_arg(&args[0]);
+            Value::Text(match upper.as_str() {
+                "UPPER" => text.chars().map(upper_char).collect(),
+                "LOWER" => text.chars().map(lower_char).collect(),
+                _ => text.chars().rev().collect(),
+            })
+        }),
+        // LTRIM(text [, characters]), RTRIM and TRIM (TRIM([LEADING | TRAILING | BOTH]
+        // [characters FROM] text) comes here with its characters second): spaces by default.
+        "LTRIM" | "RTRIM" | "TRIM" => arg_count(&upper, args, 1, 2).map(|()| {
+            if nulls {
+                return Value::Null;
+            }
+            let text = text_arg(&args[0]);
+            let characters: Vec<char> = match args.get(1) {
+                Some(set) => text_arg(set).chars().collect(),
+                None => vec![' '],
+            };
+            let trimmed = match upper.as_str() {
+                "LTRIM" => text.trim_start_matches(&characters[..]),
+                "RTRIM" => text.trim_end_matches(&characters[..]),
+                _ => text.trim_matches(&characters[..]),
+            };
+            Value::Text(trimmed.to_string())
+        }),
         "LEFT" | "RIGHT" => arg_count(&upper, args, 2, 2).and_then(|()| {
             if nulls {
                 return Ok(Value::Null);
@@ -606,6 +748,8 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
                     "SQRT" => f(0).sqrt(),
                     "SQUARE" => f(0) * f(0),
                     "POWER" => f(0).powf(f(1)),
+                    // LOG(x, base): the logarithm in that base.
+                    "LOG" if args.len() == 2 => f(0).ln() / f(1).ln(),
                     "LOG" => f(0).ln(),
                     _ => f(0).exp(),
                 };
@@ -664,7 +808,39 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
             }
             date_part_value(&upper, &args[0])
         }),
-        _ => return None,
+        "DATEDIFF_BIG" => arg_count(&upper, args, 3, 3).and_then(|()| {
+            if matches!(args[1], Value::Null) || matches!(args[2], Value::Null) {
+                return Ok(Value::Null);
+            }
+            date_diff_count(&text_arg(&args[0]), "datediff_big", &args[1], &args[2])
+                .map(Value::BigInt)
+        }),
+        "DATENAME" => arg_count(&upper, args, 2, 2).and_then(|()| {
+            if matches!(args[1], Value::Null) {
+                return Ok(Value::Null);
+            }
+            date_name(&text_arg(&args[0]), &args[1])
+        }),
+        "DATEFROMPARTS" => arg_count(&upper, args, 3, 3).and_then(|()| from_parts(&upper, args)),
+        "DATETIMEFROMPARTS" => {
+            arg_count(&upper, args, 7, 7).and_then(|()| from_parts(&upper, args))
+        }
+        "EOMONTH" => arg_count(&upper, args, 1, 2).and_then(|()| end_of_month(args)),
+        "ISDATE" => arg_count(&upper, args, 1, 1).map(|()| is_date(&args[0])),
+        "PI" => arg_count(&upper, args, 0, 0).map(|()| Value::Float(std::f64::consts::PI)),
+        "DEGREES" | "RADIANS" => arg_count(&upper, args, 1, 1).and_then(|()| {
+            if nulls {
+                return Ok(Value::Null);
+            }
+            let x = as_f64(&args[0]).ok_or_else(|| invalid_arg(&upper))?;
+            finite(if upper == "DEGREES" { x.to_degrees() } else { x.to_radians() })
+        }),
+        "LOG10" | "SIN" | "COS" | "TAN" | "COT" | "ASIN" | "ACOS" | "ATAN" | "ATN2" => {
+            let count = if upper == "ATN2" { 2 } else { 1 };
+            arg_count(&upper, args, count, count)
+                .and_then(|()| if nulls { Ok(Value::Null) } else { float_function(&upper, args) })
+        }
+        _ => return crate::strings::call(&upper, args),
     };
     Some(result)
 }

@@ -35,6 +35,7 @@ pub mod query;
 pub mod server;
 pub mod session;
 pub mod sqlcmd;
+pub mod strings;
 pub mod sysprocs;
 pub mod sysviews;
 pub mod value;

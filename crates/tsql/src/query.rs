@@ -133,7 +133,7 @@ fn ident_text(ident: &sqlparser::ast::Ident) -> String {
 fn is_aggregate(name: &str) -> bool {
     matches!(
         name.to_ascii_uppercase().as_str(),
-        "COUNT" | "SUM" | "AVG" | "MIN" | "MAX" | "COUNT_BIG" | "STDEV" | "VAR"
+        "COUNT" | "SUM" | "AVG" | "MIN" | "MAX" | "COUNT_BIG" | "STDEV" | "VAR" | "STRING_AGG"
     )
 }
 
@@ -332,6 +332,7 @@ impl Session {
                         })
                     }
                     UnaryOperator::Plus => Ok(v),
+                    UnaryOperator::BitwiseNot => value::bitwise('~', &v, None),
                     UnaryOperator::Not => Ok(match v {
                         Value::Null => Value::Null,
                         other => Value::Bit(!is_true(&other)),
@@ -340,6 +341,19 @@ impl Session {
                 }
             }
             Expr::BinaryOp { left, op, right } => self.binary(left, op, right, env),
+            Expr::Trim { trim_where, trim_what, expr, trim_characters: None } => {
+                let text = self.eval(expr, env)?;
+                let characters = match trim_what {
+                    Some(what) => self.eval(what, env)?,
+                    None => Value::Text(" ".into()),
+                };
+                let side = match trim_where {
+                    Some(sqlparser::ast::TrimWhereField::Leading) => "LTRIM",
+                    Some(sqlparser::ast::TrimWhereField::Trailing) => "RTRIM",
+                    _ => "TRIM",
+                };
+                functions::call(side, &[text, characters]).expect("a trim built-in")
+            }
             Expr::IsNull(e) => Ok(Value::Bit(matches!(self.eval(e, env)?, Value::Null))),
             Expr::IsNotNull(e) => Ok(Value::Bit(!matches!(self.eval(e, env)?, Value::Null))),
             Expr::Between { expr, negated, low, high } => {
@@ -508,6 +522,15 @@ impl Session {
                 if let Some(a) = arith {
                     return value::arith(a, &l, &r);
                 }
+                let bitwise = match op {
+                    BinaryOperator::BitwiseAnd => Some('&'),
+                    BinaryOperator::BitwiseOr => Some('|'),
+                    BinaryOperator::BitwiseXor => Some('^'),
+                    _ => None,
+                };
+                if let Some(bitwise) = bitwise {
+                    return value::bitwise(bitwise, &l, Some(&r));
+                }
                 if matches!(op, BinaryOperator::StringConcat) {
                     return value::arith(
                         Arith::Add,
@@ -582,8 +605,10 @@ impl Session {
             ));
         }
         // Date parts are bare words, not columns.
-        let first_is_word =
-            matches!(upper.as_str(), "DATEADD" | "DATEDIFF" | "DATEPART" | "DATENAME");
+        let first_is_word = matches!(
+            upper.as_str(),
+            "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEPART" | "DATENAME"
+        );
         let mut args = Vec::with_capacity(raw.len());
         for (i, arg) in raw.iter().enumerate() {
             match arg {
@@ -627,6 +652,9 @@ impl Session {
         let Some(FunctionArgExpr::Expr(arg)) = args.first() else {
             return Err(not_supported(name));
         };
+        if upper == "STRING_AGG" {
+            return self.string_agg(f, arg, &args, group, env);
+        }
         let mut values = Vec::with_capacity(group.len());
         for row in group {
             let row_env = Env { cols: env.cols, row, group: None, outer: env.outer };
@@ -741,6 +769,106 @@ impl Session {
             },
             None => &[],
         };
+        let window = self.offset_fetch(query, outer)?;
+        let mut result = self.run_ordered_body(query, outer, order_exprs)?;
+        if let Some((offset, fetch)) = window {
+            let skipped = usize::try_from(offset).unwrap_or(usize::MAX).min(result.rows.len());
+            result.rows.drain(..skipped);
+            result.rows.truncate(usize::try_from(fetch).unwrap_or(usize::MAX));
+        }
+        Ok(result)
+    }
+
+    /// `ORDER BY ... OFFSET n ROWS [FETCH {FIRST | NEXT} m ROWS ONLY]`: the rows to skip and
+    /// the most to return, None without OFFSET. SQL Server's rules: OFFSET needs an ORDER BY,
+    /// FETCH needs OFFSET, neither goes with TOP in the same query, the offset may be 0 but
+    /// not negative, and a FETCH count must be at least 1.
+    fn offset_fetch(&self, query: &Query, outer: Option<&Env<'_>>) -> Result<Option<(u64, u64)>> {
+        use sqlparser::ast::LimitClause;
+        let offset = match &query.limit_clause {
+            None => None,
+            Some(LimitClause::LimitOffset { limit: None, offset: Some(offset), limit_by })
+                if limit_by.is_empty() =>
+            {
+                Some(&offset.value)
+            }
+            Some(LimitClause::LimitOffset { limit: Some(_), .. })
+            | Some(LimitClause::OffsetCommaLimit { .. }) => {
+                return Err(SqlError::new(102, 15, 1, "Incorrect syntax near 'LIMIT'."));
+            }
+            Some(_) => return Err(SqlError::new(102, 15, 1, "Incorrect syntax near 'OFFSET'.")),
+        };
+        let Some(offset) = offset else {
+            return match &query.fetch {
+                None => Ok(None),
+                // FETCH without OFFSET: the parser reads FETCH as the cursor statement's.
+                Some(_) => Err(SqlError::new(
+                    153,
+                    15,
+                    2,
+                    "Invalid usage of the option NEXT in the FETCH statement.",
+                )),
+            };
+        };
+        if query.order_by.is_none() {
+            return Err(SqlError::new(102, 15, 1, "Incorrect syntax near 'OFFSET'."));
+        }
+        if let SetExpr::Select(select) = query.body.as_ref()
+            && select.top.is_some()
+        {
+            return Err(SqlError::new(
+                10741,
+                15,
+                2,
+                "A TOP can not be used in the same query or sub-query as a OFFSET.",
+            ));
+        }
+        let empty = Env::empty();
+        let env = outer.unwrap_or(&empty);
+        let count = |expr: &Expr| -> Result<Option<i64>> {
+            let value = match crate::front::fetch_quantity(expr) {
+                Some(parsed) => self.eval(&parsed?, env)?,
+                None => self.eval(expr, env)?,
+            };
+            Ok(value::as_i64(&convert(&value, SqlType::BigInt)?))
+        };
+        let skip = match count(offset)? {
+            Some(n) if n >= 0 => n as u64,
+            _ => {
+                return Err(SqlError::new(
+                    10742,
+                    15,
+                    1,
+                    "The offset specified in a OFFSET clause may not be negative.",
+                ));
+            }
+        };
+        let Some(fetch) = &query.fetch else { return Ok(Some((skip, u64::MAX))) };
+        if fetch.with_ties || fetch.percent {
+            let near = if fetch.percent { "PERCENT" } else { "WITH" };
+            return Err(SqlError::new(102, 15, 1, format!("Incorrect syntax near '{near}'.")));
+        }
+        let most = match fetch.quantity.as_ref().map(count).transpose()?.flatten() {
+            Some(n) if n >= 1 => n as u64,
+            _ => {
+                return Err(SqlError::new(
+                    10744,
+                    15,
+                    1,
+                    "The number of rows provided for a FETCH clause must be greater then zero.",
+                ));
+            }
+        };
+        Ok(Some((skip, most)))
+    }
+
+    /// The query's rows, ordered by its ORDER BY.
+    fn run_ordered_body(
+        &self,
+        query: &Query,
+        outer: Option<&Env<'_>>,
+        order_exprs: &[sqlparser::ast::OrderByExpr],
+    ) -> Result<QueryResult> {
         if let SetExpr::Select(select) = query.body.as_ref() {
             return self.run_select(select, outer, order_exprs);
         }
@@ -1329,6 +1457,52 @@ impl Session {
             Expr::Function(f) => self.function_type(f, cols),
             _ => None,
         }
+    }
+
+    /// STRING_AGG(expression, separator) [WITHIN GROUP (ORDER BY ...)]: the group's non-NULL
+    /// values as text, joined by the separator, in the WITHIN GROUP order (else the group's);
+    /// NULL when every value is NULL.
+    fn string_agg(
+        &self,
+        f: &sqlparser::ast::Function,
+        arg: &Expr,
+        args: &[FunctionArgExpr],
+        group: &[Vec<Value>],
+        env: &Env<'_>,
+    ) -> Result<Value> {
+        let [_, FunctionArgExpr::Expr(separator)] = args else {
+            return Err(SqlError::new(
+                174,
+                15,
+                1,
+                "The STRING_AGG function requires 2 argument(s).",
+            ));
+        };
+        let separator = value::display(&self.eval(separator, env)?);
+        let descending: Vec<bool> = f
+            .within_group
+            .iter()
+            .map(|e| matches!(e.options.sort, Some(sqlparser::ast::OrderBySort::Desc)))
+            .collect();
+        let mut keyed = Vec::with_capacity(group.len());
+        for row in group {
+            let row_env = Env { cols: env.cols, row, group: None, outer: env.outer };
+            let v = self.eval(arg, &row_env)?;
+            if matches!(v, Value::Null) {
+                continue;
+            }
+            let mut keys = Vec::with_capacity(f.within_group.len());
+            for e in &f.within_group {
+                keys.push(self.eval(&e.expr, &row_env)?);
+            }
+            keyed.push((keys, value::display(&v)));
+        }
+        if keyed.is_empty() {
+            return Ok(Value::Null);
+        }
+        keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, &descending));
+        let parts: Vec<String> = keyed.into_iter().map(|(_, text)| text).collect();
+        Ok(Value::Text(parts.join(&separator)))
     }
 
     /// The result type of the functions whose type SQL Server fixes without looking at

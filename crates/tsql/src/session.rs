@@ -126,6 +126,18 @@ pub enum TransactionEvent {
     RolledBack(u64),
 }
 
+/// Where an INSERT's rows go ([`Session::insert_target`]).
+struct InsertTarget {
+    table: Arc<engine::catalog::Table>,
+    /// The table's column index of each value of a source row.
+    positions: Vec<usize>,
+    defaults: Vec<Option<Expr>>,
+    explicit_identity: bool,
+    identity_position: Option<usize>,
+    /// Whether the INSERT named its columns (a count mismatch is then 109/110, else 213).
+    column_list: bool,
+}
+
 pub struct Session {
     pub server: Arc<Server>,
     pub spid: u16,
@@ -134,6 +146,8 @@ pub struct Session {
     pub(crate) variables: BTreeMap<String, (SqlType, Value)>,
     /// @@NESTLEVEL: procedures and dynamic SQL running one inside another.
     pub(crate) nest_level: u32,
+    /// INSERT ... EXEC statements running (8164 when one would start inside another).
+    insert_exec_depth: u32,
     /// The procedure (or None for dynamic SQL) at each nesting level.
     pub(crate) module_stack: Vec<Option<String>>,
     /// The RETURN status of the procedure that ran last.
@@ -242,6 +256,7 @@ impl Session {
             db,
             variables: BTreeMap::new(),
             nest_level: 0,
+            insert_exec_depth: 0,
             module_stack: Vec::new(),
             return_status: 0,
             try_depth: 0,
@@ -759,6 +774,9 @@ impl Session {
                 self.run_drop_procedure(names, *if_exists, line)
             }
             Stmt::Exec(exec) => self.run_exec(exec, line, out),
+            Stmt::InsertExec { table, columns, exec } => {
+                self.run_insert_exec(table, columns, exec, line, out)
+            }
             Stmt::Throw(arguments) => self.run_throw(arguments.as_deref(), line),
             Stmt::Dbcc(dbcc) => self.run_dbcc(dbcc, line, out),
             Stmt::Hinted { hints, statement } => {
@@ -1310,6 +1328,40 @@ impl Session {
             "GETDATE" | "CURRENT_TIMESTAMP" | "SYSDATETIME" if args.is_empty() => {
                 Ok(functions::current_time(name, self.server.instance.clock.now_local()))
             }
+            "GETUTCDATE" if args.is_empty() => {
+                Ok(functions::current_time("GETDATE", self.server.instance.clock.now_utc()))
+            }
+            "SYSUTCDATETIME" if args.is_empty() => {
+                Ok(functions::current_time("SYSDATETIME", self.server.instance.clock.now_utc()))
+            }
+            // One schema (dbo, id 1) and one login (sa, mapped to dbo) exist.
+            "SCHEMA_NAME" => Ok(match args.first() {
+                None => Value::Text("dbo".into()),
+                Some(id) if value::as_i64(id) == Some(1) => Value::Text("dbo".into()),
+                Some(_) => Value::Null,
+            }),
+            "SCHEMA_ID" => Ok(match args.first() {
+                None => Value::Int(1),
+                Some(name) if value::display(name).eq_ignore_ascii_case("dbo") => Value::Int(1),
+                Some(_) => Value::Null,
+            }),
+            "SUSER_SNAME" | "SUSER_NAME" | "ORIGINAL_LOGIN" if args.is_empty() => {
+                Ok(Value::Text("sa".into()))
+            }
+            "USER_NAME" | "CURRENT_USER" | "SESSION_USER" | "USER" if args.is_empty() => {
+                Ok(Value::Text("dbo".into()))
+            }
+            "HOST_NAME" | "APP_NAME" if args.is_empty() => {
+                let sessions = self.server.sessions.lock();
+                let info = sessions.get(&self.spid);
+                Ok(match (name, info) {
+                    ("HOST_NAME", Some(info)) => {
+                        info.host_name.clone().map_or(Value::Null, Value::Text)
+                    }
+                    ("APP_NAME", Some(info)) => Value::Text(info.program_name.clone()),
+                    _ => Value::Null,
+                })
+            }
             "NEWID" if args.is_empty() => Ok(Value::Guid(self.rng.borrow_mut().guid())),
             "SCOPE_IDENTITY" => Ok(self.last_identity.get().map_or(Value::Null, Value::BigInt)),
             "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
@@ -1674,12 +1726,37 @@ impl Session {
                 "INSERT into a table function is not supported.",
             ));
         };
-        let table = self.table(&last_part(name))?;
+        let columns: Vec<String> = insert.columns.iter().map(|c| last_part(c)).collect();
+        let target = self.insert_target(&last_part(name), &columns)?;
+        let source_rows: Vec<Vec<Value>> = match &insert.source {
+            None => vec![Vec::new()],
+            Some(query) => match query.body.as_ref() {
+                SetExpr::Values(values) => {
+                    let mut rows = Vec::new();
+                    for row in &values.rows {
+                        let mut out = Vec::new();
+                        for e in &row.content {
+                            out.push(self.eval(e, &Env::empty())?);
+                        }
+                        rows.push(out);
+                    }
+                    rows
+                }
+                _ => self.run_query(query, None)?.rows,
+            },
+        };
+        self.insert_rows(&target, source_rows, insert.source.is_some())
+    }
+
+    /// An INSERT's table, locked IX, and the places of the columns it names (or of every
+    /// column but the identity when it names none).
+    fn insert_target(&mut self, name: &str, columns: &[String]) -> Result<InsertTarget> {
+        let table = self.table(name)?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let defaults = Self::default_exprs(&table)?;
         let explicit_identity = self.identity_insert_on(&table);
         let identity_position = table.columns.iter().position(|c| c.identity.is_some());
-        let positions: Vec<usize> = if insert.columns.is_empty() {
+        let positions: Vec<usize> = if columns.is_empty() {
             if explicit_identity {
                 return Err(SqlError::new(
                     8101,
@@ -1694,9 +1771,8 @@ impl Session {
             (0..table.columns.len()).filter(|p| table.columns[*p].identity.is_none()).collect()
         } else {
             let mut positions = Vec::new();
-            for c in &insert.columns {
-                let c = last_part(c);
-                let p = table.column_index(&c).ok_or_else(|| {
+            for c in columns {
+                let p = table.column_index(c).ok_or_else(|| {
                     SqlError::new(207, 16, 1, format!("Invalid column name '{c}'."))
                 })?;
                 if table.columns[p].identity.is_some() && !explicit_identity {
@@ -1717,27 +1793,30 @@ impl Session {
             }
             positions
         };
-        let source_rows: Vec<Vec<Value>> = match &insert.source {
-            None => vec![Vec::new()],
-            Some(query) => match query.body.as_ref() {
-                SetExpr::Values(values) => {
-                    let mut rows = Vec::new();
-                    for row in &values.rows {
-                        let mut out = Vec::new();
-                        for e in &row.content {
-                            out.push(self.eval(e, &Env::empty())?);
-                        }
-                        rows.push(out);
-                    }
-                    rows
-                }
-                _ => self.run_query(query, None)?.rows,
-            },
-        };
+        Ok(InsertTarget {
+            table,
+            positions,
+            defaults,
+            explicit_identity,
+            identity_position,
+            column_list: !columns.is_empty(),
+        })
+    }
+
+    /// Inserts `source_rows` (each holding the target's named columns, in order) into the
+    /// target; `has_source` is false for DEFAULT VALUES.
+    fn insert_rows(
+        &mut self,
+        target: &InsertTarget,
+        source_rows: Vec<Vec<Value>>,
+        has_source: bool,
+    ) -> Result<u64> {
+        let table = &target.table;
+        let positions = &target.positions;
         let mut count = 0;
         for values in source_rows {
             self.check_cancel()?;
-            if insert.source.is_some() && values.len() != positions.len() {
+            if has_source && values.len() != positions.len() {
                 let error = if values.len() > positions.len() {
                     SqlError::new(
                         110,
@@ -1753,25 +1832,25 @@ impl Session {
                         "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
                     )
                 };
-                return Err(if insert.columns.is_empty() {
+                return Err(if target.column_list {
+                    error
+                } else {
                     SqlError::new(
                         213,
                         16,
                         1,
                         "Column name or number of supplied values does not match table definition.",
                     )
-                } else {
-                    error
                 });
             }
             let mut given: Vec<Option<Value>> = vec![None; table.columns.len()];
             for (p, v) in positions.iter().zip(values) {
                 given[*p] = Some(v);
             }
-            let row = self.complete_row(&table, given, &defaults, "INSERT")?;
+            let row = self.complete_row(table, given, &target.defaults, "INSERT")?;
             table.insert(&self.db, &row)?;
-            if explicit_identity
-                && let Some(value) = identity_position.and_then(|i| value::as_i64(&row[i]))
+            if target.explicit_identity
+                && let Some(value) = target.identity_position.and_then(|i| value::as_i64(&row[i]))
             {
                 table.note_identity_value(value);
                 self.last_identity.set(Some(value));
@@ -1779,6 +1858,44 @@ impl Session {
             count += 1;
         }
         Ok(count)
+    }
+
+    /// INSERT [INTO] table [(columns)] EXEC ...: the EXEC runs first, its result sets kept
+    /// rather than sent (its messages and errors still go out), then their rows are inserted
+    /// as one statement. A result set whose width does not fit the column list is 213.
+    ///
+    /// Deviation: SQL Server runs the EXEC inside the INSERT's statement transaction, so an
+    /// INSERT that fails also undoes what the procedure changed; here the procedure's own
+    /// statements stand on their own, and only the INSERT is undone.
+    pub(crate) fn run_insert_exec(
+        &mut self,
+        table: &str,
+        columns: &[String],
+        exec: &crate::procs::Exec,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        if self.insert_exec_depth > 0 {
+            let error = SqlError::new(8164, 16, 1, "An INSERT EXEC statement cannot be nested.");
+            return Err(self.fail(error, line));
+        }
+        // The table and columns are checked before the EXEC runs, as SQL Server compiles them.
+        self.atomic(line, |s| s.insert_target(table, columns).map(|_| ()))?;
+        let mut captured: Vec<Vec<Value>> = Vec::new();
+        self.insert_exec_depth += 1;
+        let ran = self.run_exec(exec, line, &mut |output| match output {
+            Output::Rows(result) => captured.extend(result.rows),
+            Output::RowCount(_) => {}
+            other => out(other),
+        });
+        self.insert_exec_depth -= 1;
+        ran?;
+        let n = self.atomic(line, |s| {
+            let target = s.insert_target(table, columns)?;
+            s.insert_rows(&target, captured, true)
+        })?;
+        self.rows_affected(n, out);
+        Ok(Flow::Next)
     }
 
     /// The rows of a table that a WHERE clause selects, with their locators.

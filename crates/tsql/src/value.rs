@@ -124,6 +124,58 @@ fn rank(value: &Value) -> u8 {
     }
 }
 
+/// The bitwise operators of T-SQL: `&`, `|`, `^` (`op`) on two integer values, or `~` on one
+/// (`right` None). The result has the wider operand's type (bit < tinyint < smallint < int <
+/// bigint); any other type is 402, as in SQL Server (which also takes binary operands: not
+/// here).
+pub fn bitwise(op: char, left: &Value, right: Option<&Value>) -> Result<Value> {
+    if matches!(left, Value::Null) || matches!(right, Some(Value::Null)) {
+        return Ok(Value::Null);
+    }
+    let incompatible = |a: &Value, b: &Value| {
+        SqlError::new(
+            402,
+            16,
+            1,
+            format!(
+                "The data types {} and {} are incompatible in the '{op}' operator.",
+                type_name(a),
+                type_name(b)
+            ),
+        )
+    };
+    let integer = |v: &Value| (1..=5).contains(&rank(v));
+    let widest = match right {
+        Some(r) if !integer(left) || !integer(r) => return Err(incompatible(left, r)),
+        Some(r) if rank(r) > rank(left) => r,
+        Some(_) => left,
+        None if !integer(left) => {
+            return Err(SqlError::new(
+                8117,
+                16,
+                1,
+                format!("Operand data type {} is invalid for '~' operator.", type_name(left)),
+            ));
+        }
+        None => left,
+    };
+    let a = as_i64(left).expect("an integer");
+    let b = right.and_then(as_i64).unwrap_or(0);
+    let result = match op {
+        '&' => a & b,
+        '|' => a | b,
+        '^' => a ^ b,
+        _ => !a,
+    };
+    Ok(match widest {
+        Value::Bit(_) => Value::Bit(result & 1 == 1),
+        Value::TinyInt(_) => Value::TinyInt(result as u8),
+        Value::SmallInt(_) => Value::SmallInt(result as i16),
+        Value::Int(_) => Value::Int(result as i32),
+        _ => Value::BigInt(result),
+    })
+}
+
 /// An integer value as i64.
 pub fn as_i64(value: &Value) -> Option<i64> {
     match value {
