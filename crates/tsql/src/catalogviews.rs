@@ -250,7 +250,10 @@ impl Session {
             (name.to_string(), *id, SYS_SCHEMA_ID, 0, "S".to_string(), Value::Null, true)
         })
         .collect();
-        for table in catalog.tables() {
+        // Temporary tables and table variables are the sessions' own (SQL Server shows them in
+        // tempdb's views, which extentdb does not have).
+        for table in catalog.tables().iter().filter(|t| !crate::temp::is_stored_temporary(&t.name))
+        {
             let id = table.object_id;
             objects.push((
                 table.name.clone(),

@@ -169,7 +169,7 @@ impl Session {
         let db = self.dbcc_database(None)?;
         let short = name.rsplit('.').next().unwrap_or(name).trim_matches(['[', ']']);
         let catalog = db.catalog()?;
-        let table = catalog.table(short).ok_or_else(|| {
+        let table = catalog.table(&self.catalog_name(short)?).ok_or_else(|| {
             SqlError::new(2501, 16, 45, format!("Cannot find a table or object with the name \"{name}\". Check the system catalog."))
         })?;
         let started = Instant::now();

@@ -393,7 +393,7 @@ impl Session {
         let catalog = db.catalog()?;
         let table = match args.get(1).and_then(crate::value::as_i64) {
             Some(object_id) if !matches!(args.get(1), Some(Value::Text(_))) => catalog.table_by_id(object_id as i32),
-            _ => catalog.table(&short),
+            _ => catalog.table(&self.catalog_name(&short)?),
         }
         .ok_or_else(|| SqlError::new(2501, 16, 45, format!("Cannot find a table or object with the name \"{name}\". Check the system catalog.")))?;
         let wanted = args.get(2).and_then(crate::value::as_i64).unwrap_or(-1);

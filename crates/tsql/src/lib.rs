@@ -38,5 +38,6 @@ pub mod sqlcmd;
 pub mod strings;
 pub mod sysprocs;
 pub mod sysviews;
+pub mod temp;
 pub mod value;
 pub mod window;

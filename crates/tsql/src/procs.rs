@@ -527,6 +527,10 @@ impl Session {
             .collect();
         self.module_stack.pop();
         self.nest_level -= 1;
+        // The scope's temporary tables and table variables end with it.
+        let level = self.nest_level;
+        let ended = self.temp_objects_mut().take_scope(level, false);
+        crate::session::drop_temporary(ended);
         self.variables = caller_variables;
         self.restore_set_options(caller_options);
         result?;

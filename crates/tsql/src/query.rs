@@ -1295,7 +1295,8 @@ impl Session {
         if crate::session::is_sys_schema(name) {
             return Ok(None);
         }
-        let Some(table) = self.db().catalog()?.table(&table_name).filter(|_| !is_cte) else {
+        let stored = self.catalog_name(&table_name)?;
+        let Some(table) = self.db().catalog()?.table(&stored).filter(|_| !is_cte) else {
             return Ok(None);
         };
         // The choice a cost-based optimiser would make, roughly: a table of one extent or less
@@ -1972,7 +1973,14 @@ impl Session {
 
     /// A table of the current database by name, or 208.
     pub fn table(&self, name: &str) -> Result<Arc<Table>> {
-        self.db().catalog()?.table(name).ok_or_else(|| invalid_object(name))
+        let stored = self.catalog_name(name)?;
+        self.db().catalog()?.table(&stored).ok_or_else(|| {
+            if name.starts_with('@') {
+                SqlError::new(1087, 15, 2, format!("Must declare the table variable \"{name}\"."))
+            } else {
+                invalid_object(name)
+            }
+        })
     }
 }
 

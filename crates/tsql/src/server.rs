@@ -272,6 +272,10 @@ impl Server {
                 Err(error) => return Err(error),
             }
         }
+        let opened: Vec<Arc<Database>> = server.databases.read().values().cloned().collect();
+        for db in opened {
+            drop_leftover_temporary_tables(&db);
+        }
         if server.database("master").is_none() {
             let spec = DatabaseSpec::simple("master", SizeSpec::parse("4MB").expect("a size"));
             server.create_database(&spec)?;
@@ -719,6 +723,25 @@ impl Server {
 
 /// The background tasks SQL Server runs for every database: automatic checkpoints, the log
 /// writer, and ghost cleanup every 5 seconds (trace flag 661 turns its runs off).
+/// Drops the temporary tables and table variables a process left when it ended without
+/// dropping them (killed, or crashed): SQL Server clears tempdb at startup ([`crate::temp`]).
+fn drop_leftover_temporary_tables(db: &Arc<Database>) {
+    let Ok(catalog) = db.catalog() else { return };
+    for table in catalog.tables() {
+        if !crate::temp::is_stored_temporary(&table.name) || db.begin_tran().is_err() {
+            continue;
+        }
+        match catalog.drop_table(db, &table.name) {
+            Ok(()) => {
+                let _ = db.commit_tran();
+            }
+            Err(_) => {
+                let _ = db.rollback_tran();
+            }
+        }
+    }
+}
+
 fn start_system_tasks(db: &Arc<Database>) {
     db.start_checkpoint_task();
     db.start_log_writer();

@@ -148,6 +148,8 @@ pub struct Session {
     pub(crate) nest_level: u32,
     /// INSERT ... EXEC statements running (8164 when one would start inside another).
     insert_exec_depth: u32,
+    /// The session's temporary tables and table variables.
+    temp: crate::temp::TempObjects,
     /// The procedure (or None for dynamic SQL) at each nesting level.
     pub(crate) module_stack: Vec<Option<String>>,
     /// The RETURN status of the procedure that ran last.
@@ -211,6 +213,8 @@ impl Drop for Session {
         {
             let _ = db.rollback_tran();
         }
+        let temporary = self.temp.take_all();
+        drop_temporary(temporary);
         self.server.sessions.lock().remove(&self.spid);
         if !self.db.log().is_available() {
             self.leave_failed_database();
@@ -257,6 +261,7 @@ impl Session {
             variables: BTreeMap::new(),
             nest_level: 0,
             insert_exec_depth: 0,
+            temp: crate::temp::TempObjects::default(),
             module_stack: Vec::new(),
             return_status: 0,
             try_depth: 0,
@@ -466,6 +471,9 @@ impl Session {
                 self.report(failure, out);
             }
         }
+        // The batch's table variables end with it.
+        let variables = self.temp.take_scope(0, true);
+        drop_temporary(variables);
         !self.batch_failed
     }
 
@@ -742,7 +750,7 @@ impl Session {
                 let spec = self
                     .table_spec(statement, clustering, rowguidcol, filegroup.clone())
                     .map_err(|e| self.fail(e, line))?;
-                self.atomic(line, |s| s.db.catalog()?.create_table(&s.db, &spec).map(|_| ()))?;
+                self.atomic(line, |s| s.create_table(spec).map(|_| ()))?;
                 Ok(Flow::Next)
             }
             Stmt::CreateDatabase(spec) => {
@@ -800,7 +808,10 @@ impl Session {
                 let spec = self
                     .index_spec(table, name, *unique, *clustered, columns, filegroup.clone())
                     .map_err(|e| self.fail(e, line))?;
-                self.atomic(line, |s| s.db.catalog()?.create_index(&s.db, table, &spec))?;
+                self.atomic(line, |s| {
+                    let stored = s.catalog_name(table)?;
+                    s.db.catalog()?.create_index(&s.db, &stored, &spec)
+                })?;
                 Ok(Flow::Next)
             }
         }
@@ -966,12 +977,18 @@ impl Session {
             Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => {
                 for name in names {
                     let name = last_part(name);
+                    let stored = self.catalog_name(&name).map_err(|e| self.fail(e, line))?;
                     let exists =
-                        self.db.catalog().map_err(|e| self.fail(e, line))?.table(&name).is_some();
+                        self.db.catalog().map_err(|e| self.fail(e, line))?.table(&stored).is_some();
                     if !exists && *if_exists {
                         continue;
                     }
-                    self.atomic(line, |s| s.db.catalog()?.drop_table(&s.db, &name))?;
+                    // A missing table is 3701 under the name the session used.
+                    let target = if exists { stored } else { name.clone() };
+                    self.atomic(line, |s| s.db.catalog()?.drop_table(&s.db, &target))?;
+                    if exists && crate::temp::is_temporary(&name) {
+                        self.temp.remove(&name);
+                    }
                 }
                 Ok(Flow::Next)
             }
@@ -992,6 +1009,14 @@ impl Session {
             Statement::CreateTable(_) => unreachable!("the front end wraps CREATE TABLE"),
             Statement::Declare { stmts } => {
                 for declare in stmts {
+                    if let Some(sqlparser::ast::DataType::Table(Some(columns))) = &declare.data_type
+                    {
+                        for name in &declare.names {
+                            let name = name.value.clone();
+                            self.atomic(line, |s| s.declare_table_variable(&name, columns))?;
+                        }
+                        continue;
+                    }
                     let data_type = declare.data_type.as_ref().ok_or_else(|| {
                         self.fail(
                             SqlError::new(102, 15, 1, "Incorrect syntax near 'DECLARE'."),
@@ -1001,7 +1026,9 @@ impl Session {
                     let sql_type = sql_type_of(data_type).map_err(|e| self.fail(e, line))?;
                     for name in &declare.names {
                         let key = name.value.to_lowercase();
-                        if self.variables.contains_key(&key) {
+                        if self.variables.contains_key(&key)
+                            || self.temp.made_in_scope(&name.value, self.nest_level)
+                        {
                             return Err(self.fail(SqlError::new(134, 15, 1, format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", name.value)), line));
                         }
                         self.variables.insert(key, (sql_type, Value::Null));
@@ -1378,7 +1405,9 @@ impl Session {
     fn object_id(&self, name: &str) -> Option<i32> {
         let name = name.rsplit('.').next().unwrap_or_default().trim_matches(['[', ']']);
         let catalog = self.db.catalog().ok()?;
-        let table = catalog.table(name).map(|t| t.object_id);
+        // `tempdb..#t` names the session's temporary table.
+        let stored = self.catalog_name(name).ok()?;
+        let table = catalog.table(&stored).map(|t| t.object_id);
         table.or_else(|| catalog.module(name).map(|m| m.object_id))
     }
 
@@ -1715,6 +1744,95 @@ impl Session {
             row.push(functions::to_storage(converted, sql_type));
         }
         Ok(row)
+    }
+
+    pub(crate) fn temp_objects_mut(&mut self) -> &mut crate::temp::TempObjects {
+        &mut self.temp
+    }
+
+    /// The catalog's name for a table the session names: its own temporary table's or table
+    /// variable's stored name, else the name itself. 40517 for a temporary table of another
+    /// database (see [`crate::temp`]).
+    pub(crate) fn catalog_name(&self, name: &str) -> Result<String> {
+        if !crate::temp::is_temporary(name) {
+            return Ok(name.to_string());
+        }
+        let Some(object) = self.temp.resolve(name) else { return Ok(name.to_string()) };
+        if object.database.database_id != self.db.database_id {
+            return Err(SqlError::new(
+                40517,
+                16,
+                1,
+                format!(
+                    "Keyword or statement option '{name}' (made in database '{}') is not supported in this version of extentdb from database '{}'.",
+                    object.database.name, self.db.name
+                ),
+            ));
+        }
+        Ok(object.stored.clone())
+    }
+
+    /// Creates a table; a `#name` one, or a table variable's (`@name`), under its stored name
+    /// as the session's object of the current scope (2714 if the scope has one of that name).
+    fn create_table(&mut self, mut spec: TableSpec) -> Result<Arc<engine::catalog::Table>> {
+        let name = spec.name.clone();
+        if !crate::temp::is_temporary(&name) {
+            return self.db.catalog()?.create_table(&self.db, &spec);
+        }
+        if let Some(object) = self.temp.resolve(&name)
+            && object.nest_level == self.nest_level
+        {
+            let still_there = object.database.catalog()?.table(&object.stored).is_some();
+            if still_there {
+                return Err(SqlError::new(
+                    2714,
+                    16,
+                    6,
+                    format!("There is already an object named '{name}' in the database."),
+                ));
+            }
+            self.temp.remove(&name); // its creation was rolled back
+        }
+        spec.name = crate::temp::stored_name(&name);
+        let table = self.db.catalog()?.create_table(&self.db, &spec)?;
+        let object = crate::temp::TempObject {
+            stored: spec.name.clone(),
+            database: self.db.clone(),
+            nest_level: self.nest_level,
+        };
+        self.temp.add(&name, object);
+        Ok(table)
+    }
+
+    /// `DECLARE @name TABLE (columns)`: a table variable, as a table of the current database
+    /// that the batch or procedure drops when it ends.
+    fn declare_table_variable(
+        &mut self,
+        name: &str,
+        columns: &[sqlparser::ast::ColumnDef],
+    ) -> Result<()> {
+        if self.variables.contains_key(&name.to_lowercase())
+            || self.temp.made_in_scope(name, self.nest_level)
+        {
+            return Err(SqlError::new(
+                134,
+                15,
+                1,
+                format!(
+                    "The variable name '{name}' has already been declared. Variable names must be unique within a query batch or stored procedure."
+                ),
+            ));
+        }
+        let definitions: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        let sql = format!("CREATE TABLE [{}] ({})", name, definitions.join(", "));
+        let parsed = crate::front::parse_batch(&sql).map_err(|(error, _)| error)?;
+        let Some(Stmt::CreateTable { statement, clustering, rowguidcol, .. }) =
+            parsed.into_iter().next().map(|p| p.stmt)
+        else {
+            return Err(SqlError::new(102, 15, 1, "Incorrect syntax near 'TABLE'."));
+        };
+        let spec = self.table_spec(&statement, &clustering, &rowguidcol, None)?;
+        self.create_table(spec).map(|_| ())
     }
 
     fn insert(&mut self, insert: &sqlparser::ast::Insert) -> Result<u64> {
@@ -2158,7 +2276,7 @@ impl Session {
             indexes: Vec::new(),
             filegroup: None,
         };
-        let table = self.db.catalog()?.create_table(&self.db, &spec)?;
+        let table = self.create_table(spec)?;
         for row in rows {
             let mut given: Vec<Option<Value>> = row.iter().cloned().map(Some).collect();
             if let Some(id) = identity {
@@ -2412,4 +2530,25 @@ fn format_message(template: &str, args: &[Value]) -> String {
         }
     }
     out
+}
+
+/// Drops temporary tables and table variables whose scope ended, each in its own transaction
+/// unless the session's transaction is open in its database (then in that one). A failure
+/// leaves the table to the cleanup at the next start ([`crate::temp`]).
+pub(crate) fn drop_temporary(objects: Vec<crate::temp::TempObject>) {
+    for object in objects {
+        let db = &object.database;
+        let Ok(catalog) = db.catalog() else { continue };
+        if catalog.table(&object.stored).is_none() {
+            continue;
+        }
+        let own_transaction = db.trancount() == 0;
+        if own_transaction && db.begin_tran().is_err() {
+            continue;
+        }
+        let dropped = catalog.drop_table(db, &object.stored);
+        if own_transaction {
+            let _ = if dropped.is_ok() { db.commit_tran() } else { db.rollback_tran() };
+        }
+    }
 }

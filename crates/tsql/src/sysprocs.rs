@@ -312,7 +312,7 @@ impl Session {
             let name = value::display(object);
             let short =
                 name.rsplit('.').next().unwrap_or(&name).trim_matches(['[', ']']).to_string();
-            let table = catalog.table(&short).ok_or_else(|| {
+            let table = catalog.table(&self.catalog_name(&short)?).ok_or_else(|| {
                 SqlError::new(15009, 16, 1, format!("The object '{name}' does not exist in database '{}' or is invalid for this operation.", db.name))
             })?;
             let au_ids = table.au_ids();
