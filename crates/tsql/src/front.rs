@@ -70,6 +70,8 @@ pub enum Stmt {
     },
     /// EXEC[UTE] procedure or EXEC[UTE] (string).
     Exec(Box<crate::procs::Exec>),
+    /// DECLARE ... CURSOR, OPEN, FETCH, CLOSE, DEALLOCATE.
+    Cursor(Box<crate::cursor::CursorStmt>),
     /// INSERT [INTO] table [(columns)] EXEC[UTE] ...: the rows of the EXEC's result sets go
     /// into the table.
     InsertExec {
@@ -221,7 +223,37 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
     }
     insert_optional_delete_from(&mut kept, &mut removed);
     fetch_quantity_as_placeholder(&mut kept, &mut removed);
+    end_statement_before_cursor_fetch(&mut kept, &mut removed);
     Ok((kept, removed))
+}
+
+/// A cursor's FETCH starts a statement, but sqlparser would read it as the FETCH clause of a
+/// query just before it (`SELECT @n = @n + 1 FETCH NEXT FROM c`): a semicolon goes before each
+/// FETCH that does not follow OFFSET's ROW or ROWS.
+fn end_statement_before_cursor_fetch(
+    kept: &mut Vec<TokenWithSpan>,
+    removed: &mut [(usize, String)],
+) {
+    let mut at = 1;
+    while at < kept.len() {
+        let previous = &kept[at - 1].token;
+        let after_offset = is_word(previous, "ROWS") || is_word(previous, "ROW");
+        if is_word(&kept[at].token, "FETCH") && !after_offset && *previous != Token::SemiColon {
+            let end = TokenWithSpan { token: Token::SemiColon, span: kept[at].span };
+            kept.insert(at, end);
+            for (position, _) in removed.iter_mut().filter(|(p, _)| *p >= at) {
+                *position += 1;
+            }
+            at += 1;
+        }
+        at += 1;
+    }
+}
+
+/// A query parsed from its text (a cursor's, in tests).
+pub fn parse_query_text(sql: &str) -> Result<Box<sqlparser::ast::Query>, ParserError> {
+    let dialect = TsqlDialect::default();
+    Parser::new(&dialect).try_with_sql(sql)?.parse_query()
 }
 
 /// What a FETCH count that is not a number becomes: a placeholder holding its text.
@@ -401,6 +433,10 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
     if let Some(option) = crate::dbddl::unsupported_option(&error) {
         return (crate::dbddl::unsupported_error(&option), line);
     }
+    if let Some(fetch) = crate::cursor::invalid_fetch_option(&error) {
+        let near = parser.peek_token().span.start.line;
+        return (fetch, if near > 0 { near } else { line });
+    }
     if error == ParserError::RecursionLimitExceeded {
         let text = "Some part of your SQL statement is nested too deeply. Rewrite the query or break it up into smaller queries.";
         return (SqlError::new(191, 15, 1, text), line);
@@ -492,6 +528,9 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     if crate::dbcc::starts(parser) {
         parser.next_token();
         return Ok(Stmt::Dbcc(Box::new(crate::dbcc::parse(parser)?)));
+    }
+    if crate::cursor::starts(parser) {
+        return Ok(Stmt::Cursor(Box::new(crate::cursor::parse(parser)?)));
     }
     if is_word(&first, "SHUTDOWN") {
         parser.next_token();

@@ -23,6 +23,7 @@ pub mod batch;
 pub mod cache;
 pub mod catalogviews;
 pub mod checkdb;
+pub mod cursor;
 pub mod dbcc;
 pub mod dbccpage;
 pub mod dbddl;

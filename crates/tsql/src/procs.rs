@@ -529,6 +529,7 @@ impl Session {
         self.nest_level -= 1;
         // The scope's temporary tables and table variables end with it.
         let level = self.nest_level;
+        self.cursors.end_scope(level + 1);
         let ended = self.temp_objects_mut().take_scope(level, false);
         crate::session::drop_temporary(ended);
         self.variables = caller_variables;

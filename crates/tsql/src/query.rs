@@ -801,7 +801,8 @@ impl Session {
         let Some(offset) = offset else {
             return match &query.fetch {
                 None => Ok(None),
-                // FETCH without OFFSET: the parser reads FETCH as the cursor statement's.
+                // FETCH without OFFSET (the front end ends the SELECT before a FETCH that does
+                // not follow OFFSET, so this is a query parsed on its own).
                 Some(_) => Err(SqlError::new(
                     153,
                     15,

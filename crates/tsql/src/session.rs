@@ -150,6 +150,8 @@ pub struct Session {
     insert_exec_depth: u32,
     /// The session's temporary tables and table variables.
     temp: crate::temp::TempObjects,
+    /// The session's cursors, @@FETCH_STATUS and @@CURSOR_ROWS.
+    pub(crate) cursors: crate::cursor::Cursors,
     /// The procedure (or None for dynamic SQL) at each nesting level.
     pub(crate) module_stack: Vec<Option<String>>,
     /// The RETURN status of the procedure that ran last.
@@ -262,6 +264,7 @@ impl Session {
             nest_level: 0,
             insert_exec_depth: 0,
             temp: crate::temp::TempObjects::default(),
+            cursors: crate::cursor::Cursors::default(),
             module_stack: Vec::new(),
             return_status: 0,
             try_depth: 0,
@@ -471,7 +474,8 @@ impl Session {
                 self.report(failure, out);
             }
         }
-        // The batch's table variables end with it.
+        // The batch's table variables and LOCAL cursors end with it.
+        self.cursors.end_scope(0);
         let variables = self.temp.take_scope(0, true);
         drop_temporary(variables);
         !self.batch_failed
@@ -782,6 +786,7 @@ impl Session {
                 self.run_drop_procedure(names, *if_exists, line)
             }
             Stmt::Exec(exec) => self.run_exec(exec, line, out),
+            Stmt::Cursor(cursor) => self.run_cursor(cursor, line, out),
             Stmt::InsertExec { table, columns, exec } => {
                 self.run_insert_exec(table, columns, exec, line, out)
             }
@@ -1304,6 +1309,8 @@ impl Session {
             "@@SERVERNAME" => Value::Text(server_name()),
             "@@IDENTITY" => self.last_identity.get().map_or(Value::Null, Value::BigInt),
             "@@NESTLEVEL" => Value::Int(self.nest_level as i32),
+            "@@FETCH_STATUS" => Value::Int(self.cursors.fetch_status),
+            "@@CURSOR_ROWS" => Value::Int(self.cursors.cursor_rows as i32),
             other => return Err(undeclared(other)),
         })
     }
@@ -1390,6 +1397,9 @@ impl Session {
                 })
             }
             "NEWID" if args.is_empty() => Ok(Value::Guid(self.rng.borrow_mut().guid())),
+            "CURSOR_STATUS" if args.len() == 2 => {
+                Ok(Value::SmallInt(self.cursors.status(&text(0), &text(1))))
+            }
             "SCOPE_IDENTITY" => Ok(self.last_identity.get().map_or(Value::Null, Value::BigInt)),
             "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
             | "ERROR_PROCEDURE" => Ok(self.error_function(name)),
@@ -1746,6 +1756,89 @@ impl Session {
         Ok(row)
     }
 
+    /// DECLARE CURSOR, OPEN, FETCH, CLOSE and DEALLOCATE ([`crate::cursor`]).
+    fn run_cursor(
+        &mut self,
+        stmt: &crate::cursor::CursorStmt,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        use crate::cursor::{Cursor, CursorStmt, Direction};
+        let result = match stmt {
+            CursorStmt::Declare { name, local, scroll, query } => {
+                let cursor = Cursor {
+                    query: query.clone(),
+                    local: *local,
+                    scroll: *scroll,
+                    nest_level: self.nest_level,
+                    rows: None,
+                    columns: Vec::new(),
+                    position: 0,
+                };
+                self.cursors.declare(name, cursor)
+            }
+            CursorStmt::Open(name) => self.open_cursor(name),
+            CursorStmt::Fetch { name, direction, into } => {
+                let offset = match direction {
+                    Direction::Absolute(e) | Direction::Relative(e) => {
+                        let n = self.eval_stmt(e, line)?;
+                        value::as_i64(
+                            &convert(&n, SqlType::BigInt).map_err(|e| self.fail(e, line))?,
+                        )
+                        .unwrap_or(0)
+                    }
+                    _ => 0,
+                };
+                self.fetch_cursor(name, direction, offset, into, out)
+            }
+            CursorStmt::Close(name) => self.cursors.close(name),
+            CursorStmt::Deallocate(name) => self.cursors.deallocate(name),
+        };
+        result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+    }
+
+    fn open_cursor(&mut self, name: &str) -> Result<()> {
+        let query = self.cursors.get_mut(name)?.query.clone();
+        if self.cursors.get_mut(name)?.rows.is_some() {
+            return self.cursors.open(name, Vec::new());
+        }
+        let result = self.run_query(&query, None)?;
+        self.cursors.get_mut(name)?.columns = result.columns;
+        self.cursors.open(name, result.rows)
+    }
+
+    fn fetch_cursor(
+        &mut self,
+        name: &str,
+        direction: &crate::cursor::Direction,
+        offset: i64,
+        into: &[String],
+        out: &mut dyn FnMut(Output),
+    ) -> Result<()> {
+        let row = self.cursors.fetch(name, direction, offset)?;
+        if into.is_empty() {
+            // FETCH without INTO sends the row (none past the ends) as a result set.
+            let columns = self.cursors.get_mut(name)?.columns.clone();
+            let width = columns.len();
+            let rows: Vec<Vec<Value>> = row.into_iter().collect();
+            out(Output::Rows(ResultSet { columns, rows, types: vec![None; width] }));
+            return Ok(());
+        }
+        let Some(row) = row else { return Ok(()) };
+        if row.len() != into.len() {
+            return Err(SqlError::new(
+                16924,
+                16,
+                1,
+                "Cursorfetch: The number of variables declared in the INTO list must match that of selected columns.",
+            ));
+        }
+        for (variable, value) in into.iter().zip(row) {
+            self.set_variable(variable, value)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn temp_objects_mut(&mut self) -> &mut crate::temp::TempObjects {
         &mut self.temp
     }
@@ -1844,7 +1937,7 @@ impl Session {
                 "INSERT into a table function is not supported.",
             ));
         };
-        let columns: Vec<String> = insert.columns.iter().map(|c| last_part(c)).collect();
+        let columns: Vec<String> = insert.columns.iter().map(last_part).collect();
         let target = self.insert_target(&last_part(name), &columns)?;
         let source_rows: Vec<Vec<Value>> = match &insert.source {
             None => vec![Vec::new()],
