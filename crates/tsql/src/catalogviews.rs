@@ -72,6 +72,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("sp_readerrorlog", "P"),
     ("sp_spaceused", "P"),
     ("sp_who", "P"),
+    ("sp_who2", "P"),
     ("system_internals_allocation_units", "V"),
     ("system_objects", "V"),
     ("tables", "V"),

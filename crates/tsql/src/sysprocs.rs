@@ -4,11 +4,12 @@
 //!
 //! Here: sp_cycle_errorlog, xp_readerrorlog and sp_readerrorlog (LogDate, ProcessInfo, Text;
 //! log number, log type, two search strings, start and end times, sort order), sp_helpdb,
-//! sp_helpfile, sp_spaceused (database or table) and sp_who.
+//! sp_helpfile, sp_spaceused (database or table), sp_who and sp_who2.
 //!
 //! Deviations: there is no SQL Server Agent log (log type 2 gives no rows); sizes in
 //! sp_spaceused come from the allocation units' IAM chains and page headers, read at the time
-//! of the call (SQL Server reads metadata counts); sp_who shows every session as login `sa`.
+//! of the call (SQL Server reads metadata counts); sp_who shows every session as login `sa`;
+//! sp_who2's CPUTime and DiskIO are 0 (no per-session counts).
 
 use crate::procs::ExecArg;
 use crate::server::{Output, ResultSet};
@@ -21,7 +22,7 @@ use engine::filegroup::Growth;
 use engine::record::{SqlType, Value};
 
 /// The system procedures this module runs.
-pub const SYSTEM_PROCEDURES: [&str; 8] = [
+pub const SYSTEM_PROCEDURES: [&str; 9] = [
     "sp_columns",
     "sp_cycle_errorlog",
     "xp_readerrorlog",
@@ -30,6 +31,7 @@ pub const SYSTEM_PROCEDURES: [&str; 8] = [
     "sp_helpfile",
     "sp_spaceused",
     "sp_who",
+    "sp_who2",
 ];
 
 const DBCC_COMPLETED: &str =
@@ -104,6 +106,7 @@ impl Session {
             "sp_helpfile" => self.sp_helpfile(values.first(), out),
             "sp_spaceused" => self.sp_spaceused(values.first(), out),
             "sp_columns" => self.sp_columns(&values, out),
+            "sp_who2" => self.sp_who2(values.first(), out),
             _ => self.sp_who(values.first(), out),
         };
         Some(result.map(|_| 0).map_err(|error| self.fail(error, line)))
@@ -437,8 +440,8 @@ impl Session {
         Ok(())
     }
 
-    /// sp_who [spid]: every session (or one), with what it runs and the session blocking it.
-    fn sp_who(&self, spid: Option<&Value>, out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+    /// The sessions sp_who and sp_who2 list: every one, or the one `spid` names.
+    fn who(&self, spid: Option<&Value>) -> Vec<Who> {
         let only = spid.and_then(value::as_i64);
         let waits: std::collections::BTreeMap<u16, Option<u16>> = self
             .server
@@ -451,31 +454,50 @@ impl Session {
         let names: std::collections::BTreeMap<u16, String> =
             self.server.databases().into_iter().map(|d| (d.database_id, d.name.clone())).collect();
         let sessions = self.server.sessions.lock().clone();
-        let mut rows = Vec::new();
+        let mut found = Vec::new();
         for (id, info) in sessions {
             if only.is_some_and(|o| o != i64::from(id)) {
                 continue;
             }
             let database_id =
                 if id == self.spid { self.db().database_id } else { info.database_id };
-            let (status, cmd) = match &info.request {
+            let (status, command) = match &info.request {
                 Some(r) if waits.contains_key(&id) => ("suspended", r.command.clone()),
                 Some(r) => ("runnable", r.command.clone()),
                 None => ("sleeping", "AWAITING COMMAND".to_string()),
             };
-            let blk = waits.get(&id).copied().flatten().unwrap_or(0);
-            rows.push(vec![
-                Value::SmallInt(id as i16),
-                Value::SmallInt(0),
-                text(status),
-                text("sa"),
-                Value::Text(info.host_name.clone().unwrap_or_default()),
-                Value::Text(format!("{blk:>5}")),
-                names.get(&database_id).map_or(Value::Null, |n| Value::Text(n.clone())),
-                Value::Text(cmd),
-                Value::Int(0),
-            ]);
+            found.push(Who {
+                spid: id,
+                status,
+                blocked_by: waits.get(&id).copied().flatten(),
+                database: names.get(&database_id).cloned(),
+                command,
+                last_batch: self.server.datetime_of(info.last_request_start_time),
+                info,
+            });
         }
+        found
+    }
+
+    /// sp_who [spid]: every session (or one), with what it runs and the session blocking it.
+    fn sp_who(&self, spid: Option<&Value>, out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+        let rows = self
+            .who(spid)
+            .into_iter()
+            .map(|w| {
+                vec![
+                    Value::SmallInt(w.spid as i16),
+                    Value::SmallInt(0),
+                    text(w.status),
+                    text("sa"),
+                    Value::Text(w.info.host_name.clone().unwrap_or_default()),
+                    Value::Text(format!("{:>5}", w.blocked_by.unwrap_or(0))),
+                    w.database.map_or(Value::Null, Value::Text),
+                    Value::Text(w.command),
+                    Value::Int(0),
+                ]
+            })
+            .collect();
         out(Output::Rows(ResultSet {
             columns: columns(&[
                 "spid",
@@ -493,6 +515,75 @@ impl Session {
         }));
         Ok(())
     }
+
+    /// sp_who2 [spid]: sp_who's sessions in sp_who2's columns, with the start of each
+    /// session's last batch (MM/DD HH:MM:SS) and its program. CPUTime and DiskIO are 0: the
+    /// engine does not count CPU or I/O per session (deviation).
+    fn sp_who2(&self, spid: Option<&Value>, out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+        let dotted = |value: Option<String>| match value {
+            Some(v) if !v.is_empty() => v,
+            _ => "  .".to_string(),
+        };
+        let rows = self
+            .who(spid)
+            .into_iter()
+            .map(|w| {
+                let last_batch = match &w.last_batch {
+                    Value::DateTime(..) => {
+                        let full = value::display(&w.last_batch);
+                        format!("{}/{} {}", &full[5..7], &full[8..10], &full[11..19])
+                    }
+                    _ => String::new(),
+                };
+                vec![
+                    Value::Text(format!("{:>5}", w.spid)),
+                    text(w.status),
+                    text("sa"),
+                    Value::Text(dotted(w.info.host_name.clone())),
+                    Value::Text(dotted(w.blocked_by.map(|b| format!("{b:>5}")))),
+                    w.database.map_or(Value::Null, Value::Text),
+                    Value::Text(w.command),
+                    Value::Int(0),
+                    Value::Int(0),
+                    Value::Text(last_batch),
+                    Value::Text(w.info.program_name.clone()),
+                    Value::Text(format!("{:>5}", w.spid)),
+                    Value::Text(format!("{:>5}", 0)),
+                ]
+            })
+            .collect();
+        out(Output::Rows(ResultSet {
+            columns: columns(&[
+                "SPID",
+                "Status",
+                "Login",
+                "HostName",
+                "BlkBy",
+                "DBName",
+                "Command",
+                "CPUTime",
+                "DiskIO",
+                "LastBatch",
+                "ProgramName",
+                "SPID",
+                "REQUESTID",
+            ]),
+            rows,
+            types: Vec::new(),
+        }));
+        Ok(())
+    }
+}
+
+/// One session as sp_who and sp_who2 show it.
+struct Who {
+    spid: u16,
+    status: &'static str,
+    blocked_by: Option<u16>,
+    database: Option<String>,
+    command: String,
+    last_batch: Value,
+    info: crate::server::SessionInfo,
 }
 
 /// A type's ODBC DATA_TYPE code and PRECISION column (characters for strings, digits for

@@ -60,6 +60,15 @@ fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
     let who = rows(&mut observer, &format!("EXEC sp_who {waiter}"));
     assert_eq!(who[0][2], "suspended", "{who:?}");
     assert_eq!(who[0][5].trim(), holder_spid, "{who:?}");
+    let who2 = rows(&mut observer, &format!("EXEC sp_who2 {waiter}"));
+    assert_eq!(who2.len(), 1, "{who2:?}");
+    assert_eq!(who2[0][0].trim(), waiter.to_string(), "{who2:?}");
+    assert_eq!(who2[0][1], "suspended", "{who2:?}");
+    assert_eq!(who2[0][4].trim(), holder_spid, "BlkBy: {who2:?}");
+    assert_eq!(who2[0][5], "master", "{who2:?}");
+    let everyone = rows(&mut observer, "EXEC sp_who2");
+    let holder_row = everyone.iter().find(|r| r[0].trim() == holder_spid).expect("holder");
+    assert_eq!((holder_row[1].as_str(), holder_row[4].as_str()), ("sleeping", "  ."));
     let sessions = rows(
         &mut observer,
         "SELECT session_id, status, open_transaction_count FROM sys.dm_exec_sessions",
