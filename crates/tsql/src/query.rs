@@ -689,7 +689,11 @@ impl Session {
     /// One common table expression's rows; a recursive one (`anchor UNION ALL recursive
     /// member` naming itself) runs its recursive member on the rows of the previous round
     /// until one adds none, at most [`MAX_RECURSION`] rounds (530), as SQL Server does.
-    fn run_cte(&self, cte: &sqlparser::ast::Cte, outer: Option<&Env<'_>>) -> Result<CteBinding> {
+    pub(crate) fn run_cte(
+        &self,
+        cte: &sqlparser::ast::Cte,
+        outer: Option<&Env<'_>>,
+    ) -> Result<CteBinding> {
         let name = cte.alias.name.value.clone();
         let aliases: Vec<String> = cte.alias.columns.iter().map(|c| c.name.value.clone()).collect();
         let named = |result: &QueryResult| -> Result<Vec<String>> {
@@ -937,11 +941,11 @@ impl Session {
                         }
                     }
                     sqlparser::ast::SetOperator::Except | sqlparser::ast::SetOperator::Minus => {
-                        l.rows.retain(|row| !r.rows.iter().any(|o| rows_equal(row, o)));
+                        filter_by_presence(&mut l.rows, &r.rows, false);
                         dedup_rows(&mut l.rows);
                     }
                     sqlparser::ast::SetOperator::Intersect => {
-                        l.rows.retain(|row| r.rows.iter().any(|o| rows_equal(row, o)));
+                        filter_by_presence(&mut l.rows, &r.rows, true);
                         dedup_rows(&mut l.rows);
                     }
                 }
@@ -1657,17 +1661,20 @@ impl Session {
         if !order_by.is_empty() {
             keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, &descending));
         }
-        let mut out_rows: Vec<Vec<Value>> = keyed.into_iter().map(|(_, r)| r).collect();
         if matches!(select.distinct, Some(Distinct::Distinct)) {
-            dedup_rows(&mut out_rows);
+            let rows: Vec<&[Value]> = keyed.iter().map(|(_, r)| r.as_slice()).collect();
+            let first = first_occurrences(&rows);
+            let mut index = 0;
+            keyed.retain(|_| {
+                index += 1;
+                first[index - 1]
+            });
         }
         if let Some(top) = &select.top {
-            let n = match &top.quantity {
-                Some(quantity) => self.top_count(quantity, outer)?,
-                None => u64::MAX,
-            };
-            out_rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+            let end = self.top_end(top, &keyed, &descending, !order_by.is_empty(), outer)?;
+            keyed.truncate(end);
         }
+        let out_rows: Vec<Vec<Value>> = keyed.into_iter().map(|(_, r)| r).collect();
         let assignments: Vec<String> =
             names.iter().filter(|n| n.starts_with('@')).cloned().collect();
         if !assignments.is_empty() && assignments.len() != names.len() {
@@ -1703,6 +1710,60 @@ impl Session {
             },
             _ => convert(value, to),
         }
+    }
+
+    /// How many of the ordered rows `keyed` a TOP clause keeps: n, or n percent rounded up
+    /// (1031 outside 0-100), and WITH TIES the rows after that equal the last one in the ORDER
+    /// BY's keys (1062 without an ORDER BY).
+    fn top_end(
+        &self,
+        top: &sqlparser::ast::Top,
+        keyed: &[(Vec<Value>, Vec<Value>)],
+        descending: &[bool],
+        ordered: bool,
+        outer: Option<&Env<'_>>,
+    ) -> Result<usize> {
+        if top.with_ties && !ordered {
+            return Err(SqlError::new(
+                1062,
+                15,
+                1,
+                "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause.",
+            ));
+        }
+        let mut end = match (&top.quantity, top.percent) {
+            (None, _) => keyed.len(),
+            (Some(quantity), true) => {
+                let percent = self.top_percent(quantity, outer)?;
+                (keyed.len() as f64 * percent / 100.0).ceil() as usize
+            }
+            (Some(quantity), false) => {
+                usize::try_from(self.top_count(quantity, outer)?).unwrap_or(usize::MAX)
+            }
+        };
+        end = end.min(keyed.len());
+        if top.with_ties && end > 0 {
+            let last = &keyed[end - 1].0;
+            while end < keyed.len() && compare_keys(&keyed[end].0, last, descending).is_eq() {
+                end += 1;
+            }
+        }
+        Ok(end)
+    }
+
+    /// TOP (p) PERCENT's p, a float from 0 to 100 (1031 otherwise).
+    fn top_percent(&self, quantity: &TopQuantity, outer: Option<&Env<'_>>) -> Result<f64> {
+        let value = match quantity {
+            TopQuantity::Constant(n) => *n as f64,
+            TopQuantity::Expr(e) => {
+                let v = convert(&self.eval(e, outer.unwrap_or(&Env::empty()))?, SqlType::Float)?;
+                value::as_f64(&v).unwrap_or(f64::NAN)
+            }
+        };
+        if !(0.0..=100.0).contains(&value) {
+            return Err(SqlError::new(1031, 15, 1, "Percent values must be between 0 and 100."));
+        }
+        Ok(value)
     }
 
     /// The row count of a TOP clause: 1014 for a negative or NULL count, as in SQL Server.
@@ -1974,6 +2035,13 @@ impl Session {
 
     /// A table of the current database by name, or 208.
     pub fn table(&self, name: &str) -> Result<Arc<Table>> {
+        // A read of a CTE never gets here (the FROM list looks CTEs up first): this is the
+        // target of an INSERT, UPDATE or DELETE that a WITH clause precedes.
+        if self.ctes.borrow().iter().any(|c| c.name.eq_ignore_ascii_case(name)) {
+            return Err(not_supported(&format!(
+                "changing rows through the common table expression '{name}'"
+            )));
+        }
         let stored = self.catalog_name(name)?;
         self.db().catalog()?.table(&stored).ok_or_else(|| {
             if name.starts_with('@') {
@@ -2121,18 +2189,46 @@ fn compare_keys(a: &[Value], b: &[Value], descending: &[bool]) -> Ordering {
     Ordering::Equal
 }
 
-fn rows_equal(a: &[Value], b: &[Value]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| sort_compare(x, y).is_eq())
-}
-
-fn dedup_rows(rows: &mut Vec<Vec<Value>>) {
-    let mut kept: Vec<Vec<Value>> = Vec::with_capacity(rows.len());
-    for row in rows.drain(..) {
-        if !kept.iter().any(|k| rows_equal(k, &row)) {
-            kept.push(row);
+/// Rows in the order [`sort_compare`] gives their values, column by column.
+fn compare_rows(a: &[Value], b: &[Value]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let order = sort_compare(x, y);
+        if order != Ordering::Equal {
+            return order;
         }
     }
-    *rows = kept;
+    a.len().cmp(&b.len())
+}
+
+/// For each row, whether no earlier row equals it: a sort of the rows' indexes, so DISTINCT
+/// and UNION cost n log n comparisons, not n squared.
+fn first_occurrences(rows: &[&[Value]]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| compare_rows(rows[a], rows[b]).then(a.cmp(&b)));
+    let mut first = vec![false; rows.len()];
+    for (i, &index) in order.iter().enumerate() {
+        first[index] = i == 0 || !compare_rows(rows[order[i - 1]], rows[index]).is_eq();
+    }
+    first
+}
+
+/// Removes each row that equals an earlier one, keeping the order of the rest.
+fn dedup_rows(rows: &mut Vec<Vec<Value>>) {
+    let slices: Vec<&[Value]> = rows.iter().map(Vec::as_slice).collect();
+    let first = first_occurrences(&slices);
+    let mut index = 0;
+    rows.retain(|_| {
+        index += 1;
+        first[index - 1]
+    });
+}
+
+/// Keeps the rows of `rows` that `other` has (INTERSECT, `keep_matches`) or lacks (EXCEPT),
+/// looking each up in a sorted copy of `other`.
+fn filter_by_presence(rows: &mut Vec<Vec<Value>>, other: &[Vec<Value>], keep_matches: bool) {
+    let mut sorted: Vec<&[Value]> = other.iter().map(Vec::as_slice).collect();
+    sorted.sort_by(|a, b| compare_rows(a, b));
+    rows.retain(|row| sorted.binary_search_by(|o| compare_rows(o, row)).is_ok() == keep_matches);
 }
 
 /// A literal.

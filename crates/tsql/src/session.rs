@@ -910,6 +910,31 @@ impl Session {
     ) -> std::result::Result<Flow, Failure> {
         self.refuse_other_database_objects(statement).map_err(|e| self.fail(e, line))?;
         match statement {
+            Statement::Query(query)
+                if let (
+                    Some(with),
+                    SetExpr::Insert(dml) | SetExpr::Update(dml) | SetExpr::Delete(dml),
+                ) = (&query.with, query.body.as_ref()) =>
+            {
+                // WITH ... INSERT / UPDATE / DELETE: the CTEs are bound while the statement runs.
+                let depth = self.ctes.borrow().len();
+                let mut bound = Ok(());
+                for cte in &with.cte_tables {
+                    match self.run_cte(cte, None) {
+                        Ok(binding) => self.ctes.borrow_mut().push(binding),
+                        Err(error) => {
+                            bound = Err(error);
+                            break;
+                        }
+                    }
+                }
+                let result = match bound {
+                    Ok(()) => self.run_statement(dml, line, out),
+                    Err(error) => Err(self.fail(error, line)),
+                };
+                self.ctes.borrow_mut().truncate(depth);
+                result
+            }
             Statement::Query(query) => {
                 let into = match query.body.as_ref() {
                     SetExpr::Select(select) => {
