@@ -374,13 +374,30 @@ impl BufferPool {
     pub fn fetch(&self, key: PageKey, mode: LatchMode) -> SqlResult<PageGuard<'_>> {
         for _ in 0..MAX_EVICTION_ROUNDS {
             if let Some(guard) = self.fetch_cached(key, mode)? {
+                Self::count_read(&guard, false);
                 return Ok(guard);
             }
             if let Some(index) = self.claim_frame(key)? {
-                return self.load(index, key, mode);
+                let guard = self.load(index, key, mode)?;
+                Self::count_read(&guard, true);
+                return Ok(guard);
             }
         }
         Err(insufficient_memory())
+    }
+
+    /// SET STATISTICS IO's counts ([`crate::iostats`]): a logical read of the fetched page,
+    /// and a physical one if the fetch read it from disk.
+    fn count_read(guard: &PageGuard<'_>, physical: bool) {
+        if !crate::iostats::is_counting() {
+            return;
+        }
+        let au_id = guard.read(|buf| crate::page::PageHeader::read(&buf[..]).allocation_unit_id());
+        let database_id = guard.key().database_id;
+        crate::iostats::note_logical(database_id, au_id);
+        if physical {
+            crate::iostats::note_physical(database_id, au_id);
+        }
     }
 
     /// Latches a page that is being created: no read, the bytes start zeroed, the page is dirty.
@@ -604,6 +621,11 @@ impl BufferPool {
             };
             if good {
                 installed += 1;
+                if crate::iostats::is_counting() {
+                    let page_bytes = &bytes[at..at + crate::units::PAGE_SIZE];
+                    let au_id = crate::page::PageHeader::read(page_bytes).allocation_unit_id();
+                    crate::iostats::note_read_ahead(database_id, au_id);
+                }
                 frame.read_us.store(read_us, Ordering::Relaxed);
                 frame.io_in_progress.store(false, Ordering::Release);
                 frame.latch.release(LatchMode::Ex, spid);

@@ -40,6 +40,7 @@ pub mod filegroup;
 pub mod heap;
 pub mod instance;
 pub mod io;
+pub mod iostats;
 pub mod latch;
 pub mod lock;
 pub mod log;

@@ -1090,6 +1090,7 @@ impl Session {
     ) -> Result<Vec<Vec<Value>>> {
         let db = self.db();
         table.lock(db, engine::lock::LockMode::IS)?;
+        engine::iostats::note_scan(db.database_id, table.au_ids()[0]);
         if let Some(seek) = filter.and_then(|f| self.seek_plan(table, cols, f, outer)) {
             let from = seek.from.map(|v| [v]);
             let to = seek.to.map(|v| [v]);
@@ -1917,6 +1918,7 @@ impl Session {
             return Ok(None);
         }
         let table = self.table(&table_name)?;
+        engine::iostats::note_scan(self.db().database_id, table.au_ids()[0]);
         let count = table.count_rows(self.db())?;
         let value = if function == "COUNT_BIG" {
             Value::BigInt(count as i64)

@@ -150,6 +150,8 @@ pub struct Session {
     insert_exec_depth: u32,
     /// The session's temporary tables and table variables.
     temp: crate::temp::TempObjects,
+    /// SET STATISTICS IO ON: each statement's page reads per table, as messages.
+    statistics_io: bool,
     /// The session's cursors, @@FETCH_STATUS and @@CURSOR_ROWS.
     pub(crate) cursors: crate::cursor::Cursors,
     /// The procedure (or None for dynamic SQL) at each nesting level.
@@ -265,6 +267,7 @@ impl Session {
             insert_exec_depth: 0,
             temp: crate::temp::TempObjects::default(),
             cursors: crate::cursor::Cursors::default(),
+            statistics_io: false,
             module_stack: Vec::new(),
             return_status: 0,
             try_depth: 0,
@@ -705,6 +708,13 @@ impl Session {
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
         match stmt {
+            Stmt::Sql(statement) if self.statistics_io => {
+                engine::iostats::start();
+                let result = self.run_statement(statement, line, out);
+                let counts = engine::iostats::take();
+                self.report_io(counts, out);
+                result
+            }
             Stmt::Sql(statement) => self.run_statement(statement, line, out),
             Stmt::If { condition, then, otherwise } => {
                 let take = is_true(&self.eval_stmt(condition, line)?);
@@ -1243,6 +1253,9 @@ impl Session {
             Some("NOCOUNT") => self.nocount = on,
             Some("XACT_ABORT") => self.xact_abort = on,
             Some("IMPLICIT_TRANSACTIONS") => self.implicit_transactions = on,
+            Some("STATISTICS") if words.get(2).is_some_and(|w| w.trim_end_matches(',') == "IO") => {
+                self.statistics_io = on
+            }
             _ => {} // other SET options are accepted and ignored (deviation)
         }
         Ok(Flow::Next)
@@ -1781,6 +1794,36 @@ impl Session {
         Ok(row)
     }
 
+    /// SET STATISTICS IO's messages for one statement: per table (its units summed), SQL
+    /// Server 2019's line. Units that belong to no table of an open database are left out.
+    fn report_io(
+        &self,
+        counts: std::collections::BTreeMap<(u16, u64), engine::iostats::IoCounts>,
+        out: &mut dyn FnMut(Output),
+    ) {
+        let mut by_table: std::collections::BTreeMap<String, engine::iostats::IoCounts> =
+            std::collections::BTreeMap::new();
+        for ((database_id, au_id), unit) in counts {
+            let Some(db) = self.server.database_by_id(i64::from(database_id)) else { continue };
+            let Ok(catalog) = db.catalog() else { continue };
+            let Some(table) = catalog.tables().into_iter().find(|t| t.au_ids().contains(&au_id))
+            else {
+                continue;
+            };
+            let total = by_table.entry(table.name.clone()).or_default();
+            total.scan_count += unit.scan_count;
+            total.logical_reads += unit.logical_reads;
+            total.physical_reads += unit.physical_reads;
+            total.read_ahead_reads += unit.read_ahead_reads;
+        }
+        for (name, c) in by_table {
+            out(Output::Message(format!(
+                "Table '{name}'. Scan count {}, logical reads {}, physical reads {}, page server reads 0, read-ahead reads {}, page server read-ahead reads 0, lob logical reads 0, lob physical reads 0, page server lob reads 0, lob read-ahead reads 0, page server lob read-ahead reads 0.",
+                c.scan_count, c.logical_reads, c.physical_reads, c.read_ahead_reads
+            )));
+        }
+    }
+
     /// DECLARE CURSOR, OPEN, FETCH, CLOSE and DEALLOCATE ([`crate::cursor`]).
     fn run_cursor(
         &mut self,
@@ -2142,6 +2185,7 @@ impl Session {
         selection: Option<&Expr>,
     ) -> Result<Vec<MatchedRow>> {
         let mut out = Vec::new();
+        engine::iostats::note_scan(self.db.database_id, table.au_ids()[0]);
         for (locator, stored) in table.rows(&self.db)? {
             self.check_cancel()?;
             let shown = shown_row(table, stored.clone());
@@ -2173,6 +2217,7 @@ impl Session {
         let table_name = from_item_table(from, target).unwrap_or_else(|| target.to_string());
         let table = self.table(&table_name)?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
+        engine::iostats::note_scan(self.db.database_id, table.au_ids()[0]);
         let stored_rows = table.rows(&self.db)?;
         let mut columns: Vec<String> =
             table.columns.iter().map(|c| c.column.name.clone()).collect();
