@@ -70,6 +70,11 @@ pub enum Stmt {
     },
     /// EXEC[UTE] procedure or EXEC[UTE] (string).
     Exec(Box<crate::procs::Exec>),
+    /// SET STATISTICS {IO | TIME | PROFILE | XML} [, ...] {ON | OFF}.
+    SetStatistics {
+        options: Vec<String>,
+        on: bool,
+    },
     /// DECLARE ... CURSOR, OPEN, FETCH, CLOSE, DEALLOCATE.
     Cursor(Box<crate::cursor::CursorStmt>),
     /// INSERT [INTO] table [(columns)] EXEC[UTE] ...: the rows of the EXEC's result sets go
@@ -536,6 +541,31 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
         parser.next_token();
         let nowait = parse_word(parser, "WITH") && parse_word(parser, "NOWAIT");
         return Ok(Stmt::Shutdown { nowait });
+    }
+    if is_word(&first, "SET") && is_word(&parser.peek_nth_token(1).token, "STATISTICS") {
+        parser.next_token();
+        parser.next_token();
+        let mut options = Vec::new();
+        loop {
+            let option = parser.parse_identifier()?.value.to_uppercase();
+            if !["IO", "TIME", "PROFILE", "XML"].contains(&option.as_str()) {
+                parser.prev_token();
+                return parser.expected("IO, TIME, PROFILE or XML", parser.peek_token());
+            }
+            options.push(option);
+            if !parser.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        let on = match parser.next_token().token.to_string().to_uppercase().as_str() {
+            "ON" => true,
+            "OFF" => false,
+            _ => {
+                parser.prev_token();
+                return parser.expected("ON or OFF", parser.peek_token());
+            }
+        };
+        return Ok(Stmt::SetStatistics { options, on });
     }
     if is_word(&first, "SET")
         && let Some(stmt) = parse_compound_set(parser)?

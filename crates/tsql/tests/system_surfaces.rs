@@ -228,3 +228,35 @@ COMMIT";
     }
     assert_eq!(files.iter().find(|f| f[1] == "k2").unwrap()[2], "768", "6 MB in pages");
 }
+
+/// SET STATISTICS TIME's messages have SQL Server's shape, with whole milliseconds (the
+/// values are real times, so only their form is checked), and stop with OFF.
+#[test]
+fn statistics_time_reports_each_batch_and_statement() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut session = Session::new(&server);
+    let (errors, _) = run(&mut session, "SET STATISTICS TIME ON");
+    assert!(errors.is_empty(), "{errors:?}");
+    let (errors, text) = run(&mut session, "SELECT COUNT(*) FROM sys.objects\nSELECT 1");
+    assert!(errors.is_empty(), "{errors:?}");
+    let milliseconds = |line: &str, label: &str| -> u64 {
+        let at = line.find(label).unwrap_or_else(|| panic!("{label} in {line:?}")) + label.len();
+        let digits: String = line[at..].chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().unwrap_or_else(|_| panic!("a number after {label} in {line:?}"))
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let parse = lines.iter().position(|l| *l == "SQL Server parse and compile time: ");
+    let parse = parse.unwrap_or_else(|| panic!("the parse line: {text}"));
+    milliseconds(lines[parse + 1], "   CPU time = ");
+    milliseconds(lines[parse + 1], ", elapsed time = ");
+    let executions: Vec<usize> =
+        (0..lines.len()).filter(|&i| lines[i] == " SQL Server Execution Times:").collect();
+    assert_eq!(executions.len(), 2, "one per statement: {text}");
+    for at in executions {
+        milliseconds(lines[at + 1], "   CPU time = ");
+        milliseconds(lines[at + 1], ",  elapsed time = ");
+    }
+    let (_, text) = run(&mut session, "SET STATISTICS TIME OFF\nSELECT 1");
+    assert!(!text.contains("Execution Times"), "{text}");
+}
