@@ -461,9 +461,10 @@ impl Session {
         for (name, sql_type, value) in variables {
             self.variables.insert(name.to_lowercase(), (sql_type, value));
         }
-        let (cpu_before, started) = (thread_cpu_ns(), std::time::Instant::now());
+        // The thread's CPU account is a /proc read: taken only when it is to be shown.
+        let timing = self.statistics_time.then(|| (thread_cpu_ns(), std::time::Instant::now()));
         let parsed = self.server.batch_cache.parse(sql);
-        if self.statistics_time {
+        if let Some((cpu_before, started)) = timing {
             let cpu_ms = thread_cpu_ns().saturating_sub(cpu_before) / 1_000_000;
             let elapsed_ms = started.elapsed().as_millis();
             out(Output::Message(format!(
@@ -722,8 +723,8 @@ impl Session {
     ) -> std::result::Result<Flow, Failure> {
         match stmt {
             Stmt::Sql(statement) if self.statistics_io || self.statistics_time => {
-                let timed = self.statistics_time;
-                let (cpu_before, started) = (thread_cpu_ns(), std::time::Instant::now());
+                let timing =
+                    self.statistics_time.then(|| (thread_cpu_ns(), std::time::Instant::now()));
                 if self.statistics_io {
                     engine::iostats::start();
                 }
@@ -732,7 +733,7 @@ impl Session {
                     let counts = engine::iostats::take();
                     self.report_io(counts, out);
                 }
-                if timed {
+                if let Some((cpu_before, started)) = timing {
                     let cpu_ms = thread_cpu_ns().saturating_sub(cpu_before) / 1_000_000;
                     let elapsed_ms = started.elapsed().as_millis();
                     out(Output::Message(format!(
