@@ -218,7 +218,7 @@ fn invalid_arg(function: &str) -> SqlError {
     )
 }
 
-fn arg_count(function: &str, args: &[Value], min: usize, max: usize) -> Result<()> {
+pub(crate) fn arg_count(function: &str, args: &[Value], min: usize, max: usize) -> Result<()> {
     if args.len() < min || args.len() > max {
         return Err(SqlError::new(
             174,

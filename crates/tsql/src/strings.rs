@@ -6,6 +6,7 @@
 //! 1252 (the default collation's) and any other character is '?' (63) for ASCII; NCHAR of a
 //! surrogate half (0xD800-0xDFFF) is NULL, since a lone half is not a character here.
 
+use crate::functions::arg_count;
 use crate::value::{self, Result, as_f64, as_i64, display};
 use engine::SqlError;
 use engine::record::{SqlType, Value};
@@ -29,18 +30,6 @@ fn cp1252_byte(c: char) -> u8 {
         code @ (0..=127 | 160..=255) => code as u8,
         _ => CP1252_HIGH.iter().position(|h| *h == c).map_or(b'?', |at| 128 + at as u8),
     }
-}
-
-fn arg_count(function: &str, args: &[Value], min: usize, max: usize) -> Result<()> {
-    if args.len() < min || args.len() > max {
-        return Err(SqlError::new(
-            174,
-            15,
-            1,
-            format!("The {function} function requires {min} argument(s)."),
-        ));
-    }
-    Ok(())
 }
 
 fn int_arg(function: &str, value: &Value) -> Result<Option<i64>> {
