@@ -1,5 +1,8 @@
 //! Built-in scalar functions (string, date, math, system) and the date and time arithmetic
-//! behind them.
+//! behind them; the less common string functions are in [`crate::strings`].
+//!
+//! Deviation: DEGREES and RADIANS return float whatever their argument's type (SQL Server
+//! keeps it: RADIANS(180) is 3), since an expression's declared type is not tracked here.
 //!
 //! Temporal values are kept at the T-SQL level with 7 fractional digits (100 ns units) for
 //! time and datetime2, whatever their column's precision; [`to_storage`] and [`from_storage`]

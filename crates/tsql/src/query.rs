@@ -1,6 +1,7 @@
 //! SELECT and expressions: FROM with joins (nested loops), WHERE, GROUP BY with aggregates,
-//! HAVING, DISTINCT, ORDER BY, TOP, and the expression evaluator with subqueries (correlated
-//! ones see the outer row through [`Env::outer`]).
+//! HAVING, DISTINCT, ORDER BY, TOP (WITH TIES, PERCENT), OFFSET ... FETCH, UNION, EXCEPT and
+//! INTERSECT (duplicates found by sorting, n log n), and the expression evaluator with
+//! subqueries (correlated ones see the outer row through [`Env::outer`]).
 //!
 //! Access paths: a table is read through its clustered index or heap, or, when the WHERE
 //! clause has `column = constant` on the leading key column of an index, through that index
