@@ -69,6 +69,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("sp_executesql", "X"),
     ("sp_helpdb", "P"),
     ("sp_helpfile", "P"),
+    ("sp_helpindex", "P"),
     ("sp_readerrorlog", "P"),
     ("sp_spaceused", "P"),
     ("sp_who", "P"),

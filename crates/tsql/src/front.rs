@@ -229,7 +229,30 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
     insert_optional_delete_from(&mut kept, &mut removed);
     fetch_quantity_as_placeholder(&mut kept, &mut removed);
     end_statement_before_cursor_fetch(&mut kept, &mut removed);
+    drop_empty_grouping_set(&mut kept, &mut removed);
     Ok((kept, removed))
+}
+
+/// `GROUP BY ()`, the grand total's empty grouping set, which sqlparser does not parse: as its
+/// only grouping it means what no GROUP BY means (one group of every row, even of none), so
+/// its four tokens are taken out.
+fn drop_empty_grouping_set(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
+    let mut at = 0;
+    while at + 3 < kept.len() {
+        let empty_set = is_word(&kept[at].token, "GROUP")
+            && is_word(&kept[at + 1].token, "BY")
+            && kept[at + 2].token == Token::LParen
+            && kept[at + 3].token == Token::RParen
+            && kept.get(at + 4).is_none_or(|t| t.token != Token::Comma);
+        if !empty_set {
+            at += 1;
+            continue;
+        }
+        kept.drain(at..at + 4);
+        for (position, _) in removed.iter_mut().filter(|(p, _)| *p > at) {
+            *position = position.saturating_sub(4).max(at);
+        }
+    }
 }
 
 /// A cursor's FETCH starts a statement, but sqlparser would read it as the FETCH clause of a

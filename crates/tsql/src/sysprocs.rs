@@ -4,7 +4,7 @@
 //!
 //! Here: sp_cycle_errorlog, xp_readerrorlog and sp_readerrorlog (LogDate, ProcessInfo, Text;
 //! log number, log type, two search strings, start and end times, sort order), sp_helpdb,
-//! sp_helpfile, sp_spaceused (database or table), sp_who and sp_who2.
+//! sp_helpfile, sp_helpindex, sp_spaceused (database or table), sp_who and sp_who2.
 //!
 //! Deviations: there is no SQL Server Agent log (log type 2 gives no rows); sizes in
 //! sp_spaceused come from the allocation units' IAM chains and page headers, read at the time
@@ -22,13 +22,14 @@ use engine::filegroup::Growth;
 use engine::record::{SqlType, Value};
 
 /// The system procedures this module runs.
-pub const SYSTEM_PROCEDURES: [&str; 9] = [
+pub const SYSTEM_PROCEDURES: [&str; 10] = [
     "sp_columns",
     "sp_cycle_errorlog",
     "xp_readerrorlog",
     "sp_readerrorlog",
     "sp_helpdb",
     "sp_helpfile",
+    "sp_helpindex",
     "sp_spaceused",
     "sp_who",
     "sp_who2",
@@ -104,6 +105,7 @@ impl Session {
             "xp_readerrorlog" | "sp_readerrorlog" => self.xp_readerrorlog(&values, out),
             "sp_helpdb" => self.sp_helpdb(values.first(), out),
             "sp_helpfile" => self.sp_helpfile(values.first(), out),
+            "sp_helpindex" => self.sp_helpindex(values.first(), out),
             "sp_spaceused" => self.sp_spaceused(values.first(), out),
             "sp_columns" => self.sp_columns(&values, out),
             "sp_who2" => self.sp_who2(values.first(), out),
@@ -300,6 +302,57 @@ impl Session {
             rows,
             types: Vec::new(),
         }
+    }
+
+    /// sp_helpindex 'table': each index's name, description (clustered or nonclustered,
+    /// unique, primary key or unique key, and its filegroup) and key columns; a message when
+    /// the table has none (a heap without nonclustered indexes); 15009 for no such table.
+    fn sp_helpindex(
+        &self,
+        object: Option<&Value>,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let db = self.db();
+        let name = object.map(value::display).unwrap_or_default();
+        let short = name.rsplit('.').next().unwrap_or(&name).trim_matches(['[', ']']).to_string();
+        let table = db.catalog()?.table(&self.catalog_name(&short)?).ok_or_else(|| {
+            SqlError::new(15009, 16, 1, format!("The object '{name}' does not exist in database '{}' or is invalid for this operation.", db.name))
+        })?;
+        let filegroups: std::collections::BTreeMap<u16, String> =
+            db.filegroups().into_iter().map(|(id, fg_name, ..)| (id, fg_name)).collect();
+        let mut rows = Vec::new();
+        for index in table.indexes.iter().filter(|i| i.kind != engine::catalog::IndexKind::Heap) {
+            let mut description = vec![index.kind.desc().to_lowercase()];
+            if index.unique {
+                description.push("unique".into());
+            }
+            if index.primary_key {
+                description.push("primary key".into());
+            } else if index.unique && index.name.starts_with("UQ") {
+                description.push("unique key".into());
+            }
+            let fg_id = db.allocation_unit(index.au_id).map_or(1, |u| u.fg_id);
+            let filegroup = filegroups.get(&fg_id).cloned().unwrap_or_else(|| "PRIMARY".into());
+            let keys: Vec<String> =
+                index.key_columns.iter().map(|&c| table.columns[c].column.name.clone()).collect();
+            rows.push(vec![
+                Value::Text(index.name.clone()),
+                Value::Text(format!("{} located on {filegroup}", description.join(", "))),
+                Value::Text(keys.join(", ")),
+            ]);
+        }
+        if rows.is_empty() {
+            out(Output::Message(format!(
+                "The object '{name}' does not have any indexes, or you do not have permissions."
+            )));
+            return Ok(());
+        }
+        out(Output::Rows(ResultSet {
+            columns: columns(&["index_name", "index_description", "index_keys"]),
+            rows,
+            types: Vec::new(),
+        }));
+        Ok(())
     }
 
     /// sp_spaceused: the database's size and unallocated space, then reserved, data, index and

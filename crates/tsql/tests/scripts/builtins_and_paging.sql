@@ -104,3 +104,9 @@ SELECT g, COUNT(*) AS n FROM ties GROUP BY g ORDER BY g;
 GO
 WITH d AS (SELECT x FROM ties) DELETE FROM d WHERE x = 1;
 GO
+-- GROUP BY (): the grand total, one group even of no rows.
+CREATE TABLE grand (a int);
+SELECT COUNT(*) AS n FROM grand GROUP BY ();
+INSERT grand VALUES (1), (2);
+SELECT SUM(a) AS total FROM grand GROUP BY () HAVING SUM(a) > 1;
+GO

@@ -60,3 +60,17 @@ EXEC sp_columns N't';
 EXEC sp_columns N't', NULL, NULL, N'fill%';
 USE master;
 GO
+-- sp_helpindex: each index with its description, filegroup and keys.
+CREATE DATABASE hi;
+GO
+USE hi;
+ALTER DATABASE hi ADD FILEGROUP SECONDARY;
+ALTER DATABASE hi ADD FILE (NAME = hi2, FILENAME = 'hi2.ndf', SIZE = 4MB) TO FILEGROUP SECONDARY;
+CREATE TABLE t (id int PRIMARY KEY, code char(4) NOT NULL UNIQUE, note varchar(20));
+CREATE INDEX ix_note ON t (note, code) ON [SECONDARY];
+CREATE TABLE h (a int);
+EXEC sp_helpindex 't';
+EXEC sp_helpindex 'h';
+EXEC sp_helpindex 'nope';
+USE master;
+GO
