@@ -116,6 +116,11 @@ fn unbound(parts: &str) -> SqlError {
     SqlError::new(4104, 16, 1, format!("The multi-part identifier \"{parts}\" could not be bound."))
 }
 
+/// 40517 for a clause the T-SQL layer does not build (for callers outside this module).
+pub(crate) fn not_supported_option(what: &str) -> SqlError {
+    not_supported(what)
+}
+
 fn not_supported(what: &str) -> SqlError {
     SqlError::new(
         40517,

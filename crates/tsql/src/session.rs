@@ -1031,6 +1031,12 @@ impl Session {
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
+            // OUTPUT is refused rather than ignored: its result set would silently be missing.
+            Statement::Insert(sqlparser::ast::Insert { output: Some(_), .. })
+            | Statement::Update(sqlparser::ast::Update { output: Some(_), .. })
+            | Statement::Delete(sqlparser::ast::Delete { output: Some(_), .. }) => {
+                Err(self.fail(crate::query::not_supported_option("OUTPUT"), line))
+            }
             Statement::Insert(insert) => {
                 let n = self.atomic(line, |s| s.insert(insert))?;
                 self.rows_affected(n, out);
