@@ -14,9 +14,7 @@ pub fn process_cpu_s() -> Option<f64> {
 
 /// CPU seconds of the calling thread (nanosecond steps, from the scheduler's own account).
 pub fn thread_cpu_s() -> Option<f64> {
-    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let on_cpu_ns: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
-    Some(on_cpu_ns as f64 / 1e9)
+    engine::session::thread_cpu_ns().map(|ns| ns as f64 / 1e9)
 }
 
 /// utime + stime (fields 14 and 15) of a /proc/<pid>/stat line. The command name (field 2)

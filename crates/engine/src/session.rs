@@ -111,3 +111,11 @@ mod tests {
         .expect("the worker thread");
     }
 }
+
+/// Nanoseconds the calling thread has been on a CPU, from the scheduler's own account
+/// (/proc/thread-self/schedstat; None where there is none). SET STATISTICS TIME and the
+/// benchmarks' per-session CPU read it.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    schedstat.split_whitespace().next()?.parse().ok()
+}

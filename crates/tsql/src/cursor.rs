@@ -219,18 +219,25 @@ impl Cursors {
         self.by_name.get_mut(&name.to_lowercase()).ok_or_else(|| does_not_exist(name))
     }
 
-    /// OPEN: the cursor keeps `rows` (16905 if it is open).
-    pub fn open(&mut self, name: &str, rows: Vec<Vec<Value>>) -> Result<(), SqlError> {
+    /// The query OPEN runs: 16916 for no such cursor, 16905 if it is open.
+    pub fn query_to_open(&mut self, name: &str) -> Result<Box<Query>, SqlError> {
         let cursor = self.get_mut(name)?;
         if cursor.rows.is_some() {
             return Err(cursor_error(16905, "The cursor is already open.".into()));
         }
-        self.set_rows(name, rows)
+        Ok(cursor.query.clone())
     }
 
-    fn set_rows(&mut self, name: &str, rows: Vec<Vec<Value>>) -> Result<(), SqlError> {
+    /// OPEN: the cursor keeps its query's result ([`Cursors::query_to_open`] first).
+    pub fn open(
+        &mut self,
+        name: &str,
+        columns: Vec<String>,
+        rows: Vec<Vec<Value>>,
+    ) -> Result<(), SqlError> {
         let cursor = self.get_mut(name)?;
         let count = rows.len() as i64;
+        cursor.columns = columns;
         cursor.rows = Some(rows);
         cursor.position = 0;
         self.cursor_rows = count;
@@ -329,7 +336,7 @@ mod tests {
     fn fetches_move_through_the_rows_and_stop_past_the_ends() {
         let mut cursors = Cursors::default();
         cursors.declare("c", cursor(true)).expect("declare");
-        cursors.open("c", vec![row(1), row(2), row(3)]).expect("open");
+        cursors.open("c", Vec::new(), vec![row(1), row(2), row(3)]).expect("open");
         assert_eq!(cursors.fetch("c", &Direction::Last, 0).expect("last"), Some(row(3)));
         assert_eq!(cursors.fetch("c", &Direction::Next, 0).expect("next"), None);
         assert_eq!(cursors.fetch_status, -1);
@@ -346,9 +353,9 @@ mod tests {
         let mut cursors = Cursors::default();
         cursors.declare("c", cursor(false)).expect("declare");
         assert_eq!(cursors.fetch("c", &Direction::Next, 0).unwrap_err().number, 16917);
-        cursors.open("c", vec![row(1)]).expect("open");
+        cursors.open("c", Vec::new(), vec![row(1)]).expect("open");
         assert_eq!(cursors.fetch("c", &Direction::Prior, 0).unwrap_err().number, 16911);
-        assert_eq!(cursors.open("c", Vec::new()).unwrap_err().number, 16905);
+        assert_eq!(cursors.query_to_open("c").unwrap_err().number, 16905);
         assert_eq!(cursors.declare("C", cursor(false)).unwrap_err().number, 16915);
         cursors.close("c").expect("close");
         assert_eq!(cursors.close("c").unwrap_err().number, 16917);

@@ -1669,13 +1669,7 @@ impl Session {
             keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, &descending));
         }
         if matches!(select.distinct, Some(Distinct::Distinct)) {
-            let rows: Vec<&[Value]> = keyed.iter().map(|(_, r)| r.as_slice()).collect();
-            let first = first_occurrences(&rows);
-            let mut index = 0;
-            keyed.retain(|_| {
-                index += 1;
-                first[index - 1]
-            });
+            retain_first_occurrences(&mut keyed, |(_, row)| row);
         }
         if let Some(top) = &select.top {
             let end = self.top_end(top, &keyed, &descending, !order_by.is_empty(), outer)?;
@@ -2220,15 +2214,17 @@ fn first_occurrences(rows: &[&[Value]]) -> Vec<bool> {
     first
 }
 
-/// Removes each row that equals an earlier one, keeping the order of the rest.
+/// Removes each item whose row (`row_of`) equals an earlier item's, keeping the order of the
+/// rest.
+fn retain_first_occurrences<T>(items: &mut Vec<T>, row_of: impl Fn(&T) -> &[Value]) {
+    let rows: Vec<&[Value]> = items.iter().map(&row_of).collect();
+    let first = first_occurrences(&rows);
+    let mut keep = first.into_iter();
+    items.retain(|_| keep.next().unwrap_or(true));
+}
+
 fn dedup_rows(rows: &mut Vec<Vec<Value>>) {
-    let slices: Vec<&[Value]> = rows.iter().map(Vec::as_slice).collect();
-    let first = first_occurrences(&slices);
-    let mut index = 0;
-    rows.retain(|_| {
-        index += 1;
-        first[index - 1]
-    });
+    retain_first_occurrences(rows, Vec::as_slice);
 }
 
 /// Keeps the rows of `rows` that `other` has (INTERSECT, `keep_matches`) or lacks (EXCEPT),

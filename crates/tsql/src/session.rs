@@ -1908,13 +1908,9 @@ impl Session {
     }
 
     fn open_cursor(&mut self, name: &str) -> Result<()> {
-        let query = self.cursors.get_mut(name)?.query.clone();
-        if self.cursors.get_mut(name)?.rows.is_some() {
-            return self.cursors.open(name, Vec::new());
-        }
+        let query = self.cursors.query_to_open(name)?;
         let result = self.run_query(&query, None)?;
-        self.cursors.get_mut(name)?.columns = result.columns;
-        self.cursors.open(name, result.rows)
+        self.cursors.open(name, result.columns, result.rows)
     }
 
     fn fetch_cursor(
@@ -2758,12 +2754,9 @@ pub(crate) fn drop_temporary(objects: Vec<crate::temp::TempObject>) {
     }
 }
 
-/// Nanoseconds the calling thread has been on a CPU (the scheduler's own account, in
-/// /proc/thread-self/schedstat; 0 where there is none): SET STATISTICS TIME's CPU time is the
-/// session thread's (deviation: a parallel DBCC's workers are not in it).
+/// The session thread's CPU nanoseconds (0 where the OS has no account): SET STATISTICS
+/// TIME's CPU time is the session thread's (deviation: a parallel DBCC's workers are not in
+/// it).
 fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
+    engine::session::thread_cpu_ns().unwrap_or(0)
 }

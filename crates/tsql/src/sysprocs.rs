@@ -304,6 +304,19 @@ impl Session {
         }
     }
 
+    /// The table a system procedure's object argument names (`[dbo].[t]`, `#t`): 15009 if the
+    /// current database has none.
+    fn procedure_table(
+        &self,
+        name: &str,
+    ) -> Result<std::sync::Arc<engine::catalog::Table>, SqlError> {
+        let short = name.rsplit('.').next().unwrap_or(name).trim_matches(['[', ']']);
+        let db = self.db();
+        db.catalog()?.table(&self.catalog_name(short)?).ok_or_else(|| {
+            SqlError::new(15009, 16, 1, format!("The object '{name}' does not exist in database '{}' or is invalid for this operation.", db.name))
+        })
+    }
+
     /// sp_helpindex 'table': each index's name, description (clustered or nonclustered,
     /// unique, primary key or unique key, and its filegroup) and key columns; a message when
     /// the table has none (a heap without nonclustered indexes); 15009 for no such table.
@@ -314,10 +327,7 @@ impl Session {
     ) -> Result<(), SqlError> {
         let db = self.db();
         let name = object.map(value::display).unwrap_or_default();
-        let short = name.rsplit('.').next().unwrap_or(&name).trim_matches(['[', ']']).to_string();
-        let table = db.catalog()?.table(&self.catalog_name(&short)?).ok_or_else(|| {
-            SqlError::new(15009, 16, 1, format!("The object '{name}' does not exist in database '{}' or is invalid for this operation.", db.name))
-        })?;
+        let table = self.procedure_table(&name)?;
         let filegroups: std::collections::BTreeMap<u16, String> =
             db.filegroups().into_iter().map(|(id, fg_name, ..)| (id, fg_name)).collect();
         let mut rows = Vec::new();
@@ -365,12 +375,7 @@ impl Session {
         let db = self.db();
         let catalog = db.catalog()?;
         if let Some(object) = object.filter(|v| !matches!(v, Value::Null)) {
-            let name = value::display(object);
-            let short =
-                name.rsplit('.').next().unwrap_or(&name).trim_matches(['[', ']']).to_string();
-            let table = catalog.table(&self.catalog_name(&short)?).ok_or_else(|| {
-                SqlError::new(15009, 16, 1, format!("The object '{name}' does not exist in database '{}' or is invalid for this operation.", db.name))
-            })?;
+            let table = self.procedure_table(&value::display(object))?;
             let au_ids = table.au_ids();
             let (reserved, used, data) = unit_space(db, &au_ids, &au_ids[..1])?;
             let rows = table.stored_row_count(db)?;
