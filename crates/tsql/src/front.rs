@@ -84,6 +84,13 @@ pub enum Stmt {
         columns: Vec<String>,
         exec: Box<crate::procs::Exec>,
     },
+    /// `DELETE TOP (n) [PERCENT] ...` or `UPDATE TOP (n) [PERCENT] ...`: the DELETE or UPDATE
+    /// changes only the first n (or n percent, rounded up) of the rows it matches, in no
+    /// particular order, as in SQL Server.
+    TopDml {
+        top: sqlparser::ast::Top,
+        statement: Box<Statement>,
+    },
     /// THROW [number, message, state] (parsed here: sqlparser reads a following END as an
     /// argument).
     Throw(Option<Box<[sqlparser::ast::Expr; 3]>>),
@@ -278,6 +285,47 @@ fn end_statement_before_cursor_fetch(
     }
 }
 
+/// The position after `TOP ( ... ) [PERCENT]` if that starts at `at`, else `at`.
+fn after_top_clause(kept: &[TokenWithSpan], at: usize) -> usize {
+    let opens = kept.get(at).is_some_and(|t| is_word(&t.token, "TOP"))
+        && kept.get(at + 1).is_some_and(|t| t.token == Token::LParen);
+    if !opens {
+        return at;
+    }
+    let mut depth = 0usize;
+    for (end, token) in kept.iter().enumerate().skip(at + 1) {
+        match token.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 {
+            let percent = kept.get(end + 1).is_some_and(|t| is_word(&t.token, "PERCENT"));
+            return end + 1 + usize::from(percent);
+        }
+    }
+    at
+}
+
+/// `DELETE TOP (n) [PERCENT] ...` and `UPDATE TOP (n) [PERCENT] ...`: sqlparser reads no TOP
+/// there, so the clause is read here and the rest by sqlparser. T-SQL requires the parentheses.
+fn parse_top_dml(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    let keyword = parser.next_token();
+    parser.next_token(); // TOP
+    parser.expect_token(&Token::LParen)?;
+    let quantity = parser.parse_expr()?;
+    parser.expect_token(&Token::RParen)?;
+    let percent = parse_word(parser, "PERCENT");
+    let statement = if is_word(&keyword.token, "DELETE") {
+        parser.parse_delete(keyword)?
+    } else {
+        parser.parse_update(keyword)?
+    };
+    let quantity = Some(sqlparser::ast::TopQuantity::Expr(quantity));
+    let top = sqlparser::ast::Top { with_ties: false, percent, quantity };
+    Ok(Stmt::TopDml { top, statement: Box::new(statement) })
+}
+
 /// A query parsed from its text (a cursor's, in tests).
 pub fn parse_query_text(sql: &str) -> Result<Box<sqlparser::ast::Query>, ParserError> {
     let dialect = TsqlDialect::default();
@@ -347,14 +395,17 @@ pub(crate) fn fetch_quantity(
 }
 
 /// `DELETE t WHERE ...`: T-SQL's FROM after DELETE is optional, sqlparser's is not. Where a
-/// DELETE (not `ON DELETE`) is followed by an object name and no FROM, the FROM is put in;
-/// `DELETE alias FROM table ...` keeps its own.
+/// DELETE (not `ON DELETE`), or its `TOP (n) [PERCENT]`, is followed by an object name and no
+/// FROM, the FROM is put in; `DELETE alias FROM table ...` keeps its own.
 fn insert_optional_delete_from(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
     let mut at = 0;
     while at + 1 < kept.len() {
         let is_statement_delete =
             is_word(&kept[at].token, "DELETE") && (at == 0 || !is_word(&kept[at - 1].token, "ON"));
-        let target = &kept[at + 1].token;
+        if is_statement_delete {
+            at = after_top_clause(kept, at + 1) - 1;
+        }
+        let Some(target) = kept.get(at + 1).map(|t| &t.token) else { break };
         let names_target = matches!(target, Token::Word(_))
             && !["FROM", "TOP", "CASCADE", "NO", "SET", "ON"].iter().any(|w| is_word(target, w));
         if !(is_statement_delete && names_target) {
@@ -616,6 +667,11 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if is_word(&first, "INSERT") && is_insert_exec(parser) {
         return parse_insert_exec(parser);
+    }
+    if (is_word(&first, "DELETE") || is_word(&first, "UPDATE"))
+        && is_word(&parser.peek_nth_token(1).token, "TOP")
+    {
+        return parse_top_dml(parser);
     }
     if parser.index() == 0 && crate::procs::is_bare_procedure_call(parser) {
         return Ok(Stmt::Exec(Box::new(crate::procs::parse_exec(parser)?)));

@@ -1753,7 +1753,11 @@ impl Session {
     }
 
     /// TOP (p) PERCENT's p, a float from 0 to 100 (1031 otherwise).
-    fn top_percent(&self, quantity: &TopQuantity, outer: Option<&Env<'_>>) -> Result<f64> {
+    pub(crate) fn top_percent(
+        &self,
+        quantity: &TopQuantity,
+        outer: Option<&Env<'_>>,
+    ) -> Result<f64> {
         let value = match quantity {
             TopQuantity::Constant(n) => *n as f64,
             TopQuantity::Expr(e) => {
@@ -1768,7 +1772,7 @@ impl Session {
     }
 
     /// The row count of a TOP clause: 1014 for a negative or NULL count, as in SQL Server.
-    fn top_count(&self, quantity: &TopQuantity, outer: Option<&Env<'_>>) -> Result<u64> {
+    pub(crate) fn top_count(&self, quantity: &TopQuantity, outer: Option<&Env<'_>>) -> Result<u64> {
         let n = match quantity {
             TopQuantity::Constant(n) => return Ok(*n),
             TopQuantity::Expr(e) => {

@@ -839,6 +839,7 @@ impl Session {
             Stmt::InsertExec { table, columns, exec } => {
                 self.run_insert_exec(table, columns, exec, line, out)
             }
+            Stmt::TopDml { top, statement } => self.run_top_dml(top, statement, line, out),
             Stmt::Throw(arguments) => self.run_throw(arguments.as_deref(), line),
             Stmt::Dbcc(dbcc) => self.run_dbcc(dbcc, line, out),
             Stmt::Hinted { hints, statement } => {
@@ -1043,12 +1044,12 @@ impl Session {
                 Ok(Flow::Next)
             }
             Statement::Update(update) => {
-                let n = self.atomic(line, |s| s.update(update))?;
+                let n = self.atomic(line, |s| s.update(update, None))?;
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
             Statement::Delete(delete) => {
-                let n = self.atomic(line, |s| s.delete(delete))?;
+                let n = self.atomic(line, |s| s.delete(delete, None))?;
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
@@ -2312,7 +2313,45 @@ impl Session {
         Ok((table, out))
     }
 
-    fn update(&mut self, update: &sqlparser::ast::Update) -> Result<u64> {
+    /// `DELETE TOP (n) ...` or `UPDATE TOP (n) ...` ([`Stmt::TopDml`]).
+    fn run_top_dml(
+        &mut self,
+        top: &sqlparser::ast::Top,
+        statement: &Statement,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        let n = match statement {
+            Statement::Update(sqlparser::ast::Update { output: Some(_), .. })
+            | Statement::Delete(sqlparser::ast::Delete { output: Some(_), .. }) => {
+                return Err(self.fail(crate::query::not_supported_option("OUTPUT"), line));
+            }
+            Statement::Update(update) => self.atomic(line, |s| s.update(update, Some(top)))?,
+            Statement::Delete(delete) => self.atomic(line, |s| s.delete(delete, Some(top)))?,
+            _ => unreachable!("the front end makes TopDml of DELETE and UPDATE only"),
+        };
+        self.rows_affected(n, out);
+        Ok(Flow::Next)
+    }
+
+    /// How many of `matched` rows a DELETE or UPDATE with `top` changes: n, or n percent
+    /// rounded up (1014 and 1031 as for SELECT's TOP).
+    fn top_rows(&self, top: Option<&sqlparser::ast::Top>, matched: usize) -> Result<usize> {
+        let Some(quantity) = top.and_then(|top| top.quantity.as_ref()) else { return Ok(matched) };
+        let limit = if top.is_some_and(|top| top.percent) {
+            let percent = self.top_percent(quantity, None)?;
+            (matched as f64 * percent / 100.0).ceil() as usize
+        } else {
+            usize::try_from(self.top_count(quantity, None)?).unwrap_or(usize::MAX)
+        };
+        Ok(limit.min(matched))
+    }
+
+    fn update(
+        &mut self,
+        update: &sqlparser::ast::Update,
+        top: Option<&sqlparser::ast::Top>,
+    ) -> Result<u64> {
         let TableFactor::Table { name, alias, .. } = &update.table.relation else {
             return Err(SqlError::new(40517, 16, 1, "UPDATE of this form is not supported."));
         };
@@ -2324,13 +2363,14 @@ impl Session {
             | sqlparser::ast::UpdateTableFromKind::BeforeSet(from),
         ) = &update.from
         {
-            return self.update_from(&last_part(name), from, update);
+            return self.update_from(&last_part(name), from, update, top);
         }
         let table = self.table(&last_part(name))?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
         let targets = Self::update_targets(&table, update)?;
-        let rows = self.matching_rows(&table, &cols, update.selection.as_ref())?;
+        let mut rows = self.matching_rows(&table, &cols, update.selection.as_ref())?;
+        rows.truncate(self.top_rows(top, rows.len())?);
         let mut count = 0;
         for MatchedRow { locator, stored: old, shown } in rows {
             let env = Env { cols: &cols, row: &shown, group: None, outer: None };
@@ -2378,13 +2418,15 @@ impl Session {
         target: &str,
         from: &[sqlparser::ast::TableWithJoins],
         update: &sqlparser::ast::Update,
+        top: Option<&sqlparser::ast::Top>,
     ) -> Result<u64> {
         let table_name = from_item_table(from, target).unwrap_or_else(|| target.to_string());
         let table = self.table(&table_name)?;
         let targets = Self::update_targets(&table, update)?;
         let exprs: Vec<&Expr> = targets.iter().map(|(_, e)| *e).collect();
-        let (table, matched) =
+        let (table, mut matched) =
             self.joined_targets(target, from, update.selection.as_ref(), &exprs)?;
+        matched.truncate(self.top_rows(top, matched.len())?);
         let mut count = 0;
         for (MatchedRow { locator, stored: old, shown }, values) in matched {
             let mut given: Vec<Option<Value>> = shown.into_iter().map(Some).collect();
@@ -2398,14 +2440,19 @@ impl Session {
         Ok(count)
     }
 
-    fn delete(&mut self, delete: &sqlparser::ast::Delete) -> Result<u64> {
+    fn delete(
+        &mut self,
+        delete: &sqlparser::ast::Delete,
+        top: Option<&sqlparser::ast::Top>,
+    ) -> Result<u64> {
         let from = match &delete.from {
             FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
         };
         if let Some(target) = delete.tables.first() {
             let target = last_part(target);
-            let (table, matched) =
+            let (table, mut matched) =
                 self.joined_targets(&target, from, delete.selection.as_ref(), &[])?;
+            matched.truncate(self.top_rows(top, matched.len())?);
             let count = matched.len() as u64;
             for (MatchedRow { locator, stored, .. }, _) in matched {
                 table.delete(&self.db, &locator, &stored)?;
@@ -2418,7 +2465,8 @@ impl Session {
         let table = self.table(&last_part(name))?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
-        let rows = self.matching_rows(&table, &cols, delete.selection.as_ref())?;
+        let mut rows = self.matching_rows(&table, &cols, delete.selection.as_ref())?;
+        rows.truncate(self.top_rows(top, rows.len())?);
         let count = rows.len() as u64;
         for MatchedRow { locator, stored: row, .. } in rows {
             table.delete(&self.db, &locator, &row)?;

@@ -55,3 +55,32 @@ DELETE dbo.Bin WHERE tag = 'b'
 DELETE b FROM Bin b WHERE b.id = 3
 SELECT id, tag FROM Bin
 GO
+-- DELETE TOP (n) and UPDATE TOP (n): at most n of the matching rows (which ones is not
+-- defined, so the checks count them); PERCENT rounds up; the batch-delete loop ends.
+CREATE TABLE Batch (id INT PRIMARY KEY, v INT)
+INSERT Batch VALUES (1, 10), (2, 20), (3, 30), (4, 40), (5, 50), (6, 60), (7, 70)
+DELETE TOP (2) FROM Batch WHERE v > 10
+SELECT @@ROWCOUNT AS deleted, COUNT(*) AS left_over, SUM(CASE WHEN v = 10 THEN 1 ELSE 0 END) AS kept_10 FROM Batch
+UPDATE TOP (1) Batch SET v = -1 WHERE v > 0
+SELECT @@ROWCOUNT AS updated, COUNT(*) AS negative FROM Batch WHERE v = -1
+DELETE TOP (1) Batch WHERE v = -1
+SELECT COUNT(*) AS after_bare_delete FROM Batch
+DELETE TOP (50) PERCENT FROM Batch
+SELECT @@ROWCOUNT AS half_rounded_up, COUNT(*) AS left_over FROM Batch
+UPDATE TOP (0) Batch SET v = 0
+SELECT @@ROWCOUNT AS none
+DECLARE @chunk INT = 1, @rounds INT = 0
+WHILE 1 = 1
+BEGIN
+    DELETE TOP (@chunk) FROM Batch
+    IF @@ROWCOUNT = 0 BREAK
+    SET @rounds += 1
+END
+SELECT @rounds AS rounds, COUNT(*) AS empty FROM Batch
+GO
+DELETE TOP (-1) FROM Batch
+GO
+UPDATE TOP (101) PERCENT Batch SET v = 0
+GO
+DELETE TOP 1 FROM Batch
+GO
