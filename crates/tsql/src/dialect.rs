@@ -1,5 +1,6 @@
 //! The dialect the front end parses with: sqlparser's MsSqlDialect, unchanged, except that
-//! T-SQL's reserved words cannot be implicit aliases.
+//! T-SQL's reserved words cannot be implicit aliases and the bitwise operators take T-SQL's
+//! precedence ([`TsqlDialect::prec_value`]).
 //!
 //! MsSqlDialect already refuses statement words such as INSERT or DROP as aliases; it lets
 //! `USE`, `BEGIN`, `COMMIT`, `CHECKPOINT` and the like through, so `SELECT * FROM t` followed
@@ -10,7 +11,7 @@
 //! pinned (=0.63.0), so the list of overrides cannot drift.
 
 use sqlparser::ast::{GranteesType, Statement};
-use sqlparser::dialect::{Dialect, MsSqlDialect};
+use sqlparser::dialect::{Dialect, MsSqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
@@ -142,5 +143,16 @@ impl Dialect for TsqlDialect {
     }
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
         self.inner.get_next_precedence(parser)
+    }
+    /// T-SQL's precedence: the bitwise `&`, `^` and `|` share level 3 with `+` and `-`, and
+    /// operators of one level go left to right (`6 | 1 + 2` is 9), where sqlparser ranks the
+    /// bitwise ones below `+` and each other (which made it 7).
+    fn prec_value(&self, prec: Precedence) -> u8 {
+        match prec {
+            Precedence::Ampersand | Precedence::Caret | Precedence::Pipe => {
+                self.inner.prec_value(Precedence::PlusMinus)
+            }
+            other => self.inner.prec_value(other),
+        }
     }
 }

@@ -628,6 +628,15 @@ impl Session {
         if let Some(result) = self.system_function(&upper, &args) {
             return result;
         }
+        if upper == "ISNULL"
+            && let [FunctionArgExpr::Expr(check), _] = raw.as_slice()
+            && let [Value::Null, replacement] = args.as_slice()
+            && let Some(declared) = self.declared_type(check, env.cols)
+        {
+            // ISNULL's type is its first argument's: the replacement is converted to it
+            // (`ISNULL(@varchar3, 'abcdef')` is 'abc'), where COALESCE takes the wider type.
+            return convert(replacement, declared);
+        }
         if let Some(result) = functions::call(&upper, &args) {
             return result;
         }

@@ -26,6 +26,11 @@ SELECT a FROM t ORDER BY a OFFSET 0 ROWS FETCH NEXT @none ROWS ONLY;
 GO
 SELECT ~5 AS bnot, 5 & 3 AS band, 5 | 3 AS bor, 5 ^ 3 AS bxor, ~CAST(1 AS bit) AS nbit, ~CAST(5 AS tinyint) AS ntiny;
 GO
+-- & ^ | share + and -'s precedence and go left to right: (6 | 1) + 2, ((1 | 2) ^ 3) & 4;
+-- * binds tighter, = looser.
+SELECT 6 | 1 + 2 AS or_then_add, 1 | 2 ^ 3 & 4 AS left_to_right, 2 * 3 & 7 AS mul_first, 1 + 2 & 3 AS add_then_and;
+SELECT CASE WHEN 6 & 4 = 4 THEN 'set' ELSE 'clear' END AS flag_test;
+GO
 SELECT 1.5 & 1;
 GO
 SELECT ~'a';
@@ -121,4 +126,15 @@ GO
 INSERT outp OUTPUT inserted.id VALUES (2, 2);
 GO
 SELECT id, q FROM outp;
+GO
+-- ISNULL takes its first argument's type (the replacement is converted, so truncated or
+-- padded); COALESCE takes the wider one.
+DECLARE @v VARCHAR(3) = NULL, @i INT = NULL, @c CHAR(5) = NULL;
+SELECT ISNULL(@v, 'abcdef') AS isn, LEN(ISNULL(@v, 'abcdef')) AS l, COALESCE(@v, 'abcdef') AS co, ISNULL(@i, 2.7) AS i, '[' + ISNULL(@c, 'x') + ']' AS padded;
+CREATE TABLE #n (s VARCHAR(2) NULL);
+INSERT #n VALUES (NULL), ('ok');
+SELECT ISNULL(s, 'long') AS s FROM #n;
+GO
+DECLARE @i INT = NULL;
+SELECT ISNULL(@i, 'abc');
 GO
