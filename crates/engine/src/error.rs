@@ -234,6 +234,18 @@ impl SqlError {
         SqlError::new(5041, 16, 1, format!("MODIFY FILE failed. File '{name}' does not exist."))
     }
 
+    /// DBCC SHRINKFILE of a file the database does not have.
+    pub fn file_not_found_in_database(file: &str, database: &str) -> SqlError {
+        SqlError::new(
+            8985,
+            16,
+            1,
+            format!(
+                "Could not locate file '{file}' for database '{database}' in sys.database_files. The file either does not exist, or was dropped."
+            ),
+        )
+    }
+
     pub fn file_not_empty(name: &str) -> SqlError {
         SqlError::new(
             5042,

@@ -46,7 +46,7 @@ use crate::units::{
     extent_of_page, extents_in_file, first_page_of_extent,
 };
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: &[u8; 8] = b"EXTENTDB";
 pub const FORMAT_VERSION: u16 = 1;
@@ -185,6 +185,9 @@ pub struct FileAlloc {
     free_extents: AtomicU32,
     /// The lowest extent that may be free (a search hint; correctness does not depend on it).
     gam_hint: AtomicU32,
+    /// Extents and pages freed so far: a shrink checks that none was freed since its
+    /// checkpoint ([`crate::database::Database::shrink_file`]).
+    frees: AtomicU64,
 }
 
 /// Pages of a new file's range and the free extents it adds, decided by [`FileAlloc::lay_out`].
@@ -223,6 +226,7 @@ impl FileAlloc {
             size_pages: AtomicU32::new(0),
             free_extents: AtomicU32::new(0),
             gam_hint: AtomicU32::new(0),
+            frees: AtomicU64::new(0),
         };
         let added = state.lay_out(pool, 0, size_pages)?;
         state.size_pages.store(size_pages, Ordering::Release);
@@ -239,6 +243,7 @@ impl FileAlloc {
             size_pages: AtomicU32::new(header.size_pages),
             free_extents: AtomicU32::new(0),
             gam_hint: AtomicU32::new(0),
+            frees: AtomicU64::new(0),
         };
         let free = state.count_free_extents(pool)?;
         state.free_extents.store(free, Ordering::Release);
@@ -430,6 +435,7 @@ impl FileAlloc {
         })?;
         self.free_extents.fetch_add(1, Ordering::AcqRel);
         self.gam_hint.fetch_min(extent, Ordering::Relaxed);
+        self.frees.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -543,7 +549,76 @@ impl FileAlloc {
         if was_mixed {
             self.set_map_bit(pool, MapKind::Sgam, extent, true)?;
         }
+        self.frees.fetch_add(1, Ordering::AcqRel);
         Ok(all_free)
+    }
+
+    /// How many extents and pages the file has freed since it was opened.
+    pub fn frees(&self) -> u64 {
+        self.frees.load(Ordering::Acquire)
+    }
+
+    /// The end, in pages, of the file's last extent in use, but at least `floor_pages`: what
+    /// a shrink that moves no page can cut the file to. An extent is not in use when the GAM
+    /// has it free, or when it holds fixed pages (a PFS, GAM, ... page) and no other page of it
+    /// is allocated. Callers hold the database write lock: nothing allocates meanwhile.
+    pub fn end_of_last_used_extent(&self, pool: &BufferPool, floor_pages: u32) -> SqlResult<u32> {
+        let size = self.size_pages();
+        let fixed: BTreeSet<u32> =
+            alloc::fixed_pages_in(0, size, self.is_primary).into_iter().collect();
+        let floor_extents = floor_pages.div_ceil(PAGES_PER_EXTENT);
+        let mut end = extents_in_file(size);
+        while end > floor_extents && !self.extent_in_use(pool, end - 1, &fixed)? {
+            end -= 1;
+        }
+        Ok(end * PAGES_PER_EXTENT)
+    }
+
+    fn extent_in_use(
+        &self,
+        pool: &BufferPool,
+        extent: u32,
+        fixed: &BTreeSet<u32>,
+    ) -> SqlResult<bool> {
+        let first = first_page_of_extent(extent);
+        let pages = first..first + PAGES_PER_EXTENT;
+        if !pages.clone().any(|p| fixed.contains(&p)) {
+            return Ok(!self.map_bit(pool, MapKind::Gam, extent)?);
+        }
+        for page_no in pages.filter(|p| !fixed.contains(p)) {
+            if self.pfs(pool, page_no)? & pfs::ALLOCATED != 0 {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Cuts the file's allocation state to `new_size_pages` (whole extents, none in use past
+    /// it): returns the free extents that went, for [`FileAlloc::undo_shrink`]. Bits past the
+    /// new size stay in the map pages and are never read (invariant 2); a growth lays the range
+    /// out again.
+    pub fn shrink_to(&self, pool: &BufferPool, new_size_pages: u32) -> SqlResult<u32> {
+        let old_size = self.size_pages();
+        assert!(new_size_pages < old_size && new_size_pages.is_multiple_of(PAGES_PER_EXTENT));
+        let fixed: BTreeSet<u32> =
+            alloc::fixed_pages_in(0, old_size, self.is_primary).into_iter().collect();
+        let mut removed = 0;
+        for extent in extents_in_file(new_size_pages)..extents_in_file(old_size) {
+            let first = first_page_of_extent(extent);
+            let is_system = (first..first + PAGES_PER_EXTENT).any(|p| fixed.contains(&p));
+            if !is_system && self.map_bit(pool, MapKind::Gam, extent)? {
+                removed += 1;
+            }
+        }
+        self.size_pages.store(new_size_pages, Ordering::Release);
+        self.free_extents.fetch_sub(removed, Ordering::AcqRel);
+        Ok(removed)
+    }
+
+    /// Puts back what [`FileAlloc::shrink_to`] cut (its commit point failed).
+    pub fn undo_shrink(&self, old_size_pages: u32, removed_free_extents: u32) {
+        self.size_pages.store(old_size_pages, Ordering::Release);
+        self.free_extents.fetch_add(removed_free_extents, Ordering::AcqRel);
     }
 
     /// The first page of an extent whose PFS allocated bit is clear.

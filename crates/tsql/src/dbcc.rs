@@ -5,7 +5,8 @@
 //! the engine reads; without it the session's own set, which TRACESTATUS shows), SQLPERF
 //! (LOGSPACE) and SQLPERF ('sys.dm_os_wait_stats' | 'sys.dm_os_latch_stats' |
 //! 'sys.dm_os_spinlock_stats', CLEAR), LOGINFO [(database)], FREEPROCCACHE (empties the batch
-//! cache). Any other command is error 2526.
+//! cache), SHRINKFILE (the engine's `Database::shrink_file`, whose deviations its module
+//! lists). Any other command is error 2526.
 //!
 //! A flag set for the session alone (no -1) acts on the work of this session only: the session
 //! installs its flags on the thread that runs its batches (engine::traceflags).
@@ -133,6 +134,10 @@ impl Session {
             }
             "IND" => self.dbcc_ind(&args, out).map_err(|e| self.fail(e, line))?,
             "SHOWFILESTATS" => self.dbcc_showfilestats(out),
+            "SHRINKFILE" => {
+                let quiet = dbcc.has_option("NO_INFOMSGS");
+                self.dbcc_shrinkfile(&args, quiet, out).map_err(|e| self.fail(e, line))?
+            }
             "DROPCLEANBUFFERS" => {
                 self.server.instance.buffer_pool.drop_clean_buffers();
             }
@@ -152,6 +157,91 @@ impl Session {
             out(Output::Message(COMPLETED.into()));
         }
         Ok(Flow::Next)
+    }
+
+    /// DBCC SHRINKFILE (file_name | file_id [, target_mb | EMPTYFILE] [, NOTRUNCATE |
+    /// TRUNCATEONLY]) on the current database: its result row (DbId, FileId, CurrentSize,
+    /// MinimumSize, UsedPages, EstimatedPages, in 8 KB pages), after 9008 or 9006 when a log
+    /// file stayed above its target. TRUNCATEONLY ignores the target; NOTRUNCATE, which only
+    /// moves pages in SQL Server, changes nothing here (no page is moved); EMPTYFILE is 40517.
+    fn dbcc_shrinkfile(
+        &self,
+        args: &[Value],
+        quiet: bool,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let db = self.db();
+        let file_id = match args.first() {
+            Some(Value::Text(name)) => db
+                .database_files()
+                .iter()
+                .find(|f| f.logical_name.eq_ignore_ascii_case(name))
+                .map(|f| f.file_id)
+                .ok_or_else(|| SqlError::file_not_found_in_database(name, &db.name))?,
+            Some(other) => {
+                value::as_i64(other).and_then(|id| u16::try_from(id).ok()).ok_or_else(incorrect)?
+            }
+            None => return Err(incorrect()),
+        };
+        let mut target_pages = None;
+        let mut shrink = true;
+        for arg in &args[1..] {
+            match arg {
+                Value::Text(word) => match word.to_uppercase().as_str() {
+                    "TRUNCATEONLY" => target_pages = None,
+                    "NOTRUNCATE" => shrink = false,
+                    "EMPTYFILE" => {
+                        return Err(SqlError::new(
+                            40517,
+                            16,
+                            1,
+                            "DBCC SHRINKFILE with EMPTYFILE is not supported.",
+                        ));
+                    }
+                    _ => return Err(incorrect()),
+                },
+                number => {
+                    let mb = value::as_i64(number).filter(|mb| *mb >= 0).ok_or_else(incorrect)?;
+                    let pages = u32::try_from(mb.saturating_mul(128)).unwrap_or(u32::MAX);
+                    let truncate_only = args[2..].iter().any(
+                        |a| matches!(a, Value::Text(w) if w.eq_ignore_ascii_case("TRUNCATEONLY")),
+                    );
+                    target_pages = if truncate_only { None } else { Some(pages) };
+                }
+            }
+        }
+        let result = if shrink {
+            db.shrink_file(file_id, target_pages)?
+        } else {
+            // NOTRUNCATE: a shrink to the current size (it reports; it cuts nothing).
+            let size =
+                db.database_files().iter().find(|f| f.file_id == file_id).map(|f| f.size_pages);
+            let size = size.ok_or_else(|| {
+                SqlError::file_not_found_in_database(&file_id.to_string(), &db.name)
+            })?;
+            db.shrink_file(file_id, Some(size))?
+        };
+        if let Some(notice) = &result.notice
+            && !quiet
+        {
+            out(Output::Message(notice.clone()));
+        }
+        let int = |pages: u32| Value::Int(pages as i32);
+        let row = vec![
+            Value::SmallInt(db.database_id as i16),
+            Value::Int(i32::from(result.file_id)),
+            int(result.current_pages),
+            int(result.minimum_pages),
+            int(result.used_pages),
+            int(result.estimated_pages),
+        ];
+        let names = ["DbId", "FileId", "CurrentSize", "MinimumSize", "UsedPages", "EstimatedPages"];
+        out(Output::Rows(ResultSet {
+            columns: columns(&names),
+            rows: vec![row],
+            types: Vec::new(),
+        }));
+        Ok(())
     }
 
     /// TRACEON / TRACEOFF (flags..., [-1]).

@@ -10,6 +10,7 @@
 //!   all files with AUTOGROW_ALL_FILES / TF 1117), instant file initialisation, zeroing with
 //!   PREEMPTIVE_OS_WRITEFILEGATHER and TF 3004, and 1105 when no file can grow.
 //! - Allocation units with IAM chains, mixed and uniform extents ([`units`]).
+//! - DBCC SHRINKFILE ([`shrink`]): a log file's inactive tail VLFs, a data file's free tail.
 //!
 //! - The transaction log through [`crate::log::LogManager`]: log files are zeroed here when
 //!   created, then formatted with VLFs by the log.
@@ -401,8 +402,10 @@ mod ghosts;
 mod growth;
 mod open;
 mod recovery;
+mod shrink;
 
 pub use ghosts::{GHOST_CLEANUP_INTERVAL, GHOST_PAGES_PER_RUN, GhostCleanupStats};
+pub use shrink::FileShrink;
 
 impl Database {
     /// Space of every data file, in file-id order.

@@ -26,6 +26,9 @@
 //!   again.
 //! - Truncation: [`LogManager::truncate`] marks VLFs wholly before MinLSN reusable (called by
 //!   checkpoints in SIMPLE recovery; FULL waits for a log backup: LOG_BACKUP).
+//! - Shrinking: [`LogManager::shrink_file`] (DBCC SHRINKFILE) removes inactive VLFs from the end
+//!   of a log file, rounding the target up to a VLF boundary; an active VLF stops it, and the
+//!   log keeps [`MIN_LOG_VLFS`] VLFs.
 //! - Rollback reservations: open transactions reserve what their undo will log; a group that
 //!   is not a compensation must leave that much free (growing the log first, or 9002), so a
 //!   rollback never runs out of log.
@@ -188,6 +191,30 @@ pub struct NewLogFile {
     pub created_ms: i64,
     pub handle: Box<dyn IoFile>,
 }
+
+/// What DBCC SHRINKFILE did to a log file ([`LogManager::shrink_file`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogShrink {
+    /// The file's size after the shrink.
+    pub size_pages: u32,
+    /// The smallest size the file could be shrunk to now: its end after the last VLF that must
+    /// stay (an active one, or the second VLF of the log).
+    pub minimum_pages: u32,
+    /// Why the file stayed above the target, if it did.
+    pub stopped_by: Option<ShrinkStop>,
+}
+
+/// What kept a log file's shrink above its target: SQL Server's 9008 and 9006.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShrinkStop {
+    /// An active VLF (part of the logical log) is the last one that could go.
+    ActiveVlf,
+    /// The log keeps at least [`MIN_LOG_VLFS`] VLFs.
+    VlfMinimum,
+}
+
+/// The fewest VLFs a shrink leaves in the log (over all its files), as in SQL Server.
+pub const MIN_LOG_VLFS: usize = 2;
 
 /// One row of sys.dm_db_log_info (reference §5.3).
 #[derive(Clone, Debug, PartialEq)]
@@ -1183,6 +1210,68 @@ impl LogManager {
             start_time,
         });
         Ok(())
+    }
+
+    /// DBCC SHRINKFILE on a log file: removes VLFs from the end of the file while each is
+    /// inactive (reusable or never used), the file stays at or above `target_pages` (so the
+    /// target is rounded up to a VLF boundary, as in SQL Server), and the log keeps at least
+    /// [`MIN_LOG_VLFS`] VLFs (and the file one). The header page, with the new size, is made
+    /// durable before the file is truncated: a crash (or a failed truncation) in between
+    /// leaves a file longer than its header says, whose tail VLF discovery never reads.
+    pub fn shrink_file(&self, file_id: u16, target_pages: u32) -> SqlResult<LogShrink> {
+        let mut state = self.state.lock();
+        let total_vlfs: usize = state.files.values().map(|f| f.vlfs.len()).sum();
+        let file = &state.files[&file_id];
+        let vlfs = &file.vlfs;
+        // The first VLF of the tail that may go, and what stops the tail growing further.
+        let mut first_removable = vlfs.len();
+        let mut stop = ShrinkStop::ActiveVlf;
+        while first_removable > 1 {
+            let pos = VlfPos { file_id, index: first_removable - 1 };
+            let removed = vlfs.len() - first_removable + 1;
+            if total_vlfs - removed < MIN_LOG_VLFS {
+                stop = ShrinkStop::VlfMinimum;
+                break;
+            }
+            if pos == state.current || state.status_of(&vlfs[pos.index]) == 2 {
+                break;
+            }
+            first_removable -= 1;
+        }
+        let start_of = |index: usize| vlfs.get(index).map(|v| v.header.start_offset);
+        let minimum_bytes = start_of(first_removable).unwrap_or(file.size_bytes());
+        let target_bytes = u64::from(target_pages) * PAGE_SIZE_U64;
+        let mut keep = first_removable;
+        while keep < vlfs.len() && vlfs[keep].header.start_offset < target_bytes {
+            keep += 1;
+        }
+        let wanted_more = keep == first_removable
+            && first_removable > 0
+            && start_of(first_removable - 1).is_some_and(|start| start >= target_bytes);
+        let outcome = LogShrink {
+            size_pages: file.size_pages,
+            minimum_pages: (minimum_bytes / PAGE_SIZE_U64) as u32,
+            stopped_by: wanted_more.then_some(stop),
+        };
+        if keep == vlfs.len() {
+            return Ok(outcome);
+        }
+        let new_bytes = vlfs[keep].header.start_offset;
+        assert_eq!(new_bytes % PAGE_SIZE_U64, 0, "VLFs start on pages (VLF invariant 1)");
+        let new_size_pages = (new_bytes / PAGE_SIZE_U64) as u32;
+        let header = file.header(new_size_pages, self.database_id, self.binding_id);
+        crate::database::write_header_page(file.io(), &header, &file.path)?;
+        // The header is the truth from here: the tail's VLFs are gone even if the truncation
+        // below fails (the file is then only longer than it needs to be).
+        let file = state.files.get_mut(&file_id).expect("the file looked at above");
+        file.vlfs.truncate(keep);
+        file.size_pages = new_size_pages;
+        let path = file.path_text();
+        file.io()
+            .set_len(new_bytes)
+            .and_then(|()| file.io().sync_data())
+            .map_err(|err| SqlError::os_io_error(&err, true, new_bytes, &path))?;
+        Ok(LogShrink { size_pages: new_size_pages, ..outcome })
     }
 
     /// ALTER DATABASE MODIFY FILE (SIZE = larger) on a log file: a manual, zeroed growth.
