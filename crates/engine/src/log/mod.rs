@@ -1225,15 +1225,16 @@ impl LogManager {
         let vlfs = &file.vlfs;
         // The first VLF of the tail that may go, and what stops the tail growing further.
         let mut first_removable = vlfs.len();
-        let mut stop = ShrinkStop::ActiveVlf;
+        // Reaching the file's first VLF, which stays, counts as the VLF minimum.
+        let mut stop = ShrinkStop::VlfMinimum;
         while first_removable > 1 {
             let pos = VlfPos { file_id, index: first_removable - 1 };
             let removed = vlfs.len() - first_removable + 1;
             if total_vlfs - removed < MIN_LOG_VLFS {
-                stop = ShrinkStop::VlfMinimum;
                 break;
             }
             if pos == state.current || state.status_of(&vlfs[pos.index]) == 2 {
+                stop = ShrinkStop::ActiveVlf;
                 break;
             }
             first_removable -= 1;
