@@ -166,9 +166,14 @@ fn token_text(token: &Token) -> String {
     }
 }
 
+/// Words sqlparser treats as keywords that T-SQL does not reserve: a syntax error near one is
+/// 102 ("near 'LIMIT'"), not 156 ("near the keyword").
+const NOT_TSQL_KEYWORDS: [&str; 1] = ["LIMIT"];
+
 pub(crate) fn syntax_error(near: &Token, line: u64) -> (SqlError, u64) {
     let text = token_text(near);
-    let is_keyword = matches!(near, Token::Word(w) if w.keyword != Keyword::NoKeyword && w.quote_style.is_none());
+    let is_keyword = matches!(near, Token::Word(w) if w.keyword != Keyword::NoKeyword && w.quote_style.is_none())
+        && !NOT_TSQL_KEYWORDS.iter().any(|word| is_word(near, word));
     let error = if is_keyword {
         SqlError::new(
             156,
@@ -310,6 +315,7 @@ fn after_top_clause(kept: &[TokenWithSpan], at: usize) -> usize {
 /// `DELETE TOP (n) [PERCENT] ...` and `UPDATE TOP (n) [PERCENT] ...`: sqlparser reads no TOP
 /// there, so the clause is read here and the rest by sqlparser. T-SQL requires the parentheses.
 fn parse_top_dml(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    let start = parser.index();
     let keyword = parser.next_token();
     parser.next_token(); // TOP
     parser.expect_token(&Token::LParen)?;
@@ -321,9 +327,37 @@ fn parse_top_dml(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     } else {
         parser.parse_update(keyword)?
     };
+    refuse_order_or_limit(parser, start, &statement)?;
     let quantity = Some(sqlparser::ast::TopQuantity::Expr(quantity));
     let top = sqlparser::ast::Top { with_ties: false, percent, quantity };
     Ok(Stmt::TopDml { top, statement: Box::new(statement) })
+}
+
+/// MySQL's `ORDER BY` and `LIMIT` after a DELETE, and `LIMIT` after an UPDATE, which sqlparser
+/// reads in every dialect: T-SQL has neither, so they are the syntax error SQL Server gives,
+/// near the word (bug fix: `DELETE FROM t WHERE ... LIMIT 1` deleted every matching row).
+fn refuse_order_or_limit(
+    parser: &mut Parser<'_>,
+    start: usize,
+    statement: &Statement,
+) -> Result<(), ParserError> {
+    let tail = match statement {
+        Statement::Delete(delete) => !delete.order_by.is_empty() || delete.limit.is_some(),
+        Statement::Update(update) => !update.order_by.is_empty() || update.limit.is_some(),
+        _ => false,
+    };
+    if !tail {
+        return Ok(());
+    }
+    // Back to the statement's last ORDER or LIMIT: the syntax error is reported near it.
+    while parser.index() > start {
+        parser.prev_token();
+        let token = &parser.peek_token().token;
+        if is_word(token, "ORDER") || is_word(token, "LIMIT") {
+            break;
+        }
+    }
+    parser.expected("the end of the statement", parser.peek_token())
 }
 
 /// A query parsed from its text (a cursor's, in tests).
@@ -749,6 +783,7 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     let start = parser.index();
     let statement = Box::new(parser.parse_statement()?);
+    refuse_order_or_limit(parser, start, &statement)?;
     if !matches!(*statement, Statement::CreateTable(_)) {
         return Ok(Stmt::Sql(statement));
     }

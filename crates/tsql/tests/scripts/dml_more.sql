@@ -84,3 +84,17 @@ UPDATE TOP (101) PERCENT Batch SET v = 0
 GO
 DELETE TOP 1 FROM Batch
 GO
+-- MySQL's LIMIT and ORDER BY on DELETE and UPDATE are syntax errors in T-SQL (they used to be
+-- ignored: LIMIT 1 deleted every matching row); LIMIT stays a usable column name.
+CREATE TABLE Lim (id INT PRIMARY KEY, limit INT)
+INSERT Lim VALUES (1, 1), (2, 2), (3, 3)
+GO
+DELETE FROM Lim WHERE id > 0 LIMIT 1
+GO
+DELETE FROM Lim ORDER BY id
+GO
+UPDATE Lim SET limit = 0 LIMIT 1
+GO
+DELETE FROM Lim WHERE limit = 3
+SELECT COUNT(*) AS n, MAX(limit) AS highest FROM Lim
+GO
