@@ -31,6 +31,7 @@ pub mod dialect;
 pub mod dmv;
 pub mod front;
 pub mod functions;
+pub mod output;
 pub mod procs;
 pub mod query;
 pub mod server;

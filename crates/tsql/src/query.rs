@@ -1949,7 +1949,7 @@ impl Session {
     }
 
     /// The select list with `*` and `t.*` expanded: (expression, output name).
-    fn expand_items(
+    pub(crate) fn expand_items(
         &self,
         projection: &[SelectItem],
         cols: &[ColRef],
@@ -1987,8 +1987,10 @@ impl Session {
                     }
                 }
                 SelectItem::QualifiedWildcard(kind, _) => {
+                    // `t.*` (an OUTPUT clause's `deleted.*` shows with its `.*`).
                     let qualifier = kind.to_string();
                     let qualifier = qualifier
+                        .trim_end_matches(".*")
                         .rsplit('.')
                         .next()
                         .unwrap_or_default()

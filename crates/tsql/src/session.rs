@@ -127,7 +127,7 @@ pub enum TransactionEvent {
 }
 
 /// Where an INSERT's rows go ([`Session::insert_target`]).
-struct InsertTarget {
+pub(crate) struct InsertTarget {
     table: Arc<engine::catalog::Table>,
     /// The table's column index of each value of a source row.
     positions: Vec<usize>,
@@ -148,6 +148,8 @@ pub struct Session {
     pub(crate) nest_level: u32,
     /// INSERT ... EXEC statements running (8164 when one would start inside another).
     insert_exec_depth: u32,
+    /// The rows an OUTPUT clause is collecting while its statement runs ([`crate::output`]).
+    pub(crate) output_capture: Option<crate::output::OutputCapture>,
     /// The session's temporary tables and table variables.
     temp: crate::temp::TempObjects,
     /// SET STATISTICS IO ON: each statement's page reads per table, as messages.
@@ -268,6 +270,7 @@ impl Session {
             variables: BTreeMap::new(),
             nest_level: 0,
             insert_exec_depth: 0,
+            output_capture: None,
             temp: crate::temp::TempObjects::default(),
             cursors: crate::cursor::Cursors::default(),
             statistics_io: false,
@@ -945,7 +948,7 @@ impl Session {
     }
 
     /// @@ROWCOUNT, and "(n rows affected)" unless SET NOCOUNT ON.
-    fn rows_affected(&mut self, n: u64, out: &mut dyn FnMut(Output)) {
+    pub(crate) fn rows_affected(&mut self, n: u64, out: &mut dyn FnMut(Output)) {
         self.rowcount = n;
         if !self.nocount {
             out(Output::RowCount(n));
@@ -1032,11 +1035,10 @@ impl Session {
                 self.rows_affected(n, out);
                 Ok(Flow::Next)
             }
-            // OUTPUT is refused rather than ignored: its result set would silently be missing.
-            Statement::Insert(sqlparser::ast::Insert { output: Some(_), .. })
-            | Statement::Update(sqlparser::ast::Update { output: Some(_), .. })
-            | Statement::Delete(sqlparser::ast::Delete { output: Some(_), .. }) => {
-                Err(self.fail(crate::query::not_supported_option("OUTPUT"), line))
+            Statement::Insert(sqlparser::ast::Insert { output: Some(output), .. })
+            | Statement::Update(sqlparser::ast::Update { output: Some(output), .. })
+            | Statement::Delete(sqlparser::ast::Delete { output: Some(output), .. }) => {
+                self.run_with_output(statement, None, output, line, out)
             }
             Statement::Insert(insert) => {
                 let n = self.atomic(line, |s| s.insert(insert))?;
@@ -2035,7 +2037,7 @@ impl Session {
         self.create_table(spec).map(|_| ())
     }
 
-    fn insert(&mut self, insert: &sqlparser::ast::Insert) -> Result<u64> {
+    pub(crate) fn insert(&mut self, insert: &sqlparser::ast::Insert) -> Result<u64> {
         let TableObject::TableName(name) = &insert.table else {
             return Err(SqlError::new(
                 40517,
@@ -2068,7 +2070,7 @@ impl Session {
 
     /// An INSERT's table, locked IX, and the places of the columns it names (or of every
     /// column but the identity when it names none).
-    fn insert_target(&mut self, name: &str, columns: &[String]) -> Result<InsertTarget> {
+    pub(crate) fn insert_target(&mut self, name: &str, columns: &[String]) -> Result<InsertTarget> {
         let table = self.table(name)?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let defaults = Self::default_exprs(&table)?;
@@ -2123,7 +2125,7 @@ impl Session {
 
     /// Inserts `source_rows` (each holding the target's named columns, in order) into the
     /// target; `has_source` is false for DEFAULT VALUES.
-    fn insert_rows(
+    pub(crate) fn insert_rows(
         &mut self,
         target: &InsertTarget,
         source_rows: Vec<Vec<Value>>,
@@ -2167,6 +2169,7 @@ impl Session {
             }
             let row = self.complete_row(table, given, &target.defaults, "INSERT")?;
             table.insert(&self.db, &row)?;
+            self.capture_output(table, None, Some(&row));
             if target.explicit_identity
                 && let Some(value) = target.identity_position.and_then(|i| value::as_i64(&row[i]))
             {
@@ -2322,9 +2325,9 @@ impl Session {
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
         let n = match statement {
-            Statement::Update(sqlparser::ast::Update { output: Some(_), .. })
-            | Statement::Delete(sqlparser::ast::Delete { output: Some(_), .. }) => {
-                return Err(self.fail(crate::query::not_supported_option("OUTPUT"), line));
+            Statement::Update(sqlparser::ast::Update { output: Some(output), .. })
+            | Statement::Delete(sqlparser::ast::Delete { output: Some(output), .. }) => {
+                return self.run_with_output(statement, Some(top), output, line, out);
             }
             Statement::Update(update) => self.atomic(line, |s| s.update(update, Some(top)))?,
             Statement::Delete(delete) => self.atomic(line, |s| s.delete(delete, Some(top)))?,
@@ -2347,7 +2350,7 @@ impl Session {
         Ok(limit.min(matched))
     }
 
-    fn update(
+    pub(crate) fn update(
         &mut self,
         update: &sqlparser::ast::Update,
         top: Option<&sqlparser::ast::Top>,
@@ -2380,6 +2383,7 @@ impl Session {
             }
             let new = self.complete_row(&table, given, &[], "UPDATE")?;
             table.update(&self.db, &locator, &old, &new)?;
+            self.capture_output(&table, Some(&shown), Some(&new));
             count += 1;
         }
         Ok(count)
@@ -2429,18 +2433,19 @@ impl Session {
         matched.truncate(self.top_rows(top, matched.len())?);
         let mut count = 0;
         for (MatchedRow { locator, stored: old, shown }, values) in matched {
-            let mut given: Vec<Option<Value>> = shown.into_iter().map(Some).collect();
+            let mut given: Vec<Option<Value>> = shown.iter().cloned().map(Some).collect();
             for ((p, _), v) in targets.iter().zip(values) {
                 given[*p] = Some(v);
             }
             let new = self.complete_row(&table, given, &[], "UPDATE")?;
             table.update(&self.db, &locator, &old, &new)?;
+            self.capture_output(&table, Some(&shown), Some(&new));
             count += 1;
         }
         Ok(count)
     }
 
-    fn delete(
+    pub(crate) fn delete(
         &mut self,
         delete: &sqlparser::ast::Delete,
         top: Option<&sqlparser::ast::Top>,
@@ -2454,8 +2459,9 @@ impl Session {
                 self.joined_targets(&target, from, delete.selection.as_ref(), &[])?;
             matched.truncate(self.top_rows(top, matched.len())?);
             let count = matched.len() as u64;
-            for (MatchedRow { locator, stored, .. }, _) in matched {
+            for (MatchedRow { locator, stored, shown }, _) in matched {
                 table.delete(&self.db, &locator, &stored)?;
+                self.capture_output(&table, Some(&shown), None);
             }
             return Ok(count);
         }
@@ -2468,8 +2474,9 @@ impl Session {
         let mut rows = self.matching_rows(&table, &cols, delete.selection.as_ref())?;
         rows.truncate(self.top_rows(top, rows.len())?);
         let count = rows.len() as u64;
-        for MatchedRow { locator, stored: row, .. } in rows {
+        for MatchedRow { locator, stored: row, shown } in rows {
             table.delete(&self.db, &locator, &row)?;
+            self.capture_output(&table, Some(&shown), None);
         }
         Ok(count)
     }

@@ -115,18 +115,6 @@ SELECT COUNT(*) AS n FROM grand GROUP BY ();
 INSERT grand VALUES (1), (2);
 SELECT SUM(a) AS total FROM grand GROUP BY () HAVING SUM(a) > 1;
 GO
--- OUTPUT is refused (40517) and changes nothing, rather than changing rows without its result set.
-CREATE TABLE outp (id int, q int);
-INSERT outp VALUES (1, 1);
-GO
-UPDATE outp SET q = 2 OUTPUT inserted.q;
-GO
-DELETE FROM outp OUTPUT deleted.id;
-GO
-INSERT outp OUTPUT inserted.id VALUES (2, 2);
-GO
-SELECT id, q FROM outp;
-GO
 -- ISNULL takes its first argument's type (the replacement is converted, so truncated or
 -- padded); COALESCE takes the wider one.
 DECLARE @v VARCHAR(3) = NULL, @i INT = NULL, @c CHAR(5) = NULL;

@@ -1,0 +1,185 @@
+//! The OUTPUT clause of INSERT, UPDATE and DELETE: the rows a statement changed, as the
+//! pseudo-tables `inserted` (rows as they are after an INSERT or UPDATE) and `deleted` (rows as
+//! they were before an UPDATE or DELETE), sent as a result set or put INTO a table, a temporary
+//! table or a table variable, in the statement's own transaction.
+//!
+//! The DML functions hand each row they change to [`Session::capture_output`], which keeps it
+//! only while an OUTPUT clause runs; the clause's select list is then evaluated over them with
+//! the query layer's expressions. INSERT has only `inserted`, DELETE only `deleted` (naming the
+//! other is 4104, as in SQL Server).
+//!
+//! Deviations: `OUTPUT ... INTO target (columns)` (a column list) is not parsed by sqlparser
+//! and is a syntax error; `$action` belongs to MERGE, which is not built.
+
+use crate::query::{ColRef, Env, table_columns};
+use crate::server::{Output, ResultSet};
+use crate::session::{Failure, Flow, Session};
+use engine::SqlError;
+use engine::catalog::Table;
+use engine::record::Value;
+use sqlparser::ast::{Expr, OutputClause, Statement};
+use std::sync::Arc;
+
+type Result<T> = std::result::Result<T, SqlError>;
+
+/// Rows an OUTPUT clause is collecting.
+#[derive(Default)]
+pub(crate) struct OutputCapture {
+    table: Option<Arc<Table>>,
+    rows: Vec<ChangedRow>,
+}
+
+/// One changed row: as it was (UPDATE, DELETE) and as it is (INSERT, UPDATE).
+struct ChangedRow {
+    deleted: Option<Vec<Value>>,
+    inserted: Option<Vec<Value>>,
+}
+
+impl Session {
+    /// Notes a row a DML statement changed, if an OUTPUT clause is collecting them.
+    pub(crate) fn capture_output(
+        &mut self,
+        table: &Arc<Table>,
+        deleted: Option<&[Value]>,
+        inserted: Option<&[Value]>,
+    ) {
+        if let Some(capture) = &mut self.output_capture {
+            capture.table.get_or_insert_with(|| table.clone());
+            capture.rows.push(ChangedRow {
+                deleted: deleted.map(<[Value]>::to_vec),
+                inserted: inserted.map(<[Value]>::to_vec),
+            });
+        }
+    }
+
+    /// Runs an INSERT, UPDATE or DELETE (`top` for DELETE/UPDATE TOP) with its OUTPUT clause,
+    /// all in one statement transaction: the changed rows go out as a result set before the
+    /// row count, or into the INTO target.
+    pub(crate) fn run_with_output(
+        &mut self,
+        statement: &Statement,
+        top: Option<&sqlparser::ast::Top>,
+        output: &OutputClause,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        let OutputClause::Output { select_items, into_table, .. } = output else {
+            let error = crate::query::not_supported_option("RETURNING");
+            return Err(self.fail(error, line));
+        };
+        let (count, result) = self.atomic(line, |s| {
+            s.output_capture = Some(OutputCapture::default());
+            let changed = match statement {
+                Statement::Insert(insert) => s.insert(insert),
+                Statement::Update(update) => s.update(update, top),
+                Statement::Delete(delete) => s.delete(delete, top),
+                _ => unreachable!("OUTPUT belongs to INSERT, UPDATE and DELETE"),
+            };
+            let capture = s.output_capture.take().unwrap_or_default();
+            let count = changed?;
+            let (names, rows) = s.output_rows(statement, select_items, capture)?;
+            match into_table.as_ref().and_then(|into| into.targets.first()) {
+                Some(target) => {
+                    s.output_into(target, rows)?;
+                    Ok((count, None))
+                }
+                None => Ok((count, Some(ResultSet { columns: names, rows, types: Vec::new() }))),
+            }
+        })?;
+        if let Some(result) = result {
+            out(Output::Rows(result));
+        }
+        self.rows_affected(count, out);
+        Ok(Flow::Next)
+    }
+
+    /// The OUTPUT select list over the captured rows: (column names, rows).
+    fn output_rows(
+        &self,
+        statement: &Statement,
+        select_items: &[sqlparser::ast::SelectItem],
+        capture: OutputCapture,
+    ) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
+        let table = match capture.table {
+            Some(table) => table,
+            None => self.table(&target_name(statement))?,
+        };
+        let has_inserted = !matches!(statement, Statement::Delete(_));
+        let has_deleted = !matches!(statement, Statement::Insert(_));
+        let mut cols: Vec<ColRef> = Vec::new();
+        if has_inserted {
+            cols.extend(table_columns(&table, "inserted"));
+        }
+        if has_deleted {
+            cols.extend(table_columns(&table, "deleted"));
+        }
+        let items = self.expand_items(select_items, &cols)?;
+        self.bind_output_items(&items, &cols)?;
+        let width = table.columns.len();
+        let mut rows = Vec::with_capacity(capture.rows.len());
+        for ChangedRow { deleted, inserted } in capture.rows {
+            let mut row = Vec::with_capacity(cols.len());
+            if has_inserted {
+                row.extend(inserted.unwrap_or_else(|| vec![Value::Null; width]));
+            }
+            if has_deleted {
+                row.extend(deleted.unwrap_or_else(|| vec![Value::Null; width]));
+            }
+            let env = Env { cols: &cols, row: &row, group: None, outer: None };
+            let mut values = Vec::with_capacity(items.len());
+            for (expr, _) in &items {
+                values.push(self.eval(expr, &env)?);
+            }
+            rows.push(values);
+        }
+        Ok((items.into_iter().map(|(_, name)| name).collect(), rows))
+    }
+
+    /// SQL Server binds the select list when it compiles the statement, so a name that is not
+    /// a column of `inserted` or `deleted` is 4104 (or 207) even when no row changed: the items
+    /// are evaluated once over a row of NULLs, and only such binding errors count.
+    fn bind_output_items(&self, items: &[(Expr, String)], cols: &[ColRef]) -> Result<()> {
+        let nulls = vec![Value::Null; cols.len()];
+        let env = Env { cols, row: &nulls, group: None, outer: None };
+        for (expr, _) in items {
+            match self.eval(expr, &env) {
+                Err(error) if error.number == 4104 || error.number == 207 => return Err(error),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// OUTPUT ... INTO target: the rows go into the table (or table variable) as an INSERT
+    /// without a column list would put them.
+    fn output_into(&mut self, target: &Expr, rows: Vec<Vec<Value>>) -> Result<()> {
+        let name = match target {
+            Expr::Identifier(ident) => ident.value.clone(),
+            Expr::CompoundIdentifier(parts) => {
+                parts.last().map(|ident| ident.value.clone()).unwrap_or_default()
+            }
+            other => {
+                return Err(SqlError::new(102, 15, 1, format!("Incorrect syntax near '{other}'.")));
+            }
+        };
+        let target = self.insert_target(&name, &[])?;
+        self.insert_rows(&target, rows, true).map(|_| ())
+    }
+}
+
+/// The table a DML statement names (its last name part).
+fn target_name(statement: &Statement) -> String {
+    let name = match statement {
+        Statement::Insert(insert) => insert.table.to_string(),
+        Statement::Update(update) => update.table.relation.to_string(),
+        Statement::Delete(delete) => match &delete.from {
+            sqlparser::ast::FromTable::WithFromKeyword(from)
+            | sqlparser::ast::FromTable::WithoutKeyword(from) => {
+                from.first().map(|t| t.relation.to_string()).unwrap_or_default()
+            }
+        },
+        _ => String::new(),
+    };
+    let name = name.split_whitespace().next().unwrap_or_default();
+    name.rsplit('.').next().unwrap_or_default().trim_matches(['[', ']']).to_string()
+}

@@ -1,0 +1,31 @@
+-- The OUTPUT clause: inserted.* after INSERT and UPDATE, deleted.* before UPDATE and DELETE,
+-- as a result set or INTO a table or table variable, in the statement's transaction.
+CREATE TABLE Orders (id INT IDENTITY PRIMARY KEY, item VARCHAR(10), qty INT DEFAULT 1)
+CREATE TABLE Archive (id INT, item VARCHAR(10), qty INT)
+GO
+-- The identity and the default come back as stored.
+INSERT Orders (item) OUTPUT inserted.id, inserted.item, inserted.qty VALUES ('bolt'), ('nut'), ('gear')
+UPDATE Orders SET qty = qty * 10 OUTPUT inserted.id, deleted.qty AS before, inserted.qty AS after WHERE item <> 'nut'
+GO
+-- The archive pattern: each batch of deletes goes into another table in the same transaction.
+DELETE TOP (2) FROM Orders OUTPUT deleted.* INTO Archive WHERE qty > 1
+SELECT id, item, qty FROM Archive ORDER BY id
+DECLARE @gone TABLE (id INT, item VARCHAR(10))
+DELETE Orders OUTPUT deleted.id, deleted.item INTO @gone
+SELECT id, item FROM @gone
+SELECT COUNT(*) AS left_in_orders FROM Orders
+GO
+-- Expressions over the pseudo-tables; no row changed, no row out.
+INSERT Orders (item, qty) OUTPUT UPPER(inserted.item) AS item, inserted.qty * 2 AS doubled VALUES ('pin', 4)
+UPDATE Orders SET qty = 0 OUTPUT deleted.id WHERE 1 = 0
+GO
+-- A pseudo-table the statement does not have, or a column it does not have, is 4104 even when
+-- no row changes; the statement changes nothing.
+INSERT Orders (item) OUTPUT deleted.item VALUES ('cog')
+GO
+DELETE FROM Orders OUTPUT inserted.id WHERE 1 = 0
+GO
+UPDATE Orders SET qty = 9 OUTPUT inserted.nosuch
+GO
+SELECT item, qty FROM Orders
+GO
