@@ -42,7 +42,7 @@ pub fn ticks_of(value: &Value) -> Option<i128> {
 }
 
 /// A chrono date-time from a temporal value.
-fn naive_of(value: &Value) -> Option<NaiveDateTime> {
+pub(crate) fn naive_of(value: &Value) -> Option<NaiveDateTime> {
     let ticks = ticks_of(value)?;
     let days = ticks.div_euclid(TICKS_PER_DAY);
     let rest = ticks.rem_euclid(TICKS_PER_DAY);
@@ -829,6 +829,13 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value>> {
             arg_count(&upper, args, 7, 7).and_then(|()| from_parts(&upper, args))
         }
         "EOMONTH" => arg_count(&upper, args, 1, 2).and_then(|()| end_of_month(args)),
+        "FORMAT" => arg_count(&upper, args, 2, 3).and_then(|()| {
+            if matches!(args[1], Value::Null) {
+                return Ok(Value::Null);
+            }
+            let culture = args.get(2).map(display);
+            crate::format::format(&args[0], &display(&args[1]), culture.as_deref())
+        }),
         "ISDATE" => arg_count(&upper, args, 1, 1).map(|()| is_date(&args[0])),
         "PI" => arg_count(&upper, args, 0, 0).map(|()| Value::Float(std::f64::consts::PI)),
         "DEGREES" | "RADIANS" => arg_count(&upper, args, 1, 1).and_then(|()| {

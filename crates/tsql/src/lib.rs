@@ -29,6 +29,7 @@ pub mod dbccpage;
 pub mod dbddl;
 pub mod dialect;
 pub mod dmv;
+pub mod format;
 pub mod front;
 pub mod functions;
 pub mod output;

@@ -126,3 +126,12 @@ GO
 DECLARE @i INT = NULL;
 SELECT ISNULL(@i, 'abc');
 GO
+-- FORMAT: .NET's number and date formats in en-US; a format it cannot apply is NULL.
+DECLARE @d DATETIME = '2024-03-05 14:07:09.123', @n DECIMAL(12,3) = 1234567.891;
+SELECT FORMAT(@d, 'yyyy-MM-dd HH:mm:ss') AS iso, FORMAT(@d, 'dd/MM/yyyy') AS dmy, FORMAT(@d, 'MMM yyyy') AS month_year, FORMAT(@d, 'D') AS long_date, FORMAT(@d, 'h:mm tt') AS clock;
+SELECT FORMAT(@n, 'N2') AS n2, FORMAT(@n, 'N0') AS n0, FORMAT(-12.5, 'C') AS money_neg, FORMAT(0.256, 'P1') AS pct, FORMAT(42, 'D5') AS d5, FORMAT(255, 'X') AS hex, FORMAT(@n, '#,##0.0') AS custom, FORMAT(1.5, 'D') AS bad_format, FORMAT(NULL, 'N2') AS null_value;
+GO
+SELECT FORMAT(1, 'N', 'de-DE');
+GO
+SELECT FORMAT('2024-01-01', 'yyyy');
+GO
