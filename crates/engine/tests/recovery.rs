@@ -322,3 +322,49 @@ fn pages_a_crash_left_allocated_and_unused_are_freed_by_recovery() {
         "{texts:?}"
     );
 }
+
+/// Writes `bucket` into the PFS fullness bits of `page` (as a heap insert's nested top action
+/// does, ahead of the row change it describes).
+fn set_pfs_bucket(db: &Database, page: engine::units::PageId, bucket: u8) {
+    let pfs = engine::units::PageId::new(page.file_id, engine::alloc::pfs_page_for(page.page_no));
+    let key = engine::buffer::PageKey::new(db.database_id, pfs);
+    let guard = db.buffer_pool().fetch(key, engine::latch::LatchMode::Up).unwrap();
+    guard
+        .write(|buf| {
+            let byte = engine::alloc::pfs_get(buf, page.page_no);
+            engine::alloc::pfs_set(buf, page.page_no, (byte & !0x07) | bucket);
+        })
+        .unwrap();
+}
+
+/// Regression (a SIGKILL crash test failed with "page (1:27) contains an incorrect page ID"):
+/// a heap insert's PFS fullness change is a nested top action, so a crash can keep it while
+/// losing the row, or a new page's format, that it followed. Recovery reads every page of a
+/// heap after a crash: an unformatted page of nonzero fullness is freed, and a formatted one
+/// gets the bucket its free space calls for (CHECKDB's 8914 otherwise).
+#[test]
+fn a_heap_pfs_bucket_that_outran_its_page_is_settled_by_recovery() {
+    let mut lab = lab_with(|_| {});
+    let db = Arc::new(Database::create(&lab.instance, &spec()).unwrap());
+    let columns = vec![Column::new("a", SqlType::Int, false)];
+    let heap = engine::heap::Heap::create(&db, "dbo.H", columns, None).unwrap();
+    heap.insert(&db, &[Value::Int(1)]).unwrap();
+    let written = heap.pages(&db).unwrap()[0];
+    let unformatted = db.allocate_page(heap.au_id).unwrap();
+    set_pfs_bucket(&db, unformatted, 2);
+    set_pfs_bucket(&db, written, 4);
+    db.log().flush_all().unwrap();
+    let au_id = heap.au_id;
+    let db = reopen(&mut lab, db);
+    let status = |page| db.allocation_status(page).unwrap().unwrap().pfs_byte;
+    assert_eq!(status(unformatted) & 0x40, 0, "the unformatted page is freed");
+    assert_eq!(status(written) & 0x07, 1, "one small row: the 1-50 % bucket again");
+    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+    use engine::dbcc::{Logical, Owners, Structure, UnitName, UnitOptions, check_unit};
+    let name = UnitName { object_id: 2, index_id: 0, au_id };
+    let options = UnitOptions { maxdop: 1, physical_only: false, logical: Logical::Off };
+    let check =
+        check_unit(&db, name, &Structure::Heap, &Owners::from([(au_id, name)]), options).unwrap();
+    let messages: Vec<&str> = check.findings.iter().map(|f| f.error.message.as_str()).collect();
+    assert!(messages.is_empty(), "{messages:?}");
+}

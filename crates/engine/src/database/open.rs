@@ -145,7 +145,8 @@ impl Database {
         db.pool.register_log(db.database_id, db.log.clone());
         let rolled_back = recovery::undo(&db, &mut recovered).map_err(|e| (e, db.name.clone()))?;
         let mut freed = db.free_orphaned_allocations().map_err(|e| (e, db.name.clone()))?;
-        freed.1 += db.free_unused_pages().map_err(|e| (e, db.name.clone()))?;
+        let after_crash = recovered.groups_redone > 0 || rolled_back > 0;
+        freed.1 += db.free_unused_pages(after_crash).map_err(|e| (e, db.name.clone()))?;
         if freed != (0, 0) {
             let text = format!(
                 "Recovery freed {} extent(s) and {} page(s) in database '{}' allocated by \

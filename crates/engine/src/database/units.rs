@@ -796,7 +796,12 @@ impl Database {
     /// read is left alone, and an unlinked page that is the unit's stays for CHECKDB to report
     /// (8977). Units without a descriptor are left alone. Returns how many pages were freed.
     /// Deviation: SQL Server undoes the allocation with the system transaction that made it.
-    pub(super) fn free_unused_pages(&self) -> SqlResult<u32> {
+    ///
+    /// After a crash (`after_crash`: redo or undo ran), a heap's pages are all read instead
+    /// ([`Database::settle_heap_pages`]): a heap insert's PFS fullness change is a nested top
+    /// action, so it can reach the durable log while the row (or a new page's format) that it
+    /// followed did not.
+    pub(super) fn free_unused_pages(&self, after_crash: bool) -> SqlResult<u32> {
         let _autocommit = crate::log::mtr::autocommit();
         let mut freed = 0;
         for (au_id, _) in self.allocation_units() {
@@ -811,6 +816,10 @@ impl Database {
                     let Ok(linked) = tree.linked_pages(self) else { continue };
                     owned.iter().map(|p| p.page).filter(|p| !linked.contains(p)).collect()
                 } else if descriptor.first() == Some(&crate::heap::DESCRIPTOR_HEAP) {
+                    if after_crash {
+                        freed += self.settle_heap_pages(au_id, &owned)?;
+                        continue;
+                    }
                     self.empty_pages(&owned)?
                 } else {
                     continue;
@@ -820,6 +829,34 @@ impl Database {
                     self.free_page(au_id, page)?;
                     freed += 1;
                 }
+            }
+        }
+        Ok(freed)
+    }
+
+    /// After a crash, each page of a heap: freed if its header does not make it the unit's
+    /// (allocated, but its format never reached the durable log), else given the PFS fullness
+    /// bucket its free space calls for (the bucket's change may be durable without the row
+    /// change it described; CHECKDB's 8914). Returns how many pages were freed. Deviation:
+    /// SQL Server logs a heap page's PFS change with the change to the page.
+    fn settle_heap_pages(&self, au_id: u64, owned: &[UnitPage]) -> SqlResult<u32> {
+        let mut freed = 0;
+        for unit_page in owned {
+            let page = unit_page.page;
+            if !self.is_page_of_unit(page, au_id) {
+                self.free_page(au_id, page)?;
+                freed += 1;
+                continue;
+            }
+            let Ok(buf) = self.page_copy(page) else { continue };
+            let bucket = crate::datapage::pfs_fullness(&buf);
+            let pfs_id = PageId::new(page.file_id, crate::alloc::pfs_page_for(page.page_no));
+            let pfs_key = PageKey::new(self.database_id, pfs_id);
+            let pfs_page = self.pool.fetch(pfs_key, LatchMode::Up)?;
+            let byte = pfs_page.read(|buf| crate::alloc::pfs_get(buf, page.page_no));
+            if byte & pfs::FULLNESS_MASK != bucket {
+                let settled = (byte & !pfs::FULLNESS_MASK) | bucket;
+                pfs_page.write(|buf| crate::alloc::pfs_set(buf, page.page_no, settled))?;
             }
         }
         Ok(freed)
