@@ -114,7 +114,7 @@ impl Session {
             cols.extend(table_columns(&table, "deleted"));
         }
         let items = self.expand_items(select_items, &cols)?;
-        self.bind_output_items(&items, &cols)?;
+        self.bind_check(items.iter().map(|(expr, _)| expr), &cols, None, false)?;
         let width = table.columns.len();
         let mut rows = Vec::with_capacity(capture.rows.len());
         for ChangedRow { deleted, inserted } in capture.rows {
@@ -133,21 +133,6 @@ impl Session {
             rows.push(values);
         }
         Ok((items.into_iter().map(|(_, name)| name).collect(), rows))
-    }
-
-    /// SQL Server binds the select list when it compiles the statement, so a name that is not
-    /// a column of `inserted` or `deleted` is 4104 (or 207) even when no row changed: the items
-    /// are evaluated once over a row of NULLs, and only such binding errors count.
-    fn bind_output_items(&self, items: &[(Expr, String)], cols: &[ColRef]) -> Result<()> {
-        let nulls = vec![Value::Null; cols.len()];
-        let env = Env { cols, row: &nulls, group: None, outer: None };
-        for (expr, _) in items {
-            match self.eval(expr, &env) {
-                Err(error) if error.number == 4104 || error.number == 207 => return Err(error),
-                _ => {}
-            }
-        }
-        Ok(())
     }
 
     /// OUTPUT ... INTO target: the rows go into the table (or table variable) as an INSERT

@@ -1581,6 +1581,9 @@ impl Session {
             return Ok(result);
         }
         let (cols, mut rows) = self.rows_of_from(select, outer)?;
+        if rows.is_empty() {
+            self.bind_select(select, order_by, &cols, outer)?;
+        }
         if let Some(filter) = &select.selection {
             let mut kept = Vec::with_capacity(rows.len());
             for row in rows {
@@ -1759,6 +1762,60 @@ impl Session {
             }
         }
         Ok(end)
+    }
+
+    /// SQL Server binds a statement's names when it compiles it, so a column that does not
+    /// exist is 207 (or 4104) even when no row is read; here names are bound as rows are
+    /// evaluated. Where there is no row, each expression is evaluated once over a row of
+    /// NULLs (one group of it when `grouped`), and only those binding errors count (bug fix:
+    /// `SELECT nosuch FROM t` on an empty table returned no error).
+    pub(crate) fn bind_check<'e>(
+        &self,
+        exprs: impl IntoIterator<Item = &'e Expr>,
+        cols: &[ColRef],
+        outer: Option<&Env<'_>>,
+        grouped: bool,
+    ) -> Result<()> {
+        let nulls = vec![Value::Null; cols.len()];
+        let group = [nulls.clone()];
+        let group = if grouped { Some(&group[..]) } else { None };
+        let env = Env { cols, row: &nulls, group, outer };
+        for expr in exprs {
+            match self.eval(expr, &env) {
+                Err(error) if error.number == 207 || error.number == 4104 => return Err(error),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Session::bind_check`] of a SELECT's WHERE, select list, GROUP BY, HAVING and ORDER BY
+    /// (an ORDER BY item that names an output column is the column's).
+    fn bind_select(
+        &self,
+        select: &Select,
+        order_by: &[sqlparser::ast::OrderByExpr],
+        cols: &[ColRef],
+        outer: Option<&Env<'_>>,
+    ) -> Result<()> {
+        let items = self.expand_items(&select.projection, cols)?;
+        let group_exprs: &[Expr] = match &select.group_by {
+            GroupByExpr::Expressions(exprs, _) => exprs,
+            GroupByExpr::All(_) => &[],
+        };
+        let grouped = !group_exprs.is_empty()
+            || items.iter().any(|(e, _)| has_aggregate(e))
+            || select.having.as_ref().is_some_and(has_aggregate);
+        let is_output_name = |e: &Expr| matches!(e, Expr::Identifier(i) if items.iter().any(|(_, n)| n.eq_ignore_ascii_case(&i.value)));
+        let order = order_by.iter().map(|o| &o.expr).filter(|e| !is_output_name(e));
+        let exprs = select
+            .selection
+            .iter()
+            .chain(items.iter().map(|(e, _)| e))
+            .chain(group_exprs)
+            .chain(select.having.iter())
+            .chain(order);
+        self.bind_check(exprs, cols, outer, grouped)
     }
 
     /// TOP (p) PERCENT's p, a float from 0 to 100 (1031 otherwise).

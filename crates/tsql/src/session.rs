@@ -2228,7 +2228,11 @@ impl Session {
     ) -> Result<Vec<MatchedRow>> {
         let mut out = Vec::new();
         engine::iostats::note_scan(self.db.database_id, table.au_ids()[0]);
-        for (locator, stored) in table.rows(&self.db)? {
+        let rows = table.rows(&self.db)?;
+        if rows.is_empty() {
+            self.bind_check(selection, cols, None, false)?;
+        }
+        for (locator, stored) in rows {
             self.check_cancel()?;
             let shown = shown_row(table, stored.clone());
             let keep = match selection {

@@ -60,3 +60,28 @@ GO
 RAISERROR ('informational, WITH SETERROR', 10, 1) WITH SETERROR
 SELECT @@ERROR AS after_seterror
 GO
+-- Names are bound even when no row is read: a missing column of an empty table is still 207
+-- (4104 with a qualifier) in the select list, WHERE, GROUP BY, ORDER BY, an aggregate, and an
+-- UPDATE's or DELETE's WHERE; valid statements on the empty table still run.
+CREATE TABLE EmptyOne (id INT)
+GO
+SELECT nosuch FROM EmptyOne
+GO
+SELECT EmptyOne.nosuch FROM EmptyOne
+GO
+SELECT id FROM EmptyOne WHERE nosuch = 1
+GO
+SELECT COUNT(*) FROM EmptyOne GROUP BY nosuch
+GO
+SELECT id FROM EmptyOne ORDER BY nosuch
+GO
+SELECT SUM(nosuch) FROM EmptyOne
+GO
+DELETE FROM EmptyOne WHERE nosuch = 1
+GO
+UPDATE EmptyOne SET id = 1 WHERE nosuch = 2
+GO
+SELECT id AS x FROM EmptyOne ORDER BY x
+SELECT COUNT(*) AS n, MAX(id) AS highest FROM EmptyOne
+SELECT id FROM EmptyOne WHERE id IN (SELECT id FROM EmptyOne)
+GO
