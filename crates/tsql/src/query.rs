@@ -580,8 +580,18 @@ impl Session {
             }
             scope = env.outer;
         }
-        if parts.len() == 1 {
-            Err(invalid_column(&parts[0]))
+        // A qualifier that names a table in scope makes the column the missing name (207, as in
+        // SQL Server); one that names nothing is the unbound identifier (4104).
+        let qualifier = parts.len().checked_sub(2).map(|at| &parts[at]);
+        let mut scope = Some(env);
+        let mut qualifier_known = false;
+        while let Some(env) = scope {
+            qualifier_known |= qualifier
+                .is_some_and(|q| env.cols.iter().any(|c| c.qualifier.eq_ignore_ascii_case(q)));
+            scope = env.outer;
+        }
+        if parts.len() == 1 || qualifier_known {
+            Err(invalid_column(parts.last().expect("a name has a part")))
         } else {
             Err(unbound(&parts.join(".")))
         }

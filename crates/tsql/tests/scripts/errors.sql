@@ -61,8 +61,8 @@ RAISERROR ('informational, WITH SETERROR', 10, 1) WITH SETERROR
 SELECT @@ERROR AS after_seterror
 GO
 -- Names are bound even when no row is read: a missing column of an empty table is still 207
--- (4104 with a qualifier) in the select list, WHERE, GROUP BY, ORDER BY, an aggregate, and an
--- UPDATE's or DELETE's WHERE; valid statements on the empty table still run.
+-- (also with its table's name as qualifier) in the select list, WHERE, GROUP BY, ORDER BY, an
+-- aggregate, and an UPDATE's or DELETE's WHERE; valid statements on the empty table still run.
 CREATE TABLE EmptyOne (id INT)
 GO
 SELECT nosuch FROM EmptyOne

@@ -19,8 +19,8 @@ GO
 INSERT Orders (item, qty) OUTPUT UPPER(inserted.item) AS item, inserted.qty * 2 AS doubled VALUES ('pin', 4)
 UPDATE Orders SET qty = 0 OUTPUT deleted.id WHERE 1 = 0
 GO
--- A pseudo-table the statement does not have, or a column it does not have, is 4104 even when
--- no row changes; the statement changes nothing.
+-- A pseudo-table the statement does not have is 4104, a column it does not have 207, even
+-- when no row changes; the statement changes nothing.
 INSERT Orders (item) OUTPUT deleted.item VALUES ('cog')
 GO
 DELETE FROM Orders OUTPUT inserted.id WHERE 1 = 0
