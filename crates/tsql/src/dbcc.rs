@@ -183,44 +183,37 @@ impl Session {
             }
             None => return Err(incorrect()),
         };
+        let word = |w: &str| {
+            args[1..].iter().any(|a| matches!(a, Value::Text(t) if t.eq_ignore_ascii_case(w)))
+        };
+        if word("EMPTYFILE") {
+            return Err(SqlError::new(
+                40517,
+                16,
+                1,
+                "DBCC SHRINKFILE with EMPTYFILE is not supported.",
+            ));
+        }
         let mut target_pages = None;
-        let mut shrink = true;
         for arg in &args[1..] {
             match arg {
-                Value::Text(word) => match word.to_uppercase().as_str() {
-                    "TRUNCATEONLY" => target_pages = None,
-                    "NOTRUNCATE" => shrink = false,
-                    "EMPTYFILE" => {
-                        return Err(SqlError::new(
-                            40517,
-                            16,
-                            1,
-                            "DBCC SHRINKFILE with EMPTYFILE is not supported.",
-                        ));
-                    }
-                    _ => return Err(incorrect()),
-                },
+                Value::Text(w)
+                    if ["TRUNCATEONLY", "NOTRUNCATE"].contains(&w.to_uppercase().as_str()) => {}
+                Value::Text(_) => return Err(incorrect()),
                 number => {
                     let mb = value::as_i64(number).filter(|mb| *mb >= 0).ok_or_else(incorrect)?;
-                    let pages = u32::try_from(mb.saturating_mul(128)).unwrap_or(u32::MAX);
-                    let truncate_only = args[2..].iter().any(
-                        |a| matches!(a, Value::Text(w) if w.eq_ignore_ascii_case("TRUNCATEONLY")),
-                    );
-                    target_pages = if truncate_only { None } else { Some(pages) };
+                    target_pages = Some(u32::try_from(mb.saturating_mul(128)).unwrap_or(u32::MAX));
                 }
             }
         }
-        let result = if shrink {
-            db.shrink_file(file_id, target_pages)?
-        } else {
-            // NOTRUNCATE: a shrink to the current size (it reports; it cuts nothing).
-            let size =
-                db.database_files().iter().find(|f| f.file_id == file_id).map(|f| f.size_pages);
-            let size = size.ok_or_else(|| {
-                SqlError::file_not_found_in_database(&file_id.to_string(), &db.name)
-            })?;
-            db.shrink_file(file_id, Some(size))?
-        };
+        // TRUNCATEONLY ignores the target; NOTRUNCATE only moves pages in SQL Server, and no
+        // page moves here, so it is a shrink to a target no smaller than the file.
+        if word("TRUNCATEONLY") {
+            target_pages = None;
+        } else if word("NOTRUNCATE") {
+            target_pages = Some(u32::MAX);
+        }
+        let result = db.shrink_file(file_id, target_pages)?;
         if let Some(notice) = &result.notice
             && !quiet
         {

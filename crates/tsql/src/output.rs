@@ -3,9 +3,10 @@
 //! they were before an UPDATE or DELETE), sent as a result set or put INTO a table, a temporary
 //! table or a table variable, in the statement's own transaction.
 //!
-//! The DML functions hand each row they change to [`Session::capture_output`], which keeps it
-//! only while an OUTPUT clause runs; the clause's select list is then evaluated over them with
-//! the query layer's expressions. INSERT has only `inserted`, DELETE only `deleted` (naming the
+//! The DML functions name their target table to [`Session::note_output_table`] as they resolve
+//! it, and hand each row they change to [`Session::capture_output`]; both keep them only while
+//! an OUTPUT clause runs. The clause's select list is then evaluated over the rows with the
+//! query layer's expressions. INSERT has only `inserted`, DELETE only `deleted` (naming the
 //! other is 4104, as in SQL Server).
 //!
 //! Deviations: `OUTPUT ... INTO target (columns)` (a column list) is not parsed by sqlparser
@@ -36,15 +37,17 @@ struct ChangedRow {
 }
 
 impl Session {
-    /// Notes a row a DML statement changed, if an OUTPUT clause is collecting them.
-    pub(crate) fn capture_output(
-        &mut self,
-        table: &Arc<Table>,
-        deleted: Option<&[Value]>,
-        inserted: Option<&[Value]>,
-    ) {
+    /// Notes the table a DML statement changes (its pseudo-tables' columns), if an OUTPUT
+    /// clause is collecting.
+    pub(crate) fn note_output_table(&mut self, table: &Arc<Table>) {
         if let Some(capture) = &mut self.output_capture {
             capture.table.get_or_insert_with(|| table.clone());
+        }
+    }
+
+    /// Notes a row a DML statement changed, if an OUTPUT clause is collecting them.
+    pub(crate) fn capture_output(&mut self, deleted: Option<&[Value]>, inserted: Option<&[Value]>) {
+        if let Some(capture) = &mut self.output_capture {
             capture.rows.push(ChangedRow {
                 deleted: deleted.map(<[Value]>::to_vec),
                 inserted: inserted.map(<[Value]>::to_vec),
@@ -100,10 +103,7 @@ impl Session {
         select_items: &[sqlparser::ast::SelectItem],
         capture: OutputCapture,
     ) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
-        let table = match capture.table {
-            Some(table) => table,
-            None => self.table(&target_name(statement))?,
-        };
+        let table = capture.table.expect("the statement resolved its table before it ran");
         let has_inserted = !matches!(statement, Statement::Delete(_));
         let has_deleted = !matches!(statement, Statement::Insert(_));
         let mut cols: Vec<ColRef> = Vec::new();
@@ -150,21 +150,4 @@ impl Session {
         let target = self.insert_target(&name, &[])?;
         self.insert_rows(&target, rows, true).map(|_| ())
     }
-}
-
-/// The table a DML statement names (its last name part).
-fn target_name(statement: &Statement) -> String {
-    let name = match statement {
-        Statement::Insert(insert) => insert.table.to_string(),
-        Statement::Update(update) => update.table.relation.to_string(),
-        Statement::Delete(delete) => match &delete.from {
-            sqlparser::ast::FromTable::WithFromKeyword(from)
-            | sqlparser::ast::FromTable::WithoutKeyword(from) => {
-                from.first().map(|t| t.relation.to_string()).unwrap_or_default()
-            }
-        },
-        _ => String::new(),
-    };
-    let name = name.split_whitespace().next().unwrap_or_default();
-    name.rsplit('.').next().unwrap_or_default().trim_matches(['[', ']']).to_string()
 }

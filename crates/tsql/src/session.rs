@@ -2072,6 +2072,7 @@ impl Session {
     /// column but the identity when it names none).
     pub(crate) fn insert_target(&mut self, name: &str, columns: &[String]) -> Result<InsertTarget> {
         let table = self.table(name)?;
+        self.note_output_table(&table);
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let defaults = Self::default_exprs(&table)?;
         let explicit_identity = self.identity_insert_on(&table);
@@ -2169,7 +2170,7 @@ impl Session {
             }
             let row = self.complete_row(table, given, &target.defaults, "INSERT")?;
             table.insert(&self.db, &row)?;
-            self.capture_output(table, None, Some(&row));
+            self.capture_output(None, Some(&row));
             if target.explicit_identity
                 && let Some(value) = target.identity_position.and_then(|i| value::as_i64(&row[i]))
             {
@@ -2373,6 +2374,7 @@ impl Session {
             return self.update_from(&last_part(name), from, update, top);
         }
         let table = self.table(&last_part(name))?;
+        self.note_output_table(&table);
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
         let targets = Self::update_targets(&table, update)?;
@@ -2387,7 +2389,7 @@ impl Session {
             }
             let new = self.complete_row(&table, given, &[], "UPDATE")?;
             table.update(&self.db, &locator, &old, &new)?;
-            self.capture_output(&table, Some(&shown), Some(&new));
+            self.capture_output(Some(&shown), Some(&new));
             count += 1;
         }
         Ok(count)
@@ -2434,6 +2436,7 @@ impl Session {
         let exprs: Vec<&Expr> = targets.iter().map(|(_, e)| *e).collect();
         let (table, mut matched) =
             self.joined_targets(target, from, update.selection.as_ref(), &exprs)?;
+        self.note_output_table(&table);
         matched.truncate(self.top_rows(top, matched.len())?);
         let mut count = 0;
         for (MatchedRow { locator, stored: old, shown }, values) in matched {
@@ -2443,7 +2446,7 @@ impl Session {
             }
             let new = self.complete_row(&table, given, &[], "UPDATE")?;
             table.update(&self.db, &locator, &old, &new)?;
-            self.capture_output(&table, Some(&shown), Some(&new));
+            self.capture_output(Some(&shown), Some(&new));
             count += 1;
         }
         Ok(count)
@@ -2461,11 +2464,12 @@ impl Session {
             let target = last_part(target);
             let (table, mut matched) =
                 self.joined_targets(&target, from, delete.selection.as_ref(), &[])?;
+            self.note_output_table(&table);
             matched.truncate(self.top_rows(top, matched.len())?);
             let count = matched.len() as u64;
             for (MatchedRow { locator, stored, shown }, _) in matched {
                 table.delete(&self.db, &locator, &stored)?;
-                self.capture_output(&table, Some(&shown), None);
+                self.capture_output(Some(&shown), None);
             }
             return Ok(count);
         }
@@ -2473,6 +2477,7 @@ impl Session {
             return Err(SqlError::new(40517, 16, 1, "DELETE of this form is not supported."));
         };
         let table = self.table(&last_part(name))?;
+        self.note_output_table(&table);
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
         let mut rows = self.matching_rows(&table, &cols, delete.selection.as_ref())?;
@@ -2480,7 +2485,7 @@ impl Session {
         let count = rows.len() as u64;
         for MatchedRow { locator, stored: row, shown } in rows {
             table.delete(&self.db, &locator, &row)?;
-            self.capture_output(&table, Some(&shown), None);
+            self.capture_output(Some(&shown), None);
         }
         Ok(count)
     }

@@ -102,7 +102,7 @@ impl Database {
             };
             let floor = floor.min(old_size);
             let minimum = file.alloc.end_of_last_used_extent(&self.pool, floor)?;
-            let wanted = target_pages.map_or(minimum, |pages| pages.div_ceil(8) * 8);
+            let wanted = target_pages.map_or(minimum, |pages| pages.div_ceil(8).saturating_mul(8));
             let new_size = wanted.max(minimum).min(old_size);
             let used_pages = (extents_in_file(old_size) - file.free_extents()) * 8;
             let outcome = |current_pages| FileShrink {

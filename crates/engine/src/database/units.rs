@@ -843,12 +843,14 @@ impl Database {
         let mut freed = 0;
         for unit_page in owned {
             let page = unit_page.page;
-            if !self.is_page_of_unit(page, au_id) {
+            // One read: a page that cannot be read is left as it is (damage frees nothing).
+            let Ok(buf) = self.page_copy(page) else { continue };
+            let header = PageHeader::read(&buf[..]);
+            if header.page_id != page || header.allocation_unit_id() != au_id {
                 self.free_page(au_id, page)?;
                 freed += 1;
                 continue;
             }
-            let Ok(buf) = self.page_copy(page) else { continue };
             let bucket = crate::datapage::pfs_fullness(&buf);
             let pfs_id = PageId::new(page.file_id, crate::alloc::pfs_page_for(page.page_no));
             let pfs_key = PageKey::new(self.database_id, pfs_id);

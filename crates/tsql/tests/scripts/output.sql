@@ -19,6 +19,13 @@ GO
 INSERT Orders (item, qty) OUTPUT UPPER(inserted.item) AS item, inserted.qty * 2 AS doubled VALUES ('pin', 4)
 UPDATE Orders SET qty = 0 OUTPUT deleted.id WHERE 1 = 0
 GO
+-- UPDATE ... FROM through an alias, with no row joined and with one (regression: with none,
+-- the target's alias was looked up as a table, 208).
+CREATE TABLE Moves (id INT)
+UPDATE o SET qty = 0 OUTPUT inserted.id FROM Orders AS o JOIN Moves AS m ON m.id = o.id
+INSERT Moves SELECT id FROM Orders
+UPDATE o SET qty = 5 OUTPUT deleted.qty AS was, inserted.qty AS now FROM Orders AS o JOIN Moves AS m ON m.id = o.id
+GO
 -- A pseudo-table the statement does not have is 4104, a column it does not have 207, even
 -- when no row changes; the statement changes nothing.
 INSERT Orders (item) OUTPUT deleted.item VALUES ('cog')

@@ -42,6 +42,7 @@ GO
 -- A data file is cut after its last extent in use, never below the target; TRUNCATEONLY
 -- ignores the target; NOTRUNCATE cuts nothing (no page moves here).
 DBCC SHRINKFILE (sh_data, 100) WITH NO_INFOMSGS
+DBCC SHRINKFILE (sh_data, 2147483647) WITH NO_INFOMSGS
 DBCC SHRINKFILE (sh_data, 6, NOTRUNCATE) WITH NO_INFOMSGS
 DBCC SHRINKFILE (sh_data, 6) WITH NO_INFOMSGS
 DROP TABLE t
