@@ -57,6 +57,22 @@ fn no_large_pages_starts_the_pool_without_trace_flag_834() {
 }
 
 #[test]
+fn the_log_is_presized_for_the_run_unless_told_otherwise() {
+    // 40,000 rows log about 14 MB. The default log (64 MB here) holds that below the SIMPLE
+    // log's 70 % mark, so no automatic checkpoint runs during the load; an 8 MB log fills to
+    // it, and the checkpoint task writes pages in the middle of the run (the report counts a
+    // checkpoint once it has finished, so the last one may still be writing when it is read).
+    let rows = ["--sessions", "4", "--rows", "40000"];
+    let presized = run(&rows);
+    assert_eq!(presized["log_size_mb"], 64, "{presized}");
+    assert_eq!(presized["auto_checkpoints"], 0, "{presized}");
+    assert_eq!(presized["page_writes"], 0, "{presized}");
+    let small = run(&[&rows[..], &["--log-size-mb", "8"]].concat());
+    assert_eq!(small["log_size_mb"], 8, "{small}");
+    assert!(small["page_writes"].as_u64().unwrap() > 0, "{small}");
+}
+
+#[test]
 fn bad_arguments_are_refused() {
     let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
         .args(["bench", "insert", "--sessions", "0"])
