@@ -484,3 +484,38 @@ fn trace_flag_3004_writes_the_zeroing_of_a_log_growth_to_the_errorlog() {
     );
     assert!(texts.contains(&format!("Zeroing completed on {path}")));
 }
+
+/// Grows the log file in steps of one smallest VLF until the log has `vlfs` VLFs.
+fn grow_to_vlfs(db: &Database, vlfs: usize) {
+    let log = db.database_files().into_iter().find(|f| f.is_log).expect("a log file");
+    let mut size_pages = log.size_pages;
+    while db.log().vlf_count() < vlfs {
+        // Asked for one page more, the log grows by its smallest VLF (VLF invariant 2).
+        db.log().grow_manually(log.file_id, size_pages + 1).unwrap();
+        size_pages += engine::log::vlf::MIN_VLF_PAGES;
+    }
+}
+
+#[test]
+fn a_database_starting_with_more_than_10000_vlfs_gets_9017_in_the_errorlog() {
+    let mut lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "1MB", "1MB");
+    let warned = |lab: &Lab| {
+        lab.errorlog_texts().iter().any(|t| {
+            t.starts_with("Database Ifi has more than 10000 virtual log files which is excessive.")
+        })
+    };
+    // Each step is under 1/8 of the log: one VLF of the smallest size.
+    grow_to_vlfs(&db, 10_000);
+    assert_eq!(db.log().vlf_count(), 10_000);
+    db.close().unwrap();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("ifi.mdf")).unwrap();
+    assert!(!warned(&lab), "10,000 VLFs are not more than 10,000");
+    grow_to_vlfs(&db, 10_001);
+    db.close().unwrap();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("ifi.mdf")).unwrap();
+    assert!(warned(&lab), "{:?}", lab.errorlog_texts());
+    assert_eq!(db.log().vlf_count(), 10_001, "the count is the log's layout read back");
+}

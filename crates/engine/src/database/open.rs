@@ -33,6 +33,11 @@ impl Database {
         let primary_dir = primary_path.parent().map(Path::to_path_buf).unwrap_or_default();
         match Self::open_registered(instance, boot, primary_dir, handle) {
             Ok(db) => {
+                if let Some(text) =
+                    crate::log::excessive_vlfs_message(&db.name, db.log().vlf_count())
+                {
+                    instance.errorlog.write(&crate::instance::current_process_info(), &text);
+                }
                 if let Some(at) = db.last_known_good() {
                     let text = format!(
                         "CHECKDB for database '{}' finished without errors on {} (local time). \

@@ -216,6 +216,23 @@ pub enum ShrinkStop {
 /// The fewest VLFs a shrink leaves in the log (over all its files), as in SQL Server.
 pub const MIN_LOG_VLFS: usize = 2;
 
+/// A database that starts up with more VLFs than this gets message 9017 in the errorlog
+/// (SQL Server 2012 and later; 2008 R2 SP2 warned past 1,000).
+pub const EXCESSIVE_VLF_COUNT: usize = 10_000;
+
+/// Message 9017, written to the errorlog when a database with more than
+/// [`EXCESSIVE_VLF_COUNT`] VLFs starts up (reference §3.6); None for fewer.
+pub fn excessive_vlfs_message(database_name: &str, vlf_count: usize) -> Option<String> {
+    (vlf_count > EXCESSIVE_VLF_COUNT).then(|| {
+        format!(
+            "Database {database_name} has more than {EXCESSIVE_VLF_COUNT} virtual log files which \
+             is excessive. Too many virtual log files can cause long startup and backup times. \
+             Consider shrinking the log and using a different growth increment to reduce the \
+             number of virtual log files."
+        )
+    })
+}
+
 /// One row of sys.dm_db_log_info (reference §5.3).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogInfoRow {
@@ -1437,6 +1454,11 @@ impl LogManager {
 
     pub fn growths(&self) -> Vec<LogGrowth> {
         self.state.lock().growths.clone()
+    }
+
+    /// The VLFs of every log file of the database, as their headers on disk lay them out.
+    pub fn vlf_count(&self) -> usize {
+        self.state.lock().files.values().map(|f| f.vlfs.len()).sum()
     }
 
     /// sys.dm_db_log_info rows, in file and offset order.
