@@ -968,6 +968,7 @@ impl BTree {
         record: &[u8],
         path: &mut Vec<(PageGuard<'p>, u16)>,
     ) -> SqlResult<()> {
+        db.instance().counters.count_page_split();
         let page_id = page.key().page;
         let header = page.read(|buf| PageHeader::read(&buf[..]));
         let old_count = usize::from(page.read(datapage::slot_count));

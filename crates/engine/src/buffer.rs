@@ -156,6 +156,8 @@ pub struct BufferCounters {
     pub page_writes: u64,
     pub evictions: u64,
     pub lazy_writer_writes: u64,
+    /// Pages written by checkpoints and other whole-database flushes (Checkpoint pages/sec).
+    pub checkpoint_pages: u64,
     /// 8 KB buffers allocated: at most one per frame, ever.
     pub buffers_allocated: u64,
 }
@@ -184,6 +186,8 @@ pub struct BufferPool {
     read_ahead_pages: AtomicU64,
     evictions: AtomicU64,
     lazy_writer_writes: AtomicU64,
+    /// Pages written by flushes of a whole database or file (checkpoints, close, shrink).
+    checkpoint_pages: AtomicU64,
     buffers_allocated: AtomicU64,
     /// Every buffer's memory was committed at startup, in huge pages (trace flag 834).
     committed_at_start: bool,
@@ -271,6 +275,7 @@ impl BufferPool {
             logs: ShardedLock::new(HashMap::default()),
             evictions: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
+            checkpoint_pages: AtomicU64::new(0),
             buffers_allocated: AtomicU64::new(0),
             committed_at_start: commit_now,
             unused_buffers: Mutex::new(buffers),
@@ -304,6 +309,11 @@ impl BufferPool {
         buffers * crate::units::PAGE_SIZE as u64
     }
 
+    /// Pages the pool holds now (Buffer Manager's Database pages).
+    pub fn cached_pages(&self) -> usize {
+        self.table.lock().len()
+    }
+
     pub fn free_frames(&self) -> usize {
         self.free.lock().len()
     }
@@ -314,6 +324,7 @@ impl BufferPool {
             page_writes: self.page_writes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             lazy_writer_writes: self.lazy_writer_writes.load(Ordering::Relaxed),
+            checkpoint_pages: self.checkpoint_pages.load(Ordering::Relaxed),
             buffers_allocated: self.buffers_allocated.load(Ordering::Relaxed),
         }
     }
@@ -957,7 +968,8 @@ impl BufferPool {
             key.database_id == database_id && file_id.is_none_or(|f| f == key.page.file_id)
         };
         for index in 0..self.frames.len() {
-            self.write_back(index, true, belongs)?;
+            let pages = self.write_back(index, true, belongs)?;
+            self.checkpoint_pages.fetch_add(pages as u64, Ordering::Relaxed);
         }
         let files: Vec<Arc<BufferFile>> = self
             .files

@@ -99,6 +99,8 @@ pub struct Instance {
     pub spids: crate::session::SpidAllocator,
     /// Transaction locks of every database.
     pub locks: crate::lock::LockManager,
+    /// Page splits, allocations and batches counted as they happen (perfcounters).
+    pub counters: crate::perfcounters::InstanceCounters,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
 }
@@ -138,6 +140,7 @@ impl Instance {
             spinlocks: stats.spinlocks,
             spids: crate::session::SpidAllocator::default(),
             locks: crate::lock::LockManager::default(),
+            counters: crate::perfcounters::InstanceCounters::default(),
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),
         };

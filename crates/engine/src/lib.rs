@@ -22,6 +22,7 @@
 //! - [`lock`]: transaction locks on objects and keys, LCK_M_* waits, deadlock detection.
 //! - [`errorlog`], [`traceflags`], [`waits`], [`clock`]: the instance's observable surfaces.
 //! - [`buffer`], [`pool_memory`]: the buffer pool, its frames' memory (huge-page mappings).
+//! - [`perfcounters`]: the event counts behind sys.dm_os_performance_counters.
 //! - [`plan`]: the what-if planner, which drives the filegroup code above without any I/O.
 
 pub mod alloc;
@@ -45,6 +46,7 @@ pub mod latch;
 pub mod lock;
 pub mod log;
 pub mod page;
+pub mod perfcounters;
 pub mod plan;
 pub mod pool_memory;
 pub mod readahead;

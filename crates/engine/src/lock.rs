@@ -205,6 +205,8 @@ struct Table {
     /// added only when the transaction did not hold it): a list, not a set, since a
     /// transaction's locks are added one by one and dropped all together at its end.
     held_by: HashMap<u64, Vec<LockResource>>,
+    /// Lock requests made in this partition (Lock Requests/sec), counted under its mutex.
+    requests: u64,
 }
 
 impl Table {
@@ -311,6 +313,7 @@ impl LockManager {
     ) -> SqlResult<Acquired> {
         let partition = self.partition(&resource);
         let mut table = partition.table.lock();
+        table.requests += 1;
         match Self::grant_now(&mut table, owner, resource, mode) {
             Grant::AlreadyHeld => return Ok(Acquired::AlreadyHeld),
             Grant::Granted => return Ok(Acquired::Granted),
@@ -397,6 +400,7 @@ impl LockManager {
     /// nothing: it means another transaction holds or waits for the resource.
     pub fn try_acquire(&self, owner: LockOwner, resource: LockResource, mode: LockMode) -> bool {
         let mut table = self.partition(&resource).table.lock();
+        table.requests += 1;
         Self::grant_now(&mut table, owner, resource, mode) != Grant::Blocked
     }
 
@@ -481,6 +485,11 @@ impl LockManager {
     }
 
     /// Deadlocks found since the instance started.
+    /// Lock requests since the instance started, granted or not (Lock Requests/sec).
+    pub fn requests(&self) -> u64 {
+        self.partitions.iter().map(|p| p.table.lock().requests).sum()
+    }
+
     pub fn deadlocks(&self) -> u64 {
         self.deadlocks.load(Ordering::Relaxed)
     }

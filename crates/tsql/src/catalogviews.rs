@@ -52,6 +52,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_exec_sessions", "V"),
     ("dm_io_virtual_file_stats", "IF"),
     ("dm_os_latch_stats", "V"),
+    ("dm_os_performance_counters", "V"),
     ("dm_os_buffer_descriptors", "V"),
     ("dm_os_spinlock_stats", "V"),
     ("dm_os_sys_info", "V"),

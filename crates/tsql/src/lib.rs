@@ -16,6 +16,7 @@
 //! - [`value`], [`functions`]: conversions, arithmetic, comparison and the built-in functions.
 //! - [`sysviews`]: the system views built so far (sys.databases, sys.database_files,
 //!   sys.filegroups).
+//! - [`perfcounters`]: sys.dm_os_performance_counters, from the engine's event counts.
 //! - [`window`]: window functions (OVER).
 //! - [`sqlcmd`]: output formatted as sqlcmd prints it.
 
@@ -33,6 +34,7 @@ pub mod format;
 pub mod front;
 pub mod functions;
 pub mod output;
+pub mod perfcounters;
 pub mod procs;
 pub mod query;
 pub mod server;

@@ -434,6 +434,7 @@ impl Session {
 
     /// The batch's request starts: sys.dm_exec_requests shows it from now.
     fn request_started(&self, sql: &str) {
+        self.server.instance.counters.count_batch_request();
         let now = std::time::Instant::now();
         let command = first_keyword(sql);
         if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {

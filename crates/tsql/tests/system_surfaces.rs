@@ -90,6 +90,20 @@ fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
         ),
     );
     assert!(recorded[0][0].parse::<u64>().unwrap() >= 1);
+    // sys.dm_os_performance_counters' Locks object counts the same wait, and the requests.
+    let locks = rows(
+        &mut observer,
+        "SELECT RTRIM(counter_name), cntr_value FROM sys.dm_os_performance_counters \
+         WHERE object_name = 'SQLServer:Locks' AND instance_name = '_Total'",
+    );
+    let value = |name: &str| -> u64 {
+        let row =
+            locks.iter().find(|r| r[0] == name).unwrap_or_else(|| panic!("{name}: {locks:?}"));
+        row[1].parse().expect("a count")
+    };
+    assert!(value("Lock Waits/sec") >= 1, "{locks:?}");
+    assert!(value("Lock Requests/sec") >= 2, "the holder's and the reader's: {locks:?}");
+    assert_eq!(value("Number of Deadlocks/sec"), 0, "{locks:?}");
 }
 
 #[test]

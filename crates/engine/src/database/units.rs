@@ -388,6 +388,7 @@ impl Database {
         };
         self.set_iam_bit(&unit.iams[iam], extent_of_page(first.page_no), true)?;
         unit.extents.insert(first);
+        self.instance.counters.count_extent_allocated();
         Ok(first)
     }
 
@@ -408,6 +409,12 @@ impl Database {
     /// read or update that list, so sessions allocating for one index really meet on the PFS
     /// page, as in SQL Server (seed 001).
     pub fn allocate_page(&self, au_id: u64) -> SqlResult<PageId> {
+        let page = self.allocate_page_in_unit(au_id)?;
+        self.instance.counters.count_pages_allocated(1);
+        Ok(page)
+    }
+
+    fn allocate_page_in_unit(&self, au_id: u64) -> SqlResult<PageId> {
         let _autocommit = crate::log::mtr::autocommit();
         let inner = self.inner.read();
         let unit = inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?;
@@ -519,6 +526,7 @@ impl Database {
             }
         }
         let first = self.allocate_extent_in(inner, fg_id, object)?;
+        self.instance.counters.count_extent_allocated();
         let file = &inner.data_files[&first.file_id];
         file.alloc.make_mixed_and_take_first(
             &self.pool,
@@ -533,6 +541,7 @@ impl Database {
         let file = &inner.data_files[&page.file_id];
         if file.alloc.mark_page_free(&self.pool, page.page_no)? {
             file.alloc.release_extent(&self.pool, extent_of_page(page.page_no))?;
+            self.instance.counters.count_extent_deallocated();
         }
         Ok(())
     }
@@ -617,6 +626,12 @@ impl Database {
     /// Frees one page of the unit. The extent goes back to the filegroup when its last used
     /// page is freed.
     pub fn free_page(&self, au_id: u64, page: PageId) -> SqlResult<()> {
+        self.free_page_of_unit(au_id, page)?;
+        self.instance.counters.count_page_deallocated();
+        Ok(())
+    }
+
+    fn free_page_of_unit(&self, au_id: u64, page: PageId) -> SqlResult<()> {
         let _autocommit = crate::log::mtr::autocommit();
         self.with_unit(au_id, |inner, unit| {
             if let Some(index) = unit.single_pages.iter().position(|p| *p == page) {
@@ -669,6 +684,7 @@ impl Database {
             .clone();
         self.set_iam_bit(&iam, extent_no, false)?;
         inner.data_files[&extent.file_id].alloc.release_extent(&self.pool, extent_no)?;
+        self.instance.counters.count_extent_deallocated();
         unit.extents.remove(&extent);
         unit.current.retain(|e| *e != extent);
         Ok(())

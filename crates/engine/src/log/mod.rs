@@ -396,6 +396,10 @@ pub struct LogManager {
     chain_crc: Mutex<u32>,
     /// Open transactions: id -> begin LSN.
     open_transactions: Mutex<BTreeMap<u64, Lsn>>,
+    /// Transactions begun since the database opened (Transactions/sec).
+    transactions_started: std::sync::atomic::AtomicU64,
+    /// Shrinks that removed VLFs since the database opened (Log Shrinks).
+    shrinks: std::sync::atomic::AtomicU64,
 }
 
 fn log_writer_loop(task: &BackgroundTask, weak: &std::sync::Weak<LogManager>) {
@@ -504,6 +508,8 @@ impl LogManager {
             writer_started: std::sync::atomic::AtomicBool::new(false),
             writer_requested: std::sync::atomic::AtomicBool::new(false),
             open_transactions: Mutex::new(BTreeMap::new()),
+            transactions_started: std::sync::atomic::AtomicU64::new(0),
+            shrinks: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -1284,6 +1290,7 @@ impl LogManager {
         let file = state.files.get_mut(&file_id).expect("the file looked at above");
         file.vlfs.truncate(keep);
         file.size_pages = new_size_pages;
+        self.shrinks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = file.path_text();
         file.io()
             .set_len(new_bytes)
@@ -1425,8 +1432,25 @@ impl LogManager {
     }
 
     /// A new transaction id.
+    /// A new transaction's id; counts the transaction as begun.
     pub fn next_xact_id(&self) -> u64 {
+        self.transactions_started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.next_xact_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Transactions begun since the database opened.
+    pub fn transactions_started(&self) -> u64 {
+        self.transactions_started.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Shrinks of a log file that removed VLFs since the database opened.
+    pub fn shrinks(&self) -> u64 {
+        self.shrinks.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Transactions open now (each pins the log from its begin record).
+    pub fn open_transaction_count(&self) -> usize {
+        self.open_transactions.lock().len()
     }
 
     /// Recovery: transaction ids continue after the highest one the log holds.

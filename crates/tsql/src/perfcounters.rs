@@ -1,0 +1,212 @@
+//! sys.dm_os_performance_counters: SQL Server's performance objects (Buffer Manager, Access
+//! Methods, Databases, Locks, General Statistics, SQL Statistics), one row per counter and
+//! instance, each read from the event counts the engine keeps ([`engine::perfcounters`], the
+//! buffer pool, each database's log, the lock manager and the wait statistics).
+//!
+//! As in SQL Server, object_name, counter_name and instance_name are nchar(128), so they come
+//! padded with spaces (`WHERE counter_name = 'Page Splits/sec'` matches, since trailing spaces do
+//! not count in a comparison; `LIKE '%/sec'` does not, there as here). A "/sec" counter
+//! (cntr_type 272696576) is a running count since the instance started, or since the database
+//! opened for the Databases object; its rate is the difference of two samples over their
+//! interval. A point-in-time value has cntr_type 65792.
+//!
+//! Deviations: only the counters listed in [`Session::dm_os_performance_counters`] exist (no
+//! Page life expectancy, Buffer cache hit ratio, Full Scans/sec or Index Searches/sec yet, which
+//! need counts the engine does not keep). The Locks object has only its `_Total` instance.
+
+use crate::session::Session;
+use crate::sysviews::{ViewRows, columns};
+use engine::database::Database;
+use engine::record::Value;
+use std::sync::Arc;
+
+/// PERF_COUNTER_BULK_COUNT: a cumulative count, read as a rate between two samples.
+const BULK_COUNT: i32 = 272_696_576;
+/// PERF_COUNTER_LARGE_RAWCOUNT: the value now.
+const RAW_COUNT: i32 = 65_792;
+/// Width of the nchar(128) name columns.
+const NAME_CHARS: usize = 128;
+
+/// One counter's row before padding.
+struct Counter {
+    object: &'static str,
+    name: &'static str,
+    instance: String,
+    value: u64,
+    cntr_type: i32,
+}
+
+fn counter(object: &'static str, name: &'static str, value: u64, cntr_type: i32) -> Counter {
+    Counter { object, name, instance: String::new(), value, cntr_type }
+}
+
+fn padded(text: &str) -> Value {
+    Value::Text(format!("{text:<NAME_CHARS$}"))
+}
+
+/// The Databases object's counters of one database, or their sum over all (`_Total`).
+#[derive(Default)]
+struct DatabaseCounts {
+    data_size_kb: u64,
+    log_size_kb: u64,
+    log_used_kb: u64,
+    active_transactions: u64,
+    transactions: u64,
+    log_flushes: u64,
+    log_bytes_flushed: u64,
+    log_growths: u64,
+    log_shrinks: u64,
+}
+
+impl DatabaseCounts {
+    fn of(db: &Database) -> DatabaseCounts {
+        let data_pages: u64 =
+            db.database_files().iter().filter(|f| !f.is_log).map(|f| u64::from(f.size_pages)).sum();
+        let log = db.log();
+        let (log_size_mb, used_pct) = log.space();
+        let log_size_kb = (log_size_mb * 1024.0).round() as u64;
+        let stats = log.stats();
+        DatabaseCounts {
+            data_size_kb: data_pages * 8,
+            log_size_kb,
+            log_used_kb: (log_size_kb as f64 * used_pct / 100.0).round() as u64,
+            active_transactions: log.open_transaction_count() as u64,
+            transactions: log.transactions_started(),
+            log_flushes: stats.flushes,
+            log_bytes_flushed: stats.bytes_flushed,
+            log_growths: log.growths().len() as u64,
+            log_shrinks: log.shrinks(),
+        }
+    }
+
+    fn add(&mut self, other: &DatabaseCounts) {
+        self.data_size_kb += other.data_size_kb;
+        self.log_size_kb += other.log_size_kb;
+        self.log_used_kb += other.log_used_kb;
+        self.active_transactions += other.active_transactions;
+        self.transactions += other.transactions;
+        self.log_flushes += other.log_flushes;
+        self.log_bytes_flushed += other.log_bytes_flushed;
+        self.log_growths += other.log_growths;
+        self.log_shrinks += other.log_shrinks;
+    }
+
+    fn rows(&self, instance: &str, out: &mut Vec<Counter>) {
+        const DB: &str = "SQLServer:Databases";
+        let percent_log_used = (self.log_used_kb * 100).checked_div(self.log_size_kb).unwrap_or(0);
+        let counters = [
+            counter(DB, "Data File(s) Size (KB)", self.data_size_kb, RAW_COUNT),
+            counter(DB, "Log File(s) Size (KB)", self.log_size_kb, RAW_COUNT),
+            counter(DB, "Log File(s) Used Size (KB)", self.log_used_kb, RAW_COUNT),
+            counter(DB, "Percent Log Used", percent_log_used, RAW_COUNT),
+            counter(DB, "Active Transactions", self.active_transactions, RAW_COUNT),
+            counter(DB, "Transactions/sec", self.transactions, BULK_COUNT),
+            counter(DB, "Log Flushes/sec", self.log_flushes, BULK_COUNT),
+            counter(DB, "Log Bytes Flushed/sec", self.log_bytes_flushed, BULK_COUNT),
+            counter(DB, "Log Growths", self.log_growths, RAW_COUNT),
+            counter(DB, "Log Shrinks", self.log_shrinks, RAW_COUNT),
+        ];
+        for mut row in counters {
+            row.instance = instance.to_string();
+            out.push(row);
+        }
+    }
+}
+
+impl Session {
+    /// sys.dm_os_performance_counters.
+    pub(crate) fn dm_os_performance_counters(&self) -> ViewRows {
+        let cols =
+            columns(&["object_name", "counter_name", "instance_name", "cntr_value", "cntr_type"]);
+        let mut counters = self.instance_counters();
+        self.database_counters(&mut counters);
+        self.lock_counters(&mut counters);
+        let rows = counters
+            .into_iter()
+            .map(|c| {
+                vec![
+                    padded(c.object),
+                    padded(c.name),
+                    padded(&c.instance),
+                    Value::BigInt(c.value as i64),
+                    Value::Int(c.cntr_type),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
+    /// Buffer Manager, Access Methods, General Statistics and SQL Statistics.
+    fn instance_counters(&self) -> Vec<Counter> {
+        const BUFFER: &str = "SQLServer:Buffer Manager";
+        const ACCESS: &str = "SQLServer:Access Methods";
+        let instance = &self.server.instance;
+        let pool = &instance.buffer_pool;
+        let buffer = pool.counters();
+        let counts = instance.counters.read();
+        let user_connections = self.server.sessions.lock().len() as u64;
+        vec![
+            counter(BUFFER, "Page reads/sec", buffer.page_reads, BULK_COUNT),
+            counter(BUFFER, "Page writes/sec", buffer.page_writes, BULK_COUNT),
+            counter(BUFFER, "Readahead pages/sec", pool.read_ahead_pages(), BULK_COUNT),
+            counter(BUFFER, "Lazy writes/sec", buffer.lazy_writer_writes, BULK_COUNT),
+            counter(BUFFER, "Checkpoint pages/sec", buffer.checkpoint_pages, BULK_COUNT),
+            counter(BUFFER, "Database pages", pool.cached_pages() as u64, RAW_COUNT),
+            counter(BUFFER, "Target pages", pool.frame_count() as u64, RAW_COUNT),
+            counter(ACCESS, "Page Splits/sec", counts.page_splits, BULK_COUNT),
+            counter(ACCESS, "Pages Allocated/sec", counts.pages_allocated, BULK_COUNT),
+            counter(ACCESS, "Extents Allocated/sec", counts.extents_allocated, BULK_COUNT),
+            counter(ACCESS, "Page Deallocations/sec", counts.page_deallocations, BULK_COUNT),
+            counter(ACCESS, "Extent Deallocations/sec", counts.extent_deallocations, BULK_COUNT),
+            counter(
+                "SQLServer:General Statistics",
+                "User Connections",
+                user_connections,
+                RAW_COUNT,
+            ),
+            counter(
+                "SQLServer:SQL Statistics",
+                "Batch Requests/sec",
+                counts.batch_requests,
+                BULK_COUNT,
+            ),
+        ]
+    }
+
+    /// The Databases object: one instance per open database, then `_Total`.
+    fn database_counters(&self, out: &mut Vec<Counter>) {
+        let mut databases: Vec<Arc<Database>> = self.server.databases();
+        databases.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut total = DatabaseCounts::default();
+        for db in &databases {
+            let counts = DatabaseCounts::of(db);
+            counts.rows(&db.name, out);
+            total.add(&counts);
+        }
+        total.rows("_Total", out);
+    }
+
+    /// The Locks object's `_Total`: requests from the lock manager, waits and their time
+    /// from the LCK_M_* wait statistics (each a wait that really happened), deadlocks found.
+    fn lock_counters(&self, out: &mut Vec<Counter>) {
+        const LOCKS: &str = "SQLServer:Locks";
+        let instance = &self.server.instance;
+        let (mut waits, mut wait_ms) = (0, 0);
+        for wait in instance.waits.snapshot() {
+            if wait.wait_type.starts_with("LCK_M_") {
+                waits += wait.waiting_tasks_count;
+                wait_ms += wait.wait_time_ms;
+            }
+        }
+        let counters = [
+            counter(LOCKS, "Lock Requests/sec", instance.locks.requests(), BULK_COUNT),
+            counter(LOCKS, "Lock Waits/sec", waits, BULK_COUNT),
+            counter(LOCKS, "Lock Wait Time (ms)", wait_ms, BULK_COUNT),
+            counter(LOCKS, "Number of Deadlocks/sec", instance.locks.deadlocks(), BULK_COUNT),
+        ];
+        for mut row in counters {
+            row.instance = "_Total".into();
+            out.push(row);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+-- sys.dm_os_performance_counters: counters are cumulative counts of real events; a reader
+-- takes the difference of two samples. Each section reads a counter, does one thing, and
+-- shows how far the counter moved.
+CREATE DATABASE Perf ON PRIMARY (NAME = perf_data, FILENAME = 'perf.mdf', SIZE = 4MB)
+LOG ON (NAME = perf_log, FILENAME = 'perf.ldf', SIZE = 2MB, FILEGROWTH = 1MB);
+GO
+USE Perf;
+GO
+-- The objects and counters there are, and their types (272696576: a count read as a rate;
+-- 65792: a value now). Names are nchar(128), padded with spaces as in SQL Server.
+SELECT RTRIM(object_name) AS object_name, RTRIM(counter_name) AS counter_name, cntr_type,
+       LEN(counter_name) AS len, LEN(counter_name + 'x') - 1 AS padded_len
+FROM sys.dm_os_performance_counters
+WHERE RTRIM(instance_name) IN ('', 'Perf', '_Total')
+  AND NOT (object_name = 'SQLServer:Databases' AND instance_name = '_Total');
+GO
+-- A padded name matches a literal with =, not a LIKE without the trailing spaces.
+SELECT COUNT(*) AS equal_matches FROM sys.dm_os_performance_counters
+WHERE counter_name = 'Page Splits/sec';
+SELECT COUNT(*) AS like_matches FROM sys.dm_os_performance_counters
+WHERE counter_name LIKE '%Splits/sec';
+GO
+-- 100 rows of 3,000 bytes in ascending key order: two rows a page, so a root split, then a new
+-- last page every other row (SQL Server counts those end-of-index allocations as splits too).
+CREATE TABLE wide (id int PRIMARY KEY, pad char(3000) NOT NULL);
+GO
+SET NOCOUNT ON;
+DECLARE @splits bigint, @pages bigint, @extents bigint;
+SELECT @splits = cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Page Splits/sec';
+SELECT @pages = cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Pages Allocated/sec';
+SELECT @extents = cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Extents Allocated/sec';
+DECLARE @i int = 0;
+WHILE @i < 100 BEGIN INSERT wide VALUES (@i, 'x'); SET @i += 1; END;
+SELECT (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Page Splits/sec') - @splits AS page_splits,
+       (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Pages Allocated/sec') - @pages AS pages_allocated,
+       (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Extents Allocated/sec') - @extents AS extents_allocated;
+GO
+-- DROP TABLE gives its pages and extents back.
+DECLARE @extents bigint;
+SELECT @extents = cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Extent Deallocations/sec';
+DROP TABLE wide;
+SELECT (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Extent Deallocations/sec') - @extents AS extents_deallocated;
+GO
+-- Three explicit transactions, each a durable commit: at least three log flushes more for this
+-- database, and five transactions: the three, and the two SELECTs after the first sample, each
+-- an autocommit transaction (SQL Server counts those too).
+CREATE TABLE small (id int PRIMARY KEY);
+GO
+DECLARE @xacts bigint, @flushes bigint;
+SELECT @xacts = cntr_value FROM sys.dm_os_performance_counters
+WHERE counter_name = 'Transactions/sec' AND instance_name = 'Perf';
+SELECT @flushes = cntr_value FROM sys.dm_os_performance_counters
+WHERE counter_name = 'Log Flushes/sec' AND instance_name = 'Perf';
+BEGIN TRAN; INSERT small VALUES (1); COMMIT;
+BEGIN TRAN; INSERT small VALUES (2); COMMIT;
+BEGIN TRAN; INSERT small VALUES (3); COMMIT;
+SELECT (SELECT cntr_value FROM sys.dm_os_performance_counters
+        WHERE counter_name = 'Transactions/sec' AND instance_name = 'Perf') - @xacts AS transactions,
+       CASE WHEN (SELECT cntr_value FROM sys.dm_os_performance_counters
+                  WHERE counter_name = 'Log Flushes/sec' AND instance_name = 'Perf') - @flushes >= 3
+            THEN 'yes' ELSE 'no' END AS flushed_each_commit;
+GO
+-- An open transaction is active until it ends.
+BEGIN TRAN;
+INSERT small VALUES (4);
+SELECT cntr_value AS active_in_transaction FROM sys.dm_os_performance_counters
+WHERE counter_name = 'Active Transactions' AND instance_name = 'Perf';
+COMMIT;
+SELECT cntr_value AS active_after_commit FROM sys.dm_os_performance_counters
+WHERE counter_name = 'Active Transactions' AND instance_name = 'Perf';
+GO
+-- The log's size and growths follow ALTER DATABASE; a shrink that removes VLFs counts (the
+-- log keeps two VLFs: of the three, the last one goes).
+ALTER DATABASE Perf MODIFY FILE (NAME = perf_log, SIZE = 4MB);
+ALTER DATABASE Perf MODIFY FILE (NAME = perf_log, SIZE = 6MB);
+GO
+SELECT RTRIM(counter_name) AS counter_name, cntr_value FROM sys.dm_os_performance_counters
+WHERE instance_name = 'Perf' AND counter_name IN ('Log File(s) Size (KB)', 'Log Growths', 'Log Shrinks', 'Data File(s) Size (KB)');
+GO
+CHECKPOINT;
+DBCC SHRINKFILE (perf_log, 2) WITH NO_INFOMSGS;
+GO
+SELECT RTRIM(counter_name) AS counter_name, cntr_value FROM sys.dm_os_performance_counters
+WHERE instance_name = 'Perf' AND counter_name IN ('Log File(s) Size (KB)', 'Log Shrinks');
+GO
+-- Every batch is a batch request: this one and the next are two.
+SELECT cntr_value AS batches FROM sys.dm_os_performance_counters WHERE counter_name = 'Batch Requests/sec';
+GO
+SELECT cntr_value AS batches FROM sys.dm_os_performance_counters WHERE counter_name = 'Batch Requests/sec';
+GO
