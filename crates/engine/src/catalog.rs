@@ -1280,6 +1280,73 @@ impl Catalog {
         Ok(())
     }
 
+    /// ALTER TABLE ... ADD / DROP COLUMN, in the session's transaction: the table is built
+    /// again with `columns`, as SQL Server rebuilds a table for a change it cannot make in
+    /// its metadata alone. `old_to_new` gives each old column's position among `columns`
+    /// (None: dropped; no index may use a dropped column, which the caller checks: 5074).
+    /// Every row goes through `convert` (the old row in, the new row out), into new
+    /// allocation units for the heap or clustered index and each nonclustered index, each in
+    /// the filegroup of the unit it replaces; the old units go when the transaction commits,
+    /// the new ones if it rolls back. The object id and index ids stay.
+    pub fn rebuild_table(
+        &self,
+        db: &Database,
+        table_name: &str,
+        columns: Vec<ColumnDef>,
+        old_to_new: &[Option<usize>],
+        convert: &mut dyn FnMut(Vec<Value>) -> SqlResult<Vec<Value>>,
+    ) -> SqlResult<()> {
+        let table = self.table(table_name).ok_or_else(|| invalid_object(table_name))?;
+        assert_eq!(old_to_new.len(), table.columns.len(), "one position per old column");
+        table.lock(db, LockMode::X)?;
+        let _ddl = self.ddl.lock();
+        let rows = table.rows(db)?;
+        let plain: Vec<Column> = columns.iter().map(|c| c.column.clone()).collect();
+        let qualified = table.qualified_name();
+        let mut created = Vec::new();
+        let result = (|| {
+            let specs: Vec<IndexSpec> = table
+                .indexes
+                .iter()
+                .map(|old| IndexSpec {
+                    name: old.name.clone(),
+                    clustered: old.kind == IndexKind::Clustered,
+                    unique: old.unique,
+                    primary_key: old.primary_key,
+                    key_columns: old
+                        .key_columns
+                        .iter()
+                        .map(|k| old_to_new[*k].expect("an index on a dropped column (5074)"))
+                        .collect(),
+                    filegroup: unit_filegroup(db, old.au_id),
+                })
+                .collect();
+            let clustered = specs.first().filter(|s| s.clustered);
+            let heap_filegroup = specs[0].filegroup.as_deref();
+            let mut indexes = vec![create_base(db, &qualified, &plain, clustered, heap_filegroup)?];
+            created.push(indexes[0].au_id);
+            for (old, spec) in table.indexes[1..].iter().zip(&specs[1..]) {
+                let def =
+                    create_secondary(db, &qualified, &plain, &indexes[0], spec, old.index_id)?;
+                created.push(def.au_id);
+                indexes.push(def);
+            }
+            let rebuilt = build_table(db, table.object_id, &table.name, columns.clone(), indexes)?;
+            for (_, row) in rows {
+                rebuilt.insert(db, &convert(row)?)?;
+            }
+            self.delete_table_rows(db, &table)?;
+            self.insert_table_rows(db, table.object_id, &table.name, &columns, &rebuilt.indexes)?;
+            Ok(rebuilt)
+        })();
+        let mut units = created;
+        units.extend(table.au_ids());
+        xact::note_ddl(db.database_id, &units);
+        let rebuilt = result?;
+        self.tables.write().insert(name_key(&table.name), Arc::new(rebuilt));
+        Ok(())
+    }
+
     /// DROP INDEX table.index (a nonclustered index; a clustered one is 3723-like refused).
     pub fn drop_index(&self, db: &Database, table_name: &str, index_name: &str) -> SqlResult<()> {
         let table = self.table(table_name).ok_or_else(|| invalid_object(table_name))?;
@@ -1315,6 +1382,12 @@ impl Catalog {
         self.tables.write().insert(name_key(&table.name), Arc::new(rebuilt));
         Ok(())
     }
+}
+
+/// The name of the filegroup an allocation unit lives in.
+fn unit_filegroup(db: &Database, au_id: u64) -> Option<String> {
+    let fg_id = db.allocation_unit(au_id)?.fg_id;
+    db.filegroups().into_iter().find(|fg| fg.0 == fg_id).map(|fg| fg.1)
 }
 
 /// 208.

@@ -127,6 +127,10 @@ impl Dialect for TsqlDialect {
     fn supports_object_name_double_dot_notation(&self) -> bool {
         self.inner.supports_object_name_double_dot_notation()
     }
+    /// T-SQL's `ALTER TABLE t DROP COLUMN a, b`.
+    fn supports_comma_separated_drop_column_list(&self) -> bool {
+        true
+    }
     fn get_reserved_grantees_types(&self) -> &[GranteesType] {
         self.inner.get_reserved_grantees_types()
     }

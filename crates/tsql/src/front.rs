@@ -106,6 +106,20 @@ pub enum Stmt {
     },
     /// DBCC command [(arguments)] [WITH options].
     Dbcc(Box<crate::dbcc::Dbcc>),
+    /// ALTER TABLE table ALTER COLUMN column type [NULL | NOT NULL] (sqlparser reads
+    /// PostgreSQL's form only). `nullable` is None when neither is given.
+    AlterColumn {
+        table: String,
+        column: String,
+        data_type: sqlparser::ast::DataType,
+        nullable: Option<bool>,
+    },
+    /// ALTER TABLE table ADD column_def [, column_def ...]: T-SQL's list, which sqlparser
+    /// reads only with ADD before each item.
+    AddColumns {
+        table: String,
+        columns: Vec<sqlparser::ast::ColumnDef>,
+    },
     /// SHUTDOWN [WITH NOWAIT].
     Shutdown {
         nowait: bool,
@@ -619,6 +633,78 @@ fn is_block_begin(parser: &Parser<'_>) -> bool {
             || is_word(&next, "CATCH"))
 }
 
+/// Where the action of an `ALTER TABLE name ...` starts (the token after the name of one or
+/// more parts), if the next tokens are ALTER TABLE.
+fn alter_table_action_at(parser: &Parser<'_>) -> Option<usize> {
+    let word_at = |n: usize, word: &str| is_word(&parser.peek_nth_token(n).token, word);
+    if !word_at(0, "ALTER") || !word_at(1, "TABLE") {
+        return None;
+    }
+    let mut at = 2;
+    while matches!(parser.peek_nth_token(at).token, Token::Word(_)) {
+        at += 1;
+        if parser.peek_nth_token(at).token != Token::Period {
+            break;
+        }
+        at += 1;
+    }
+    Some(at)
+}
+
+/// Whether the next tokens are `ALTER TABLE name ALTER COLUMN`.
+fn alter_column_follows(parser: &Parser<'_>) -> bool {
+    let word_at = |n: usize, word: &str| is_word(&parser.peek_nth_token(n).token, word);
+    alter_table_action_at(parser)
+        .is_some_and(|at| word_at(at, "ALTER") && word_at(at + 1, "COLUMN"))
+}
+
+/// Whether the next tokens are `ALTER TABLE name ADD` followed by a column definition (not
+/// a constraint, nor the COLUMN keyword, which are left to sqlparser and its errors).
+fn add_columns_follows(parser: &Parser<'_>) -> bool {
+    let word_at = |n: usize, word: &str| is_word(&parser.peek_nth_token(n).token, word);
+    let Some(at) = alter_table_action_at(parser) else { return false };
+    let not_a_column =
+        ["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "COLUMN", "DEFAULT", "INDEX"];
+    word_at(at, "ADD")
+        && matches!(parser.peek_nth_token(at + 1).token, Token::Word(_))
+        && !not_a_column.iter().any(|word| word_at(at + 1, word))
+}
+
+/// ALTER TABLE name ADD column_def [, column_def ...].
+fn parse_add_columns(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    parser.next_token();
+    parser.next_token();
+    let table = last_part(&parser.parse_object_name(false)?);
+    parser.next_token();
+    let columns = parser.parse_comma_separated(Parser::parse_column_def)?;
+    Ok(Stmt::AddColumns { table, columns })
+}
+
+/// ALTER TABLE name ALTER COLUMN column type [COLLATE name] [NULL | NOT NULL].
+fn parse_alter_column(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    parser.next_token();
+    parser.next_token();
+    let table = last_part(&parser.parse_object_name(false)?);
+    parser.next_token();
+    parser.next_token();
+    let column = parser.parse_identifier()?.value;
+    let data_type = parser.parse_data_type()?;
+    if parse_word(parser, "COLLATE") {
+        parser.parse_identifier()?;
+    }
+    let nullable = if parse_word(parser, "NULL") {
+        Some(true)
+    } else if parse_word(parser, "NOT") {
+        if !parse_word(parser, "NULL") {
+            return parser.expected("NULL", parser.peek_token());
+        }
+        Some(false)
+    } else {
+        None
+    };
+    Ok(Stmt::AlterColumn { table, column, data_type, nullable })
+}
+
 fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     let first = parser.peek_token().token;
     if is_word(&first, "IF") {
@@ -644,6 +730,12 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if crate::cursor::starts(parser) {
         return Ok(Stmt::Cursor(Box::new(crate::cursor::parse(parser)?)));
+    }
+    if alter_column_follows(parser) {
+        return parse_alter_column(parser);
+    }
+    if add_columns_follows(parser) {
+        return parse_add_columns(parser);
     }
     if is_word(&first, "SHUTDOWN") {
         parser.next_token();

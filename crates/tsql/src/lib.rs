@@ -2,6 +2,7 @@
 //! (MsSqlDialect), and a session that runs statements on the embedded engine.
 //!
 //! Map of the modules:
+//! - [`altertable`]: ALTER TABLE ... ADD and DROP COLUMN (a rebuild of the table).
 //! - [`batch`]: the sqlcmd-style batch splitter.
 //! - [`cache`]: parsed batches kept by their text.
 //! - [`front`]: parsing, with what sqlparser lacks (CREATE INDEX kinds, filegroups, CHECKPOINT,
@@ -20,6 +21,7 @@
 //! - [`window`]: window functions (OVER).
 //! - [`sqlcmd`]: output formatted as sqlcmd prints it.
 
+pub mod altertable;
 pub mod batch;
 pub mod cache;
 pub mod catalogviews;

@@ -857,6 +857,10 @@ impl Session {
                 self.set_variable(name, v).map_err(|e| self.fail(e, line))?;
                 Ok(Flow::Next)
             }
+            Stmt::AddColumns { table, columns } => self.add_columns_statement(table, columns, line),
+            Stmt::AlterColumn { table, column, data_type, nullable } => {
+                self.alter_column(table, column, data_type, *nullable, line, out)
+            }
             Stmt::Shutdown { nowait } => {
                 out(Output::Message("Server shut down by request from login sa.".into()));
                 self.server.shutdown_from_session(*nowait).map_err(|e| self.fail(e, line))?;
@@ -1096,6 +1100,7 @@ impl Session {
                 Ok(Flow::Next)
             }
             Statement::CreateTable(_) => unreachable!("the front end wraps CREATE TABLE"),
+            Statement::AlterTable(alter) => self.alter_table(alter, line, out),
             Statement::Declare { stmts } => {
                 for declare in stmts {
                     if let Some(sqlparser::ast::DataType::Table(Some(columns))) = &declare.data_type
@@ -2670,7 +2675,7 @@ fn type_of_value(sample: Option<&Value>, rows: &[Vec<Value>], i: usize) -> SqlTy
 }
 
 /// 2628 when a string would be cut to fit its column.
-fn check_length(
+pub(crate) fn check_length(
     converted: &Value,
     given: &Value,
     column: &ColumnDef,

@@ -526,7 +526,7 @@ pub fn convert(value: &Value, to: SqlType) -> Result<Value> {
             }
             let limit = usize::from(n);
             if n > 0 && text.chars().count() > limit {
-                text = text.chars().take(limit).collect();
+                text = too_long_for_string(value, to, text, limit)?;
             }
             if matches!(to, SqlType::Char(_) | SqlType::NChar(_)) {
                 let len = text.chars().count();
@@ -567,6 +567,31 @@ pub fn convert(value: &Value, to: SqlType) -> Result<Value> {
             crate::functions::convert_temporal(value, to)
                 .ok_or_else(|| conversion_failed(value, to))
         }
+    }
+}
+
+/// A value whose text does not fit a string type of `limit` characters, as SQL Server's CAST
+/// treats it: an integer becomes `*` in char and varchar and is error 8115 in nchar and
+/// nvarchar; a decimal, money or float is 8115 in any of them; anything else (a string, a
+/// date) is cut to the limit.
+fn too_long_for_string(value: &Value, to: SqlType, text: String, limit: usize) -> Result<String> {
+    let unicode = matches!(to, SqlType::NChar(_) | SqlType::NVarChar(_));
+    let target = sql_type_name(to);
+    let overflow = |what: &str| {
+        let message = format!("Arithmetic overflow error converting {what} to data type {target}.");
+        Err(SqlError::new(8115, 16, 2, message))
+    };
+    match value {
+        Value::TinyInt(_) | Value::SmallInt(_) | Value::Int(_) | Value::BigInt(_) if unicode => {
+            overflow("expression")
+        }
+        Value::TinyInt(_) | Value::SmallInt(_) | Value::Int(_) | Value::BigInt(_) => {
+            Ok("*".to_string())
+        }
+        Value::Decimal(..) => overflow("numeric"),
+        Value::Money(_) => overflow("money"),
+        Value::Float(_) | Value::Real(_) => overflow("float"),
+        _ => Ok(text.chars().take(limit).collect()),
     }
 }
 

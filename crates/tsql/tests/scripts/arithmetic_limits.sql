@@ -56,3 +56,15 @@ GO
 -- Nesting past the parser's 50 levels is 191 (deviation: SQL Server's limit is higher).
 SELECT ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) AS deep
 GO
+-- A number too long for a string type: an integer is '*' in char and varchar (CAST's
+-- documented truncation), error 8115 in nvarchar; a decimal or float is 8115 in any string.
+SELECT CAST(345 AS VARCHAR(2)) AS int_to_varchar, CAST(345 AS CHAR(2)) AS int_to_char,
+       CONVERT(VARCHAR(1), 10) AS convert_int, CAST(12 AS VARCHAR(2)) AS fits,
+       CAST('abcdef' AS VARCHAR(3)) AS string_cut
+GO
+SELECT CAST(12345 AS NVARCHAR(3)) AS int_to_nvarchar
+GO
+SELECT CAST(1.5 AS VARCHAR(2)) AS decimal_to_varchar
+GO
+SELECT CAST(CAST(123.0 AS FLOAT) AS VARCHAR(2)) AS float_to_varchar
+GO
