@@ -133,6 +133,26 @@ pub fn type_info(sql_type: SqlType) -> (&'static str, u8, i16, u8, u8) {
     (name, id, max_length, precision, scale)
 }
 
+/// A system type's name by its id (TYPE_NAME), as sys.types lists it.
+pub fn type_name_of_id(id: i64) -> Option<&'static str> {
+    if id == 108 {
+        return Some("numeric");
+    }
+    TYPES.iter().map(|t| type_info(*t)).find(|info| i64::from(info.1) == id).map(|info| info.0)
+}
+
+/// A system type's id by its name (TYPE_ID), case-insensitively.
+pub fn type_id_of_name(name: &str) -> Option<i32> {
+    if name.eq_ignore_ascii_case("numeric") {
+        return Some(108);
+    }
+    TYPES
+        .iter()
+        .map(|t| type_info(*t))
+        .find(|info| info.0.eq_ignore_ascii_case(name))
+        .map(|info| i32::from(info.1))
+}
+
 /// The types sys.types lists (their widest forms).
 const TYPES: [SqlType; 21] = [
     SqlType::UniqueIdentifier,

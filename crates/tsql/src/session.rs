@@ -1439,6 +1439,18 @@ impl Session {
                     self.db.file_space().into_iter().find(|f| i64::from(f.file_id) == id)
                 })
                 .map_or(Value::Null, |f| Value::Text(f.logical_name))),
+            // COL_LENGTH(table, column): the column's max_length in bytes, as sys.columns.
+            "COL_LENGTH" => Ok(self.column_of(&text(0), &text(1)).map_or(Value::Null, |c| {
+                Value::SmallInt(crate::catalogviews::type_info(c.column.sql_type).2)
+            })),
+            "COL_NAME" => Ok(self.column_name_by_id(args).map_or(Value::Null, Value::Text)),
+            "TYPE_NAME" => Ok(args
+                .first()
+                .and_then(value::as_i64)
+                .and_then(crate::catalogviews::type_name_of_id)
+                .map_or(Value::Null, |name| Value::Text(name.into()))),
+            "TYPE_ID" => Ok(crate::catalogviews::type_id_of_name(text(0).trim_matches(['[', ']']))
+                .map_or(Value::Null, Value::Int)),
             "FILEPROPERTY" => Ok(self.file_property(&text(0), &text(1))),
             "DATABASEPROPERTYEX" => Ok(self.database_property(&text(0), &text(1))),
             "SERVERPROPERTY" => Ok(match text(0).to_lowercase().as_str() {
@@ -1508,6 +1520,24 @@ impl Session {
         let stored = self.catalog_name(name).ok()?;
         let table = catalog.table(&stored).map(|t| t.object_id);
         table.or_else(|| catalog.module(name).map(|m| m.object_id))
+    }
+
+    /// A column of a table the session can name (COL_LENGTH).
+    fn column_of(&self, table: &str, column: &str) -> Option<ColumnDef> {
+        let name = table.rsplit('.').next().unwrap_or_default().trim_matches(['[', ']']);
+        let stored = self.catalog_name(name).ok()?;
+        let table = self.db.catalog().ok()?.table(&stored)?;
+        let position = table.column_index(column.trim_matches(['[', ']']))?;
+        Some(table.columns[position].clone())
+    }
+
+    /// COL_NAME(object_id, column_id): column ids count from 1, as sys.columns' do.
+    fn column_name_by_id(&self, args: &[Value]) -> Option<String> {
+        let object_id = args.first().and_then(value::as_i64)?;
+        let column_id = args.get(1).and_then(value::as_i64)?;
+        let table = self.db.catalog().ok()?.table_by_id(i32::try_from(object_id).ok()?)?;
+        let position = usize::try_from(column_id.checked_sub(1)?).ok()?;
+        table.columns.get(position).map(|c| c.column.name.clone())
     }
 
     fn object_name(&self, object_id: i32) -> Option<String> {

@@ -93,3 +93,15 @@ ALTER TABLE log_lines DROP COLUMN line_no;
 SELECT body + '|' AS body, logged FROM log_lines;
 DBCC CHECKDB WITH NO_INFOMSGS;
 GO
+-- The idempotent-migration idiom: COL_LENGTH is NULL for a column the table lacks, so the
+-- second ADD does not run. COL_NAME, TYPE_NAME and TYPE_ID read the catalog and sys.types.
+IF COL_LENGTH('dbo.log_lines', 'source') IS NULL ALTER TABLE log_lines ADD source nvarchar(10) NULL;
+IF COL_LENGTH('dbo.log_lines', 'source') IS NULL ALTER TABLE log_lines ADD source nvarchar(10) NULL;
+SELECT COL_LENGTH('log_lines', 'source') AS source_len, COL_LENGTH('log_lines', 'body') AS body_len,
+       COL_LENGTH('log_lines', 'missing') AS missing_len, COL_LENGTH('no_table', 'body') AS no_table,
+       COL_NAME(OBJECT_ID('log_lines'), 1) AS first_column, COL_NAME(OBJECT_ID('log_lines'), 9) AS ninth;
+SELECT TYPE_NAME(56) AS t56, TYPE_NAME(108) AS t108, TYPE_NAME(231) AS t231, TYPE_NAME(999) AS t999,
+       TYPE_ID('int') AS int_id, TYPE_ID('NVARCHAR') AS nvarchar_id, TYPE_ID('no_type') AS no_type;
+SELECT c.name, TYPE_NAME(c.system_type_id) AS type_name, c.max_length
+FROM sys.columns c WHERE c.object_id = OBJECT_ID('log_lines') ORDER BY c.column_id;
+GO
