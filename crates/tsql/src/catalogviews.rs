@@ -68,6 +68,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("schemas", "V"),
     ("sp_cycle_errorlog", "P"),
     ("sp_executesql", "X"),
+    ("sp_help", "P"),
     ("sp_helpdb", "P"),
     ("sp_helpfile", "P"),
     ("sp_helpindex", "P"),

@@ -19,6 +19,7 @@
 //!   sys.filegroups).
 //! - [`perfcounters`]: sys.dm_os_performance_counters, from the engine's event counts.
 //! - [`window`]: window functions (OVER).
+//! - [`sphelp`]: the sp_help procedure.
 //! - [`sqlcmd`]: output formatted as sqlcmd prints it.
 
 pub mod altertable;
@@ -41,6 +42,7 @@ pub mod procs;
 pub mod query;
 pub mod server;
 pub mod session;
+pub mod sphelp;
 pub mod sqlcmd;
 pub mod strings;
 pub mod sysprocs;

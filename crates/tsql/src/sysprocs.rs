@@ -4,7 +4,8 @@
 //!
 //! Here: sp_cycle_errorlog, xp_readerrorlog and sp_readerrorlog (LogDate, ProcessInfo, Text;
 //! log number, log type, two search strings, start and end times, sort order), sp_helpdb,
-//! sp_helpfile, sp_helpindex, sp_spaceused (database or table), sp_who and sp_who2.
+//! sp_helpfile, sp_helpindex, sp_spaceused (database or table), sp_who and sp_who2; sp_help
+//! is in [`crate::sphelp`].
 //!
 //! Deviations: there is no SQL Server Agent log (log type 2 gives no rows); sizes in
 //! sp_spaceused come from the allocation units' IAM chains and page headers, read at the time
@@ -22,8 +23,9 @@ use engine::filegroup::Growth;
 use engine::record::{SqlType, Value};
 
 /// The system procedures this module runs.
-pub const SYSTEM_PROCEDURES: [&str; 10] = [
+pub const SYSTEM_PROCEDURES: [&str; 11] = [
     "sp_columns",
+    "sp_help",
     "sp_cycle_errorlog",
     "xp_readerrorlog",
     "sp_readerrorlog",
@@ -106,6 +108,7 @@ impl Session {
             "sp_helpdb" => self.sp_helpdb(values.first(), out),
             "sp_helpfile" => self.sp_helpfile(values.first(), out),
             "sp_helpindex" => self.sp_helpindex(values.first(), out),
+            "sp_help" => self.sp_help(values.first(), out),
             "sp_spaceused" => self.sp_spaceused(values.first(), out),
             "sp_columns" => self.sp_columns(&values, out),
             "sp_who2" => self.sp_who2(values.first(), out),
@@ -320,7 +323,7 @@ impl Session {
     /// sp_helpindex 'table': each index's name, description (clustered or nonclustered,
     /// unique, primary key or unique key, and its filegroup) and key columns; a message when
     /// the table has none (a heap without nonclustered indexes); 15009 for no such table.
-    fn sp_helpindex(
+    pub(crate) fn sp_helpindex(
         &self,
         object: Option<&Value>,
         out: &mut dyn FnMut(Output),

@@ -74,3 +74,23 @@ EXEC sp_helpindex 'h';
 EXEC sp_helpindex 'nope';
 USE master;
 GO
+-- sp_help: a table's report (object, columns, identity, ROWGUIDCOL, filegroup, indexes,
+-- constraints), a heap with none of them, a procedure, every object, and an unknown name.
+CREATE TABLE help_orders (id int IDENTITY(1,1) PRIMARY KEY, code char(4) NOT NULL UNIQUE,
+    note varchar(20) NULL DEFAULT 'none', price decimal(9,2), placed datetime2,
+    u uniqueidentifier ROWGUIDCOL);
+CREATE INDEX ix_note ON help_orders (note);
+CREATE TABLE help_heap (x int);
+GO
+CREATE PROCEDURE help_proc AS SELECT 1;
+GO
+EXEC sp_help 'help_orders';
+GO
+EXEC sp_help help_heap;
+GO
+EXEC sp_help 'help_proc';
+GO
+EXEC sp_help;
+GO
+EXEC sp_help 'no_such_object';
+GO
