@@ -484,12 +484,12 @@ impl LockManager {
         rows
     }
 
-    /// Deadlocks found since the instance started.
     /// Lock requests since the instance started, granted or not (Lock Requests/sec).
     pub fn requests(&self) -> u64 {
         self.partitions.iter().map(|p| p.table.lock().requests).sum()
     }
 
+    /// Deadlocks found since the instance started.
     pub fn deadlocks(&self) -> u64 {
         self.deadlocks.load(Ordering::Relaxed)
     }

@@ -1,4 +1,4 @@
-//! ALTER TABLE ... ADD column and ALTER TABLE ... DROP COLUMN.
+//! ALTER TABLE ... ADD columns, DROP COLUMN and ALTER COLUMN.
 //!
 //! What it reproduces: SQL Server's rules for which columns may be added and dropped, and
 //! what existing rows hold afterwards.

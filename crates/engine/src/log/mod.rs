@@ -1431,7 +1431,6 @@ impl LogManager {
         state.reuse_wait = reuse_wait;
     }
 
-    /// A new transaction id.
     /// A new transaction's id; counts the transaction as begun.
     pub fn next_xact_id(&self) -> u64 {
         self.transactions_started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
