@@ -310,17 +310,7 @@ fn near_column_keyword() -> SqlError {
 
 /// The column an ADD item defines, and the DEFAULT the existing rows may get.
 fn added_column(def: &sqlparser::ast::ColumnDef, table: &str) -> Result<Added> {
-    if let Some((size, most)) = crate::query::oversized_length(&def.data_type) {
-        return Err(SqlError::new(
-            131,
-            15,
-            3,
-            format!(
-                "The size ({size}) given to the column '{}' exceeds the maximum allowed for any data type ({most}).",
-                def.name.value
-            ),
-        ));
-    }
+    crate::query::check_column_size(def)?;
     let mut column = ColumnDef::new(&def.name.value, sql_type_of(&def.data_type)?, true);
     let mut default = None;
     for option in &def.options {
@@ -332,7 +322,7 @@ fn added_column(def: &sqlparser::ast::ColumnDef, table: &str) -> Result<Added> {
                 default = Some(expr.clone());
             }
             ColumnOption::Identity(identity) => {
-                column.identity = Some(identity_seed_step(&identity.to_string()));
+                column.identity = Some(crate::query::identity_seed_step(&identity.to_string()));
                 column.column.nullable = false;
             }
             other => {
@@ -345,17 +335,6 @@ fn added_column(def: &sqlparser::ast::ColumnDef, table: &str) -> Result<Added> {
         }
     }
     Ok(Added { def: column, default })
-}
-
-/// IDENTITY or IDENTITY(seed, increment).
-fn identity_seed_step(text: &str) -> (i64, i64) {
-    let Some((_, args)) = text.split_once('(') else { return (1, 1) };
-    let parts: Vec<i64> =
-        args.trim_end_matches(')').split(',').filter_map(|p| p.trim().parse().ok()).collect();
-    match parts[..] {
-        [seed, step] => (seed, step),
-        _ => (1, 1),
-    }
 }
 
 /// 1701 when the smallest row of the new column list would not fit a page.
@@ -375,16 +354,4 @@ fn check_row_size(columns: &[ColumnDef], table: &str) -> Result<()> {
             "Creating or altering table '{table}' failed because the minimum row size would be {min_row_bytes}, including {overhead} bytes of internal overhead. This exceeds the maximum allowable table row size of 8060 bytes."
         ),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identity_arguments_are_seed_and_increment() {
-        assert_eq!(identity_seed_step("IDENTITY"), (1, 1));
-        assert_eq!(identity_seed_step("IDENTITY(100, 5)"), (100, 5));
-        assert_eq!(identity_seed_step("IDENTITY(-1,-1)"), (-1, -1));
-    }
 }

@@ -287,6 +287,32 @@ fn type_name_and_args(data_type: &sqlparser::ast::DataType) -> (String, String) 
 }
 
 /// The SQL type a DataType names.
+/// 131 when a column definition's length exceeds its type's maximum (the error names the
+/// column; a type's elsewhere names the type).
+pub fn check_column_size(def: &sqlparser::ast::ColumnDef) -> Result<()> {
+    let Some((size, most)) = oversized_length(&def.data_type) else { return Ok(()) };
+    Err(SqlError::new(
+        131,
+        15,
+        3,
+        format!(
+            "The size ({size}) given to the column '{}' exceeds the maximum allowed for any data type ({most}).",
+            def.name.value
+        ),
+    ))
+}
+
+/// IDENTITY or IDENTITY(seed, increment) as sqlparser prints it: (seed, increment).
+pub fn identity_seed_step(text: &str) -> (i64, i64) {
+    let Some((_, args)) = text.split_once('(') else { return (1, 1) };
+    let parts: Vec<i64> =
+        args.trim_end_matches(')').split(',').filter_map(|p| p.trim().parse().ok()).collect();
+    match parts[..] {
+        [seed, step] => (seed, step),
+        _ => (1, 1),
+    }
+}
+
 pub fn sql_type_of(data_type: &sqlparser::ast::DataType) -> Result<SqlType> {
     let (name, args) = type_name_and_args(data_type);
     if let Some((size, most)) = length_over_limit(&name, &args) {
@@ -2418,6 +2444,13 @@ fn escaped_pattern(pattern: &str, escape: &Value) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identity_arguments_are_seed_and_increment() {
+        assert_eq!(identity_seed_step("IDENTITY"), (1, 1));
+        assert_eq!(identity_seed_step("IDENTITY(100, 5)"), (100, 5));
+        assert_eq!(identity_seed_step("IDENTITY(-1,-1)"), (-1, -1));
+    }
 
     /// The seek chosen for a WHERE clause: (index position, from, to).
     fn plan(sql_where: &str) -> Option<(usize, Option<Value>, Option<Value>)> {

@@ -1617,18 +1617,7 @@ impl Session {
         let mut flags = clustering.iter().copied();
         let mut pending: Vec<PendingConstraint> = Vec::new();
         for def in &create.columns {
-            // A column's 131 names the column; a type's elsewhere names the type.
-            if let Some((size, most)) = crate::query::oversized_length(&def.data_type) {
-                return Err(SqlError::new(
-                    131,
-                    15,
-                    3,
-                    format!(
-                        "The size ({size}) given to the column '{}' exceeds the maximum allowed for any data type ({most}).",
-                        def.name.value
-                    ),
-                ));
-            }
+            crate::query::check_column_size(def)?;
             let sql_type = sql_type_of(&def.data_type)?;
             if columns
                 .iter()
@@ -1652,18 +1641,8 @@ impl Session {
                     ColumnOption::Null => column.column.nullable = true,
                     ColumnOption::Default(e) => column.default_sql = Some(e.to_string()),
                     ColumnOption::Identity(identity) => {
-                        let (mut seed, mut step) = (1, 1);
-                        let text = identity.to_string();
-                        if let Some(args) =
-                            text.split_once('(').map(|(_, a)| a.trim_end_matches(')').to_string())
-                        {
-                            let parts: Vec<i64> =
-                                args.split(',').filter_map(|p| p.trim().parse().ok()).collect();
-                            if parts.len() == 2 {
-                                (seed, step) = (parts[0], parts[1]);
-                            }
-                        }
-                        column.identity = Some((seed, step));
+                        column.identity =
+                            Some(crate::query::identity_seed_step(&identity.to_string()));
                         column.column.nullable = false;
                     }
                     ColumnOption::PrimaryKey(pk) => {
