@@ -187,6 +187,8 @@ struct OpenXact {
     /// The transaction ran DDL; these allocation units were created or dropped by it (the
     /// catalog drops those no table references once the transaction ends).
     ddl: Option<Vec<u64>>,
+    /// Its name for DBCC OPENTRAN ([`name_current_transaction`]).
+    name: String,
 }
 
 impl OpenXact {
@@ -212,6 +214,7 @@ impl OpenXact {
             key_lock_counts: Vec::new(),
             on_commit: Vec::new(),
             ddl: None,
+            name: "user_transaction".to_string(),
         }
     }
 }
@@ -274,11 +277,11 @@ fn write_begin_if_first(db: &Database) -> SqlResult<()> {
         c.borrow()
             .as_ref()
             .filter(|x| x.database_id == db.database_id && x.begin_lsn.is_none())
-            .map(|x| x.xact_id)
+            .map(|x| (x.xact_id, x.name.clone()))
     });
-    let Some(xact_id) = unbegun else { return Ok(()) };
+    let Some((xact_id, name)) = unbegun else { return Ok(()) };
     let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
-    let lsn = db.log().append_transaction_begin(&begin)?;
+    let lsn = db.log().append_transaction_begin(&begin, &name)?;
     CURRENT.with(|c| {
         if let Some(x) = c.borrow_mut().as_mut() {
             x.begin_lsn = Some(lsn);
@@ -286,6 +289,18 @@ fn write_begin_if_first(db: &Database) -> SqlResult<()> {
         }
     });
     Ok(())
+}
+
+/// Names this thread's transaction as DBCC OPENTRAN shows it (`user_transaction` unless
+/// named: `implicit_transaction` for one SET IMPLICIT_TRANSACTIONS ON began). Deviation: a
+/// BEGIN TRAN's own name is not kept, and an autocommit statement's transaction is
+/// `user_transaction` too (SQL Server names it after the statement).
+pub fn name_current_transaction(name: &str) {
+    CURRENT.with(|c| {
+        if let Some(x) = c.borrow_mut().as_mut() {
+            x.name = name.to_string();
+        }
+    });
 }
 
 /// Called by a heap when this thread's transaction ghosts a row: the row's slot is emptied

@@ -4,7 +4,8 @@
 //! Here: TRACEON, TRACEOFF and TRACESTATUS (reference §9.2; with -1 the instance's flags, which
 //! the engine reads; without it the session's own set, which TRACESTATUS shows), SQLPERF
 //! (LOGSPACE) and SQLPERF ('sys.dm_os_wait_stats' | 'sys.dm_os_latch_stats' |
-//! 'sys.dm_os_spinlock_stats', CLEAR), LOGINFO [(database)], FREEPROCCACHE (empties the batch
+//! 'sys.dm_os_spinlock_stats', CLEAR), LOGINFO [(database)], OPENTRAN [(database)] (the
+//! oldest transaction whose begin record pins the log), FREEPROCCACHE (empties the batch
 //! cache), SHRINKFILE (the engine's `Database::shrink_file`, whose deviations its module
 //! lists). Any other command is error 2526.
 //!
@@ -126,6 +127,10 @@ impl Session {
             "LOGINFO" => {
                 let db = self.dbcc_database(args.first()).map_err(|e| self.fail(e, line))?;
                 out(Output::Rows(loginfo(&db)));
+            }
+            "OPENTRAN" => {
+                let db = self.dbcc_database(args.first()).map_err(|e| self.fail(e, line))?;
+                opentran(&db, out);
             }
             "FREEPROCCACHE" => self.server.batch_cache.clear(),
             "PAGE" => {
@@ -319,6 +324,34 @@ impl Session {
             rows,
             types: Vec::new(),
         }
+    }
+}
+
+/// DBCC OPENTRAN: the oldest open transaction of the database (the one whose begin record
+/// pins the log, log_reuse_wait_desc ACTIVE_TRANSACTION), in SQL Server's lines, or "No active
+/// open transactions.". A transaction that has changed nothing has written no begin record
+/// and is not listed, as in SQL Server. Start time is CONVERT style 109.
+fn opentran(db: &engine::database::Database, out: &mut dyn FnMut(Output)) {
+    let Some(oldest) = db.log().oldest_open_transaction_info() else {
+        out(Output::Message("No active open transactions.".into()));
+        return;
+    };
+    let start = oldest.begin_time;
+    let millis = start.and_utc().timestamp_subsec_millis();
+    let start = format!("{}{millis:03}{}", start.format("%b %e %Y %l:%M:%S:"), start.format("%p"));
+    let lines = [
+        format!("Transaction information for database '{}'.", db.name),
+        String::new(),
+        "Oldest active transaction:".to_string(),
+        format!("    SPID (server process ID): {}", oldest.spid),
+        "    UID (user ID) : -1".to_string(),
+        format!("    Name          : {}", oldest.name),
+        format!("    LSN           : {}", oldest.begin_lsn),
+        format!("    Start time    : {start}"),
+        "    SID           : 0x01".to_string(),
+    ];
+    for line in lines {
+        out(Output::Message(line));
     }
 }
 

@@ -918,6 +918,7 @@ impl Session {
         if db.trancount() == 0 && self.implicit_transactions {
             self.tracking_transaction(false, |db| db.begin_tran())
                 .map_err(|e| self.fail(e, line))?;
+            engine::xact::name_current_transaction("implicit_transaction");
         }
         if db.trancount() == 0 {
             db.begin_tran().map_err(|e| self.fail(e, line))?;

@@ -1,5 +1,6 @@
-//! System surfaces that a golden script cannot show: a blocked session as the DMVs and
-//! sp_who see it while it really waits, and DBCC CHECKALLOC on a file corrupted on disk.
+//! System surfaces that a golden script cannot show: a blocked session as the DMVs, sp_who
+//! and DBCC OPENTRAN see it while it really waits, and DBCC CHECKALLOC on a file corrupted
+//! on disk.
 
 mod common;
 
@@ -77,8 +78,29 @@ fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
         sessions.iter().any(|s| s[0] == holder_spid && s[1] == "sleeping" && s[2] == "1"),
         "{sessions:?}"
     );
+    // DBCC OPENTRAN names the holder's transaction: its begin record pins the log.
+    let (errors, opentran) = run(&mut observer, "DBCC OPENTRAN");
+    assert!(errors.is_empty(), "{opentran}");
+    let field = |name: &str| -> String {
+        let line = opentran.lines().find(|l| l.trim_start().starts_with(name));
+        let line = line.unwrap_or_else(|| panic!("{name} in {opentran}"));
+        line.split_once(':').map(|(_, v)| v.trim().to_string()).unwrap_or_default()
+    };
+    assert!(opentran.starts_with("Transaction information for database 'master'."), "{opentran}");
+    assert_eq!(field("SPID (server process ID)"), holder_spid, "{opentran}");
+    assert_eq!(field("Name"), "user_transaction", "{opentran}");
+    let lsn = field("LSN");
+    let parts: Vec<&str> = lsn.trim_matches(['(', ')']).split(':').collect();
+    assert!(parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()), "{lsn}");
+    // CONVERT style 109: "Nov 27 2026  3:20:12:351AM" (the time part has colons of its own).
+    let start = opentran.lines().find(|l| l.contains("Start time")).expect("a start time");
+    let start = start.split_once(": ").map(|(_, v)| v.trim()).unwrap_or_default();
+    let shape_ok = start.len() == 26 && (start.ends_with("AM") || start.ends_with("PM"));
+    assert!(shape_ok && start[..3].chars().all(|c| c.is_ascii_alphabetic()), "{start:?}");
     let (errors, _) = run(&mut holder, "COMMIT");
     assert!(errors.is_empty());
+    let (_, after) = run(&mut observer, "DBCC OPENTRAN");
+    assert!(after.starts_with("No active open transactions."), "{after}");
     let (_, errors, text) = blocked.join().expect("reader");
     assert!(errors.is_empty(), "{text}");
     assert!(text.contains("\n1\n"), "the reader sees the committed value: {text}");

@@ -233,6 +233,19 @@ pub fn excessive_vlfs_message(database_name: &str, vlf_count: usize) -> Option<S
     })
 }
 
+/// A transaction whose begin record is in the log and that has not ended, as DBCC OPENTRAN
+/// reports it: the begin record's LSN, the session, the name, and when the record was
+/// written (its first change; SQL Server's start time is its BEGIN TRAN, a deviation of at
+/// most the time before the first change).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenTransaction {
+    pub xact_id: u64,
+    pub begin_lsn: Lsn,
+    pub spid: u16,
+    pub name: String,
+    pub begin_time: chrono::NaiveDateTime,
+}
+
 /// One row of sys.dm_db_log_info (reference §5.3).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogInfoRow {
@@ -394,8 +407,8 @@ pub struct LogManager {
     /// from taking the pending blocks until they are stamped, so blocks are chained in log
     /// order (block invariant 3) outside the append lock.
     chain_crc: Mutex<u32>,
-    /// Open transactions: id -> begin LSN.
-    open_transactions: Mutex<BTreeMap<u64, Lsn>>,
+    /// Open transactions (those whose begin record is written) by id.
+    open_transactions: Mutex<BTreeMap<u64, OpenTransaction>>,
     /// Transactions begun since the database opened (Transactions/sec).
     transactions_started: std::sync::atomic::AtomicU64,
     /// Shrinks that removed VLFs since the database opened (Log Shrinks).
@@ -1130,7 +1143,7 @@ impl LogManager {
         let current = state.vlf(state.current).header.fseqno;
         // An open transaction pins the VLF its BEGIN is in, the current one included (a log
         // of one VLF, or a transaction begun in the current VLF, cannot wrap past it either).
-        let oldest = self.open_transactions.lock().values().min().copied();
+        let oldest = self.oldest_open_transaction();
         if oldest.is_some_and(|begin| begin.seqno <= current) {
             return ReuseWait::ActiveTransaction;
         }
@@ -1152,10 +1165,20 @@ impl LogManager {
     /// registered by then, and the checkpoint's MinLSN covers it. (Registered after the append,
     /// as before, a checkpoint could run in between: its MinLSN then passed the BEGIN, recovery
     /// never saw the transaction begin, and never rolled it back; the crash soak caught it.)
-    pub fn append_transaction_begin(&self, record: &LogRecord) -> SqlResult<Lsn> {
+    /// `name` is the transaction's name for DBCC OPENTRAN.
+    pub fn append_transaction_begin(&self, record: &LogRecord, name: &str) -> SqlResult<Lsn> {
+        let spid = crate::instance::current_spid();
+        let begin_time = self.instance.clock.now_local();
         // Lock order: the append lock, then the open-transaction table (as reuse_wait_now).
         self.append_then(record, |lsn| {
-            self.open_transactions.lock().insert(record.xact_id, lsn);
+            let open = OpenTransaction {
+                xact_id: record.xact_id,
+                begin_lsn: lsn,
+                spid,
+                name: name.to_string(),
+                begin_time,
+            };
+            self.open_transactions.lock().insert(record.xact_id, open);
         })
     }
 
@@ -1165,7 +1188,12 @@ impl LogManager {
 
     /// The begin LSN of the oldest open transaction.
     pub fn oldest_open_transaction(&self) -> Option<Lsn> {
-        self.open_transactions.lock().values().min().copied()
+        self.open_transactions.lock().values().map(|t| t.begin_lsn).min()
+    }
+
+    /// The oldest open transaction (DBCC OPENTRAN).
+    pub fn oldest_open_transaction_info(&self) -> Option<OpenTransaction> {
+        self.open_transactions.lock().values().min_by_key(|t| t.begin_lsn).cloned()
     }
 
     /// log_reuse_wait_desc as it stands.

@@ -20,3 +20,14 @@ DBCC FREEPROCCACHE
 DBCC NOSUCHTHING
 DBCC SQLPERF ('sys.nothing', CLEAR)
 GO
+-- DBCC OPENTRAN: no open transaction; a transaction that has changed nothing has written no
+-- begin record, so it is not listed either; an unknown database is 2520. (The report of an
+-- open transaction, whose LSN and start time vary, is checked in system_surfaces.rs.)
+DBCC OPENTRAN;
+GO
+BEGIN TRAN;
+DBCC OPENTRAN WITH NO_INFOMSGS;
+COMMIT;
+GO
+DBCC OPENTRAN('no_such_database');
+GO
