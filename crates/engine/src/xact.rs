@@ -188,7 +188,7 @@ struct OpenXact {
     /// catalog drops those no table references once the transaction ends).
     ddl: Option<Vec<u64>>,
     /// Its name for DBCC OPENTRAN ([`name_current_transaction`]).
-    name: String,
+    name: &'static str,
 }
 
 impl OpenXact {
@@ -214,7 +214,7 @@ impl OpenXact {
             key_lock_counts: Vec::new(),
             on_commit: Vec::new(),
             ddl: None,
-            name: "user_transaction".to_string(),
+            name: "user_transaction",
         }
     }
 }
@@ -277,11 +277,11 @@ fn write_begin_if_first(db: &Database) -> SqlResult<()> {
         c.borrow()
             .as_ref()
             .filter(|x| x.database_id == db.database_id && x.begin_lsn.is_none())
-            .map(|x| (x.xact_id, x.name.clone()))
+            .map(|x| (x.xact_id, x.name))
     });
     let Some((xact_id, name)) = unbegun else { return Ok(()) };
     let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
-    let lsn = db.log().append_transaction_begin(&begin, &name)?;
+    let lsn = db.log().append_transaction_begin(&begin, name)?;
     CURRENT.with(|c| {
         if let Some(x) = c.borrow_mut().as_mut() {
             x.begin_lsn = Some(lsn);
@@ -295,10 +295,10 @@ fn write_begin_if_first(db: &Database) -> SqlResult<()> {
 /// named: `implicit_transaction` for one SET IMPLICIT_TRANSACTIONS ON began). Deviation: a
 /// BEGIN TRAN's own name is not kept, and an autocommit statement's transaction is
 /// `user_transaction` too (SQL Server names it after the statement).
-pub fn name_current_transaction(name: &str) {
+pub fn name_current_transaction(name: &'static str) {
     CURRENT.with(|c| {
         if let Some(x) = c.borrow_mut().as_mut() {
-            x.name = name.to_string();
+            x.name = name;
         }
     });
 }

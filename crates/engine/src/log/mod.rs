@@ -242,7 +242,7 @@ pub struct OpenTransaction {
     pub xact_id: u64,
     pub begin_lsn: Lsn,
     pub spid: u16,
-    pub name: String,
+    pub name: &'static str,
     pub begin_time: chrono::NaiveDateTime,
 }
 
@@ -1166,18 +1166,17 @@ impl LogManager {
     /// as before, a checkpoint could run in between: its MinLSN then passed the BEGIN, recovery
     /// never saw the transaction begin, and never rolled it back; the crash soak caught it.)
     /// `name` is the transaction's name for DBCC OPENTRAN.
-    pub fn append_transaction_begin(&self, record: &LogRecord, name: &str) -> SqlResult<Lsn> {
+    pub fn append_transaction_begin(
+        &self,
+        record: &LogRecord,
+        name: &'static str,
+    ) -> SqlResult<Lsn> {
         let spid = crate::instance::current_spid();
         let begin_time = self.instance.clock.now_local();
         // Lock order: the append lock, then the open-transaction table (as reuse_wait_now).
         self.append_then(record, |lsn| {
-            let open = OpenTransaction {
-                xact_id: record.xact_id,
-                begin_lsn: lsn,
-                spid,
-                name: name.to_string(),
-                begin_time,
-            };
+            let open =
+                OpenTransaction { xact_id: record.xact_id, begin_lsn: lsn, spid, name, begin_time };
             self.open_transactions.lock().insert(record.xact_id, open);
         })
     }
