@@ -442,6 +442,28 @@ pub(crate) fn fetch_quantity(
     Some(parsed.map_err(|_| SqlError::new(102, 15, 1, format!("Incorrect syntax near '{text}'."))))
 }
 
+/// Whether an OUTPUT clause starting at `from` (its first item) is followed by a FROM list
+/// of the same DELETE (`DELETE x OUTPUT deleted.* FROM t AS x ...`): a FROM at nesting depth 0
+/// before the statement's WHERE, its end, or the next statement's first word.
+fn from_follows_output(kept: &[TokenWithSpan], from: usize) -> bool {
+    const ENDS: [&str; 17] = [
+        "WHERE", "OPTION", "SELECT", "INSERT", "UPDATE", "DELETE", "IF", "WHILE", "BEGIN", "END",
+        "SET", "DECLARE", "EXEC", "EXECUTE", "PRINT", "RETURN", "GO",
+    ];
+    let mut depth = 0i32;
+    for token in kept.iter().skip(from).map(|t| &t.token) {
+        match token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::SemiColon | Token::EOF => return false,
+            _ if depth == 0 && is_word(token, "FROM") => return true,
+            _ if depth == 0 && ENDS.iter().any(|w| is_word(token, w)) => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// `DELETE t WHERE ...`: T-SQL's FROM after DELETE is optional, sqlparser's is not. Where a
 /// DELETE (not `ON DELETE`), or its `TOP (n) [PERCENT]`, is followed by an object name and no
 /// FROM, the FROM is put in; `DELETE alias FROM table ...` keeps its own.
@@ -467,7 +489,9 @@ fn insert_optional_delete_from(kept: &mut Vec<TokenWithSpan>, removed: &mut [(us
         {
             end += 2;
         }
-        if kept.get(end + 1).is_some_and(|t| is_word(&t.token, "FROM")) {
+        let output_then_from = kept.get(end + 1).is_some_and(|t| is_word(&t.token, "OUTPUT"))
+            && from_follows_output(kept, end + 2);
+        if output_then_from || kept.get(end + 1).is_some_and(|t| is_word(&t.token, "FROM")) {
             at = end + 1;
             continue;
         }
@@ -651,6 +675,68 @@ fn alter_table_action_at(parser: &Parser<'_>) -> Option<usize> {
     Some(at)
 }
 
+/// Whether the next tokens are `DELETE target OUTPUT` (target of one or more parts): T-SQL's
+/// order for an OUTPUT clause before a FROM list, which sqlparser reads only after it.
+fn delete_output_before_from(parser: &Parser<'_>) -> bool {
+    if !is_word(&parser.peek_nth_token(0).token, "DELETE")
+        || is_word(&parser.peek_nth_token(1).token, "FROM")
+    {
+        return false;
+    }
+    let mut at = 1;
+    while matches!(parser.peek_nth_token(at).token, Token::Word(_)) {
+        at += 1;
+        if parser.peek_nth_token(at).token != Token::Period {
+            break;
+        }
+        at += 1;
+    }
+    at > 1 && is_word(&parser.peek_nth_token(at).token, "OUTPUT")
+}
+
+/// DELETE target OUTPUT items [INTO table] FROM table_source [, ...] [WHERE condition].
+fn parse_delete_output_before_from(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    use sqlparser::ast::helpers::attached_token::AttachedToken;
+    let delete_token = parser.next_token();
+    let tables = vec![parser.parse_object_name(false)?];
+    let output_token = parser.next_token();
+    let select_items = parser.parse_projection()?;
+    let into_table = if parse_word(parser, "INTO") {
+        let targets = vec![parser.parse_expr()?];
+        Some(sqlparser::ast::SelectInto {
+            temporary: false,
+            unlogged: false,
+            table: false,
+            targets,
+        })
+    } else {
+        None
+    };
+    if !parse_word(parser, "FROM") {
+        return parser.expected("FROM", parser.peek_token());
+    }
+    let from = parser.parse_comma_separated(Parser::parse_table_and_joins)?;
+    let selection = if parse_word(parser, "WHERE") { Some(parser.parse_expr()?) } else { None };
+    let output = sqlparser::ast::OutputClause::Output {
+        output_token: AttachedToken(output_token),
+        select_items,
+        into_table,
+    };
+    let delete = sqlparser::ast::Delete {
+        delete_token: AttachedToken(delete_token),
+        optimizer_hints: Vec::new(),
+        tables,
+        from: sqlparser::ast::FromTable::WithFromKeyword(from),
+        using: None,
+        selection,
+        returning: None,
+        output: Some(output),
+        order_by: Vec::new(),
+        limit: None,
+    };
+    Ok(Stmt::Sql(Box::new(Statement::Delete(delete))))
+}
+
 /// Whether the next tokens are `ALTER TABLE name ALTER COLUMN`.
 fn alter_column_follows(parser: &Parser<'_>) -> bool {
     let word_at = |n: usize, word: &str| is_word(&parser.peek_nth_token(n).token, word);
@@ -736,6 +822,9 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if add_columns_follows(parser) {
         return parse_add_columns(parser);
+    }
+    if delete_output_before_from(parser) {
+        return parse_delete_output_before_from(parser);
     }
     if is_word(&first, "SHUTDOWN") {
         parser.next_token();

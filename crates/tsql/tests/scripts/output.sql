@@ -36,3 +36,15 @@ UPDATE Orders SET qty = 9 OUTPUT inserted.nosuch
 GO
 SELECT item, qty FROM Orders
 GO
+-- T-SQL's order for a DELETE through an alias or a join: the OUTPUT clause before the FROM
+-- list (sqlparser reads it only after). Without a FROM list the target is the table itself.
+CREATE TABLE stock (id int, qty int);
+CREATE TABLE stock_archive (id int, qty int);
+INSERT stock VALUES (1, 10), (2, 20), (3, 30), (4, 40);
+GO
+DELETE s OUTPUT deleted.id, deleted.qty FROM stock AS s WHERE s.id = 1;
+DELETE s OUTPUT deleted.* INTO stock_archive FROM stock s WHERE s.id = 2;
+DELETE stock OUTPUT deleted.id AS joined FROM stock JOIN stock_archive a ON a.id + 1 = stock.id;
+DELETE stock OUTPUT deleted.qty WHERE id = 4;
+SELECT (SELECT COUNT(*) FROM stock) AS left_in_stock, (SELECT qty FROM stock_archive) AS archived;
+GO
