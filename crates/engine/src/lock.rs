@@ -259,6 +259,10 @@ pub struct LockManager {
     deadlocks: AtomicU64,
     /// Lock escalations so far.
     escalations: AtomicU64,
+    /// Requests that had to wait (Lock Waits/sec), counted when the wait begins, and the
+    /// microseconds they waited, counted when it ends (granted or chosen as deadlock victim).
+    waits: AtomicU64,
+    wait_time_us: AtomicU64,
 }
 
 impl Default for LockManager {
@@ -267,6 +271,8 @@ impl Default for LockManager {
             partitions: (0..LOCK_PARTITIONS).map(|_| Partition::default()).collect(),
             deadlocks: AtomicU64::new(0),
             escalations: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            wait_time_us: AtomicU64::new(0),
         }
     }
 }
@@ -334,7 +340,12 @@ impl LockManager {
             entry.waiting.push_back(waiter);
         }
         on_wait(blocker);
+        self.waits.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
+        let waited = || {
+            let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.wait_time_us.fetch_add(us, Ordering::Relaxed);
+        };
         let mut last_check = Instant::now();
         let mut wait = true;
         loop {
@@ -348,6 +359,7 @@ impl LockManager {
                 if held.is_none() {
                     table.held_by.entry(owner.xact_id).or_default().push(resource);
                 }
+                waited();
                 return Ok(Acquired::AfterWait(started.elapsed(), blocker));
             }
             let me = entry.waiting.iter().position(|w| w.owner.xact_id == owner.xact_id);
@@ -355,6 +367,7 @@ impl LockManager {
                 entry.waiting.remove(me.expect("checked"));
                 entry.grant_waiters();
                 partition.changed.notify_all();
+                waited();
                 return Err(deadlock_victim(owner.spid));
             }
             if timed_out {
@@ -487,6 +500,14 @@ impl LockManager {
     /// Lock requests since the instance started, granted or not (Lock Requests/sec).
     pub fn requests(&self) -> u64 {
         self.partitions.iter().map(|p| p.table.lock().requests).sum()
+    }
+
+    /// Lock requests that waited since the instance started, and their wait time in ms
+    /// (Lock Waits/sec, Lock Wait Time (ms)); DBCC SQLPERF's CLEAR of the wait statistics
+    /// does not reset them, as it does not reset SQL Server's counters.
+    pub fn waits(&self) -> (u64, u64) {
+        let us = self.wait_time_us.load(Ordering::Relaxed);
+        (self.waits.load(Ordering::Relaxed), us / 1000)
     }
 
     /// Deadlocks found since the instance started.

@@ -5,7 +5,7 @@
 //! event happens. The other counters the view shows are read from where they already live:
 //! the buffer pool (page reads and writes, read-ahead, lazy writes, checkpoint pages), each
 //! database's log (flushes, bytes, growths, shrinks, open transactions) and transaction count,
-//! the lock manager (requests, deadlocks) and the wait statistics (lock waits).
+//! the lock manager (requests, waits and their time, deadlocks).
 //!
 //! Behaviour reproduced: SQL Server's "/sec" counters are cumulative counts that a reader
 //! samples twice and divides by the interval (cntr_type 272696576); so are these, from the

@@ -1,7 +1,7 @@
 //! sys.dm_os_performance_counters: SQL Server's performance objects (Buffer Manager, Access
 //! Methods, Databases, Locks, General Statistics, SQL Statistics), one row per counter and
 //! instance, each read from the event counts the engine keeps ([`engine::perfcounters`], the
-//! buffer pool, each database's log, the lock manager and the wait statistics).
+//! buffer pool, each database's log and the lock manager).
 //!
 //! As in SQL Server, object_name, counter_name and instance_name are nchar(128), so they come
 //! padded with spaces (`WHERE counter_name = 'Page Splits/sec'` matches, since trailing spaces do
@@ -186,18 +186,12 @@ impl Session {
         total.rows("_Total", out);
     }
 
-    /// The Locks object's `_Total`: requests from the lock manager, waits and their time
-    /// from the LCK_M_* wait statistics (each a wait that really happened), deadlocks found.
+    /// The Locks object's `_Total`: requests, waits and their time, and deadlocks, each
+    /// counted by the lock manager as it happens.
     fn lock_counters(&self, out: &mut Vec<Counter>) {
         const LOCKS: &str = "SQLServer:Locks";
         let instance = &self.server.instance;
-        let (mut waits, mut wait_ms) = (0, 0);
-        for wait in instance.waits.snapshot() {
-            if wait.wait_type.starts_with("LCK_M_") {
-                waits += wait.waiting_tasks_count;
-                wait_ms += wait.wait_time_ms;
-            }
-        }
+        let (waits, wait_ms) = instance.locks.waits();
         let counters = [
             counter(LOCKS, "Lock Requests/sec", instance.locks.requests(), BULK_COUNT),
             counter(LOCKS, "Lock Waits/sec", waits, BULK_COUNT),

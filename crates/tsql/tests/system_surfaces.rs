@@ -126,6 +126,14 @@ fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
     assert!(value("Lock Waits/sec") >= 1, "{locks:?}");
     assert!(value("Lock Requests/sec") >= 2, "the holder's and the reader's: {locks:?}");
     assert_eq!(value("Number of Deadlocks/sec"), 0, "{locks:?}");
+    // The lock manager counts its own waits: clearing the wait statistics leaves them.
+    let (errors, _) = run(&mut observer, "DBCC SQLPERF('sys.dm_os_wait_stats', CLEAR)");
+    assert!(errors.is_empty());
+    let waits_after_clear = rows(
+        &mut observer,
+        "SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Lock Waits/sec'",
+    );
+    assert_eq!(waits_after_clear[0][0], value("Lock Waits/sec").to_string());
 }
 
 #[test]
