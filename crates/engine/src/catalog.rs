@@ -141,6 +141,14 @@ pub struct IndexDef {
     pub au_id: u64,
 }
 
+impl IndexDef {
+    /// Whether the index is a UNIQUE constraint's (sys.indexes.is_unique_constraint): extentdb
+    /// names those `UQ__table__n`; an index made by CREATE UNIQUE INDEX is a plain index.
+    pub fn is_unique_constraint(&self) -> bool {
+        self.unique && !self.primary_key && self.name.starts_with("UQ")
+    }
+}
+
 /// What CREATE TABLE or CREATE INDEX asks for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IndexSpec {
@@ -1318,7 +1326,7 @@ impl Catalog {
                         .iter()
                         .map(|k| old_to_new[*k].expect("an index on a dropped column (5074)"))
                         .collect(),
-                    filegroup: unit_filegroup(db, old.au_id),
+                    filegroup: db.unit_filegroup_name(old.au_id),
                 })
                 .collect();
             let clustered = specs.first().filter(|s| s.clustered);
@@ -1382,12 +1390,6 @@ impl Catalog {
         self.tables.write().insert(name_key(&table.name), Arc::new(rebuilt));
         Ok(())
     }
-}
-
-/// The name of the filegroup an allocation unit lives in.
-fn unit_filegroup(db: &Database, au_id: u64) -> Option<String> {
-    let fg_id = db.allocation_unit(au_id)?.fg_id;
-    db.filegroups().into_iter().find(|fg| fg.0 == fg_id).map(|fg| fg.1)
 }
 
 /// 208.

@@ -26,13 +26,15 @@
 //! constraint, and ADD CONSTRAINT, are 40517.
 
 use crate::front::last_part;
+use crate::functions::to_storage;
+use crate::query::shown_row;
 use crate::query::{Env, sql_type_of};
-use crate::session::check_length;
 use crate::session::{Failure, Flow, Session};
+use crate::session::{check_length, null_not_allowed};
 use crate::value::{Result, convert};
 use engine::SqlError;
 use engine::catalog::{ColumnDef, Table};
-use engine::record::Value;
+use engine::record::{SqlType, Value};
 use sqlparser::ast::{AlterTable, AlterTableOperation, ColumnOption, DataType, Expr};
 use std::sync::Arc;
 
@@ -126,25 +128,18 @@ impl Session {
         let old_to_new: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
         let database = self.db().name.clone();
         self.atomic(line, |s| {
-            let mut convert_row = |mut row: Vec<Value>| -> engine::SqlResult<Vec<Value>> {
+            let mut convert_row = |mut row: Vec<Value>| -> Result<Vec<Value>> {
                 let old = std::mem::replace(&mut row[position], Value::Null);
                 let new = convert(&old, changed.column.sql_type)?;
                 check_length(&new, &old, &changed, &table, &database)?;
                 if matches!(new, Value::Null) && !changed.column.nullable {
-                    return Err(SqlError::new(
-                        515,
-                        16,
-                        2,
-                        format!(
-                            "Cannot insert the value NULL into column '{}', table '{database}.dbo.{}'; column does not allow nulls. UPDATE fails.",
-                            changed.column.name, table.name
-                        ),
-                    ));
+                    let name = &changed.column.name;
+                    return Err(null_not_allowed(name, &database, &table.name, "UPDATE"));
                 }
                 row[position] = new;
                 Ok(row)
             };
-            s.db().catalog()?.rebuild_table(s.db(), &stored, columns, &old_to_new, &mut convert_row)
+            s.rebuild(&table, columns, &old_to_new, &mut convert_row)
         })?;
         Ok(Flow::Next)
     }
@@ -170,7 +165,7 @@ impl Session {
         if let Some(index) = dependent {
             // A constraint's index is an "object" to SQL Server; a plain index is an index.
             let kind =
-                if index.primary_key || is_unique_constraint(index) { "object" } else { "index" };
+                if index.primary_key || index.is_unique_constraint() { "object" } else { "index" };
             let message = format!("The {kind} '{}' is dependent on column '{column}'.", index.name);
             let error = SqlError::new(5074, 16, 1, message);
             out(crate::server::Output::Error { error, line, procedure: None });
@@ -224,7 +219,8 @@ impl Session {
         let old_to_new: Vec<Option<usize>> = (0..table.columns.len()).map(Some).collect();
         let mut next_identity: Vec<Option<i64>> =
             added.iter().map(|a| a.def.identity.map(|(seed, _)| seed)).collect();
-        let mut convert_row = |mut row: Vec<Value>| -> engine::SqlResult<Vec<Value>> {
+        let database = self.db().name.clone();
+        let mut convert_row = |mut row: Vec<Value>| -> Result<Vec<Value>> {
             for (add, next) in added.iter().zip(next_identity.iter_mut()) {
                 let column = &add.def;
                 let value = match (column.identity, &add.default) {
@@ -238,12 +234,34 @@ impl Session {
                     }
                     _ => Value::Null,
                 };
-                row.push(convert(&value, column.column.sql_type)?);
+                let converted = convert(&value, column.column.sql_type)?;
+                check_length(&converted, &value, column, &table, &database)?;
+                row.push(converted);
             }
             Ok(row)
         };
+        self.rebuild(&table, columns, &old_to_new, &mut convert_row)
+    }
+
+    /// Rebuilds the table with `columns` ([`engine::catalog::Catalog::rebuild_table`]).
+    /// `convert` sees each row as queries see it, in the T-SQL level's units
+    /// ([`crate::query::shown_row`]: time and datetime2 in 100 ns whatever their precision),
+    /// and gives the new row in them; the row is stored in the new columns' units, as an
+    /// INSERT stores it ([`crate::functions::to_storage`]).
+    fn rebuild(
+        &self,
+        table: &Table,
+        columns: Vec<ColumnDef>,
+        old_to_new: &[Option<usize>],
+        convert: &mut dyn FnMut(Vec<Value>) -> Result<Vec<Value>>,
+    ) -> Result<()> {
+        let types: Vec<SqlType> = columns.iter().map(|c| c.column.sql_type).collect();
+        let mut in_storage_units = |row: Vec<Value>| -> Result<Vec<Value>> {
+            let converted = convert(shown_row(table, row))?;
+            Ok(converted.into_iter().zip(&types).map(|(v, t)| to_storage(v, *t)).collect())
+        };
         let catalog = self.db().catalog()?;
-        catalog.rebuild_table(self.db(), stored, columns, &old_to_new, &mut convert_row)
+        catalog.rebuild_table(self.db(), &table.name, columns, old_to_new, &mut in_storage_units)
     }
 
     /// DROP COLUMN: every named column checked first (4924, 5074 then 4922, 4923 when none
@@ -288,19 +306,13 @@ impl Session {
             }
         }
         self.atomic(line, |s| {
-            let mut convert_row = |row: Vec<Value>| -> engine::SqlResult<Vec<Value>> {
+            let mut convert_row = |row: Vec<Value>| -> Result<Vec<Value>> {
                 let kept = row.into_iter().enumerate().filter(|(i, _)| !positions.contains(i));
                 Ok(kept.map(|(_, value)| value).collect())
             };
-            s.db().catalog()?.rebuild_table(s.db(), stored, columns, &old_to_new, &mut convert_row)
+            s.rebuild(&table, columns, &old_to_new, &mut convert_row)
         })
     }
-}
-
-/// A UNIQUE constraint's index (its name says so, as extentdb names them `UQ_...`); an index
-/// made by CREATE UNIQUE INDEX is a plain index.
-fn is_unique_constraint(index: &engine::catalog::IndexDef) -> bool {
-    index.unique && index.name.to_uppercase().starts_with("UQ")
 }
 
 /// `ADD COLUMN c ...` is T-SQL's 156 (SQL Server's ADD takes no COLUMN keyword).

@@ -480,7 +480,7 @@ impl Session {
                     Value::Bit(index.unique),
                     Value::Int(i32::from(fg_id)),
                     Value::Bit(index.primary_key),
-                    Value::Bit(index.unique && !index.primary_key && index.name.starts_with("UQ")),
+                    Value::Bit(index.is_unique_constraint()),
                     Value::TinyInt(0),
                     Value::Bit(false),
                 ]

@@ -664,7 +664,12 @@ fn alter_table_action_at(parser: &Parser<'_>) -> Option<usize> {
     if !word_at(0, "ALTER") || !word_at(1, "TABLE") {
         return None;
     }
-    let mut at = 2;
+    Some(past_object_name(parser, 2))
+}
+
+/// The position after an object name of one or more parts (`a`, `dbo.a`) starting at `at`
+/// (`at` itself if no name starts there).
+fn past_object_name(parser: &Parser<'_>, mut at: usize) -> usize {
     while matches!(parser.peek_nth_token(at).token, Token::Word(_)) {
         at += 1;
         if parser.peek_nth_token(at).token != Token::Period {
@@ -672,7 +677,7 @@ fn alter_table_action_at(parser: &Parser<'_>) -> Option<usize> {
         }
         at += 1;
     }
-    Some(at)
+    at
 }
 
 /// Whether the next tokens are `DELETE target OUTPUT` (target of one or more parts): T-SQL's
@@ -683,14 +688,7 @@ fn delete_output_before_from(parser: &Parser<'_>) -> bool {
     {
         return false;
     }
-    let mut at = 1;
-    while matches!(parser.peek_nth_token(at).token, Token::Word(_)) {
-        at += 1;
-        if parser.peek_nth_token(at).token != Token::Period {
-            break;
-        }
-        at += 1;
-    }
+    let at = past_object_name(parser, 1);
     at > 1 && is_word(&parser.peek_nth_token(at).token, "OUTPUT")
 }
 

@@ -45,12 +45,16 @@ impl Session {
         }
     }
 
-    /// Notes a row a DML statement changed, if an OUTPUT clause is collecting them.
+    /// Notes a row a DML statement changed, if an OUTPUT clause is collecting them: `deleted`
+    /// as queries see it, `inserted` as the table stores it (the row the statement wrote),
+    /// which is kept as queries see it too ([`crate::query::shown_row`]; bug fix: a time or
+    /// datetime2 column came out of `inserted` in its storage units, scaled wrong).
     pub(crate) fn capture_output(&mut self, deleted: Option<&[Value]>, inserted: Option<&[Value]>) {
         if let Some(capture) = &mut self.output_capture {
+            let table = capture.table.as_ref().expect("the statement noted its table first");
             capture.rows.push(ChangedRow {
                 deleted: deleted.map(<[Value]>::to_vec),
-                inserted: inserted.map(<[Value]>::to_vec),
+                inserted: inserted.map(|row| crate::query::shown_row(table, row.to_vec())),
             });
         }
     }

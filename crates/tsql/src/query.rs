@@ -286,7 +286,6 @@ fn type_name_and_args(data_type: &sqlparser::ast::DataType) -> (String, String) 
     }
 }
 
-/// The SQL type a DataType names.
 /// 131 when a column definition's length exceeds its type's maximum (the error names the
 /// column; a type's elsewhere names the type).
 pub fn check_column_size(def: &sqlparser::ast::ColumnDef) -> Result<()> {
@@ -313,6 +312,7 @@ pub fn identity_seed_step(text: &str) -> (i64, i64) {
     }
 }
 
+/// The SQL type a DataType names.
 pub fn sql_type_of(data_type: &sqlparser::ast::DataType) -> Result<SqlType> {
     let (name, args) = type_name_and_args(data_type);
     if let Some((size, most)) = length_over_limit(&name, &args) {

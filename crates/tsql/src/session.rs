@@ -1840,14 +1840,11 @@ impl Session {
             let converted = convert(&v, sql_type)?;
             check_length(&converted, &v, column, table, &self.db.name)?;
             if matches!(converted, Value::Null) && !column.column.nullable {
-                return Err(SqlError::new(
-                    515,
-                    16,
-                    2,
-                    format!(
-                        "Cannot insert the value NULL into column '{}', table '{}.dbo.{}'; column does not allow nulls. {verb} fails.",
-                        column.column.name, self.db.name, table.name
-                    ),
+                return Err(null_not_allowed(
+                    &column.column.name,
+                    &self.db.name,
+                    &table.name,
+                    verb,
                 ));
             }
             row.push(functions::to_storage(converted, sql_type));
@@ -2682,6 +2679,18 @@ fn type_of_value(sample: Option<&Value>, rows: &[Vec<Value>], i: usize) -> SqlTy
         Some(Value::DateTime(..)) => SqlType::DateTime,
         Some(Value::DateTime2(..)) => SqlType::DateTime2(7),
     }
+}
+
+/// 515: a NULL for a NOT NULL column; `verb` is the statement (INSERT, UPDATE) that fails.
+pub(crate) fn null_not_allowed(column: &str, database: &str, table: &str, verb: &str) -> SqlError {
+    SqlError::new(
+        515,
+        16,
+        2,
+        format!(
+            "Cannot insert the value NULL into column '{column}', table '{database}.dbo.{table}'; column does not allow nulls. {verb} fails."
+        ),
+    )
 }
 
 /// 2628 when a string would be cut to fit its column.

@@ -192,7 +192,8 @@ impl Session {
         let rowguid = table.columns.iter().find(|c| c.rowguidcol).map(|c| c.column.name.clone());
         let rowguid = rowguid.unwrap_or_else(|| "No rowguidcol column defined.".into());
         out(rows_of(&["RowGuidCol"], vec![vec![Value::Text(rowguid)]]));
-        let filegroup = self.unit_filegroup_name(table.indexes[0].au_id);
+        let filegroup = self.db().unit_filegroup_name(table.indexes[0].au_id);
+        let filegroup = filegroup.unwrap_or_else(|| "PRIMARY".into());
         out(rows_of(&["Data_located_on_filegroup"], vec![vec![Value::Text(filegroup)]]));
         self.sp_helpindex(Some(&Value::Text(table.name.clone())), out)?;
         let constraints = constraint_rows(table);
@@ -219,13 +220,6 @@ impl Session {
         )));
         Ok(())
     }
-
-    fn unit_filegroup_name(&self, au_id: u64) -> String {
-        let db = self.db();
-        let fg_id = db.allocation_unit(au_id).map_or(1, |u| u.fg_id);
-        let found = db.filegroups().into_iter().find(|fg| fg.0 == fg_id);
-        found.map_or_else(|| "PRIMARY".into(), |fg| fg.1)
-    }
 }
 
 /// sp_help's constraint rows: PRIMARY KEY and UNIQUE constraints (from their indexes), then
@@ -234,8 +228,7 @@ fn constraint_rows(table: &Table) -> Vec<Vec<Value>> {
     let mut rows = Vec::new();
     let na = || text("(n/a)");
     for index in &table.indexes {
-        let is_unique_constraint = index.unique && index.name.to_uppercase().starts_with("UQ");
-        if !index.primary_key && !is_unique_constraint {
+        if !index.primary_key && !index.is_unique_constraint() {
             continue;
         }
         let kind = if index.primary_key { "PRIMARY KEY" } else { "UNIQUE" };

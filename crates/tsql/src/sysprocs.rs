@@ -331,8 +331,6 @@ impl Session {
         let db = self.db();
         let name = object.map(value::display).unwrap_or_default();
         let table = self.procedure_table(&name)?;
-        let filegroups: std::collections::BTreeMap<u16, String> =
-            db.filegroups().into_iter().map(|(id, fg_name, ..)| (id, fg_name)).collect();
         let mut rows = Vec::new();
         for index in table.indexes.iter().filter(|i| i.kind != engine::catalog::IndexKind::Heap) {
             let mut description = vec![index.kind.desc().to_lowercase()];
@@ -341,11 +339,10 @@ impl Session {
             }
             if index.primary_key {
                 description.push("primary key".into());
-            } else if index.unique && index.name.starts_with("UQ") {
+            } else if index.is_unique_constraint() {
                 description.push("unique key".into());
             }
-            let fg_id = db.allocation_unit(index.au_id).map_or(1, |u| u.fg_id);
-            let filegroup = filegroups.get(&fg_id).cloned().unwrap_or_else(|| "PRIMARY".into());
+            let filegroup = db.unit_filegroup_name(index.au_id).unwrap_or_else(|| "PRIMARY".into());
             let keys: Vec<String> =
                 index.key_columns.iter().map(|&c| table.columns[c].column.name.clone()).collect();
             rows.push(vec![

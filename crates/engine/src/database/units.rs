@@ -252,6 +252,13 @@ impl Database {
         })
     }
 
+    /// The name of the filegroup an allocation unit lives in.
+    pub fn unit_filegroup_name(&self, au_id: u64) -> Option<String> {
+        let inner = self.inner.read();
+        let fg_id = inner.units.get(&au_id)?.lock().fg_id;
+        inner.filegroups.get(&fg_id).map(|fg| fg.name.clone())
+    }
+
     /// The pages an allocation unit owns, IAM pages first, then single pages, then the pages
     /// of its uniform extents in page order; each with its PFS ALLOCATED bit, read through the
     /// buffer pool.

@@ -105,3 +105,15 @@ SELECT TYPE_NAME(56) AS t56, TYPE_NAME(108) AS t108, TYPE_NAME(231) AS t231, TYP
 SELECT c.name, TYPE_NAME(c.system_type_id) AS type_name, c.max_length
 FROM sys.columns c WHERE c.object_id = OBJECT_ID('log_lines') ORDER BY c.column_id;
 GO
+-- Regression: values go through the rebuild as queries see them and are stored in the new
+-- column's units (a time(3) widened to time(7), a datetime2(0) DEFAULT for existing rows
+-- kept their values; before, they came out scaled wrong), and a DEFAULT too long for its
+-- column is 2628 as in an INSERT.
+CREATE TABLE timed (id int, t time(3));
+INSERT timed VALUES (1, '10:11:12.345');
+ALTER TABLE timed ADD d datetime2(0) NOT NULL DEFAULT '2020-01-01 10:00:00';
+ALTER TABLE timed ALTER COLUMN t time(7);
+SELECT id, t, d FROM timed;
+GO
+ALTER TABLE timed ADD code varchar(2) NOT NULL DEFAULT 'abcdef';
+GO

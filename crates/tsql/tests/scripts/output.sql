@@ -48,3 +48,13 @@ DELETE stock OUTPUT deleted.id AS joined FROM stock JOIN stock_archive a ON a.id
 DELETE stock OUTPUT deleted.qty WHERE id = 4;
 SELECT (SELECT COUNT(*) FROM stock) AS left_in_stock, (SELECT qty FROM stock_archive) AS archived;
 GO
+-- Regression: inserted.* shows a time or datetime2 column as queries do (it came out in the
+-- column's storage units, scaled wrong), and OUTPUT INTO stores it once, not twice scaled.
+CREATE TABLE timed_rows (id int, t time(3), d datetime2(2));
+CREATE TABLE timed_copy (id int, t time(3), d datetime2(2));
+INSERT timed_rows OUTPUT inserted.t, inserted.d VALUES (1, '10:11:12.345', '2020-01-01 10:00:00.12');
+UPDATE timed_rows SET id = 2 OUTPUT deleted.t AS before_t, inserted.t AS after_t;
+UPDATE timed_rows SET id = 3 OUTPUT inserted.* INTO timed_copy;
+GO
+SELECT * FROM timed_copy;
+GO
