@@ -872,21 +872,46 @@ fn replace_ci(text: &str, from: &str, to: &str) -> String {
     out
 }
 
-/// DATALENGTH: bytes of the value as stored (2 per character for Unicode is not tracked:
-/// deviation, text counts 1 byte per UTF-8 byte).
+/// DATALENGTH of a value whose type is not known (an expression the binder does not type):
+/// text is taken as varchar, one byte per character (SQL Server's single-byte code pages);
+/// a decimal as precision 18.
 fn datalength(value: &Value) -> Value {
     let bytes = match value {
         Value::Null => return Value::Null,
-        Value::Text(t) => t.len(),
+        Value::Text(t) => t.chars().count(),
         Value::Bytes(b) => b.len(),
         Value::Bit(_) | Value::TinyInt(_) => 1,
         Value::SmallInt(_) => 2,
-        Value::Int(_) | Value::Real(_) | Value::Date(_) => 4,
+        Value::Int(_) | Value::Real(_) => 4,
+        Value::Date(_) => 3,
+        Value::Time(_) => 5,
         Value::Guid(_) => 16,
         Value::Decimal(..) => 9,
-        _ => 8,
+        Value::BigInt(_)
+        | Value::Float(_)
+        | Value::Money(_)
+        | Value::DateTime(..)
+        | Value::DateTime2(..) => 8,
     };
-    Value::Int(bytes as i32)
+    Value::Int(i32::try_from(bytes).unwrap_or(i32::MAX))
+}
+
+/// DATALENGTH of a value of a known type: the bytes SQL Server stores for it. Unicode types
+/// take two bytes per UTF-16 code unit, char and varchar one per character, fixed types their
+/// size in the record (a decimal by its precision, time and datetime2 by theirs).
+pub fn datalength_of(value: &Value, sql_type: SqlType) -> Value {
+    let bytes = match (value, sql_type) {
+        (Value::Null, _) => return Value::Null,
+        (Value::Text(t), SqlType::NChar(_) | SqlType::NVarChar(_)) => 2 * t.encode_utf16().count(),
+        (Value::Text(t), _) => t.chars().count(),
+        (Value::Bytes(b), _) => b.len(),
+        (_, SqlType::Bit) => 1,
+        (_, fixed) => match fixed.fixed_size() {
+            Some(size) => size,
+            None => return datalength(value),
+        },
+    };
+    Value::Int(i32::try_from(bytes).unwrap_or(i32::MAX))
 }
 
 /// CONVERT(char type, date or time, style): the text of `value` in SQL Server's `style` (the

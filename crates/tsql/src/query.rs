@@ -673,6 +673,13 @@ impl Session {
             // (`ISNULL(@varchar3, 'abcdef')` is 'abc'), where COALESCE takes the wider type.
             return convert(replacement, declared);
         }
+        if upper == "DATALENGTH"
+            && let [FunctionArgExpr::Expr(arg)] = raw.as_slice()
+            && let [value] = args.as_slice()
+            && let Some(declared) = self.literal_or_declared_type(arg, env.cols)
+        {
+            return Ok(functions::datalength_of(value, declared));
+        }
         if let Some(result) = functions::call(&upper, &args) {
             return result;
         }
@@ -1514,6 +1521,20 @@ impl Session {
             Expr::Cast { data_type, .. } => sql_type_of(data_type).ok(),
             Expr::Function(f) => self.function_type(f, cols),
             _ => None,
+        }
+    }
+
+    /// The type of a string literal ('a' is varchar, N'a' nvarchar, of their length) or the
+    /// type `declared_type` finds.
+    fn literal_or_declared_type(&self, expr: &Expr, cols: &[ColRef]) -> Option<SqlType> {
+        let length = |s: &str| u16::try_from(s.chars().count()).unwrap_or(u16::MAX);
+        match expr {
+            Expr::Value(v) => match &v.value {
+                AstValue::SingleQuotedString(s) => Some(SqlType::VarChar(length(s))),
+                AstValue::NationalStringLiteral(s) => Some(SqlType::NVarChar(length(s))),
+                _ => None,
+            },
+            _ => self.declared_type(expr, cols),
         }
     }
 

@@ -135,3 +135,11 @@ SELECT FORMAT(1, 'N', 'de-DE');
 GO
 SELECT FORMAT('2024-01-01', 'yyyy');
 GO
+-- DATALENGTH counts the bytes SQL Server stores: two per character in nchar and nvarchar
+-- (literals N'...' included), one in char and varchar, and a fixed type's size in the record.
+CREATE TABLE #dl (n NVARCHAR(10), nc NCHAR(4), v VARCHAR(10), c CHAR(3), d DECIMAL(5,2), big DECIMAL(38,0), t TIME(2), dt2 DATETIME2(7), dd DATE, b BIT);
+INSERT #dl VALUES (N'héllo', N'x', 'héllo', 'y', 1.5, 1, '10:00', '2024-01-01', '2024-01-01', 1);
+SELECT DATALENGTH(n) AS n, DATALENGTH(nc) AS nc, DATALENGTH(v) AS v, DATALENGTH(c) AS c, DATALENGTH(d) AS d, DATALENGTH(big) AS big, DATALENGTH(t) AS t, DATALENGTH(dt2) AS dt2, DATALENGTH(dd) AS dd, DATALENGTH(b) AS b FROM #dl;
+DECLARE @nv NVARCHAR(20) = N'abc';
+SELECT DATALENGTH(N'abc') AS n_literal, DATALENGTH('abc') AS literal, DATALENGTH(@nv) AS n_variable, DATALENGTH(CAST(N'ab' AS NCHAR(5))) AS n_cast, DATALENGTH(CAST(NULL AS NVARCHAR(3))) AS null_value;
+GO
