@@ -248,7 +248,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
         .clone()
         .unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default());
     let mut config = InstanceConfig::new(&dir);
-    config.max_server_memory_mb = args.max_server_memory_mb;
+    config.max_server_memory_mb = Some(args.max_server_memory_mb);
     if !args.no_large_pages {
         config.startup_trace_flags.push(engine::traceflags::TF_LARGE_PAGE_BUFFER_POOL);
     }

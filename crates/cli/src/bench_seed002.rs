@@ -99,7 +99,7 @@ fn run_one(
     let temp = crate::bench::run_dir(dir, "extentdb-seed002")?;
     let mut config = InstanceConfig::new(temp.path());
     config.vlf_rule = rule;
-    config.max_server_memory_mb = args.max_server_memory_mb;
+    config.max_server_memory_mb = Some(args.max_server_memory_mb);
     if !args.no_large_pages {
         config.startup_trace_flags.push(engine::traceflags::TF_LARGE_PAGE_BUFFER_POOL);
     }

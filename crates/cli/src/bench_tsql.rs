@@ -81,7 +81,7 @@ struct Setup {
 fn setup(args: &TsqlBench) -> Result<Setup, String> {
     let dir = crate::bench::run_dir(args.dir.as_deref(), "extentdb-bench-tsql")?;
     let mut config = InstanceConfig::new(dir.path());
-    config.max_server_memory_mb = args.max_server_memory_mb;
+    config.max_server_memory_mb = Some(args.max_server_memory_mb);
     let server = Server::start(config).map_err(|e| e.to_string())?;
     let mut session = Session::new(&server);
     execute(

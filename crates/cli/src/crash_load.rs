@@ -105,7 +105,7 @@ fn transaction(
 
 pub fn run(args: &CrashLoadArgs) -> Result<(), String> {
     let mut config = InstanceConfig::new(&args.dir);
-    config.max_server_memory_mb = args.max_server_memory_mb;
+    config.max_server_memory_mb = Some(args.max_server_memory_mb);
     let instance = Instance::start(config).map_err(|e| e.to_string())?;
     let spec = DatabaseSpec {
         name: "Crash".into(),

@@ -3,11 +3,12 @@
 //! `-E` means a trusted connection) and 'max server memory (MB)', which sizes the buffer
 //! pool. The errorlog lists them under "Command Line Startup Parameters", as SQL Server's does.
 //!
-//! Deviation: SQL Server sets 'max server memory (MB)' with sp_configure and RECONFIGURE while
-//! it runs; here it is a startup option.
+//! 'max server memory (MB)' is also an sp_configure option, configured in the data directory
+//! and used from the next start; the startup option overrides it for one run. Deviation: SQL
+//! Server has no such startup option, and applies the sp_configure value at RECONFIGURE.
 
 use clap::Args;
-use engine::instance::{DEFAULT_MAX_SERVER_MEMORY_MB, InstanceConfig};
+use engine::instance::InstanceConfig;
 
 #[derive(Args, Debug, Clone)]
 pub struct StartupArgs {
@@ -17,13 +18,10 @@ pub struct StartupArgs {
     /// sqlservr's -E: a file that gets an extent gets 64 in a row.
     #[arg(long)]
     pub startup_e: bool,
-    /// 'max server memory (MB)': the buffer pool's size (at least 128, as in SQL Server).
-    #[arg(
-        long,
-        default_value_t = DEFAULT_MAX_SERVER_MEMORY_MB,
-        value_parser = clap::value_parser!(u32).range(128..),
-    )]
-    pub max_server_memory_mb: u32,
+    /// 'max server memory (MB)': the buffer pool's size for this run (at least 128, as in SQL
+    /// Server). Without it, the value sp_configure configured (default 512).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(128..))]
+    pub max_server_memory_mb: Option<u32>,
 }
 
 impl StartupArgs {

@@ -10,6 +10,7 @@
 
 use crate::buffer::{BufferPool, PoolStats};
 use crate::clock::{self, Clock};
+use crate::configuration::{self, Configuration};
 use crate::errorlog::ErrorLog;
 use crate::io::{self, Io};
 use crate::traceflags::{self, TraceFlags};
@@ -59,9 +60,10 @@ pub struct InstanceConfig {
     pub startup_e: bool,
     /// `-T` startup trace flags.
     pub startup_trace_flags: Vec<u16>,
-    /// 'max server memory (MB)': the buffer pool has this many MB of 8 KB frames. Frames get
-    /// their memory when first used.
-    pub max_server_memory_mb: u32,
+    /// 'max server memory (MB)' as a startup option: the buffer pool has this many MB of 8 KB
+    /// frames, whatever sp_configure configured. None: the configured value (512 MB unless
+    /// sp_configure set another). Frames get their memory when first used.
+    pub max_server_memory_mb: Option<u32>,
     /// Which version's VLF algorithm log creation and growth follow (2022 by default).
     pub vlf_rule: crate::log::vlf::VlfRule,
 }
@@ -73,7 +75,7 @@ impl InstanceConfig {
             ifi_enabled: true,
             startup_e: false,
             startup_trace_flags: Vec::new(),
-            max_server_memory_mb: DEFAULT_MAX_SERVER_MEMORY_MB,
+            max_server_memory_mb: None,
             vlf_rule: crate::log::vlf::VlfRule::default(),
         }
     }
@@ -101,6 +103,8 @@ pub struct Instance {
     pub locks: crate::lock::LockManager,
     /// Page splits, allocations and batches counted as they happen (perfcounters).
     pub counters: crate::perfcounters::InstanceCounters,
+    /// sp_configure's options, configured and in use.
+    pub configuration: Configuration,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
 }
@@ -121,7 +125,13 @@ impl Instance {
         let io: Arc<dyn Io> = Arc::new(crate::io::StatsIo::new(io, file_io.clone()));
         let errorlog = ErrorLog::open(&config.dir, io.clone(), clock.clone())?;
         let stats = PoolStats::default();
-        let frames = config.max_server_memory_mb as usize * PAGES_PER_MB as usize;
+        let configuration = Configuration::load(io.clone(), &config.dir);
+        if let Some(startup_mb) = config.max_server_memory_mb {
+            let startup_mb = i32::try_from(startup_mb).unwrap_or(i32::MAX);
+            configuration.override_in_use(configuration::MAX_SERVER_MEMORY_MB, startup_mb);
+        }
+        let memory_mb = configuration.value_in_use(configuration::MAX_SERVER_MEMORY_MB);
+        let frames = usize::try_from(memory_mb).expect("at least 128") * PAGES_PER_MB as usize;
         let large_pages =
             config.startup_trace_flags.contains(&traceflags::TF_LARGE_PAGE_BUFFER_POOL);
         let instance = Instance {
@@ -141,6 +151,7 @@ impl Instance {
             spids: crate::session::SpidAllocator::default(),
             locks: crate::lock::LockManager::default(),
             counters: crate::perfcounters::InstanceCounters::default(),
+            configuration,
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),
         };

@@ -31,6 +31,7 @@ pub mod btree;
 pub mod buffer;
 pub mod catalog;
 pub mod clock;
+pub mod configuration;
 pub mod database;
 pub mod datapage;
 pub mod dbcc;

@@ -342,7 +342,7 @@ fn sixteen_sessions_inserting_random_guids_build_a_correct_tree() {
 
 #[test]
 fn a_tree_larger_than_memory_survives_close_and_reopen() {
-    let mut lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let mut lab = lab_with(|config| config.max_server_memory_mb = Some(1));
     let db = lab.company();
     let tree = BTree::create(&db, "dbo.T", "PK_T", int_columns(), vec![0], true, None).unwrap();
     let mut rng = Rng::from_env("a_tree_larger_than_memory");
@@ -394,7 +394,7 @@ fn every_invariant_holds_after_every_random_insert() {
 /// victim while holding its own latches, and sixteen sessions on a small pool deadlocked.
 #[test]
 fn sixteen_sessions_on_a_small_buffer_pool_do_not_deadlock() {
-    let lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let lab = lab_with(|config| config.max_server_memory_mb = Some(1));
     let db = Arc::new(lab.company());
     let tree = Arc::new(
         BTree::create(&db, "dbo.T", "PK_T", seed_001_columns(), vec![0], true, None).unwrap(),

@@ -186,7 +186,7 @@ fn an_insert_that_does_not_fit_leaves_a_clean_page_clean() {
 /// clock of a session that needed a frame, or by a discard.
 #[test]
 fn a_new_page_starts_zeroed_in_any_reused_frame() {
-    let lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let lab = lab_with(|config| config.max_server_memory_mb = Some(1));
     let db = lab.company();
     let pool = &lab.instance.buffer_pool;
     let key = |page_no: u32| PageKey::new(db.database_id, PageId::new(1, page_no));
@@ -207,7 +207,7 @@ fn a_new_page_starts_zeroed_in_any_reused_frame() {
 
 #[test]
 fn memory_pressure_evicts_dirty_pages_and_reads_them_back() {
-    let lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let lab = lab_with(|config| config.max_server_memory_mb = Some(1));
     assert_eq!(lab.instance.buffer_pool.frame_count(), 128);
     let db = lab.company();
     let unit = db.create_allocation_unit("t", None).unwrap();
@@ -329,7 +329,7 @@ fn a_reader_waiting_on_a_read_that_fails_reads_again_and_gets_824() {
 
 #[test]
 fn the_lazy_writer_writes_dirty_pages_when_free_frames_run_low() {
-    let lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let lab = lab_with(|config| config.max_server_memory_mb = Some(1));
     let db = lab.company();
     let unit = db.create_allocation_unit("t", None).unwrap();
     let pages: Vec<PageId> = (0..200).map(|_| db.allocate_page(unit).unwrap()).collect();

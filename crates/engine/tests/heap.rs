@@ -114,7 +114,7 @@ fn a_row_that_outgrows_its_page_leaves_a_forwarding_stub() {
 
 #[test]
 fn a_heap_survives_close_and_reopen_and_memory_pressure() {
-    let mut lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let mut lab = lab_with(|config| config.max_server_memory_mb = Some(1));
     let db = lab.company();
     let heap = Heap::create(&db, "dbo.H", columns(), None).unwrap();
     for n in 0..3000 {

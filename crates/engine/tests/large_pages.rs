@@ -22,7 +22,7 @@ fn trace_flag_834_commits_the_pool_at_startup_and_says_so() {
         return; // no procfs to measure with
     }
     let before = resident_kb();
-    let lazy = lab_with(|config| config.max_server_memory_mb = 256);
+    let lazy = lab_with(|config| config.max_server_memory_mb = Some(256));
     let after_lazy = resident_kb();
     assert!(
         after_lazy < before + 64 * 1024,
@@ -32,7 +32,7 @@ fn trace_flag_834_commits_the_pool_at_startup_and_says_so() {
     drop(lazy); // its buffers, still untouched, wait for the next pool
 
     let committed = lab_with(|config| {
-        config.max_server_memory_mb = 256;
+        config.max_server_memory_mb = Some(256);
         config.startup_trace_flags.push(834);
     });
     let after_committed = resident_kb();

@@ -95,7 +95,7 @@ fn rows_whose_log_is_durable_survive_a_crash_that_wrote_no_page() {
 fn with_a_small_buffer_pool_the_lazy_writer_obeys_wal_and_recovery_completes_the_pages() {
     // 1 MB of buffer pool for a ~1.5 MB tree: pages are written and evicted during the load,
     // each after its log records.
-    let mut lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let mut lab = lab_with(|config| config.max_server_memory_mb = Some(1));
     let seed = Rng::from_env("recovery_small_pool").next_u64();
     let db = Arc::new(Database::create(&lab.instance, &spec()).unwrap());
     let tree = load(&db, 6000, 2, seed);
@@ -109,7 +109,7 @@ fn with_a_small_buffer_pool_the_lazy_writer_obeys_wal_and_recovery_completes_the
 
 #[test]
 fn a_crash_before_the_log_is_flushed_loses_a_suffix_and_nothing_else() {
-    let mut lab = lab_with(|config| config.max_server_memory_mb = 1);
+    let mut lab = lab_with(|config| config.max_server_memory_mb = Some(1));
     let seed = Rng::from_env("recovery_unflushed").next_u64();
     let db = Arc::new(Database::create(&lab.instance, &spec()).unwrap());
     let tree = load(&db, 12_000, 1, seed);

@@ -35,7 +35,7 @@ fn a_torn_log_or_page_write_loses_no_acknowledged_commit() {
     for n in 0..SEEDS {
         let seed = base.wrapping_add(n);
         let mut rng = Rng::seeded(seed);
-        let mut lab = lab_with(|config| config.max_server_memory_mb = 1);
+        let mut lab = lab_with(|config| config.max_server_memory_mb = Some(1));
         let db = Database::create(&lab.instance, &spec()).unwrap();
         let tree = BTree::create(&db, "dbo.T", "PK_T", columns(), vec![0], true, None).unwrap();
         let target = if rng.next_u64().is_multiple_of(2) { ".ldf" } else { ".mdf" };

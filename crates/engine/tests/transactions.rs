@@ -809,3 +809,20 @@ fn a_transaction_open_across_a_checkpoint_is_rolled_back_after_a_crash() {
     assert_eq!(ids(&tree, &db), (0..10).collect::<Vec<_>>());
     assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
 }
+
+/// The log an automatic checkpoint waits for grows with 'recovery interval (min)' once
+/// RECONFIGURE puts a configured value in use (0, the default, counts as one minute).
+#[test]
+fn the_recovery_interval_in_use_sets_the_log_an_automatic_checkpoint_waits_for() {
+    use engine::configuration::RECOVERY_INTERVAL_MIN;
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let one_minute = db.auto_checkpoint_log_bytes();
+    assert_eq!(one_minute, 256 << 20);
+    let configuration = &lab.instance.configuration;
+    configuration.set(RECOVERY_INTERVAL_MIN, 3).unwrap();
+    assert_eq!(db.auto_checkpoint_log_bytes(), one_minute, "configured, not yet in use");
+    configuration.reconfigure();
+    assert_eq!(db.auto_checkpoint_log_bytes(), 3 * one_minute);
+    db.close().unwrap();
+}

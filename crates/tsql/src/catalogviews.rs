@@ -66,6 +66,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("objects", "V"),
     ("partitions", "V"),
     ("schemas", "V"),
+    ("sp_configure", "P"),
     ("sp_cycle_errorlog", "P"),
     ("sp_executesql", "X"),
     ("sp_help", "P"),

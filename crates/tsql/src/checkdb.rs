@@ -20,7 +20,7 @@
 //! Options: NO_INFOMSGS (only errors and, when there are errors, the summaries), PHYSICAL_ONLY
 //! (page headers, checksums, record structure and allocation; no facts are matched and no
 //! logical check runs; only the header and the summary are printed), MAXDOP = n (0: every
-//! CPU), NOINDEX (nonclustered indexes are skipped), ALL_ERRORMSGS, TABLOCK, DATA_PURITY and
+//! CPU; without it, sp_configure's 'max degree of parallelism', capped by the CPUs), NOINDEX (nonclustered indexes are skipped), ALL_ERRORMSGS, TABLOCK, DATA_PURITY and
 //! EXTENDED_LOGICAL_CHECKS (accepted; the checks they name either always run here or do not
 //! exist). Trace flag 2528 turns parallel checking off. The errorlog gets 8957 when the
 //! command ends.
@@ -38,6 +38,7 @@ use crate::server::Output;
 use crate::session::Session;
 use engine::SqlError;
 use engine::catalog::{IndexRowMismatch, Table};
+use engine::configuration::MAX_DEGREE_OF_PARALLELISM;
 use engine::database::Database;
 use engine::dbcc::{self, Finding, Logical, Owners, RepairLevel, Structure, UnitName, UnitOptions};
 use engine::lock::LockMode;
@@ -218,13 +219,18 @@ impl Session {
                 "The 'PHYSICAL_ONLY' and 'DATA_PURITY' options are not allowed on the same statement.",
             ));
         }
-        let mut maxdop = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Without WITH MAXDOP, 'max degree of parallelism' in use, capped by the CPUs (0: one
+        // worker per CPU).
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let configured = self.server.instance.configuration.value_in_use(MAX_DEGREE_OF_PARALLELISM);
+        let mut maxdop = match usize::try_from(configured) {
+            Ok(0) | Err(_) => cpus,
+            Ok(configured) => configured.min(cpus),
+        };
         if let Some((_, value)) = dbcc.option_values.iter().find(|(name, _)| name == "MAXDOP") {
             let asked: usize = value.parse().map_err(|_| incorrect())?;
             shown.push(format!("maxdop = {asked}"));
-            if asked > 0 {
-                maxdop = asked;
-            }
+            maxdop = if asked > 0 { asked } else { cpus };
         }
         let flags = &self.server.instance.trace_flags;
         if flags.is_on(TF_NO_PARALLEL_CHECKS)

@@ -17,6 +17,7 @@ use crate::session::Session;
 use crate::sysviews::{ViewRows, columns, text};
 use crate::value::{self, Result};
 use engine::SqlError;
+use engine::configuration::OPTIONS;
 use engine::database::{Database, UnitPage};
 use engine::page::PageHeader;
 use engine::record::Value;
@@ -523,9 +524,8 @@ impl Session {
         (cols, vec![row])
     }
 
-    /// sys.configurations: the server options the engine has, with SQL Server's ids, names
-    /// and ranges. Deviation: 'max server memory (MB)' is a startup option here
-    /// (`--max-server-memory-mb`), so is_dynamic is 0 and there is no sp_configure.
+    /// sys.configurations: the server options the engine has ([`engine::configuration`]),
+    /// with SQL Server's ids, names and ranges, configured values and values in use.
     pub(crate) fn sys_configurations(&self) -> ViewRows {
         let cols = columns(&[
             "configuration_id",
@@ -538,19 +538,27 @@ impl Session {
             "is_dynamic",
             "is_advanced",
         ]);
-        let max_memory_mb = Value::Int(self.server.instance.config.max_server_memory_mb as i32);
-        let row = vec![
-            Value::Int(1544),
-            text("max server memory (MB)"),
-            max_memory_mb.clone(),
-            Value::Int(128),
-            Value::Int(i32::MAX),
-            max_memory_mb,
-            text("Maximum size of server memory (MB)"),
-            Value::Bit(false),
-            Value::Bit(true),
-        ];
-        (cols, vec![row])
+        let configuration = &self.server.instance.configuration;
+        let mut rows = Vec::with_capacity(OPTIONS.len());
+        for option in &OPTIONS {
+            let id = option.configuration_id;
+            rows.push(vec![
+                Value::Int(id),
+                text(option.name),
+                Value::Int(configuration.value(id)),
+                Value::Int(option.minimum),
+                Value::Int(option.maximum),
+                Value::Int(configuration.value_in_use(id)),
+                text(option.description),
+                Value::Bit(option.is_dynamic),
+                Value::Bit(option.is_advanced),
+            ]);
+        }
+        rows.sort_by_key(|row| match row[0] {
+            Value::Int(id) => id,
+            _ => 0,
+        });
+        (cols, rows)
     }
 
     pub(crate) fn dm_server_services(&self) -> ViewRows {

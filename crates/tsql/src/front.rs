@@ -7,7 +7,7 @@
 //! - `PRIMARY KEY CLUSTERED | NONCLUSTERED` and `UNIQUE CLUSTERED | NONCLUSTERED` inside CREATE
 //!   TABLE (the words are taken out of the token stream and remembered), `ROWGUIDCOL` (the
 //!   same), and a trailing `ON [filegroup]` after CREATE TABLE;
-//! - `CHECKPOINT`, `SAVE TRAN[SACTION] name`.
+//! - `CHECKPOINT`, `RECONFIGURE [WITH OVERRIDE]`, `SAVE TRAN[SACTION] name`.
 //!
 //! Syntax errors are SQL Server's 102 ("Incorrect syntax near 'x'.") or 156 (near a keyword),
 //! with the line; the whole batch then does not run, as in SQL Server.
@@ -40,6 +40,10 @@ pub enum Stmt {
         filegroup: Option<String>,
     },
     Checkpoint,
+    /// RECONFIGURE [WITH OVERRIDE].
+    Reconfigure {
+        with_override: bool,
+    },
     SaveTran(String),
     CreateDatabase(engine::database::DatabaseSpec),
     AlterDatabase(crate::dbddl::AlterDatabase),
@@ -938,6 +942,14 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     if is_word(&first, "CHECKPOINT") {
         parser.next_token();
         return Ok(Stmt::Checkpoint);
+    }
+    if is_word(&first, "RECONFIGURE") {
+        parser.next_token();
+        let with_override = parser.parse_keyword(Keyword::WITH);
+        if with_override && !parse_word(parser, "OVERRIDE") {
+            return parser.expected("OVERRIDE", parser.peek_token());
+        }
+        return Ok(Stmt::Reconfigure { with_override });
     }
     if is_word(&first, "SAVE") {
         parser.next_token();

@@ -27,6 +27,7 @@ pub mod batch;
 pub mod cache;
 pub mod catalogviews;
 pub mod checkdb;
+pub mod configure;
 pub mod cursor;
 pub mod dbcc;
 pub mod dbccpage;

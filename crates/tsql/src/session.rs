@@ -787,6 +787,10 @@ impl Session {
             Stmt::Checkpoint => {
                 self.db.checkpoint().map(|()| Flow::Next).map_err(|e| self.fail(e, line))
             }
+            Stmt::Reconfigure { with_override } => self
+                .reconfigure(*with_override)
+                .map(|()| Flow::Next)
+                .map_err(|e| self.fail(e, line)),
             Stmt::SaveTran(name) => {
                 let db = self.transaction_database();
                 db.save_tran(name).map(|()| Flow::Next).map_err(|e| self.fail(e, line))

@@ -5,7 +5,7 @@
 //! Here: sp_cycle_errorlog, xp_readerrorlog and sp_readerrorlog (LogDate, ProcessInfo, Text;
 //! log number, log type, two search strings, start and end times, sort order), sp_helpdb,
 //! sp_helpfile, sp_helpindex, sp_spaceused (database or table), sp_who and sp_who2; sp_help
-//! is in [`crate::sphelp`].
+//! is in [`crate::sphelp`], sp_configure in [`crate::configure`].
 //!
 //! Deviations: there is no SQL Server Agent log (log type 2 gives no rows); sizes in
 //! sp_spaceused come from the allocation units' IAM chains and page headers, read at the time
@@ -23,8 +23,9 @@ use engine::filegroup::Growth;
 use engine::record::{SqlType, Value};
 
 /// The system procedures this module runs.
-pub const SYSTEM_PROCEDURES: [&str; 11] = [
+pub const SYSTEM_PROCEDURES: [&str; 12] = [
     "sp_columns",
+    "sp_configure",
     "sp_help",
     "sp_cycle_errorlog",
     "xp_readerrorlog",
@@ -111,6 +112,7 @@ impl Session {
             "sp_help" => self.sp_help(values.first(), out),
             "sp_spaceused" => self.sp_spaceused(values.first(), out),
             "sp_columns" => self.sp_columns(&values, out),
+            "sp_configure" => self.sp_configure(&values, out),
             "sp_who2" => self.sp_who2(values.first(), out),
             _ => self.sp_who(values.first(), out),
         };

@@ -161,6 +161,40 @@ fn a_sound_database_is_clean_at_any_maxdop_and_counts_its_rows() {
     );
 }
 
+/// sp_configure's 'max degree of parallelism' is CHECKDB's DOP when the command names none,
+/// kept across a restart; WITH MAXDOP still overrides it.
+#[test]
+fn checkdb_takes_the_configured_max_degree_of_parallelism() {
+    let lab = Lab::build();
+    let cxpacket_after = |checkdb: &str| -> u64 {
+        let rows = lab.rows(&format!(
+            "DBCC SQLPERF ('sys.dm_os_wait_stats', CLEAR) WITH NO_INFOMSGS \
+             {checkdb} \
+             SELECT waiting_tasks_count FROM sys.dm_os_wait_stats WHERE wait_type = 'CXPACKET'"
+        ));
+        // A wait type with no wait since the clear has no row.
+        rows.first().map_or(0, |row| row[0].parse().expect("a count"))
+    };
+    let (errors, text) = lab.run(
+        "EXEC sp_configure 'show advanced options', 1 RECONFIGURE \
+         EXEC sp_configure 'max degree of parallelism', 1 RECONFIGURE",
+    );
+    assert!(errors.is_empty(), "{text}");
+    assert!(
+        text.contains("Configuration option 'max degree of parallelism' changed from 0 to 1. Run the RECONFIGURE statement to install."),
+        "{text}"
+    );
+    // A new server on the same directory: the configured value is in use from the start.
+    let configured = lab.rows(
+        "SELECT value, value_in_use FROM sys.configurations WHERE name = 'max degree of parallelism'",
+    );
+    assert_eq!(configured, [["1", "1"]]);
+    assert_eq!(cxpacket_after("DBCC CHECKDB ('ck') WITH NO_INFOMSGS"), 0, "one worker");
+    assert!(cxpacket_after("DBCC CHECKDB ('ck') WITH NO_INFOMSGS, MAXDOP = 2") >= 1);
+    let errorlog = std::fs::read_to_string(lab.dir.join("ERRORLOG")).expect("ERRORLOG");
+    assert!(errorlog.contains("changed from 0 to 1. Run the RECONFIGURE"), "{errorlog}");
+}
+
 /// A leaf of the clustered index with one byte changed and its old checksum: the pool refuses
 /// it (824); CHECKDB says why (8939, IS_OFF BUF_IOERR) and that it could not process it
 /// (8928), and the page's parent (8980), previous (8976) and next page (8978) miss it.

@@ -1,6 +1,6 @@
 //! System surfaces that a golden script cannot show: a blocked session as the DMVs, sp_who
-//! and DBCC OPENTRAN see it while it really waits, and DBCC CHECKALLOC on a file corrupted
-//! on disk.
+//! and DBCC OPENTRAN see it while it really waits, DBCC CHECKALLOC on a file corrupted on
+//! disk, and sp_configure's static option taking effect at the next start.
 
 mod common;
 
@@ -303,4 +303,44 @@ fn statistics_time_reports_each_batch_and_statement() {
     }
     let (_, text) = run(&mut session, "SET STATISTICS TIME OFF\nSELECT 1");
     assert!(!text.contains("Execution Times"), "{text}");
+}
+
+/// 'max server memory (MB)' is static here: sp_configure and RECONFIGURE configure it, and the
+/// next start sizes the buffer pool by it, unless a startup option overrides it for that run.
+#[test]
+fn max_server_memory_sizes_the_pool_from_the_next_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let memory = |config: InstanceConfig| -> Vec<Vec<String>> {
+        let server = Server::start(config).expect("server");
+        let mut session = Session::new(&server);
+        let found = rows(
+            &mut session,
+            "SELECT c.value, c.value_in_use, i.committed_target_kb \
+             FROM sys.configurations c CROSS JOIN sys.dm_os_sys_info i \
+             WHERE c.name = 'max server memory (MB)'",
+        );
+        server.shutdown().expect("shutdown");
+        found
+    };
+    {
+        let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+        let mut session = Session::new(&server);
+        let (errors, text) = run(
+            &mut session,
+            "EXEC sp_configure 'show advanced options', 1 RECONFIGURE \
+             EXEC sp_configure 'max server memory (MB)', 640 RECONFIGURE",
+        );
+        assert!(errors.is_empty(), "{text}");
+        let now = rows(
+            &mut session,
+            "SELECT value, value_in_use FROM sys.configurations WHERE configuration_id = 1544",
+        );
+        assert_eq!(now, [["640", "512"]], "in use only from the next start");
+        server.shutdown().expect("shutdown");
+    }
+    assert_eq!(memory(InstanceConfig::new(dir.path())), [["640", "640", "655360"]]);
+    let mut overridden = InstanceConfig::new(dir.path());
+    overridden.max_server_memory_mb = Some(256);
+    assert_eq!(memory(overridden), [["640", "256", "262144"]]);
+    assert_eq!(memory(InstanceConfig::new(dir.path())), [["640", "640", "655360"]]);
 }

@@ -74,8 +74,9 @@ const ZERO_CHUNK_BYTES: usize = 1 << 20;
 #[repr(C, align(4096))]
 struct ZeroChunk([u8; ZERO_CHUNK_BYTES]);
 static ZEROS: ZeroChunk = ZeroChunk([0; ZERO_CHUNK_BYTES]);
-/// Log written since the last checkpoint that triggers an automatic one.
-const AUTO_CHECKPOINT_LOG_BYTES: u64 = 256 * 1024 * 1024;
+/// Log written since the last checkpoint that triggers an automatic one, per minute of
+/// 'recovery interval (min)' (0 counts as 1, SQL Server's "about a minute").
+const AUTO_CHECKPOINT_LOG_BYTES_PER_MIN: u64 = 256 * 1024 * 1024;
 /// The PRIMARY filegroup's id.
 pub const PRIMARY_FILEGROUP_ID: u16 = 1;
 
@@ -502,8 +503,10 @@ impl Database {
     }
 
     /// An automatic checkpoint when one is due (reference §5.6): the log is 70 % full (SIMPLE
-    /// recovery), or 256 MB of log have been written since the last checkpoint (extentdb's
-    /// stand-in for the recovery interval's one minute of redo). Handed to the background
+    /// recovery), or 256 MB of log per minute of 'recovery interval (min)' in use (0 counting
+    /// as one) have been written since the last checkpoint (extentdb's stand-in for the log
+    /// that recovery can redo in the interval; SQL Server estimates that amount from its own
+    /// redo rate). Handed to the background
     /// checkpoint task when it runs (as in SQL Server; false is returned); otherwise run on
     /// the calling session. A session finding another checkpoint under way does not wait.
     pub fn maybe_checkpoint(&self) -> SqlResult<bool> {
@@ -519,13 +522,21 @@ impl Database {
         let advanced = since as f64 >= size_mb * 1024.0 * 1024.0 / 10.0;
         let simple_and_full =
             used_pct >= 70.0 && advanced && self.recovery_model_desc() == "SIMPLE";
-        if !simple_and_full && since < AUTO_CHECKPOINT_LOG_BYTES {
+        if !simple_and_full && since < self.auto_checkpoint_log_bytes() {
             return Ok(false);
         }
         if self.checkpoint_task.request() {
             return Ok(false);
         }
         self.automatic_checkpoint()
+    }
+
+    /// Log since the last checkpoint that makes an automatic one due under the recovery
+    /// interval in use.
+    pub fn auto_checkpoint_log_bytes(&self) -> u64 {
+        let configuration = &self.instance.configuration;
+        let interval_min = configuration.value_in_use(crate::configuration::RECOVERY_INTERVAL_MIN);
+        AUTO_CHECKPOINT_LOG_BYTES_PER_MIN * u64::try_from(interval_min.max(1)).unwrap_or(1)
     }
 
     /// The last checkpoint's LSNs, as the boot page records them: (checkpoint LSN, MinLSN),
