@@ -469,13 +469,15 @@ fn from_follows_output(kept: &[TokenWithSpan], from: usize) -> bool {
 }
 
 /// `DELETE t WHERE ...`: T-SQL's FROM after DELETE is optional, sqlparser's is not. Where a
-/// DELETE (not `ON DELETE`), or its `TOP (n) [PERCENT]`, is followed by an object name and no
+/// DELETE (not `ON DELETE` or MERGE's `THEN DELETE`), or its `TOP (n) [PERCENT]`, is followed by an object name and no
 /// FROM, the FROM is put in; `DELETE alias FROM table ...` keeps its own.
 fn insert_optional_delete_from(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
     let mut at = 0;
     while at + 1 < kept.len() {
-        let is_statement_delete =
-            is_word(&kept[at].token, "DELETE") && (at == 0 || !is_word(&kept[at - 1].token, "ON"));
+        // Not `ON DELETE` (a foreign key's action) nor `THEN DELETE` (a MERGE's).
+        let is_statement_delete = is_word(&kept[at].token, "DELETE")
+            && (at == 0
+                || !(is_word(&kept[at - 1].token, "ON") || is_word(&kept[at - 1].token, "THEN")));
         if is_statement_delete {
             at = after_top_clause(kept, at + 1) - 1;
         }
@@ -584,6 +586,9 @@ fn parse_rest(
     }
 }
 
+/// The parse error of a MERGE that no semicolon ends (10713).
+const MERGE_WITHOUT_SEMICOLON: &str = "MERGE without a semicolon";
+
 fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (SqlError, u64) {
     if let Some(option) = crate::dbddl::unsupported_option(&error) {
         return (crate::dbddl::unsupported_error(&option), line);
@@ -591,6 +596,10 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
     if let Some(fetch) = crate::cursor::invalid_fetch_option(&error) {
         let near = parser.peek_token().span.start.line;
         return (fetch, if near > 0 { near } else { line });
+    }
+    if error == ParserError::ParserError(MERGE_WITHOUT_SEMICOLON.into()) {
+        let text = "A MERGE statement must be terminated by a semi-colon (;).";
+        return (SqlError::new(10713, 15, 1, text), line);
     }
     if error == ParserError::RecursionLimitExceeded {
         let text = "Some part of your SQL statement is nested too deeply. Rewrite the query or break it up into smaller queries.";
@@ -975,6 +984,9 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     let start = parser.index();
     let statement = Box::new(parser.parse_statement()?);
     refuse_order_or_limit(parser, start, &statement)?;
+    if matches!(*statement, Statement::Merge(_)) && parser.peek_token().token != Token::SemiColon {
+        return Err(ParserError::ParserError(MERGE_WITHOUT_SEMICOLON.into()));
+    }
     if !matches!(*statement, Statement::CreateTable(_)) {
         return Ok(Stmt::Sql(statement));
     }

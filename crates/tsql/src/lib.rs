@@ -37,6 +37,7 @@ pub mod dmv;
 pub mod format;
 pub mod front;
 pub mod functions;
+pub mod merge;
 pub mod output;
 pub mod perfcounters;
 pub mod procs;

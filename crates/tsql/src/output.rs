@@ -7,11 +7,13 @@
 //! it, and hand each row they change to [`Session::capture_output`]; both keep them only while
 //! an OUTPUT clause runs. The clause's select list is then evaluated over the rows with the
 //! query layer's expressions. INSERT has only `inserted`, DELETE only `deleted` (naming the
-//! other is 4104, as in SQL Server).
+//! other is 4104, as in SQL Server). MERGE has both, the source's columns, and `$action`
+//! ([`crate::merge`] tags each changed row with them).
 //!
-//! Deviations: `OUTPUT ... INTO target (columns)` (a column list) is not parsed by sqlparser
-//! and is a syntax error; `$action` belongs to MERGE, which is not built.
+//! Deviation: `OUTPUT ... INTO target (columns)` (a column list) is not parsed by sqlparser
+//! and is a syntax error.
 
+use crate::merge::MergeActionKind;
 use crate::query::{ColRef, Env, table_columns};
 use crate::server::{Output, ResultSet};
 use crate::session::{Failure, Flow, Session};
@@ -28,12 +30,17 @@ type Result<T> = std::result::Result<T, SqlError>;
 pub(crate) struct OutputCapture {
     table: Option<Arc<Table>>,
     rows: Vec<ChangedRow>,
+    /// A MERGE's source columns.
+    source_cols: Vec<ColRef>,
 }
 
-/// One changed row: as it was (UPDATE, DELETE) and as it is (INSERT, UPDATE).
+/// One changed row: as it was (UPDATE, DELETE) and as it is (INSERT, UPDATE); for a MERGE,
+/// what it did and the source row it did it for (none for NOT MATCHED BY SOURCE).
 struct ChangedRow {
     deleted: Option<Vec<Value>>,
     inserted: Option<Vec<Value>>,
+    action: Option<MergeActionKind>,
+    source: Option<Vec<Value>>,
 }
 
 impl Session {
@@ -55,7 +62,26 @@ impl Session {
             capture.rows.push(ChangedRow {
                 deleted: deleted.map(<[Value]>::to_vec),
                 inserted: inserted.map(|row| crate::query::shown_row(table, row.to_vec())),
+                action: None,
+                source: None,
             });
+        }
+    }
+
+    /// Notes a MERGE's source columns, if an OUTPUT clause is collecting.
+    pub(crate) fn set_output_source(&mut self, cols: Vec<ColRef>) {
+        if let Some(capture) = &mut self.output_capture {
+            capture.source_cols = cols;
+        }
+    }
+
+    /// Tags the row a MERGE just changed with its `$action` and its source row.
+    pub(crate) fn tag_output(&mut self, action: MergeActionKind, source: Option<&[Value]>) {
+        if let Some(capture) = &mut self.output_capture
+            && let Some(row) = capture.rows.last_mut()
+        {
+            row.action = Some(action);
+            row.source = source.map(<[Value]>::to_vec);
         }
     }
 
@@ -80,7 +106,8 @@ impl Session {
                 Statement::Insert(insert) => s.insert(insert),
                 Statement::Update(update) => s.update(update, top),
                 Statement::Delete(delete) => s.delete(delete, top),
-                _ => unreachable!("OUTPUT belongs to INSERT, UPDATE and DELETE"),
+                Statement::Merge(merge) => s.merge(merge),
+                _ => unreachable!("OUTPUT belongs to INSERT, UPDATE, DELETE and MERGE"),
             };
             let capture = s.output_capture.take().unwrap_or_default();
             let count = changed?;
@@ -117,17 +144,27 @@ impl Session {
         if has_deleted {
             cols.extend(table_columns(&table, "deleted"));
         }
+        let is_merge = matches!(statement, Statement::Merge(_));
+        let source_width = capture.source_cols.len();
+        if is_merge {
+            cols.extend(capture.source_cols.iter().cloned());
+            cols.push(ColRef { qualifier: String::new(), name: "$action".into(), sql_type: None });
+        }
         let items = self.expand_items(select_items, &cols)?;
         self.bind_check(items.iter().map(|(expr, _)| expr), &cols, None, false)?;
         let width = table.columns.len();
         let mut rows = Vec::with_capacity(capture.rows.len());
-        for ChangedRow { deleted, inserted } in capture.rows {
+        for ChangedRow { deleted, inserted, action, source } in capture.rows {
             let mut row = Vec::with_capacity(cols.len());
             if has_inserted {
                 row.extend(inserted.unwrap_or_else(|| vec![Value::Null; width]));
             }
             if has_deleted {
                 row.extend(deleted.unwrap_or_else(|| vec![Value::Null; width]));
+            }
+            if is_merge {
+                row.extend(source.unwrap_or_else(|| vec![Value::Null; source_width]));
+                row.push(action.map_or(Value::Null, |a| Value::Text(a.name().into())));
             }
             let env = Env { cols: &cols, row: &row, group: None, outer: None };
             let mut values = Vec::with_capacity(items.len());

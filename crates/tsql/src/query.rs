@@ -352,6 +352,10 @@ impl Session {
                 let parts: Vec<String> = parts.iter().map(ident_text).collect();
                 self.resolve(&parts, env)
             }
+            // MERGE's OUTPUT pseudocolumn, which sqlparser reads as a placeholder.
+            Expr::Value(v) if matches!(&v.value, AstValue::Placeholder(p) if p.eq_ignore_ascii_case("$action")) => {
+                self.resolve(&["$action".to_string()], env)
+            }
             Expr::Value(v) => literal(&v.value),
             Expr::Nested(inner) => self.eval(inner, env),
             Expr::UnaryOp { op, expr } => {
@@ -1037,7 +1041,7 @@ impl Session {
     }
 
     /// Rows of one FROM item (a table, a derived table), with their columns.
-    fn table_factor(
+    pub(crate) fn table_factor(
         &self,
         factor: &TableFactor,
         outer: Option<&Env<'_>>,
@@ -2079,6 +2083,9 @@ impl Session {
                         Expr::Identifier(i) => i.value.clone(),
                         Expr::CompoundIdentifier(p) => {
                             p.last().map(|i| i.value.clone()).unwrap_or_default()
+                        }
+                        Expr::Value(v) if matches!(&v.value, AstValue::Placeholder(p) if p.eq_ignore_ascii_case("$action")) => {
+                            "$action".to_string()
                         }
                         _ => String::new(),
                     };

@@ -62,11 +62,11 @@ struct CaughtError {
     procedure: Option<String>,
 }
 
-/// A row an UPDATE or DELETE changes: where it is, as stored, and as expressions see it.
-struct MatchedRow {
-    locator: engine::catalog::RowLocator,
-    stored: Vec<Value>,
-    shown: Vec<Value>,
+/// A row an UPDATE, DELETE or MERGE changes: where it is, as stored, and as expressions see it.
+pub(crate) struct MatchedRow {
+    pub(crate) locator: engine::catalog::RowLocator,
+    pub(crate) stored: Vec<Value>,
+    pub(crate) shown: Vec<Value>,
 }
 
 /// The name a table goes by in a statement: its alias, else its name.
@@ -1047,8 +1047,14 @@ impl Session {
             }
             Statement::Insert(sqlparser::ast::Insert { output: Some(output), .. })
             | Statement::Update(sqlparser::ast::Update { output: Some(output), .. })
-            | Statement::Delete(sqlparser::ast::Delete { output: Some(output), .. }) => {
+            | Statement::Delete(sqlparser::ast::Delete { output: Some(output), .. })
+            | Statement::Merge(sqlparser::ast::Merge { output: Some(output), .. }) => {
                 self.run_with_output(statement, None, output, line, out)
+            }
+            Statement::Merge(merge) => {
+                let n = self.atomic(line, |s| s.merge(merge))?;
+                self.rows_affected(n, out);
+                Ok(Flow::Next)
             }
             Statement::Insert(insert) => {
                 let n = self.atomic(line, |s| s.insert(insert))?;
@@ -1821,7 +1827,7 @@ impl Session {
 
     /// A row ready for the table: identity, defaults, conversion to the column types, NOT NULL.
     /// `defaults` are [`Session::default_exprs`] (empty when every value is given).
-    fn complete_row(
+    pub(crate) fn complete_row(
         &self,
         table: &engine::catalog::Table,
         given: Vec<Option<Value>>,
@@ -2394,7 +2400,7 @@ impl Session {
         self.note_output_table(&table);
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
-        let targets = Self::update_targets(&table, update)?;
+        let targets = Self::update_targets(&table, &update.assignments)?;
         let mut rows = self.matching_rows(&table, &cols, update.selection.as_ref())?;
         rows.truncate(self.top_rows(top, rows.len())?);
         let mut count = 0;
@@ -2412,13 +2418,14 @@ impl Session {
         Ok(count)
     }
 
-    /// The target columns of UPDATE's SET list: (column position, value expression).
-    fn update_targets<'u>(
+    /// The target columns of a SET list (UPDATE's, MERGE's): (column position, value
+    /// expression).
+    pub(crate) fn update_targets<'u>(
         table: &engine::catalog::Table,
-        update: &'u sqlparser::ast::Update,
+        assignments: &'u [sqlparser::ast::Assignment],
     ) -> Result<Vec<(usize, &'u Expr)>> {
         let mut targets = Vec::new();
-        for assignment in &update.assignments {
+        for assignment in assignments {
             let column = match &assignment.target {
                 sqlparser::ast::AssignmentTarget::ColumnName(n) => last_part(n),
                 other => other.to_string(),
@@ -2449,7 +2456,7 @@ impl Session {
     ) -> Result<u64> {
         let table_name = from_item_table(from, target).unwrap_or_else(|| target.to_string());
         let table = self.table(&table_name)?;
-        let targets = Self::update_targets(&table, update)?;
+        let targets = Self::update_targets(&table, &update.assignments)?;
         let exprs: Vec<&Expr> = targets.iter().map(|(_, e)| *e).collect();
         let (table, mut matched) =
             self.joined_targets(target, from, update.selection.as_ref(), &exprs)?;
