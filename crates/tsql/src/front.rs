@@ -588,6 +588,73 @@ fn parse_rest(
 
 /// The parse error of a MERGE that no semicolon ends (10713).
 const MERGE_WITHOUT_SEMICOLON: &str = "MERGE without a semicolon";
+/// The start of the parse error of a MERGE clause whose action its kind does not allow:
+/// followed by `number|action|clause` (10710, 10711).
+const MERGE_ACTION_NOT_ALLOWED: &str = "MERGE action not allowed: ";
+
+/// A MERGE's `WHEN ... THEN action` clauses, read ahead from its first token: an action that
+/// the clause's kind does not allow (INSERT under MATCHED or NOT MATCHED BY SOURCE, UPDATE or
+/// DELETE under NOT MATCHED [BY TARGET]) is SQL Server's 10711 or 10710, where sqlparser
+/// would give a syntax error.
+fn check_merge_actions(parser: &Parser<'_>) -> Result<(), ParserError> {
+    let word = |n: usize, w: &str| is_word(&parser.peek_nth_token(n).token, w);
+    let mut n = 0;
+    let mut depth = 0i32;
+    loop {
+        match parser.peek_nth_token(n).token {
+            Token::EOF => return Ok(()),
+            Token::SemiColon if depth == 0 => return Ok(()),
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        n += 1;
+        if depth != 0 || !word(n - 1, "WHEN") {
+            continue;
+        }
+        let clause = if word(n, "MATCHED") {
+            "WHEN MATCHED"
+        } else if word(n, "NOT") && word(n + 1, "MATCHED") {
+            if word(n + 2, "BY") && word(n + 3, "SOURCE") {
+                "WHEN NOT MATCHED BY SOURCE"
+            } else {
+                "WHEN NOT MATCHED"
+            }
+        } else {
+            continue;
+        };
+        let mut then = n;
+        while !word(then, "THEN") && parser.peek_nth_token(then).token != Token::EOF {
+            then += 1;
+        }
+        let action = ["INSERT", "UPDATE", "DELETE"].into_iter().find(|a| word(then + 1, a));
+        let refused = match (clause, action) {
+            ("WHEN NOT MATCHED", Some(action @ ("UPDATE" | "DELETE"))) => Some((10710, action)),
+            ("WHEN MATCHED" | "WHEN NOT MATCHED BY SOURCE", Some("INSERT")) => {
+                Some((10711, "INSERT"))
+            }
+            _ => None,
+        };
+        if let Some((number, action)) = refused {
+            let text = format!("{MERGE_ACTION_NOT_ALLOWED}{number}|{action}|{clause}");
+            return Err(ParserError::ParserError(text));
+        }
+        n = then;
+    }
+}
+
+/// SQL Server's error for a MERGE action that its clause does not allow.
+fn merge_action_error(error: &ParserError) -> Option<SqlError> {
+    let ParserError::ParserError(text) = error else { return None };
+    let rest = text.strip_prefix(MERGE_ACTION_NOT_ALLOWED)?;
+    let mut parts = rest.split('|');
+    let number = parts.next()?.parse().ok()?;
+    let (action, clause) = (parts.next()?, parts.next()?);
+    let text = format!(
+        "An action of type '{action}' is not allowed in the '{clause}' clause of a MERGE statement."
+    );
+    Some(SqlError::new(number, 15, 1, text))
+}
 
 fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (SqlError, u64) {
     if let Some(option) = crate::dbddl::unsupported_option(&error) {
@@ -596,6 +663,9 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
     if let Some(fetch) = crate::cursor::invalid_fetch_option(&error) {
         let near = parser.peek_token().span.start.line;
         return (fetch, if near > 0 { near } else { line });
+    }
+    if let Some(refused) = merge_action_error(&error) {
+        return (refused, line);
     }
     if error == ParserError::ParserError(MERGE_WITHOUT_SEMICOLON.into()) {
         let text = "A MERGE statement must be terminated by a semi-colon (;).";
@@ -980,6 +1050,9 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if is_word(&first, "CREATE") && is_create_index(parser) {
         return parse_create_index(parser);
+    }
+    if is_word(&first, "MERGE") {
+        check_merge_actions(parser)?;
     }
     let start = parser.index();
     let statement = Box::new(parser.parse_statement()?);

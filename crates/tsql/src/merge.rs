@@ -10,11 +10,13 @@
 //!   [AND predicate]` clause whose predicate holds: `UPDATE SET ...` or `DELETE`.
 //!
 //! A target row that a MATCHED clause would change for two source rows is 8672, and nothing
-//! is changed (the statement is atomic). The row count is every row inserted, updated or
-//! deleted. OUTPUT sees `inserted`, `deleted`, the source's columns and `$action` ('INSERT',
-//! 'UPDATE' or 'DELETE'). A MERGE not ended by a semicolon is 10713 (in [`crate::front`]).
+//! is changed (the statement is atomic). An action a clause does not allow is 10710 or 10711,
+//! and a MERGE not ended by a semicolon 10713 ([`crate::front`] finds both before it runs).
+//! The row count is every row inserted, updated or deleted. OUTPUT sees `inserted`,
+//! `deleted`, the source's columns and `$action` ('INSERT', 'UPDATE' or 'DELETE').
 //!
-//! Deviation: the join is a nested loop over the target's rows for each source row (SQL
+//! Deviations: the texts of 10710 and 10711 are from memory of SQL Server's (the reference
+//! does not list them). The join is a nested loop over the target's rows for each source row (SQL
 //! Server's optimizer picks a join; the results are the same, the cost for a large target is
 //! not). The target is locked IX and its rows X as UPDATE, DELETE and INSERT lock them, not
 //! with MERGE's range locks under SERIALIZABLE hints (HOLDLOCK is accepted and ignored).
@@ -241,32 +243,17 @@ impl Session {
                 self.capture_output(Some(shown), Some(&new));
                 Ok(MergeActionKind::Update)
             }
-            MergeAction::Insert(_) => Err(SqlError::new(
-                10711,
-                15,
-                1,
-                "An action of type 'INSERT' is not allowed in the 'WHEN MATCHED' clause of a MERGE statement.",
-            )),
+            // The front end refuses it (10711) before the statement runs.
+            MergeAction::Insert(_) => Err(not_supported("INSERT in this clause")),
             MergeAction::DoNothing { .. } => Err(not_supported("DO NOTHING")),
         }
     }
 
     /// A NOT MATCHED clause's INSERT, its values evaluated over the source row.
     fn merge_insert(&mut self, sides: &Sides, clause: &MergeClause, row: &[Value]) -> Result<()> {
+        // The front end refuses UPDATE and DELETE here (10710) before the statement runs.
         let MergeAction::Insert(insert) = &clause.action else {
-            let action = if matches!(clause.action, MergeAction::Delete { .. }) {
-                "DELETE"
-            } else {
-                "UPDATE"
-            };
-            return Err(SqlError::new(
-                10710,
-                15,
-                1,
-                format!(
-                    "An action of type '{action}' is not allowed in the 'WHEN NOT MATCHED' clause of a MERGE statement."
-                ),
-            ));
+            return Err(not_supported("UPDATE or DELETE in this clause"));
         };
         let columns: Vec<String> = insert.columns.iter().map(crate::front::last_part).collect();
         let target = self.insert_target(&sides.table.name, &columns)?;

@@ -48,3 +48,10 @@ GO
 -- MERGE must end with a semicolon.
 MERGE stock USING incoming ON stock.id = incoming.id WHEN MATCHED THEN DELETE
 GO
+-- An action its clause does not allow is refused before the statement runs.
+MERGE stock USING incoming ON stock.id = incoming.id WHEN MATCHED THEN INSERT VALUES (1, 1, 'x');
+GO
+MERGE stock USING incoming ON stock.id = incoming.id WHEN NOT MATCHED AND incoming.qty > 0 THEN DELETE;
+GO
+MERGE stock USING incoming ON stock.id = incoming.id WHEN NOT MATCHED BY SOURCE THEN INSERT VALUES (1, 1, 'x');
+GO
