@@ -20,7 +20,8 @@
 //! Options: NO_INFOMSGS (only errors and, when there are errors, the summaries), PHYSICAL_ONLY
 //! (page headers, checksums, record structure and allocation; no facts are matched and no
 //! logical check runs; only the header and the summary are printed), MAXDOP = n (0: every
-//! CPU; without it, sp_configure's 'max degree of parallelism', capped by the CPUs), NOINDEX (nonclustered indexes are skipped), ALL_ERRORMSGS, TABLOCK, DATA_PURITY and
+//! CPU; without it, sp_configure's 'max degree of parallelism', capped by the CPUs), NOINDEX
+//! (nonclustered indexes are skipped), ALL_ERRORMSGS, TABLOCK, DATA_PURITY and
 //! EXTENDED_LOGICAL_CHECKS (accepted; the checks they name either always run here or do not
 //! exist). Trace flag 2528 turns parallel checking off. The errorlog gets 8957 when the
 //! command ends.

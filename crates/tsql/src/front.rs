@@ -7,7 +7,9 @@
 //! - `PRIMARY KEY CLUSTERED | NONCLUSTERED` and `UNIQUE CLUSTERED | NONCLUSTERED` inside CREATE
 //!   TABLE (the words are taken out of the token stream and remembered), `ROWGUIDCOL` (the
 //!   same), and a trailing `ON [filegroup]` after CREATE TABLE;
-//! - `CHECKPOINT`, `RECONFIGURE [WITH OVERRIDE]`, `SAVE TRAN[SACTION] name`.
+//! - `CHECKPOINT`, `RECONFIGURE [WITH OVERRIDE]`, `SAVE TRAN[SACTION] name`;
+//! - MERGE's own parse errors: no semicolon at its end (10713), and an action its clause does
+//!   not allow (10710, 10711), which sqlparser would report as syntax errors.
 //!
 //! Syntax errors are SQL Server's 102 ("Incorrect syntax near 'x'.") or 156 (near a keyword),
 //! with the line; the whole batch then does not run, as in SQL Server.
@@ -469,8 +471,9 @@ fn from_follows_output(kept: &[TokenWithSpan], from: usize) -> bool {
 }
 
 /// `DELETE t WHERE ...`: T-SQL's FROM after DELETE is optional, sqlparser's is not. Where a
-/// DELETE (not `ON DELETE` or MERGE's `THEN DELETE`), or its `TOP (n) [PERCENT]`, is followed by an object name and no
-/// FROM, the FROM is put in; `DELETE alias FROM table ...` keeps its own.
+/// DELETE (not `ON DELETE` or MERGE's `THEN DELETE`), or its `TOP (n) [PERCENT]`, is followed
+/// by an object name and no FROM, the FROM is put in; `DELETE alias FROM table ...` keeps its
+/// own.
 fn insert_optional_delete_from(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
     let mut at = 0;
     while at + 1 < kept.len() {

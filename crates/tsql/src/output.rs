@@ -148,7 +148,8 @@ impl Session {
         let source_width = capture.source_cols.len();
         if is_merge {
             cols.extend(capture.source_cols.iter().cloned());
-            cols.push(ColRef { qualifier: String::new(), name: "$action".into(), sql_type: None });
+            let name = crate::query::MERGE_ACTION.to_string();
+            cols.push(ColRef { qualifier: String::new(), name, sql_type: None });
         }
         let items = self.expand_items(select_items, &cols)?;
         self.bind_check(items.iter().map(|(expr, _)| expr), &cols, None, false)?;

@@ -352,9 +352,8 @@ impl Session {
                 let parts: Vec<String> = parts.iter().map(ident_text).collect();
                 self.resolve(&parts, env)
             }
-            // MERGE's OUTPUT pseudocolumn, which sqlparser reads as a placeholder.
-            Expr::Value(v) if matches!(&v.value, AstValue::Placeholder(p) if p.eq_ignore_ascii_case("$action")) => {
-                self.resolve(&["$action".to_string()], env)
+            Expr::Value(v) if is_merge_action(&v.value) => {
+                self.resolve(&[MERGE_ACTION.to_string()], env)
             }
             Expr::Value(v) => literal(&v.value),
             Expr::Nested(inner) => self.eval(inner, env),
@@ -2084,9 +2083,7 @@ impl Session {
                         Expr::CompoundIdentifier(p) => {
                             p.last().map(|i| i.value.clone()).unwrap_or_default()
                         }
-                        Expr::Value(v) if matches!(&v.value, AstValue::Placeholder(p) if p.eq_ignore_ascii_case("$action")) => {
-                            "$action".to_string()
-                        }
+                        Expr::Value(v) if is_merge_action(&v.value) => MERGE_ACTION.to_string(),
                         _ => String::new(),
                     };
                     items.push((e.clone(), name));
@@ -2369,6 +2366,14 @@ fn filter_by_presence(rows: &mut Vec<Vec<Value>>, other: &[Vec<Value>], keep_mat
     let mut sorted: Vec<&[Value]> = other.iter().map(Vec::as_slice).collect();
     sorted.sort_by(|a, b| compare_rows(a, b));
     rows.retain(|row| sorted.binary_search_by(|o| compare_rows(o, row)).is_ok() == keep_matches);
+}
+
+/// MERGE's OUTPUT pseudocolumn, `$action`: a column of that name in the OUTPUT's rows.
+pub(crate) const MERGE_ACTION: &str = "$action";
+
+/// Whether a value is `$action`, which sqlparser reads as a placeholder.
+fn is_merge_action(v: &AstValue) -> bool {
+    matches!(v, AstValue::Placeholder(p) if p.eq_ignore_ascii_case(MERGE_ACTION))
 }
 
 /// A literal.

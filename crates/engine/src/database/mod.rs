@@ -506,9 +506,9 @@ impl Database {
     /// recovery), or 256 MB of log per minute of 'recovery interval (min)' in use (0 counting
     /// as one) have been written since the last checkpoint (extentdb's stand-in for the log
     /// that recovery can redo in the interval; SQL Server estimates that amount from its own
-    /// redo rate). Handed to the background
-    /// checkpoint task when it runs (as in SQL Server; false is returned); otherwise run on
-    /// the calling session. A session finding another checkpoint under way does not wait.
+    /// redo rate). Handed to the background checkpoint task when it runs (as in SQL Server;
+    /// false is returned); otherwise run on the calling session. A session finding another
+    /// checkpoint under way does not wait.
     pub fn maybe_checkpoint(&self) -> SqlResult<bool> {
         let (size_mb, used_pct) = self.log.space();
         let since = self
