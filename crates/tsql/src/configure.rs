@@ -49,10 +49,10 @@ impl Session {
         };
         let new_value = match args.get(1) {
             None | Some(Value::Null) => None,
-            Some(v) => Some(value::convert(v, SqlType::Int).and_then(|v| match v {
-                Value::Int(n) => Ok(n),
-                _ => Err(no_such_option(name.as_deref().unwrap_or(""))),
-            })?),
+            // An int (a value that is not one is 245 or 8115, from the conversion).
+            Some(v) => {
+                value::as_i64(&value::convert(v, SqlType::Int)?).and_then(|n| i32::try_from(n).ok())
+            }
         };
         let options = self.visible_options(name.as_deref());
         let Some(name) = name else {

@@ -17,7 +17,7 @@ use crate::session::Session;
 use crate::sysviews::{ViewRows, columns, text};
 use crate::value::{self, Result};
 use engine::SqlError;
-use engine::configuration::OPTIONS;
+use engine::configuration::{ConfigOption, OPTIONS};
 use engine::database::{Database, UnitPage};
 use engine::page::PageHeader;
 use engine::record::Value;
@@ -539,8 +539,10 @@ impl Session {
             "is_advanced",
         ]);
         let configuration = &self.server.instance.configuration;
-        let mut rows = Vec::with_capacity(OPTIONS.len());
-        for option in &OPTIONS {
+        let mut options: Vec<&ConfigOption> = OPTIONS.iter().collect();
+        options.sort_by_key(|o| o.configuration_id);
+        let mut rows = Vec::with_capacity(options.len());
+        for option in options {
             let id = option.configuration_id;
             rows.push(vec![
                 Value::Int(id),
@@ -554,10 +556,6 @@ impl Session {
                 Value::Bit(option.is_advanced),
             ]);
         }
-        rows.sort_by_key(|row| match row[0] {
-            Value::Int(id) => id,
-            _ => 0,
-        });
         (cols, rows)
     }
 

@@ -22,7 +22,7 @@
 //! with MERGE's range locks under SERIALIZABLE hints (HOLDLOCK is accepted and ignored).
 
 use crate::query::{ColRef, Env, shown_row, table_columns};
-use crate::session::{MatchedRow, Session};
+use crate::session::{InsertTarget, MatchedRow, Session};
 use crate::value::is_true;
 use engine::SqlError;
 use engine::catalog::Table;
@@ -121,13 +121,21 @@ impl Session {
             self.tag_output(action, Some(&sides.source_rows[s]));
             count += 1;
         }
+        // Each INSERT clause's table, column places and defaults, prepared once, when first used.
+        let mut insert_targets: Vec<Option<InsertTarget>> =
+            not_matched.iter().map(|_| None).collect();
         for &s in &unmatched_sources {
             self.check_cancel()?;
             let row = sides.combined(None, Some(s));
             let Some(clause) = self.first_clause(&not_matched, &sides.cols, &row)? else {
                 continue;
             };
-            self.merge_insert(&sides, clause, &row)?;
+            let at = not_matched.iter().position(|c| std::ptr::eq(*c, clause)).expect("listed");
+            if insert_targets[at].is_none() {
+                insert_targets[at] = Some(self.merge_insert_target(&sides, clause)?);
+            }
+            let target = insert_targets[at].as_ref().expect("prepared above");
+            self.merge_insert(&sides, clause, target, &row)?;
             self.tag_output(MergeActionKind::Insert, Some(&sides.source_rows[s]));
             count += 1;
         }
@@ -177,11 +185,14 @@ impl Session {
     fn merge_join(&self, sides: &Sides, on: &Expr) -> Result<Joined> {
         let mut pairs = Vec::new();
         let mut unmatched = Vec::new();
+        // One row buffer: each target row's values replace the last one's beside the source row.
+        let mut row = sides.combined(None, None);
         for s in 0..sides.source_rows.len() {
             self.check_cancel()?;
+            row[sides.target_width..].clone_from_slice(&sides.source_rows[s]);
             let mut any = false;
             for t in 0..sides.target.len() {
-                let row = sides.combined(Some(t), Some(s));
+                row[..sides.target_width].clone_from_slice(&sides.target[t].shown);
                 let env = Env { cols: &sides.cols, row: &row, group: None, outer: None };
                 if is_true(&self.eval(on, &env)?) {
                     pairs.push((t, s));
@@ -249,14 +260,28 @@ impl Session {
         }
     }
 
-    /// A NOT MATCHED clause's INSERT, its values evaluated over the source row.
-    fn merge_insert(&mut self, sides: &Sides, clause: &MergeClause, row: &[Value]) -> Result<()> {
+    /// A NOT MATCHED clause's INSERT target: the table, the places of the columns it names
+    /// and the table's defaults.
+    fn merge_insert_target(&mut self, sides: &Sides, clause: &MergeClause) -> Result<InsertTarget> {
         // The front end refuses UPDATE and DELETE here (10710) before the statement runs.
         let MergeAction::Insert(insert) = &clause.action else {
             return Err(not_supported("UPDATE or DELETE in this clause"));
         };
         let columns: Vec<String> = insert.columns.iter().map(crate::front::last_part).collect();
-        let target = self.insert_target(&sides.table.name, &columns)?;
+        self.insert_target(&sides.table.name, &columns)
+    }
+
+    /// A NOT MATCHED clause's INSERT, its values evaluated over the source row.
+    fn merge_insert(
+        &mut self,
+        sides: &Sides,
+        clause: &MergeClause,
+        target: &InsertTarget,
+        row: &[Value],
+    ) -> Result<()> {
+        let MergeAction::Insert(insert) = &clause.action else {
+            return Err(not_supported("UPDATE or DELETE in this clause"));
+        };
         let env = Env { cols: &sides.cols, row, group: None, outer: None };
         let values = match &insert.kind {
             MergeInsertKind::Values(values) => {
@@ -273,7 +298,7 @@ impl Session {
                 return Err(not_supported("INSERT ROW or INSERT *"));
             }
         };
-        self.insert_rows(&target, vec![values], true)?;
+        self.insert_rows(target, vec![values], true)?;
         Ok(())
     }
 }
