@@ -25,10 +25,27 @@
 //! [`GATHER_WRITE_PAGES`] (1 MB) in one write, unbuffered where the backend can
 //! ([`crate::io::IoFile::write_gathered`]).
 //!
+//! Counters for Buffer Manager (sys.dm_os_performance_counters), each counted where its event
+//! happens:
+//! - page lookups: every [`BufferPool::fetch`], counted by each thread in a counter of its own
+//!   (a plain store, no locked instruction on the hottest path), summed when read;
+//! - lookup misses: the fetches that had to read their page from disk themselves (a page that
+//!   read-ahead brought in is a hit, as in SQL Server); the hit ratio is the rest over lookups;
+//! - free list stalls: the frame requests that found the free list empty and had to evict or
+//!   write pages back before they got a frame;
+//! - page life expectancy: how long the clock hand took for its last full sweep of the frames,
+//!   or how long its current sweep has lasted if that is longer (no pressure: it grows by a
+//!   second a second). A page referenced just now keeps its frame until the hand has passed it
+//!   twice, once to clear its reference bit and once to evict it, so one sweep is the least time
+//!   an unreferenced page stays: SQL Server's definition of the counter.
+//!
 //! Deviations: reads and writes are synchronous pread/pwrite on the calling thread, not
 //! asynchronous I/O completed by another thread; the waits are the same time. A latch request
 //! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
-//! at its 300 s latch timeout.
+//! at its 300 s latch timeout. SQL Server computes its hit ratio over the last few thousand
+//! lookups and estimates page life expectancy from the rate of buffer turnover; here the ratio
+//! is over every lookup since the pool started, and the life expectancy is read off the clock
+//! hand.
 //!
 //! Latch order (to avoid latch deadlocks), owned here and followed by callers:
 //! 1. Allocation pages: at most PFS, then SGAM, then GAM of the same file, nested in that order.
@@ -67,6 +84,7 @@ use crate::page::PageBuf;
 use crate::spinlock::SpinMutex;
 use crate::units::{PAGE_SIZE_U64, PageId};
 use crate::waits::{LatchStats, SpinlockStats, WaitStats, WaitingTasks};
+use crossbeam_utils::CachePadded;
 use crossbeam_utils::sync::ShardedLock;
 use parking_lot::{Condvar, Mutex, RwLock};
 // Page keys are small integers chosen by the engine: FxHash, not SipHash's DoS resistance.
@@ -75,6 +93,7 @@ use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+use thread_local::ThreadLocal;
 
 /// A page of a database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -160,6 +179,14 @@ pub struct BufferCounters {
     pub checkpoint_pages: u64,
     /// 8 KB buffers allocated: at most one per frame, ever.
     pub buffers_allocated: u64,
+    /// Pages asked of the pool (Page lookups/sec, Buffer cache hit ratio base).
+    pub page_lookups: u64,
+    /// Lookups that read their page from disk: the hit ratio's misses.
+    pub lookup_misses: u64,
+    /// Frame requests that found the free list empty (Free list stalls/sec).
+    pub free_list_stalls: u64,
+    /// Full sweeps of the clock hand over the frames (each ends a page life expectancy).
+    pub clock_sweeps: u64,
 }
 
 /// The shared statistics a pool records into.
@@ -176,7 +203,7 @@ pub struct BufferPool {
     /// The page table, under the BUF_HASH spinlock.
     table: SpinMutex<HashMap<PageKey, usize>>,
     free: Mutex<Vec<usize>>,
-    clock_hand: Mutex<usize>,
+    clock_hand: Mutex<ClockHand>,
     files: RwLock<HashMap<(u16, u16), Arc<BufferFile>>>,
     stats: PoolStats,
     page_waits: Mutex<HashMap<(PageKey, &'static str), PageWaitCell>>,
@@ -185,6 +212,12 @@ pub struct BufferPool {
     /// Pages installed by read-ahead.
     read_ahead_pages: AtomicU64,
     evictions: AtomicU64,
+    /// Page lookups, each thread adding to its own counter alone (so a relaxed load and store,
+    /// not a locked add); a thread that ends leaves its count for the next thread to take its
+    /// slot. Padded to a cache line each, so two threads' counters never share one.
+    page_lookups: ThreadLocal<CachePadded<AtomicU64>>,
+    lookup_misses: AtomicU64,
+    free_list_stalls: AtomicU64,
     lazy_writer_writes: AtomicU64,
     /// Pages written by flushes of a whole database or file (checkpoints, close, shrink).
     checkpoint_pages: AtomicU64,
@@ -212,6 +245,38 @@ impl Drop for BufferPool {
         let used = self.frames.iter_mut().filter_map(|frame| frame.data.get_mut().take());
         let unused = self.unused_buffers.get_mut().drain(..).map(|(buffer, _)| buffer);
         crate::pool_memory::give_back(used.chain(unused));
+    }
+}
+
+/// The clock replacement's hand, and the times of its sweeps (page life expectancy).
+struct ClockHand {
+    /// The next frame the hand looks at.
+    index: usize,
+    /// When the hand last passed the first frame, or the pool started.
+    sweep_started: Instant,
+    /// How long the last full sweep took; none before the first one ends.
+    last_sweep: Option<Duration>,
+    /// Full sweeps so far.
+    sweeps: u64,
+}
+
+impl ClockHand {
+    fn new() -> ClockHand {
+        ClockHand { index: 0, sweep_started: Instant::now(), last_sweep: None, sweeps: 0 }
+    }
+
+    /// Moves the hand one frame on; returns the frame it was at. Passing the first frame ends a
+    /// sweep.
+    fn advance(&mut self, frames: usize) -> usize {
+        let at = self.index;
+        self.index = (at + 1) % frames;
+        if self.index == 0 {
+            let now = Instant::now();
+            self.last_sweep = Some(now.saturating_duration_since(self.sweep_started));
+            self.sweep_started = now;
+            self.sweeps += 1;
+        }
+        at
     }
 }
 
@@ -264,7 +329,7 @@ impl BufferPool {
             // set's entries over more cache lines, and each lookup missed.
             table: SpinMutex::new(HashMap::default(), "BUF_HASH", &stats.spinlocks),
             free: Mutex::new((0..frames).rev().collect()),
-            clock_hand: Mutex::new(0),
+            clock_hand: Mutex::new(ClockHand::new()),
             files: RwLock::new(HashMap::default()),
             stats,
             page_waits: Mutex::new(HashMap::default()),
@@ -274,6 +339,9 @@ impl BufferPool {
             pfs_latch_hold_us: AtomicU64::new(0),
             logs: ShardedLock::new(HashMap::default()),
             evictions: AtomicU64::new(0),
+            page_lookups: ThreadLocal::new(),
+            lookup_misses: AtomicU64::new(0),
+            free_list_stalls: AtomicU64::new(0),
             lazy_writer_writes: AtomicU64::new(0),
             checkpoint_pages: AtomicU64::new(0),
             buffers_allocated: AtomicU64::new(0),
@@ -326,7 +394,25 @@ impl BufferPool {
             lazy_writer_writes: self.lazy_writer_writes.load(Ordering::Relaxed),
             checkpoint_pages: self.checkpoint_pages.load(Ordering::Relaxed),
             buffers_allocated: self.buffers_allocated.load(Ordering::Relaxed),
+            page_lookups: self.page_lookups.iter().map(|c| c.load(Ordering::Relaxed)).sum(),
+            lookup_misses: self.lookup_misses.load(Ordering::Relaxed),
+            free_list_stalls: self.free_list_stalls.load(Ordering::Relaxed),
+            clock_sweeps: self.clock_hand.lock().sweeps,
         }
+    }
+
+    /// Page life expectancy at `now`: the clock hand's last full sweep, or its current one if
+    /// that has lasted longer (see the module header).
+    pub fn page_life_expectancy(&self, now: Instant) -> Duration {
+        let hand = self.clock_hand.lock();
+        let current = now.saturating_duration_since(hand.sweep_started);
+        hand.last_sweep.unwrap_or_default().max(current)
+    }
+
+    /// Counts a lookup on this thread's own counter (only this thread writes it).
+    fn count_lookup(&self) {
+        let mine = self.page_lookups.get_or_default();
+        mine.store(mine.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     /// From now on, changes to the database's pages are logged to `log`.
@@ -383,12 +469,14 @@ impl BufferPool {
 
     /// Latches a page in `mode`, reading it from disk if it is not cached.
     pub fn fetch(&self, key: PageKey, mode: LatchMode) -> SqlResult<PageGuard<'_>> {
+        self.count_lookup();
         for _ in 0..MAX_EVICTION_ROUNDS {
             if let Some(guard) = self.fetch_cached(key, mode)? {
                 Self::count_read(&guard, false);
                 return Ok(guard);
             }
             if let Some(index) = self.claim_frame(key)? {
+                self.lookup_misses.fetch_add(1, Ordering::Relaxed);
                 let guard = self.load(index, key, mode)?;
                 Self::count_read(&guard, true);
                 return Ok(guard);
@@ -746,6 +834,7 @@ impl BufferPool {
                 self.wake_lazy_writer_if_low();
                 return Ok(index);
             }
+            self.free_list_stalls.fetch_add(1, Ordering::Relaxed);
             if let Some(index) = self.evict_clean() {
                 return Ok(index);
             }
@@ -768,8 +857,7 @@ impl BufferPool {
         let mut table = self.table.lock();
         let mut hand = self.clock_hand.lock();
         for _ in 0..2 * self.frames.len() {
-            let index = *hand;
-            *hand = (*hand + 1) % self.frames.len();
+            let index = hand.advance(self.frames.len());
             let mut meta = self.frames[index].meta.lock();
             let Some(key) = meta.key else { continue };
             if meta.pin_count > 0 || meta.dirty {
@@ -790,7 +878,7 @@ impl BufferPool {
     /// Writes back up to about `limit` dirty, unpinned pages in clock order, each with its
     /// dirty neighbours ([`BufferPool::write_back`]). Returns how many pages.
     fn write_back_some(&self, limit: usize, by_lazy_writer: bool) -> SqlResult<usize> {
-        let start = *self.clock_hand.lock();
+        let start = self.clock_hand.lock().index;
         let mut written = 0;
         for step in 0..self.frames.len() {
             if written >= limit {

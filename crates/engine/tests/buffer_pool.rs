@@ -428,3 +428,73 @@ fn freeing_a_page_the_pfs_calls_free_is_8948_not_a_panic() {
     );
     db.free_page(unit, second).expect("the other page is freed as before");
 }
+
+#[test]
+fn lookups_count_every_fetch_on_every_thread_and_misses_only_the_reads_from_disk() {
+    let lab = lab();
+    let db = Arc::new(lab.company());
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let pages: Vec<PageId> = (0..20).map(|_| db.allocate_page(unit).unwrap()).collect();
+    for (n, page) in pages.iter().enumerate() {
+        write_data_page(&lab, db.database_id, *page, n as u64);
+    }
+    db.checkpoint().unwrap();
+    for page in &pages {
+        lab.instance.buffer_pool.discard(db.database_id, Some(page.file_id), page.page_no);
+    }
+    let before = lab.instance.buffer_pool.counters();
+    // Four threads read the twenty pages three times each: the first read of a page misses
+    // (whichever thread gets there first reads it), every other read finds it cached.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                for _ in 0..3 {
+                    for (n, page) in pages.iter().enumerate() {
+                        assert_eq!(read_mark(&lab, db.database_id, *page), n as u64);
+                    }
+                }
+            });
+        }
+    });
+    let after = lab.instance.buffer_pool.counters();
+    assert_eq!(after.page_lookups - before.page_lookups, 4 * 3 * 20, "{after:?}");
+    assert_eq!(after.lookup_misses - before.lookup_misses, 20, "{after:?}");
+    assert_eq!(after.page_reads - before.page_reads, 20, "{after:?}");
+    // A thread that ended leaves its count behind.
+    assert_eq!(lab.instance.buffer_pool.counters().page_lookups, after.page_lookups);
+    assert_eq!(after.free_list_stalls, 0, "a 512 MB pool never ran out of free frames");
+}
+
+#[test]
+fn page_life_expectancy_is_the_clock_hands_sweep_and_grows_without_pressure() {
+    let started = Instant::now();
+    let lab = lab_with(|config| config.max_server_memory_mb = Some(1));
+    let pool = &lab.instance.buffer_pool;
+    // No sweep yet: every page has stayed since the pool started.
+    assert_eq!(pool.counters().clock_sweeps, 0);
+    let later = Instant::now() + Duration::from_secs(30);
+    assert!(pool.page_life_expectancy(later) >= Duration::from_secs(30));
+    assert!(pool.page_life_expectancy(later) <= later.duration_since(started));
+    let db = lab.company();
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    let pages: Vec<PageId> = (0..400).map(|_| db.allocate_page(unit).unwrap()).collect();
+    for (n, page) in pages.iter().enumerate() {
+        write_data_page(&lab, db.database_id, *page, n as u64);
+    }
+    // 400 pages through 128 frames, read back twice: the hand sweeps the frames again and again.
+    let sweeps_before = pool.counters().clock_sweeps;
+    for _ in 0..2 {
+        for (n, page) in pages.iter().enumerate() {
+            assert_eq!(read_mark(&lab, db.database_id, *page), n as u64);
+        }
+    }
+    let counters = pool.counters();
+    assert!(counters.clock_sweeps >= sweeps_before + 2, "{counters:?}");
+    assert!(counters.free_list_stalls > 0, "frames were taken by eviction: {counters:?}");
+    assert!(counters.lookup_misses >= 400, "{counters:?}");
+    // The life expectancy is now one sweep, shorter than the pool has existed...
+    let now = Instant::now();
+    assert!(pool.page_life_expectancy(now) < now.duration_since(started), "{counters:?}");
+    // ...and with no more pressure the hand stops, and its current sweep grows a second a second.
+    assert!(pool.page_life_expectancy(now + Duration::from_secs(100)) >= Duration::from_secs(100));
+}

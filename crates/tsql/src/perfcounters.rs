@@ -10,9 +10,16 @@
 //! opened for the Databases object; its rate is the difference of two samples over their
 //! interval. A point-in-time value has cntr_type 65792.
 //!
+//! Buffer cache hit ratio is a fraction: its cntr_value (cntr_type 537003264) is the lookups
+//! that found their page in the pool, and "Buffer cache hit ratio base" (1073939712) is every
+//! lookup, so the percentage is 100 * value / base. Page life expectancy comes from the buffer
+//! pool's clock hand ([`engine::buffer`] explains it), and Buffer Node `000` repeats it for the
+//! one memory node.
+//!
 //! Deviations: only the counters listed in [`Session::dm_os_performance_counters`] exist (no
-//! Page life expectancy, Buffer cache hit ratio, Full Scans/sec or Index Searches/sec yet, which
-//! need counts the engine does not keep). The Locks object has only its `_Total` instance.
+//! Full Scans/sec or Index Searches/sec yet, which need counts the engine does not keep). The
+//! hit ratio covers every lookup since the instance started, where SQL Server's covers the last
+//! few thousand. The Locks object has only its `_Total` instance.
 
 use crate::session::Session;
 use crate::sysviews::{ViewRows, columns};
@@ -24,6 +31,10 @@ use std::sync::Arc;
 const BULK_COUNT: i32 = 272_696_576;
 /// PERF_COUNTER_LARGE_RAWCOUNT: the value now.
 const RAW_COUNT: i32 = 65_792;
+/// PERF_LARGE_RAW_FRACTION: a numerator, read over the base counter that follows it.
+const RAW_FRACTION: i32 = 537_003_264;
+/// PERF_LARGE_RAW_BASE: the denominator of the fraction before it.
+const RAW_BASE: i32 = 1_073_939_712;
 /// Width of the nchar(128) name columns.
 const NAME_CHARS: usize = 128;
 
@@ -136,23 +147,14 @@ impl Session {
         (cols, rows)
     }
 
-    /// Buffer Manager, Access Methods, General Statistics and SQL Statistics.
+    /// Buffer Manager, Buffer Node, Access Methods, General Statistics and SQL Statistics.
     fn instance_counters(&self) -> Vec<Counter> {
-        const BUFFER: &str = "SQLServer:Buffer Manager";
         const ACCESS: &str = "SQLServer:Access Methods";
         let instance = &self.server.instance;
-        let pool = &instance.buffer_pool;
-        let buffer = pool.counters();
         let counts = instance.counters.read();
         let user_connections = self.server.sessions.lock().len() as u64;
-        vec![
-            counter(BUFFER, "Page reads/sec", buffer.page_reads, BULK_COUNT),
-            counter(BUFFER, "Page writes/sec", buffer.page_writes, BULK_COUNT),
-            counter(BUFFER, "Readahead pages/sec", pool.read_ahead_pages(), BULK_COUNT),
-            counter(BUFFER, "Lazy writes/sec", buffer.lazy_writer_writes, BULK_COUNT),
-            counter(BUFFER, "Checkpoint pages/sec", buffer.checkpoint_pages, BULK_COUNT),
-            counter(BUFFER, "Database pages", pool.cached_pages() as u64, RAW_COUNT),
-            counter(BUFFER, "Target pages", pool.frame_count() as u64, RAW_COUNT),
+        let mut rows = self.buffer_counters();
+        rows.extend([
             counter(ACCESS, "Page Splits/sec", counts.page_splits, BULK_COUNT),
             counter(ACCESS, "Pages Allocated/sec", counts.pages_allocated, BULK_COUNT),
             counter(ACCESS, "Extents Allocated/sec", counts.extents_allocated, BULK_COUNT),
@@ -170,7 +172,45 @@ impl Session {
                 counts.batch_requests,
                 BULK_COUNT,
             ),
-        ]
+        ]);
+        rows
+    }
+
+    /// Buffer Manager, then Buffer Node `000` (the one memory node: its counters are the
+    /// pool's, and no lookup is served by another node).
+    fn buffer_counters(&self) -> Vec<Counter> {
+        const BUFFER: &str = "SQLServer:Buffer Manager";
+        const NODE: &str = "SQLServer:Buffer Node";
+        let pool = &self.server.instance.buffer_pool;
+        let buffer = pool.counters();
+        let hits = buffer.page_lookups.saturating_sub(buffer.lookup_misses);
+        let life_s = pool.page_life_expectancy(std::time::Instant::now()).as_secs();
+        let database_pages = pool.cached_pages() as u64;
+        let mut rows = vec![
+            counter(BUFFER, "Buffer cache hit ratio", hits, RAW_FRACTION),
+            counter(BUFFER, "Buffer cache hit ratio base", buffer.page_lookups, RAW_BASE),
+            counter(BUFFER, "Page lookups/sec", buffer.page_lookups, BULK_COUNT),
+            counter(BUFFER, "Free list stalls/sec", buffer.free_list_stalls, BULK_COUNT),
+            counter(BUFFER, "Page reads/sec", buffer.page_reads, BULK_COUNT),
+            counter(BUFFER, "Page writes/sec", buffer.page_writes, BULK_COUNT),
+            counter(BUFFER, "Readahead pages/sec", pool.read_ahead_pages(), BULK_COUNT),
+            counter(BUFFER, "Lazy writes/sec", buffer.lazy_writer_writes, BULK_COUNT),
+            counter(BUFFER, "Checkpoint pages/sec", buffer.checkpoint_pages, BULK_COUNT),
+            counter(BUFFER, "Database pages", database_pages, RAW_COUNT),
+            counter(BUFFER, "Target pages", pool.frame_count() as u64, RAW_COUNT),
+            counter(BUFFER, "Page life expectancy", life_s, RAW_COUNT),
+        ];
+        let node = [
+            counter(NODE, "Database pages", database_pages, RAW_COUNT),
+            counter(NODE, "Page life expectancy", life_s, RAW_COUNT),
+            counter(NODE, "Local node page lookups/sec", buffer.page_lookups, BULK_COUNT),
+            counter(NODE, "Remote node page lookups/sec", 0, BULK_COUNT),
+        ];
+        for mut row in node {
+            row.instance = "000".to_string();
+            rows.push(row);
+        }
+        rows
     }
 
     /// The Databases object: one instance per open database, then `_Total`.

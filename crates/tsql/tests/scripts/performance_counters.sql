@@ -88,3 +88,46 @@ SELECT cntr_value AS batches FROM sys.dm_os_performance_counters WHERE counter_n
 GO
 SELECT cntr_value AS batches FROM sys.dm_os_performance_counters WHERE counter_name = 'Batch Requests/sec';
 GO
+-- Buffer cache hit ratio is a fraction of two counters: the lookups that found their page in
+-- the pool, over every lookup (Buffer cache hit ratio base). A table read cold, then warm: the
+-- cold read's misses are the pages it read from disk itself (pages read ahead are hits, as in
+-- SQL Server); the warm read misses none.
+CREATE TABLE cached (id int PRIMARY KEY, pad char(2000) NOT NULL);
+GO
+DECLARE @i int = 0;
+WHILE @i < 200 BEGIN INSERT cached VALUES (@i, 'x'); SET @i += 1; END;
+CHECKPOINT;
+DBCC DROPCLEANBUFFERS WITH NO_INFOMSGS;
+GO
+CREATE TABLE #samples (read_kind varchar(10), hits bigint, lookups bigint, page_reads bigint);
+GO
+INSERT #samples SELECT 'before',
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Buffer cache hit ratio'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Buffer cache hit ratio base'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Page reads/sec');
+SELECT COUNT(*) AS cold_rows FROM cached;
+INSERT #samples SELECT 'cold',
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Buffer cache hit ratio'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Buffer cache hit ratio base'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Page reads/sec');
+SELECT COUNT(*) AS warm_rows FROM cached;
+INSERT #samples SELECT 'warm',
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Buffer cache hit ratio'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Buffer cache hit ratio base'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Page reads/sec');
+GO
+SELECT s.read_kind, s.lookups - p.lookups AS lookups, (s.lookups - p.lookups) - (s.hits - p.hits) AS misses,
+       CASE WHEN s.page_reads > p.page_reads THEN 'yes' ELSE 'no' END AS read_from_disk
+FROM #samples s JOIN #samples p
+  ON (s.read_kind = 'cold' AND p.read_kind = 'before') OR (s.read_kind = 'warm' AND p.read_kind = 'cold');
+GO
+-- Page life expectancy (seconds) is the buffer pool's, so Buffer Manager and Buffer Node 000
+-- agree; a 512 MB pool under this script never ran out of free frames.
+SELECT COUNT(DISTINCT cntr_value) AS life_expectancy_values, MIN(cntr_type) AS cntr_type
+FROM sys.dm_os_performance_counters WHERE counter_name = 'Page life expectancy';
+SELECT RTRIM(object_name) AS object_name, RTRIM(counter_name) AS counter_name,
+       RTRIM(instance_name) AS instance_name, cntr_type
+FROM sys.dm_os_performance_counters WHERE object_name = 'SQLServer:Buffer Node';
+SELECT cntr_value AS free_list_stalls FROM sys.dm_os_performance_counters
+WHERE counter_name = 'Free list stalls/sec';
+GO
