@@ -9,7 +9,8 @@
 //!   same), and a trailing `ON [filegroup]` after CREATE TABLE;
 //! - `CHECKPOINT`, `RECONFIGURE [WITH OVERRIDE]`, `SAVE TRAN[SACTION] name`;
 //! - MERGE's own parse errors: no semicolon at its end (10713), and an action its clause does
-//!   not allow (10710, 10711), which sqlparser would report as syntax errors.
+//!   not allow (10710, 10711), which sqlparser would report as syntax errors;
+//! - WAITFOR's literal that is not a time string (148), found before the batch runs.
 //!
 //! Syntax errors are SQL Server's 102 ("Incorrect syntax near 'x'.") or 156 (near a keyword),
 //! with the line; the whole batch then does not run, as in SQL Server.
@@ -591,6 +592,9 @@ fn parse_rest(
 
 /// The parse error of a MERGE that no semicolon ends (10713).
 const MERGE_WITHOUT_SEMICOLON: &str = "MERGE without a semicolon";
+/// The start of the parse error of a WAITFOR whose literal is not a time (148), followed by
+/// the literal.
+const WAITFOR_BAD_TIME: &str = "WAITFOR bad time string: ";
 /// The start of the parse error of a MERGE clause whose action its kind does not allow:
 /// followed by `number|action|clause` (10710, 10711).
 const MERGE_ACTION_NOT_ALLOWED: &str = "MERGE action not allowed: ";
@@ -669,6 +673,11 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
     }
     if let Some(refused) = merge_action_error(&error) {
         return (refused, line);
+    }
+    if let ParserError::ParserError(text) = &error
+        && let Some(literal) = text.strip_prefix(WAITFOR_BAD_TIME)
+    {
+        return (crate::waitfor::bad_time_string(literal), line);
     }
     if error == ParserError::ParserError(MERGE_WITHOUT_SEMICOLON.into()) {
         let text = "A MERGE statement must be terminated by a semi-colon (;).";
@@ -1060,6 +1069,11 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     let start = parser.index();
     let statement = Box::new(parser.parse_statement()?);
     refuse_order_or_limit(parser, start, &statement)?;
+    if let Statement::WaitFor(waitfor) = &*statement
+        && let Some(text) = crate::waitfor::literal_error(waitfor)
+    {
+        return Err(ParserError::ParserError(format!("{WAITFOR_BAD_TIME}{text}")));
+    }
     if matches!(*statement, Statement::Merge(_)) && parser.peek_token().token != Token::SemiColon {
         return Err(ParserError::ParserError(MERGE_WITHOUT_SEMICOLON.into()));
     }

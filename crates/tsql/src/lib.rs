@@ -51,4 +51,5 @@ pub mod sysprocs;
 pub mod sysviews;
 pub mod temp;
 pub mod value;
+pub mod waitfor;
 pub mod window;

@@ -1154,6 +1154,7 @@ impl Session {
                 Ok(Flow::Next)
             }
             Statement::Set(set) => self.run_set(set, line),
+            Statement::WaitFor(waitfor) => self.run_waitfor(waitfor, line),
             Statement::Print(print) => {
                 let v = self.eval_stmt(&print.message, line)?;
                 out(Output::Message(value::display(&v).replace("NULL", "")));

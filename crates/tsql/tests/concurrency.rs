@@ -91,3 +91,48 @@ fn the_server_removes_ghost_records_in_the_background() {
     let (_, text) = run(&mut session, "SELECT COUNT(*) AS n FROM g");
     assert!(text.contains("200"), "{text}");
 }
+
+/// A session in WAITFOR DELAY is a waiting task of wait type WAITFOR, seen from another
+/// session; a cancel (the client's attention) ends the wait at once, and the time it waited is
+/// the WAITFOR row of sys.dm_os_wait_stats.
+#[test]
+fn a_session_in_waitfor_waits_as_waitfor_until_it_is_cancelled() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut observer = Session::new(&server);
+    let mut waiter = Session::new(&server);
+    let spid = waiter.spid;
+    let cancel = waiter.cancel_handle();
+    let waiting = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let (errors, _) = run(&mut waiter, "WAITFOR DELAY '00:10:00'");
+        (errors, started.elapsed())
+    });
+    let query = format!(
+        "SELECT wait_type FROM sys.dm_os_waiting_tasks WHERE session_id = {spid} \
+         UNION ALL SELECT wait_type FROM sys.dm_exec_requests WHERE session_id = {spid}"
+    );
+    let started = std::time::Instant::now();
+    loop {
+        let found = common::rows(&mut observer, &query);
+        if found.len() == 2 {
+            assert_eq!(found, vec![vec!["WAITFOR".to_string()], vec!["WAITFOR".to_string()]]);
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 30, "the waiter never showed as waiting: {found:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (errors, waited) = waiting.join().expect("the waiting session");
+    assert!(waited.as_secs() < 60, "the cancel ended a ten-minute wait: {waited:?}");
+    assert!(errors.is_empty() || errors == [3617], "{errors:?}");
+    let stats = common::rows(
+        &mut observer,
+        "SELECT waiting_tasks_count FROM sys.dm_os_wait_stats WHERE wait_type = 'WAITFOR'",
+    );
+    assert_eq!(stats, vec![vec!["1".to_string()]]);
+    let still = common::rows(&mut observer, &query);
+    assert!(still.iter().all(|row| row[0] != "WAITFOR"), "{still:?}");
+    drop(observer);
+    server.shutdown().expect("shutdown");
+}

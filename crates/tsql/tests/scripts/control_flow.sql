@@ -39,3 +39,26 @@ BEGIN
 END
 SELECT OBJECT_NAME(object_id) AS tbl, type_desc FROM sys.indexes WHERE OBJECT_NAME(object_id) LIKE 'nested%' ORDER BY tbl, index_id;
 GO
+-- WAITFOR DELAY really waits, as the WAITFOR wait type: a literal, a varchar variable and a
+-- datetime variable (whose date must be 1900-01-01), each 50 ms.
+DECLARE @before bigint = (SELECT COALESCE(MAX(waiting_tasks_count), 0) FROM sys.dm_os_wait_stats WHERE wait_type = 'WAITFOR');
+DECLARE @started datetime2 = SYSDATETIME();
+DECLARE @text varchar(12) = '00:00:00.050', @time datetime = '00:00:00.050';
+WAITFOR DELAY '00:00:00.050';
+WAITFOR DELAY @text;
+WAITFOR DELAY @time;
+SELECT waiting_tasks_count - @before AS waitfor_waits,
+       CASE WHEN DATEDIFF(ms, @started, SYSDATETIME()) >= 150 THEN 'yes' ELSE 'no' END AS waited_150_ms
+FROM sys.dm_os_wait_stats WHERE wait_type = 'WAITFOR';
+GO
+-- A literal that is not a time string is 148 when the batch is parsed: nothing of it runs.
+SELECT 'not printed' AS x;
+WAITFOR DELAY '24:00:00';
+GO
+WAITFOR TIME '12:61';
+GO
+-- In a variable it is found when the statement runs (the date part is not allowed).
+DECLARE @day datetime = '2026-01-01 00:00:01';
+SELECT 'printed' AS x;
+WAITFOR DELAY @day;
+GO
