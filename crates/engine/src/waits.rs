@@ -7,6 +7,10 @@
 //! [`SpinlockStats`] has the columns of sys.dm_os_spinlock_stats and is fed by
 //! [`crate::filegroup::FillLock`], the FGCB_PRP_FILL lock.
 //!
+//! Invariant 1: every wait type recorded is one of [`WAIT_TYPES`] (asserted in debug builds),
+//! so sys.dm_os_wait_stats lists each type the engine can wait on from the start, with zeros
+//! until its first wait, as SQL Server lists every wait type it has.
+//!
 //! Deviation: signal_wait_time_ms is 0 for preemptive waits, which is also what SQL Server
 //! reports for them (the thread runs outside the scheduler). The buffer-pool issue adds
 //! scheduler-style waits where signal time can be measured.
@@ -36,6 +40,31 @@ struct WaitCell {
     signal_us: u64,
 }
 
+/// Every wait type the engine and its T-SQL layer record, in name order.
+pub const WAIT_TYPES: [&str; 21] = [
+    "CXPACKET",
+    "LCK_M_IS",
+    "LCK_M_IX",
+    "LCK_M_S",
+    "LCK_M_SIX",
+    "LCK_M_U",
+    "LCK_M_X",
+    "LOGBUFFER",
+    "PAGEIOLATCH_DT",
+    "PAGEIOLATCH_EX",
+    "PAGEIOLATCH_KP",
+    "PAGEIOLATCH_SH",
+    "PAGEIOLATCH_UP",
+    "PAGELATCH_DT",
+    "PAGELATCH_EX",
+    "PAGELATCH_KP",
+    "PAGELATCH_SH",
+    "PAGELATCH_UP",
+    "PREEMPTIVE_OS_WRITEFILEGATHER",
+    "WAITFOR",
+    "WRITELOG",
+];
+
 /// Process-wide wait statistics.
 #[derive(Default)]
 pub struct WaitStats {
@@ -45,6 +74,7 @@ pub struct WaitStats {
 impl WaitStats {
     /// Records one completed wait of `waited` (and `signal` from wake-up to running).
     pub fn record(&self, wait_type: &'static str, waited: Duration, signal: Duration) {
+        debug_assert!(WAIT_TYPES.contains(&wait_type), "invariant 1: {wait_type} is listed");
         let waited_us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
         let signal_us = u64::try_from(signal.as_micros()).unwrap_or(u64::MAX);
         let mut cells = self.cells.lock();
@@ -68,6 +98,20 @@ impl WaitStats {
                 signal_wait_time_ms: cell.signal_us / 1000,
             })
             .collect()
+    }
+
+    /// A row for every one of [`WAIT_TYPES`], zeros where nothing has waited
+    /// (sys.dm_os_wait_stats), by wait type.
+    pub fn snapshot_all(&self) -> Vec<WaitRow> {
+        let waited = self.snapshot();
+        let mut rows: Vec<WaitRow> = WAIT_TYPES
+            .iter()
+            .filter(|name| !waited.iter().any(|row| row.wait_type == **name))
+            .map(|name| WaitRow { wait_type: (*name).to_string(), ..WaitRow::default() })
+            .collect();
+        rows.extend(waited);
+        rows.sort_by(|a, b| a.wait_type.cmp(&b.wait_type));
+        rows
     }
 
     /// One wait type's row, if it has been waited on.
@@ -336,4 +380,43 @@ impl WaitingTasks {
 /// Wait type names used by this crate.
 pub mod wait_type {
     pub const PREEMPTIVE_OS_WRITEFILEGATHER: &str = "PREEMPTIVE_OS_WRITEFILEGATHER";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_wait_type_is_listed_with_zeros_until_its_first_wait() {
+        let stats = WaitStats::default();
+        let rows = stats.snapshot_all();
+        assert_eq!(rows.len(), WAIT_TYPES.len());
+        assert!(rows.iter().all(|row| row.waiting_tasks_count == 0 && row.wait_time_ms == 0));
+        stats.record("WRITELOG", Duration::from_millis(3), Duration::ZERO);
+        let rows = stats.snapshot_all();
+        assert_eq!(rows.len(), WAIT_TYPES.len(), "a waited type is listed once");
+        let writelog = rows.iter().find(|row| row.wait_type == "WRITELOG").unwrap();
+        assert_eq!((writelog.waiting_tasks_count, writelog.wait_time_ms), (1, 3));
+        let names: Vec<&str> = rows.iter().map(|row| row.wait_type.as_str()).collect();
+        assert!(names.windows(2).all(|pair| pair[0] < pair[1]), "by wait type: {names:?}");
+        assert_eq!(stats.snapshot().len(), 1, "snapshot keeps only the waited types");
+    }
+
+    #[test]
+    fn the_wait_types_of_latches_and_locks_are_listed() {
+        use crate::latch::LatchMode;
+        use crate::lock::LockMode;
+        for mode in [LatchMode::Kp, LatchMode::Sh, LatchMode::Up, LatchMode::Ex, LatchMode::Dt] {
+            assert!(WAIT_TYPES.contains(&mode.pagelatch_wait()));
+            assert!(WAIT_TYPES.contains(&mode.pageiolatch_wait()));
+        }
+        for mode in
+            [LockMode::IS, LockMode::S, LockMode::U, LockMode::IX, LockMode::SIX, LockMode::X]
+        {
+            assert!(WAIT_TYPES.contains(&mode.wait_type()));
+        }
+        for name in [crate::log::WRITELOG, crate::log::LOGBUFFER] {
+            assert!(WAIT_TYPES.contains(&name));
+        }
+    }
 }

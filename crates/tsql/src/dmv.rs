@@ -62,6 +62,9 @@ impl Session {
         }
     }
 
+    /// sys.dm_os_wait_stats: a row for every wait type the engine can wait on, zeros until its
+    /// first wait (SQL Server lists its ~900 wait types the same way; the ones this engine
+    /// never waits on are left out).
     pub(crate) fn dm_os_wait_stats(&self) -> ViewRows {
         let cols = columns(&[
             "wait_type",
@@ -74,7 +77,7 @@ impl Session {
             .server
             .instance
             .waits
-            .snapshot()
+            .snapshot_all()
             .into_iter()
             .map(|w| {
                 vec![

@@ -16,6 +16,10 @@ SELECT wait_type, CASE WHEN waiting_tasks_count >= 40 THEN '>= 40' END AS waits,
 FROM sys.dm_os_wait_stats WHERE wait_type = N'WRITELOG';
 DBCC SQLPERF ('sys.dm_os_wait_stats', CLEAR);
 SELECT COUNT(*) AS rows_after_clear FROM sys.dm_os_wait_stats WHERE waiting_tasks_count > 0 AND wait_type = N'WRITELOG';
+-- Every wait type the engine can wait on has a row, with zeros until its first wait.
+SELECT wait_type, waiting_tasks_count, wait_time_ms FROM sys.dm_os_wait_stats
+WHERE wait_type IN (N'WRITELOG', N'PAGELATCH_UP', N'LCK_M_X', N'WAITFOR') ORDER BY wait_type;
+SELECT COUNT(*) AS wait_types FROM sys.dm_os_wait_stats;
 -- No one else is connected: nothing waits now, and this session is the one running request.
 SELECT COUNT(*) AS waiting_now FROM sys.dm_os_waiting_tasks;
 SELECT session_id, status, DB_NAME(database_id) AS db, is_user_process, open_transaction_count FROM sys.dm_exec_sessions;
