@@ -330,6 +330,7 @@ impl Table {
     /// COMMITTED needs; the lock is the transaction's, so an explicit transaction keeps it).
     pub fn count_rows(&self, db: &Database) -> SqlResult<u64> {
         self.lock(db, LockMode::S)?;
+        db.instance().counters.count_full_scan();
         match &self.base {
             Storage::Heap(heap) => heap.count_rows(db),
             Storage::Clustered(tree) => tree.count_rows(db),
@@ -600,6 +601,12 @@ impl Table {
         to: Option<&[Value]>,
     ) -> SqlResult<Vec<(RowLocator, Vec<Value>)>> {
         let count = self.columns.len();
+        let bounded = !self.is_heap() && (from.is_some() || to.is_some());
+        if bounded {
+            db.instance().counters.count_index_search();
+        } else {
+            db.instance().counters.count_full_scan();
+        }
         match &self.base {
             Storage::Heap(heap) => Ok(heap
                 .scan(db)?
@@ -637,6 +644,11 @@ impl Table {
         let tree = &self.secondary[index_position - 1];
         let key_count = index.key_columns.len();
         let mut rows = Vec::new();
+        if from.is_some() || to.is_some() {
+            db.instance().counters.count_index_search();
+        } else {
+            db.instance().counters.count_full_scan();
+        }
         for entry in tree.range_stored(db, from, to)? {
             let locator = match &self.base {
                 Storage::Heap(_) => RowLocator::Rid(rid_of(&entry[key_count])),
@@ -650,8 +662,12 @@ impl Table {
     }
 
     /// The row at a locator, if it is there.
+    /// A clustered key's lookup is an index search (Access Methods); a RID lookup is not.
     pub fn fetch(&self, db: &Database, locator: &RowLocator) -> SqlResult<Option<Vec<Value>>> {
         let count = self.columns.len();
+        if matches!(locator, RowLocator::Key(_)) {
+            db.instance().counters.count_index_search();
+        }
         match (&self.base, locator) {
             (Storage::Heap(heap), RowLocator::Rid(rid)) => heap.get(db, *rid),
             (Storage::Clustered(tree), RowLocator::Key(key)) if tree.unique => tree.seek(db, key),

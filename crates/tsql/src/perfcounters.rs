@@ -16,8 +16,7 @@
 //! pool's clock hand ([`engine::buffer`] explains it), and Buffer Node `000` repeats it for the
 //! one memory node.
 //!
-//! Deviations: only the counters listed in [`Session::dm_os_performance_counters`] exist (no
-//! Full Scans/sec or Index Searches/sec yet, which need counts the engine does not keep). The
+//! Deviations: only the counters listed in [`Session::dm_os_performance_counters`] exist. The
 //! hit ratio covers every lookup since the instance started, where SQL Server's covers the last
 //! few thousand. The Locks object has only its `_Total` instance.
 
@@ -160,6 +159,8 @@ impl Session {
             counter(ACCESS, "Extents Allocated/sec", counts.extents_allocated, BULK_COUNT),
             counter(ACCESS, "Page Deallocations/sec", counts.page_deallocations, BULK_COUNT),
             counter(ACCESS, "Extent Deallocations/sec", counts.extent_deallocations, BULK_COUNT),
+            counter(ACCESS, "Full Scans/sec", counts.full_scans, BULK_COUNT),
+            counter(ACCESS, "Index Searches/sec", counts.index_searches, BULK_COUNT),
             counter(
                 "SQLServer:General Statistics",
                 "User Connections",

@@ -131,3 +131,33 @@ FROM sys.dm_os_performance_counters WHERE object_name = 'SQLServer:Buffer Node';
 SELECT cntr_value AS free_list_stalls FROM sys.dm_os_performance_counters
 WHERE counter_name = 'Free list stalls/sec';
 GO
+-- Full Scans/sec counts unrestricted scans; Index Searches/sec counts seeks that start a range
+-- and single-row lookups by clustered key: a nonclustered seek that looks its row up in the
+-- clustered index is two.
+CREATE TABLE searched (id int PRIMARY KEY, v int);
+CREATE INDEX ix_searched_v ON searched (v);
+GO
+DECLARE @i int = 0;
+WHILE @i < 50 BEGIN INSERT searched VALUES (@i, @i * 2); SET @i += 1; END;
+GO
+CREATE TABLE #access (seq int, step varchar(20), scans bigint, searches bigint);
+GO
+INSERT #access SELECT 0, 'before', (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Full Scans/sec'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Index Searches/sec');
+SELECT COUNT(*) AS counted FROM searched;
+INSERT #access SELECT 1, 'COUNT(*)', (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Full Scans/sec'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Index Searches/sec');
+SELECT v FROM searched WHERE id = 7;
+INSERT #access SELECT 2, 'clustered seek', (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Full Scans/sec'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Index Searches/sec');
+SELECT id FROM searched WHERE v = 14;
+INSERT #access SELECT 3, 'nonclustered seek', (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Full Scans/sec'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Index Searches/sec');
+SELECT SUM(v) AS total FROM searched WHERE v + 1 > 0;
+INSERT #access SELECT 4, 'scan', (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Full Scans/sec'),
+    (SELECT cntr_value FROM sys.dm_os_performance_counters WHERE counter_name = 'Index Searches/sec');
+GO
+SELECT a.step, a.scans - b.scans AS full_scans, a.searches - b.searches AS index_searches
+FROM #access a JOIN #access b ON b.seq = a.seq - 1
+ORDER BY a.seq;
+GO
