@@ -36,6 +36,7 @@ use crate::log::mtr;
 use crate::log::record::{Context, LogRecord, Operation};
 use crate::traceflags::{TF_DEADLOCK_TEXT, TF_DEADLOCK_XML};
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Flag bit of a compensation log record (the undo of a row change).
@@ -188,7 +189,7 @@ struct OpenXact {
     /// catalog drops those no table references once the transaction ends).
     ddl: Option<Vec<u64>>,
     /// Its name for DBCC OPENTRAN ([`name_current_transaction`]).
-    name: &'static str,
+    name: Arc<str>,
 }
 
 impl OpenXact {
@@ -214,7 +215,7 @@ impl OpenXact {
             key_lock_counts: Vec::new(),
             on_commit: Vec::new(),
             ddl: None,
-            name: "user_transaction",
+            name: Arc::from(UNNAMED_TRANSACTION),
         }
     }
 }
@@ -277,7 +278,7 @@ fn write_begin_if_first(db: &Database) -> SqlResult<()> {
         c.borrow()
             .as_ref()
             .filter(|x| x.database_id == db.database_id && x.begin_lsn.is_none())
-            .map(|x| (x.xact_id, x.name))
+            .map(|x| (x.xact_id, x.name.clone()))
     });
     let Some((xact_id, name)) = unbegun else { return Ok(()) };
     let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
@@ -291,14 +292,18 @@ fn write_begin_if_first(db: &Database) -> SqlResult<()> {
     Ok(())
 }
 
-/// Names this thread's transaction as DBCC OPENTRAN shows it (`user_transaction` unless
-/// named: `implicit_transaction` for one SET IMPLICIT_TRANSACTIONS ON began). Deviation: a
-/// BEGIN TRAN's own name is not kept, and an autocommit statement's transaction is
+/// The name DBCC OPENTRAN shows for a transaction BEGIN TRAN did not name.
+pub const UNNAMED_TRANSACTION: &str = "user_transaction";
+
+/// Names this thread's outermost transaction as DBCC OPENTRAN shows it: BEGIN TRAN's name,
+/// or `implicit_transaction` for one SET IMPLICIT_TRANSACTIONS ON began (else
+/// `user_transaction`). A nested BEGIN TRAN's name is not kept, as in SQL Server, where only
+/// the outermost name is registered. Deviation: an autocommit statement's transaction is
 /// `user_transaction` too (SQL Server names it after the statement).
-pub fn name_current_transaction(name: &'static str) {
+pub fn name_current_transaction(name: &str) {
     CURRENT.with(|c| {
-        if let Some(x) = c.borrow_mut().as_mut() {
-            x.name = name;
+        if let Some(x) = c.borrow_mut().as_mut().filter(|x| x.depth == 1) {
+            x.name = Arc::from(name);
         }
     });
 }
@@ -479,10 +484,17 @@ impl Database {
         self.catalog_after_transaction(&xact, false)
     }
 
-    /// ROLLBACK TRAN savepoint: undoes the changes made since SAVE TRAN; the transaction stays
-    /// open. 6401 if there is no such savepoint.
+    /// ROLLBACK TRAN name: undoes the changes made since SAVE TRAN name, and the transaction
+    /// stays open; or, if no savepoint has the name and it is the name BEGIN TRAN gave the
+    /// outermost transaction, rolls the whole transaction back. 6401 if it is neither.
+    /// (Names are case-sensitive, as SQL Server's transaction and savepoint names are.)
     pub fn rollback_tran_to(&self, savepoint: &str) -> SqlResult<()> {
         let mut xact = self.take_open_xact(3903)?;
+        let named_savepoint = xact.savepoints.iter().any(|(name, _)| name == savepoint);
+        if !named_savepoint && &*xact.name == savepoint && savepoint != UNNAMED_TRANSACTION {
+            CURRENT.with(|c| *c.borrow_mut() = Some(xact));
+            return self.rollback_tran();
+        }
         let Some(index) = xact.savepoints.iter().rposition(|(name, _)| name == savepoint) else {
             CURRENT.with(|c| *c.borrow_mut() = Some(xact));
             return Err(SqlError::new(

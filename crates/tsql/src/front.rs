@@ -10,7 +10,9 @@
 //! - `CHECKPOINT`, `RECONFIGURE [WITH OVERRIDE]`, `SAVE TRAN[SACTION] name`;
 //! - MERGE's own parse errors: no semicolon at its end (10713), and an action its clause does
 //!   not allow (10710, 10711), which sqlparser would report as syntax errors;
-//! - WAITFOR's literal that is not a time string (148), found before the batch runs.
+//! - WAITFOR's literal that is not a time string (148), found before the batch runs;
+//! - `BEGIN TRAN[SACTION] name [WITH MARK]` (sqlparser reads only the unnamed form), and a
+//!   name over 32 characters (103), found before the batch runs.
 //!
 //! Syntax errors are SQL Server's 102 ("Incorrect syntax near 'x'.") or 156 (near a keyword),
 //! with the line; the whole batch then does not run, as in SQL Server.
@@ -48,6 +50,8 @@ pub enum Stmt {
         with_override: bool,
     },
     SaveTran(String),
+    /// BEGIN TRAN[SACTION] [name | @variable [WITH MARK ['description']]]: the name, if any.
+    BeginTran(Option<String>),
     CreateDatabase(engine::database::DatabaseSpec),
     AlterDatabase(crate::dbddl::AlterDatabase),
     /// IF, WHILE and BEGIN...END are parsed here (sqlparser's WHILE block wants semicolons).
@@ -592,6 +596,9 @@ fn parse_rest(
 
 /// The parse error of a MERGE that no semicolon ends (10713).
 const MERGE_WITHOUT_SEMICOLON: &str = "MERGE without a semicolon";
+/// The start of the parse error of a BEGIN TRAN name over 32 characters (103), followed by
+/// the name.
+const TRANSACTION_NAME_TOO_LONG: &str = "transaction name too long: ";
 /// The start of the parse error of a WAITFOR whose literal is not a time (148), followed by
 /// the literal.
 const WAITFOR_BAD_TIME: &str = "WAITFOR bad time string: ";
@@ -675,6 +682,11 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
         return (refused, line);
     }
     if let ParserError::ParserError(text) = &error
+        && let Some(name) = text.strip_prefix(TRANSACTION_NAME_TOO_LONG)
+    {
+        return (crate::session::transaction_name_too_long(name), line);
+    }
+    if let ParserError::ParserError(text) = &error
         && let Some(literal) = text.strip_prefix(WAITFOR_BAD_TIME)
     {
         return (crate::waitfor::bad_time_string(literal), line);
@@ -697,6 +709,39 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
     }
     let line = if near.span.start.line > 0 { near.span.start.line } else { line };
     syntax_error(&near.token, line)
+}
+
+/// BEGIN TRAN[SACTION] [name | @variable [WITH MARK ['description']]]. sqlparser reads only
+/// the unnamed form. A mark (for restoring to it) is read and not kept: there are no log
+/// restores.
+fn parse_begin_tran(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    parser.next_token();
+    parser.next_token();
+    let name = match parser.peek_token().token {
+        Token::Word(w) if w.keyword == Keyword::NoKeyword || w.quote_style.is_some() => {
+            parser.next_token();
+            Some(w.value)
+        }
+        _ => None,
+    };
+    if let Some(written) = name.as_deref().filter(|n| !n.starts_with('@'))
+        && written.chars().count() > crate::session::MAX_TRANSACTION_NAME_CHARS
+    {
+        return Err(ParserError::ParserError(format!("{TRANSACTION_NAME_TOO_LONG}{written}")));
+    }
+    let marked = name.is_some()
+        && is_word(&parser.peek_token().token, "WITH")
+        && is_word(&parser.peek_nth_token(1).token, "MARK");
+    if marked {
+        parser.next_token();
+        parser.next_token();
+        if let Token::SingleQuotedString(_) | Token::NationalStringLiteral(_) =
+            parser.peek_token().token
+        {
+            parser.next_token();
+        }
+    }
+    Ok(Stmt::BeginTran(name))
 }
 
 /// One statement with its line, or a BEGIN...END block (for IF and WHILE bodies).
@@ -991,6 +1036,12 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
         parser.next_token();
         parser.next_token();
         return crate::procs::parse_drop_procedure(parser);
+    }
+    if is_word(&first, "BEGIN")
+        && (is_word(&parser.peek_nth_token(1).token, "TRAN")
+            || is_word(&parser.peek_nth_token(1).token, "TRANSACTION"))
+    {
+        return parse_begin_tran(parser);
     }
     if is_block_begin(parser) {
         parser.next_token();

@@ -79,6 +79,22 @@ fn qualifier_of(
 
 /// The most iterations a WHILE loop may make (bounded, as every loop here is).
 const MAX_WHILE_ITERATIONS: u64 = 100_000_000;
+/// The longest transaction or savepoint name SQL Server takes.
+pub(crate) const MAX_TRANSACTION_NAME_CHARS: usize = 32;
+
+/// Error 103 for a transaction name over 32 characters.
+pub(crate) fn transaction_name_too_long(name: &str) -> SqlError {
+    let shown: String = name.chars().take(MAX_TRANSACTION_NAME_CHARS).collect();
+    SqlError::new(
+        103,
+        15,
+        4,
+        format!(
+            "The identifier that starts with '{shown}' is too long. Maximum length is {MAX_TRANSACTION_NAME_CHARS}."
+        ),
+    )
+}
+
 /// The error a cancelled batch stops with (SQL Server's 3617 for an attention; severity 25,
 /// so no CATCH block takes it). The client sees no message, only DONE_ATTN.
 const CANCELLED: i32 = 3617;
@@ -382,6 +398,32 @@ impl Session {
             )),
             std::ops::ControlFlow::Continue(()) => Ok(()),
         }
+    }
+
+    /// BEGIN TRAN [name | @variable]: a transaction, or one level deeper in the open one. The
+    /// outermost transaction keeps the name (DBCC OPENTRAN, ROLLBACK TRAN name). As SQL Server
+    /// documents it, a written name over 32 characters is refused (error 103 when the batch is
+    /// parsed; its text is the common identifier-too-long text, unverified) and a variable's
+    /// value is cut to 32.
+    fn begin_named_tran(
+        &mut self,
+        name: Option<&str>,
+        line: u64,
+    ) -> std::result::Result<Flow, Failure> {
+        let name = match name {
+            Some(variable) if variable.starts_with('@') => {
+                let value = self.variable(variable).map_err(|e| self.fail(e, line))?;
+                let text = value::display(&value);
+                let cut: String = text.chars().take(MAX_TRANSACTION_NAME_CHARS).collect();
+                (!matches!(value, Value::Null)).then_some(cut)
+            }
+            other => other.map(str::to_string),
+        };
+        self.tracking_transaction(false, |db| db.begin_tran()).map_err(|e| self.fail(e, line))?;
+        if let Some(name) = &name {
+            engine::xact::name_current_transaction(name);
+        }
+        Ok(Flow::Next)
     }
 
     /// The current database's name.
@@ -778,11 +820,13 @@ impl Session {
                 .map_err(|e| self.fail(e, line)),
             Stmt::Rollback(savepoint) => {
                 let result = match savepoint {
-                    Some(name) => self.transaction_database().rollback_tran_to(name),
+                    // A savepoint, or the transaction's own name (which ends it).
+                    Some(name) => self.tracking_transaction(false, |db| db.rollback_tran_to(name)),
                     None => self.tracking_transaction(false, |db| db.rollback_tran()),
                 };
                 result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
             }
+            Stmt::BeginTran(name) => self.begin_named_tran(name.as_deref(), line),
             Stmt::Continue => Ok(Flow::Continue),
             Stmt::Checkpoint => {
                 self.db.checkpoint().map(|()| Flow::Next).map_err(|e| self.fail(e, line))

@@ -344,3 +344,43 @@ fn max_server_memory_sizes_the_pool_from_the_next_start() {
     assert_eq!(memory(overridden), [["640", "256", "262144"]]);
     assert_eq!(memory(InstanceConfig::new(dir.path())), [["640", "640", "655360"]]);
 }
+
+/// BEGIN TRAN's name is the transaction's name in DBCC OPENTRAN: the outermost one only (a
+/// nested BEGIN TRAN's name is not kept), a variable's value cut to 32 characters.
+#[test]
+fn dbcc_opentran_shows_the_name_begin_tran_gave() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut session = Session::new(&server);
+    let name_in = |session: &mut Session| -> String {
+        let (errors, text) = run(session, "DBCC OPENTRAN");
+        assert!(errors.is_empty(), "{text}");
+        let line = text.lines().find(|l| l.trim_start().starts_with("Name"));
+        let line = line.unwrap_or_else(|| panic!("a Name line in {text}"));
+        line.split_once(':').map(|(_, v)| v.trim().to_string()).unwrap_or_default()
+    };
+    let (errors, _) = run(
+        &mut session,
+        "CREATE TABLE named (id int)\nBEGIN TRAN outer_tran\nBEGIN TRAN inner_tran\n\
+         INSERT named VALUES (1)",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(name_in(&mut session), "outer_tran");
+    let (errors, _) = run(&mut session, "ROLLBACK TRAN inner_tran");
+    assert_eq!(errors, [6401], "only the outermost name is a transaction's");
+    let (errors, text) = run(&mut session, "ROLLBACK TRAN outer_tran\nSELECT @@TRANCOUNT AS n");
+    assert!(errors.is_empty() && text.contains("\n0\n"), "{errors:?} {text}");
+    let (errors, _) = run(
+        &mut session,
+        "DECLARE @name nvarchar(60) = REPLICATE(N'v', 40)\nBEGIN TRAN @name\n\
+         INSERT named VALUES (2)",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(name_in(&mut session), "v".repeat(32));
+    let (errors, _) = run(&mut session, "COMMIT\nBEGIN TRAN\nINSERT named VALUES (3)");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(name_in(&mut session), "user_transaction");
+    run(&mut session, "COMMIT");
+    drop(session);
+    server.shutdown().expect("shutdown");
+}

@@ -242,7 +242,7 @@ pub struct OpenTransaction {
     pub xact_id: u64,
     pub begin_lsn: Lsn,
     pub spid: u16,
-    pub name: &'static str,
+    pub name: std::sync::Arc<str>,
     pub begin_time: chrono::NaiveDateTime,
 }
 
@@ -1169,7 +1169,7 @@ impl LogManager {
     pub fn append_transaction_begin(
         &self,
         record: &LogRecord,
-        name: &'static str,
+        name: std::sync::Arc<str>,
     ) -> SqlResult<Lsn> {
         let spid = crate::instance::current_spid();
         let begin_time = self.instance.clock.now_local();

@@ -74,3 +74,35 @@ SELECT id AS committed_id FROM moved
 USE master
 DROP DATABASE TxOther
 GO
+-- Named transactions: BEGIN TRAN name (sqlparser read only the unnamed form, and a name was
+-- a syntax error). ROLLBACK TRAN with the outermost transaction's name ends it; a nested
+-- BEGIN TRAN's name is not a transaction's (6401); COMMIT TRAN's name is not checked.
+SET XACT_ABORT OFF;
+CREATE TABLE named_t (id int);
+GO
+BEGIN TRAN outer_tran;
+INSERT named_t VALUES (1);
+BEGIN TRANSACTION inner_tran;
+SELECT @@TRANCOUNT AS nested_depth;
+ROLLBACK TRAN inner_tran;
+SELECT @@TRANCOUNT AS depth_after_6401;
+ROLLBACK TRAN outer_tran;
+SELECT @@TRANCOUNT AS depth_after_rollback, COUNT(*) AS rows_kept FROM named_t;
+GO
+BEGIN TRAN kept;
+INSERT named_t VALUES (2);
+COMMIT TRAN any_name_at_all;
+SELECT COUNT(*) AS rows_committed FROM named_t;
+GO
+-- WITH MARK (for restoring to a mark) is read and kept nowhere; a WITH after an unnamed
+-- BEGIN TRAN starts the next statement's CTE.
+BEGIN TRAN marked WITH MARK 'before the change';
+COMMIT;
+BEGIN TRAN;
+WITH c AS (SELECT 1 AS x) SELECT x FROM c;
+COMMIT;
+GO
+-- A written name over 32 characters is refused before the batch runs.
+BEGIN TRAN abcdefghijabcdefghijabcdefghijabc;
+SELECT 'not run' AS x;
+GO
