@@ -826,15 +826,20 @@ impl BufferPool {
     }
 
     /// A frame with no page: from the free list, else by evicting a clean, unpinned, unreferenced
-    /// page (clock), else after writing dirty pages back.
+    /// page (clock), else after writing dirty pages back. A request that finds the free list
+    /// empty counts one free list stall, however many rounds it takes.
     fn free_frame(&self) -> SqlResult<usize> {
+        let mut stalled = false;
         for _ in 0..MAX_EVICTION_ROUNDS {
             let popped = self.free.lock().pop();
             if let Some(index) = popped {
                 self.wake_lazy_writer_if_low();
                 return Ok(index);
             }
-            self.free_list_stalls.fetch_add(1, Ordering::Relaxed);
+            if !stalled {
+                stalled = true;
+                self.free_list_stalls.fetch_add(1, Ordering::Relaxed);
+            }
             if let Some(index) = self.evict_clean() {
                 return Ok(index);
             }

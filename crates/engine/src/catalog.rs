@@ -661,8 +661,8 @@ impl Table {
         Ok(rows)
     }
 
-    /// The row at a locator, if it is there.
-    /// A clustered key's lookup is an index search (Access Methods); a RID lookup is not.
+    /// The row at a locator, if it is there. A lookup by clustered key counts as an index
+    /// search (Access Methods); a RID lookup does not.
     pub fn fetch(&self, db: &Database, locator: &RowLocator) -> SqlResult<Option<Vec<Value>>> {
         let count = self.columns.len();
         if matches!(locator, RowLocator::Key(_)) {

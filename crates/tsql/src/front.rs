@@ -711,19 +711,29 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
     syntax_error(&near.token, line)
 }
 
+/// The transaction or savepoint name after BEGIN, COMMIT or ROLLBACK TRAN, if the next token
+/// is one: an identifier (or @variable) that is neither a keyword nor a T-SQL reserved word,
+/// so that the next statement (`BEGIN TRAN` then `RECONFIGURE` on the next line) is not taken
+/// for a name (bug fix: it was).
+fn parse_transaction_name(parser: &mut Parser<'_>) -> Option<String> {
+    let Token::Word(word) = parser.peek_token().token else { return None };
+    let reserved =
+        crate::dialect::RESERVED_WORDS.iter().any(|r| r.eq_ignore_ascii_case(&word.value));
+    let bare = word.quote_style.is_none();
+    if bare && (word.keyword != Keyword::NoKeyword || reserved) {
+        return None;
+    }
+    parser.next_token();
+    Some(word.value)
+}
+
 /// BEGIN TRAN[SACTION] [name | @variable [WITH MARK ['description']]]. sqlparser reads only
 /// the unnamed form. A mark (for restoring to it) is read and not kept: there are no log
 /// restores.
 fn parse_begin_tran(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     parser.next_token();
     parser.next_token();
-    let name = match parser.peek_token().token {
-        Token::Word(w) if w.keyword == Keyword::NoKeyword || w.quote_style.is_some() => {
-            parser.next_token();
-            Some(w.value)
-        }
-        _ => None,
-    };
+    let name = parse_transaction_name(parser);
     if let Some(written) = name.as_deref().filter(|n| !n.starts_with('@'))
         && written.chars().count() > crate::session::MAX_TRANSACTION_NAME_CHARS
     {
@@ -1064,13 +1074,7 @@ fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
         let _ = parser.parse_keyword(Keyword::TRANSACTION)
             || parse_word(parser, "TRAN")
             || parse_word(parser, "WORK");
-        let name = match parser.peek_token().token {
-            Token::Word(w) if w.keyword == Keyword::NoKeyword || w.quote_style.is_some() => {
-                parser.next_token();
-                Some(w.value)
-            }
-            _ => None,
-        };
+        let name = parse_transaction_name(parser);
         return Ok(if commit { Stmt::Commit } else { Stmt::Rollback(name) });
     }
     if is_word(&first, "BREAK") {
