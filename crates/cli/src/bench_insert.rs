@@ -76,6 +76,11 @@ pub struct InsertBench {
     /// table, and in 4 KB pages most of them also missed the TLB (10 % more CPU per row).
     #[arg(long)]
     no_large_pages: bool,
+    /// Schedulers (sqlservr's -P<n>): at most this many sessions run at once. Default: one
+    /// per CPU, as SQL Server makes them. More than the CPUs lets every session run, and
+    /// contend, as on a server with that many cores (seed 001's machine had 16 and more).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    schedulers: Option<u16>,
     /// After the load, run this T-SQL script on the same instance (its waits, latches and
     /// files), e.g. examples/top_waits.sql.
     #[arg(long)]
@@ -249,6 +254,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
         .unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default());
     let mut config = InstanceConfig::new(&dir);
     config.max_server_memory_mb = Some(args.max_server_memory_mb);
+    config.schedulers = args.schedulers.map(usize::from);
     if !args.no_large_pages {
         config.startup_trace_flags.push(engine::traceflags::TF_LARGE_PAGE_BUFFER_POOL);
     }
@@ -290,10 +296,13 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
             let (db, tree, done, identity, bar) =
                 (db.clone(), tree.clone(), done.clone(), identity.clone(), bar.clone());
             let session = Session::open(&instance);
+            let schedulers = instance.schedulers.clone();
             let (key, seed) =
                 (args.key, args.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(n)));
             std::thread::spawn(move || -> Result<(), String> {
                 session.enter();
+                // The session's worker runs on a scheduler, as a SQL Server request does.
+                let _worker = engine::scheduler::attach(&schedulers);
                 let mut rng = SplitMix64::new(seed);
                 let mut batch = 0;
                 db.begin_tran().map_err(|e| e.to_string())?;
@@ -376,6 +385,9 @@ pub fn seed001_example(dir: &std::path::Path, rows: u64) -> Result<Vec<Seed001Ru
             log_size_mb: None,
             no_log_flush: false,
             no_large_pages: true,
+            // The seed's machine: 8 cores, so 8 schedulers ("there can only be 8 threads
+            // running at once (one per SQLOS scheduler)").
+            schedulers: Some(8),
             sql: None,
         };
         let report = measure(&args)?.report; // the instance has shut down

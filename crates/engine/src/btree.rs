@@ -702,6 +702,8 @@ impl BTree {
     }
 
     fn insert_row(&self, db: &Database, values: &[Value]) -> SqlResult<()> {
+        // Between rows the session holds no latch: its quantum may end here.
+        crate::scheduler::yield_point();
         let record = self.encode_leaf(values)?;
         let key = self.key_of(values);
         self.lock_for_change(db, &key)?;
@@ -1278,6 +1280,7 @@ impl BTree {
 
     /// Deletes the row with `key` by making it a ghost; false if there is none.
     pub fn delete(&self, db: &Database, key: &[Value]) -> SqlResult<bool> {
+        crate::scheduler::yield_point();
         self.lock_for_change(db, key)?;
         db.buffer_pool().in_mtr(|| self.delete_in_mtr(db, key))
     }

@@ -651,9 +651,11 @@ impl BufferPool {
         let started = Instant::now();
         let registration =
             self.stats.waiting.begin(spid, io_wait, None, key.resource_description());
+        let suspended = crate::scheduler::suspend();
         let result = self.read_from_disk(key, frame);
         drop(registration);
-        self.record_wait(key, io_wait, started.elapsed(), Duration::ZERO);
+        let signal = suspended.resume();
+        self.record_wait(key, io_wait, started.elapsed(), signal);
         match result {
             Ok(()) => {
                 frame.read_us.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);

@@ -298,6 +298,8 @@ impl Scanner<'_> {
         }
         let share = pages.len().div_ceil(workers);
         let started = Instant::now();
+        // The worker's scheduler runs another worker while this one waits for its readers.
+        let suspended = crate::scheduler::suspend();
         let scans: Vec<SqlResult<Scan>> = std::thread::scope(|scope| {
             let handles: Vec<_> = pages
                 .chunks(share)
@@ -305,7 +307,8 @@ impl Scanner<'_> {
                 .collect();
             handles.into_iter().map(|h| h.join().expect("a CHECKDB worker panicked")).collect()
         });
-        self.db.instance().waits.record("CXPACKET", started.elapsed(), std::time::Duration::ZERO);
+        let signal = suspended.resume();
+        self.db.instance().waits.record("CXPACKET", started.elapsed(), signal);
         let mut all = Scan::new(self.options.logical);
         for scan in scans {
             all.add(scan?);

@@ -220,6 +220,8 @@ impl Heap {
     /// In a transaction the insert is undoable (LOP_INSERT_ROWS, LCX_HEAP) and the new row is
     /// X-locked until the transaction ends.
     pub fn insert(&self, db: &Database, values: &[Value]) -> SqlResult<Rid> {
+        // Between rows the session holds no latch: its quantum may end here.
+        crate::scheduler::yield_point();
         let record = record::encode(&self.columns, &self.layout, values, RecordType::Primary)?;
         if !xact::is_open(db.database_id) {
             return self.place(db, &record, None);
@@ -478,6 +480,7 @@ impl Heap {
     /// LCX_HEAP), so that the undo (updating the row back) is possible whatever part of the
     /// change reached the log.
     pub fn update(&self, db: &Database, rid: Rid, values: &[Value]) -> SqlResult<()> {
+        crate::scheduler::yield_point();
         self.may_have_room.store(true, std::sync::atomic::Ordering::Relaxed);
         if xact::is_open(db.database_id) && !xact::compensating() {
             self.lock_row(db, rid)?;
@@ -538,6 +541,7 @@ impl Heap {
     /// In a transaction the row is X-locked and becomes a ghost (LOP_DELETE_ROWS, LCX_HEAP):
     /// its slot stays taken until the commit empties it, so a rollback can put it back.
     pub fn delete(&self, db: &Database, rid: Rid) -> SqlResult<()> {
+        crate::scheduler::yield_point();
         self.may_have_room.store(true, std::sync::atomic::Ordering::Relaxed);
         if xact::is_open(db.database_id) && !xact::compensating() {
             return self.delete_in_transaction(db, rid);

@@ -66,6 +66,8 @@ pub struct InstanceConfig {
     pub max_server_memory_mb: Option<u32>,
     /// Which version's VLF algorithm log creation and growth follow (2022 by default).
     pub vlf_rule: crate::log::vlf::VlfRule,
+    /// The `-P<n>` startup option: n schedulers. None: one per CPU of the machine.
+    pub schedulers: Option<usize>,
 }
 
 impl InstanceConfig {
@@ -77,6 +79,7 @@ impl InstanceConfig {
             startup_trace_flags: Vec::new(),
             max_server_memory_mb: None,
             vlf_rule: crate::log::vlf::VlfRule::default(),
+            schedulers: None,
         }
     }
 }
@@ -97,6 +100,8 @@ pub struct Instance {
     pub spinlocks: Arc<SpinlockStats>,
     pub latches: Arc<LatchStats>,
     pub waiting_tasks: Arc<WaitingTasks>,
+    /// The schedulers session workers run on (sys.dm_os_schedulers).
+    pub schedulers: Arc<crate::scheduler::Schedulers>,
     pub buffer_pool: Arc<BufferPool>,
     pub spids: crate::session::SpidAllocator,
     /// Transaction locks of every database.
@@ -134,7 +139,10 @@ impl Instance {
         let frames = usize::try_from(memory_mb).expect("at least 128") * PAGES_PER_MB as usize;
         let large_pages =
             config.startup_trace_flags.contains(&traceflags::TF_LARGE_PAGE_BUFFER_POOL);
+        let scheduler_count =
+            config.schedulers.unwrap_or_else(crate::scheduler::Schedulers::cpu_count);
         let instance = Instance {
+            schedulers: crate::scheduler::Schedulers::new(scheduler_count, stats.waits.clone()),
             trace_flags: TraceFlags::new(&config.startup_trace_flags),
             buffer_pool: BufferPool::start(frames, stats.clone(), large_pages),
             waits: stats.waits,
@@ -180,6 +188,9 @@ impl Instance {
         }
         for flag in &self.config.startup_trace_flags {
             lines.push(format!("\t -T {flag}"));
+        }
+        if let Some(schedulers) = self.config.schedulers {
+            lines.push(format!("\t -P {schedulers}"));
         }
         let state = if self.ifi_enabled() { "enabled" } else { "disabled" };
         lines.push(format!(

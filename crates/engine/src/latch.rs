@@ -29,7 +29,6 @@
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// A latch mode.
@@ -111,12 +110,12 @@ struct Waiter {
     spid: u16,
     /// The waiting thread's [`thread_token`].
     token: u32,
-    /// Woken when granted, and only then.
-    thread: Thread,
+    /// Woken when granted, and only then: a worker when its scheduler can run it.
+    waker: crate::scheduler::Waker,
 }
 
 /// The waiters a release granted, to wake after the latch's state is unlocked.
-type Granted = smallvec::SmallVec<[Thread; 4]>;
+type Granted = smallvec::SmallVec<[crate::scheduler::Waker; 4]>;
 
 #[derive(Default)]
 struct LatchState {
@@ -165,7 +164,7 @@ impl LatchState {
             let waiter = self.queue.pop_front().expect("the head exists");
             self.grant(waiter.mode, waiter.spid, waiter.token);
             self.granted.push((waiter.ticket, Instant::now()));
-            woken.push(waiter.thread);
+            woken.push(waiter.waker);
         }
         woken
     }
@@ -191,8 +190,8 @@ pub struct Latch {
 /// lock still held).
 fn wake(state: MutexGuard<'_, LatchState>, granted: Granted) {
     drop(state);
-    for thread in granted {
-        thread.unpark();
+    for waker in granted {
+        waker.wake();
     }
 }
 
@@ -231,13 +230,18 @@ impl Latch {
         let started = Instant::now();
         let ticket = state.next_ticket;
         state.next_ticket += 1;
-        let thread = std::thread::current();
-        state.queue.push_back(Waiter { ticket, mode, spid, token, thread });
+        let waker = crate::scheduler::waker();
+        state.queue.push_back(Waiter { ticket, mode, spid, token, waker });
         let blocking_spid = state.holders.first().map(|holder| holder.spid);
         on_wait_start(blocking_spid);
+        // The worker's scheduler runs another worker while this one waits.
+        let suspended = crate::scheduler::suspend();
         loop {
             if let Some(at) = state.granted.iter().position(|(t, _)| *t == ticket) {
                 let (_, granted_at) = state.granted.swap_remove(at);
+                drop(state);
+                // Signal time runs from the grant until the worker runs on its scheduler again.
+                suspended.resume();
                 return Ok(Some(LatchWait {
                     waited: started.elapsed(),
                     signal: granted_at.elapsed(),
@@ -245,8 +249,12 @@ impl Latch {
                 }));
             }
             // An unpark that comes between the unlock and the park is kept by the thread's
-            // token, so the grant is never missed; a spurious wake only looks again.
-            MutexGuard::unlocked(&mut state, std::thread::park);
+            // token, so the grant is never missed; a spurious wake only looks again. A worker
+            // granted the latch but queued for its scheduler looks again after the stall
+            // limit, so that the scheduler's stall admission applies to it too.
+            MutexGuard::unlocked(&mut state, || {
+                std::thread::park_timeout(crate::scheduler::STALL_ADMIT)
+            });
         }
     }
 

@@ -53,6 +53,7 @@ pub mod pool_memory;
 pub mod readahead;
 pub mod record;
 pub mod rng;
+pub mod scheduler;
 pub mod session;
 pub mod spinlock;
 pub mod traceflags;

@@ -21,6 +21,10 @@
 //! normal policy, as does the lazy writer, whose scheduler is not established here.
 //! Deviation: SCHED_BATCH still time-slices (SQLOS's quantum is 4 ms; the kernel's slice is
 //! its own), and other OSes keep their default policy.
+//!
+//! SCHED_BATCH is the OS's part. The schedulers themselves are [`crate::scheduler`]'s: a
+//! T-SQL batch or a `bench insert` session attaches to one, and at most one worker per
+//! scheduler runs at a time.
 
 use crate::instance::{Instance, set_current_spid};
 use std::sync::Arc;

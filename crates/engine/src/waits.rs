@@ -41,7 +41,7 @@ struct WaitCell {
 }
 
 /// Every wait type the engine and its T-SQL layer record, in name order.
-pub const WAIT_TYPES: [&str; 21] = [
+pub const WAIT_TYPES: [&str; 22] = [
     "CXPACKET",
     "LCK_M_IS",
     "LCK_M_IX",
@@ -61,6 +61,7 @@ pub const WAIT_TYPES: [&str; 21] = [
     "PAGELATCH_SH",
     "PAGELATCH_UP",
     "PREEMPTIVE_OS_WRITEFILEGATHER",
+    "SOS_SCHEDULER_YIELD",
     "WAITFOR",
     "WRITELOG",
 ];

@@ -639,7 +639,10 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
     let is_object = matches!(resource, LockResource::Object { .. });
     let instance = db.instance();
     let mut registration = None;
+    let mut suspended = None;
     let mut on_wait = |blocker: Option<u16>| {
+        // The worker's scheduler runs another worker while this one waits for the lock.
+        suspended = Some(crate::scheduler::suspend());
         registration = Some(instance.waiting_tasks.begin(
             owner.spid,
             mode.wait_type(),
@@ -650,6 +653,7 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
     let mut on_deadlock = |report: &DeadlockReport| write_deadlock(instance, report);
     let acquired = instance.locks.acquire(owner, resource, mode, &mut on_wait, &mut on_deadlock);
     drop(registration);
+    let signal = suspended.map_or(Duration::ZERO, crate::scheduler::Suspended::resume);
     let remember = |()| {
         if is_object {
             CURRENT.with(|c| {
@@ -664,7 +668,7 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
     let granted = match acquired {
         Ok(Acquired::AlreadyHeld | Acquired::Granted) => remember(()),
         Ok(Acquired::AfterWait(waited, _)) => {
-            instance.waits.record(mode.wait_type(), waited, Duration::ZERO);
+            instance.waits.record(mode.wait_type(), waited + signal, signal);
             remember(())
         }
         Err(error) => {

@@ -280,6 +280,62 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_os_schedulers: the instance's schedulers ([`engine::scheduler`]), one row each.
+    /// Deviations: only the VISIBLE ONLINE schedulers (no hidden or DAC ones); no addresses;
+    /// cpu_id is the scheduler's id modulo the machine's CPUs (schedulers are not bound to
+    /// CPUs, as SQL Server's are not without an affinity mask); one task per worker.
+    pub(crate) fn dm_os_schedulers(&self) -> ViewRows {
+        let cols = columns(&[
+            "parent_node_id",
+            "scheduler_id",
+            "cpu_id",
+            "status",
+            "is_online",
+            "is_idle",
+            "context_switches_count",
+            "current_tasks_count",
+            "runnable_tasks_count",
+            "current_workers_count",
+            "active_workers_count",
+            "work_queue_count",
+            "pending_disk_io_count",
+            "load_factor",
+            "yield_count",
+            "quantum_length_us",
+        ]);
+        let cpus = engine::scheduler::Schedulers::cpu_count() as u32;
+        let quantum_us = engine::scheduler::QUANTUM.as_micros() as i32;
+        let count = |n: u32| Value::Int(i32::try_from(n).unwrap_or(i32::MAX));
+        let rows = self
+            .server
+            .instance
+            .schedulers
+            .snapshot()
+            .into_iter()
+            .map(|s| {
+                vec![
+                    Value::Int(0),
+                    count(s.scheduler_id),
+                    count(s.scheduler_id % cpus.max(1)),
+                    text("VISIBLE ONLINE"),
+                    Value::Bit(true),
+                    Value::Bit(s.is_idle),
+                    count(u32::try_from(s.context_switches_count).unwrap_or(u32::MAX)),
+                    count(s.current_workers_count),
+                    count(s.runnable_tasks_count),
+                    count(s.current_workers_count),
+                    count(s.active_workers_count),
+                    big(0),
+                    Value::Int(0),
+                    count(s.current_workers_count),
+                    count(u32::try_from(s.yield_count).unwrap_or(u32::MAX)),
+                    Value::Int(quantum_us),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
     pub(crate) fn dm_exec_sessions(&self) -> ViewRows {
         let cols = columns(&[
             "session_id",
@@ -516,7 +572,7 @@ impl Session {
             if pool.in_large_pages() { (3, "LARGE_PAGES") } else { (1, "CONVENTIONAL") };
         let row = vec![
             Value::Int(cpus as i32),
-            Value::Int(cpus as i32),
+            Value::Int(instance.schedulers.count() as i32),
             physical_memory_kb().map_or(Value::Null, big),
             big(pool.committed_bytes() / 1024),
             big(pool.frame_count() as u64 * 8),

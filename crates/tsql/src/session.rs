@@ -464,7 +464,10 @@ impl Session {
             return false;
         }
         self.request_started(sql);
+        // The request runs on a worker of one of the instance's schedulers.
+        let worker = engine::scheduler::attach(&self.server.instance.schedulers);
         let succeeded = self.execute_batch(sql, variables, out);
+        drop(worker);
         self.request_ended();
         succeeded
     }
@@ -1309,6 +1312,8 @@ impl Session {
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
         for Parsed { stmt, line } in statements {
+            // Between statements the worker's quantum may end (SOS_SCHEDULER_YIELD).
+            engine::scheduler::yield_point();
             if let Err(error) = self.check_cancel() {
                 return Err(self.fail(error, *line));
             }

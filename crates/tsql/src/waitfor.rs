@@ -140,6 +140,8 @@ impl Session {
         let registration =
             instance.waiting_tasks.begin(self.spid, WAITFOR_WAIT_TYPE, None, String::new());
         let mut cancelled = Ok(());
+        // The worker's scheduler runs another worker while this one waits.
+        let suspended = engine::scheduler::suspend();
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -152,7 +154,8 @@ impl Session {
             std::thread::sleep((deadline - now).min(CANCEL_CHECK));
         }
         drop(registration);
-        instance.waits.record(WAITFOR_WAIT_TYPE, started.elapsed(), Duration::ZERO);
+        let signal = suspended.resume();
+        instance.waits.record(WAITFOR_WAIT_TYPE, started.elapsed(), signal);
         cancelled
     }
 }

@@ -136,3 +136,51 @@ fn a_session_in_waitfor_waits_as_waitfor_until_it_is_cancelled() {
     drop(observer);
     server.shutdown().expect("shutdown");
 }
+
+/// With one scheduler (-P 1) two sessions' batches take turns: each runs a 4 ms quantum, then
+/// yields to the other, and the time each spent queued is SOS_SCHEDULER_YIELD signal time.
+#[test]
+fn two_busy_sessions_on_one_scheduler_take_turns_by_quantum() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = InstanceConfig::new(dir.path());
+    config.schedulers = Some(1);
+    let server = Server::start(config).expect("server");
+    let mut setup = Session::new(&server);
+    let (errors, _) = run(&mut setup, "DBCC SQLPERF ('sys.dm_os_wait_stats', CLEAR)");
+    assert!(errors.is_empty(), "{errors:?}");
+    let barrier = Arc::new(Barrier::new(2));
+    let sessions: Vec<_> = (0..2)
+        .map(|_| {
+            let (server, barrier) = (server.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut session = Session::new(&server);
+                barrier.wait();
+                let loop_sql = "DECLARE @i int = 0, @s bigint = 0;\n\
+                                WHILE @i < 20000 BEGIN SET @s += @i % 7; SET @i += 1; END;";
+                let (errors, _) = run(&mut session, loop_sql);
+                assert!(errors.is_empty(), "{errors:?}");
+            })
+        })
+        .collect();
+    for session in sessions {
+        session.join().expect("a session thread");
+    }
+    let schedulers = server.instance.schedulers.snapshot();
+    assert_eq!(schedulers.len(), 1);
+    assert!(schedulers[0].context_switches_count >= 2, "{schedulers:?}");
+    let yields = server.instance.waits.get("SOS_SCHEDULER_YIELD").expect("quanta ended");
+    assert!(yields.waiting_tasks_count >= 2, "{yields:?}");
+    assert!(yields.wait_time_ms > 0, "a session queued behind the other: {yields:?}");
+    assert_eq!(yields.wait_time_ms, yields.signal_wait_time_ms, "{yields:?}");
+    let (_, shown) = run(
+        &mut setup,
+        "SELECT scheduler_id, current_workers_count, runnable_tasks_count, \
+         CASE WHEN yield_count >= 2 THEN 'yielded' END AS yields FROM sys.dm_os_schedulers",
+    );
+    assert!(
+        shown.contains("0            1                     0                    yielded"),
+        "{shown}"
+    );
+    drop(setup);
+    server.shutdown().expect("shutdown");
+}

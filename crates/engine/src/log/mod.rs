@@ -1342,6 +1342,7 @@ impl LogManager {
     fn flush_to_as(&self, lsn: Lsn, wait_type: &'static str) -> SqlResult<()> {
         let started = Instant::now();
         let mut waited = false;
+        let mut suspended = None;
         let mut flush = self.flush.lock();
         let result = loop {
             if let Some(error) = &flush.failed {
@@ -1351,6 +1352,8 @@ impl LogManager {
                 break Ok(());
             }
             waited = true;
+            // The worker's scheduler runs another worker while this one waits for the log.
+            suspended.get_or_insert_with(crate::scheduler::suspend);
             if flush.writing {
                 self.flushed.wait(&mut flush);
                 continue;
@@ -1367,9 +1370,10 @@ impl LogManager {
             self.flushed.notify_all();
         };
         drop(flush);
+        let signal = suspended.map_or(Duration::ZERO, crate::scheduler::Suspended::resume);
         // A flush that failed was waited on all the same.
         if waited {
-            self.instance.waits.record(wait_type, started.elapsed(), Duration::ZERO);
+            self.instance.waits.record(wait_type, started.elapsed(), signal);
         }
         result
     }

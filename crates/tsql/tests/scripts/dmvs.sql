@@ -27,6 +27,11 @@ SELECT session_id, request_id, status, command, DB_NAME(database_id) AS db, bloc
 FROM sys.dm_exec_requests WHERE session_id = @@SPID;
 SELECT latch_class FROM sys.dm_os_latch_stats WHERE waiting_requests_count < 0;
 SELECT name FROM sys.dm_os_spinlock_stats WHERE name IN (N'FGCB_PRP_FILL', N'BUF_HASH') ORDER BY name;
+-- One scheduler per CPU (or -P <n>): this batch's worker is the one attached, and it runs.
+SELECT CASE WHEN COUNT(*) = (SELECT scheduler_count FROM sys.dm_os_sys_info) THEN 'one per scheduler' END AS scheduler_rows,
+       SUM(current_workers_count) AS workers, SUM(CASE WHEN is_idle = 0 THEN 1 ELSE 0 END) AS busy,
+       SUM(runnable_tasks_count) AS runnable, MIN(status) AS status, MIN(quantum_length_us) AS quantum_us
+FROM sys.dm_os_schedulers;
 -- File I/O: the data file was written by checkpoints; the log by every commit.
 CHECKPOINT;
 SELECT file_id, CASE WHEN num_of_writes > 0 THEN 'written' END AS writes,

@@ -1,0 +1,555 @@
+//! Schedulers: SQLOS's cooperative scheduling of session workers, one scheduler per CPU.
+//!
+//! What it reproduces: SQL Server runs a request's worker on a scheduler, and a scheduler
+//! runs one worker at a time. A worker keeps its scheduler until it waits (a latch, a lock,
+//! WRITELOG, WAITFOR) or its 4 ms quantum ends at a point where it checks (a yield point);
+//! then the next worker in the scheduler's runnable queue runs. So with 16 sessions on two
+//! CPUs only two sessions run at once, a latch holder is not preempted by another session,
+//! and the time from a wait's end to running again is a queue the engine can measure: the
+//! wait's signal_wait_time_ms. A worker that ends its quantum with others runnable waits
+//! SOS_SCHEDULER_YIELD (all of it signal time); one that finds the queue empty records the
+//! yield with no time and runs on, as SQL Server counts it.
+//!
+//! How: a worker attaches ([`attach`]) to the scheduler with the fewest workers and takes
+//! it, in FIFO order behind the runnable ones. A wait calls [`suspend`] before it blocks
+//! and [`Suspended::resume`] after: the scheduler passes to the head of its runnable queue
+//! while the worker waits. Threads that never attach (the log writer, checkpoint, the lazy
+//! writer, CHECKDB's parallel readers, an embedding program's own threads) are not
+//! scheduled: for them both calls do nothing.
+//!
+//! Deviations:
+//! - The engine also blocks on short mutexes that SQLOS does not have. A worker blocked on
+//!   one keeps its scheduler, and the mutex's holder may be queued for that very scheduler.
+//!   So a worker queued for [`STALL_ADMIT`] behind a running worker that has not let the
+//!   scheduler go for that long runs anyway, outside the scheduler ("admitted on a stall",
+//!   counted per scheduler). SQL Server has no such valve; it has no such mutexes either.
+//! - Background threads are outside the schedulers (SQL Server's system tasks have their
+//!   own workers on the same schedulers).
+//! - The count of schedulers is the machine's CPUs, or the `-P<n>` startup option
+//!   (undocumented in SQL Server, where it makes n schedulers for experiments). The lab uses
+//!   it to give a 2-CPU machine the seed machine's schedulers.
+//!
+//! Invariants (owned here):
+//! 1. A scheduler runs at most one worker that holds it; a worker holds at most one.
+//! 2. Queued workers take the scheduler in arrival order.
+//! 3. A worker never queues for a scheduler while it holds one.
+
+use crate::waits::WaitStats;
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// A worker's quantum: how long it runs before a yield point lets the next one run.
+pub const QUANTUM: Duration = Duration::from_millis(4);
+
+/// How long a queued worker waits behind a worker that has not let the scheduler go before
+/// it runs anyway (see the module header's deviations).
+pub const STALL_ADMIT: Duration = Duration::from_millis(20);
+
+/// The wait a worker records when its quantum ends.
+pub const YIELD_WAIT_TYPE: &str = "SOS_SCHEDULER_YIELD";
+
+struct Queued {
+    worker: u64,
+    thread: Thread,
+}
+
+#[derive(Default)]
+struct SchedulerState {
+    /// The worker that holds the scheduler (invariant 1).
+    running: Option<u64>,
+    /// When the scheduler last changed hands (or was taken).
+    running_since: Option<Instant>,
+    /// Workers waiting to run, in arrival order (invariant 2).
+    runnable: VecDeque<Queued>,
+    /// Workers attached to the scheduler (current_workers_count).
+    workers: u32,
+}
+
+#[derive(Default)]
+struct Scheduler {
+    state: Mutex<SchedulerState>,
+    yield_count: AtomicU64,
+    context_switches: AtomicU64,
+    stall_admissions: AtomicU64,
+}
+
+/// One row of sys.dm_os_schedulers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerRow {
+    pub scheduler_id: u32,
+    pub is_idle: bool,
+    /// Workers attached (a session's request has one).
+    pub current_workers_count: u32,
+    /// Workers running or runnable (not waiting on a resource).
+    pub active_workers_count: u32,
+    pub runnable_tasks_count: u32,
+    /// Times the running worker gave the scheduler up (a wait, a quantum's end).
+    pub yield_count: u64,
+    /// Times another worker took the scheduler.
+    pub context_switches_count: u64,
+    /// Workers that ran outside the scheduler after a stall (a deviation; see above).
+    pub stall_admissions: u64,
+}
+
+/// The instance's schedulers.
+pub struct Schedulers {
+    schedulers: Vec<Scheduler>,
+    waits: Arc<WaitStats>,
+    next_worker: AtomicU64,
+    /// [`STALL_ADMIT`], or another limit for tests.
+    stall_admit: Duration,
+}
+
+/// What the calling thread is, as a worker.
+struct WorkerState {
+    schedulers: Arc<Schedulers>,
+    scheduler: usize,
+    worker: u64,
+    /// True while the worker holds its scheduler; false while it waits or was admitted on
+    /// a stall.
+    holding: bool,
+    quantum_started: Instant,
+}
+
+thread_local! {
+    static WORKER: RefCell<Option<WorkerState>> = const { RefCell::new(None) };
+}
+
+impl Schedulers {
+    /// `count` schedulers (at least one); waits go to `waits`.
+    pub fn new(count: usize, waits: Arc<WaitStats>) -> Arc<Schedulers> {
+        Schedulers::with_stall_admit(count, waits, STALL_ADMIT)
+    }
+
+    /// [`Schedulers::new`] with another stall limit (tests whose workers hold a scheduler
+    /// on purpose for longer than [`STALL_ADMIT`]).
+    pub fn with_stall_admit(
+        count: usize,
+        waits: Arc<WaitStats>,
+        stall_admit: Duration,
+    ) -> Arc<Schedulers> {
+        let schedulers = (0..count.max(1)).map(|_| Scheduler::default()).collect();
+        Arc::new(Schedulers { schedulers, waits, next_worker: AtomicU64::new(1), stall_admit })
+    }
+
+    /// The machine's CPU count, the default number of schedulers.
+    pub fn cpu_count() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    pub fn count(&self) -> usize {
+        self.schedulers.len()
+    }
+
+    /// sys.dm_os_schedulers' rows.
+    pub fn snapshot(&self) -> Vec<SchedulerRow> {
+        let mut rows = Vec::new();
+        for (id, scheduler) in self.schedulers.iter().enumerate() {
+            let state = scheduler.state.lock();
+            let runnable = state.runnable.len() as u32;
+            let running = u32::from(state.running.is_some());
+            rows.push(SchedulerRow {
+                scheduler_id: id as u32,
+                is_idle: state.running.is_none() && runnable == 0,
+                current_workers_count: state.workers,
+                active_workers_count: running + runnable,
+                runnable_tasks_count: runnable,
+                yield_count: scheduler.yield_count.load(Ordering::Relaxed),
+                context_switches_count: scheduler.context_switches.load(Ordering::Relaxed),
+                stall_admissions: scheduler.stall_admissions.load(Ordering::Relaxed),
+            });
+        }
+        rows
+    }
+
+    /// The scheduler with the fewest attached workers (the lowest id on a tie).
+    fn least_loaded(&self) -> usize {
+        let mut best = 0;
+        let mut best_workers = u32::MAX;
+        for (id, scheduler) in self.schedulers.iter().enumerate() {
+            let workers = scheduler.state.lock().workers;
+            if workers < best_workers {
+                (best, best_workers) = (id, workers);
+            }
+        }
+        best
+    }
+
+    /// Takes scheduler `id` for `worker`, queueing behind the runnable ones unless a waker
+    /// queued it already or handed it the scheduler. Returns the time queued and whether the
+    /// worker holds the scheduler (false: admitted on a stall).
+    fn take(&self, id: usize, worker: u64) -> (Duration, bool) {
+        let scheduler = &self.schedulers[id];
+        let queued_at = Instant::now();
+        let mut state = scheduler.state.lock();
+        if state.running == Some(worker) {
+            return (Duration::ZERO, true);
+        }
+        let queued = state.runnable.iter().any(|queued| queued.worker == worker);
+        if !queued && state.running.is_none() && state.runnable.is_empty() {
+            state.running = Some(worker);
+            state.running_since = Some(queued_at);
+            return (Duration::ZERO, true);
+        }
+        if !queued {
+            state.runnable.push_back(Queued { worker, thread: std::thread::current() });
+        }
+        loop {
+            if state.running == Some(worker) {
+                return (queued_at.elapsed(), true);
+            }
+            let held_for = state.running_since.map_or(Duration::ZERO, |since| since.elapsed());
+            if queued_at.elapsed() >= self.stall_admit && held_for >= self.stall_admit {
+                state.runnable.retain(|queued| queued.worker != worker);
+                scheduler.stall_admissions.fetch_add(1, Ordering::Relaxed);
+                return (queued_at.elapsed(), false);
+            }
+            // A handoff between the unlock and the park is kept by the thread's park token.
+            parking_lot::MutexGuard::unlocked(&mut state, || {
+                std::thread::park_timeout(self.stall_admit)
+            });
+        }
+    }
+
+    /// Gives scheduler `id` up: the head of its runnable queue takes it.
+    fn give_up(&self, id: usize, worker: u64) {
+        let scheduler = &self.schedulers[id];
+        let mut state = scheduler.state.lock();
+        assert_eq!(state.running, Some(worker), "invariant 1: only the holder gives it up");
+        scheduler.yield_count.fetch_add(1, Ordering::Relaxed);
+        let next = state.runnable.pop_front();
+        state.running = next.as_ref().map(|queued| queued.worker);
+        state.running_since = Some(Instant::now());
+        drop(state);
+        if let Some(queued) = next {
+            scheduler.context_switches.fetch_add(1, Ordering::Relaxed);
+            queued.thread.unpark();
+        }
+    }
+
+    /// A waiting worker was signalled: it takes its scheduler at once if the scheduler is
+    /// free, or joins the runnable queue without being woken until its turn (as SQLOS moves a
+    /// signalled worker to the runnable list: no thread wakes only to queue).
+    fn make_runnable(&self, id: usize, worker: u64, thread: &Thread) {
+        let mut state = self.schedulers[id].state.lock();
+        if state.running == Some(worker) || state.runnable.iter().any(|q| q.worker == worker) {
+            return;
+        }
+        if state.running.is_none() && state.runnable.is_empty() {
+            state.running = Some(worker);
+            state.running_since = Some(Instant::now());
+            drop(state);
+            self.schedulers[id].context_switches.fetch_add(1, Ordering::Relaxed);
+            thread.unpark();
+            return;
+        }
+        state.runnable.push_back(Queued { worker, thread: thread.clone() });
+    }
+
+    fn has_runnable(&self, id: usize) -> bool {
+        !self.schedulers[id].state.lock().runnable.is_empty()
+    }
+}
+
+/// How to wake a waiting thread: a worker is made runnable on its scheduler (woken when it
+/// can run); any other thread is unparked.
+#[derive(Clone)]
+pub struct Waker {
+    worker: Option<(Arc<Schedulers>, usize, u64)>,
+    thread: Thread,
+}
+
+/// The calling thread's [`Waker`], taken before it waits.
+pub fn waker() -> Waker {
+    let worker = WORKER.with(|w| {
+        w.borrow().as_ref().map(|state| (state.schedulers.clone(), state.scheduler, state.worker))
+    });
+    Waker { worker, thread: std::thread::current() }
+}
+
+impl Waker {
+    /// Signals the thread: its wait is over.
+    pub fn wake(&self) {
+        match &self.worker {
+            Some((schedulers, id, worker)) => schedulers.make_runnable(*id, *worker, &self.thread),
+            None => self.thread.unpark(),
+        }
+    }
+}
+
+/// The calling thread is a worker until this drops: it holds a scheduler while it runs.
+pub struct WorkerGuard {
+    attached: bool,
+}
+
+/// Makes the calling thread a worker on the least-loaded scheduler and takes it (waiting in
+/// its runnable queue). A thread that is a worker already gets a guard that does nothing.
+pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
+    if WORKER.with(|w| w.borrow().is_some()) {
+        return WorkerGuard { attached: false };
+    }
+    let worker = schedulers.next_worker.fetch_add(1, Ordering::Relaxed);
+    let id = schedulers.least_loaded();
+    schedulers.schedulers[id].state.lock().workers += 1;
+    let (_, holding) = schedulers.take(id, worker);
+    let state = WorkerState {
+        schedulers: schedulers.clone(),
+        scheduler: id,
+        worker,
+        holding,
+        quantum_started: Instant::now(),
+    };
+    WORKER.with(|w| *w.borrow_mut() = Some(state));
+    WorkerGuard { attached: true }
+}
+
+impl Drop for WorkerGuard {
+    fn drop(&mut self) {
+        if !self.attached {
+            return;
+        }
+        let Some(state) = WORKER.with(|w| w.borrow_mut().take()) else { return };
+        if state.holding {
+            state.schedulers.give_up(state.scheduler, state.worker);
+        }
+        state.schedulers.schedulers[state.scheduler].state.lock().workers -= 1;
+    }
+}
+
+/// A worker's scheduler, given up for a wait; [`Suspended::resume`] takes it back.
+pub struct Suspended {
+    resumed: bool,
+}
+
+/// Gives up the calling worker's scheduler before it blocks (a thread that is not a worker,
+/// or one admitted on a stall, has nothing to give up).
+pub fn suspend() -> Suspended {
+    WORKER.with(|w| {
+        let mut worker = w.borrow_mut();
+        let Some(state) = worker.as_mut() else { return };
+        if state.holding {
+            state.holding = false;
+            state.schedulers.give_up(state.scheduler, state.worker);
+        }
+    });
+    Suspended { resumed: false }
+}
+
+impl Suspended {
+    /// Takes the worker's scheduler back after its wait; returns the time queued for it (the
+    /// wait's signal time). Zero for a thread that is not a worker.
+    pub fn resume(mut self) -> Duration {
+        self.resumed = true;
+        retake()
+    }
+}
+
+impl Drop for Suspended {
+    fn drop(&mut self) {
+        if !self.resumed {
+            retake();
+        }
+    }
+}
+
+/// Takes the calling worker's scheduler again (invariant 3: only when it holds none).
+fn retake() -> Duration {
+    let Some((schedulers, id, worker)) = WORKER.with(|w| {
+        w.borrow()
+            .as_ref()
+            .filter(|state| !state.holding)
+            .map(|state| (state.schedulers.clone(), state.scheduler, state.worker))
+    }) else {
+        return Duration::ZERO;
+    };
+    let (queued, holding) = schedulers.take(id, worker);
+    WORKER.with(|w| {
+        if let Some(state) = w.borrow_mut().as_mut() {
+            state.holding = holding;
+            state.quantum_started = Instant::now();
+        }
+    });
+    queued
+}
+
+/// A yield point: if the calling worker's quantum has ended, it lets the next runnable worker
+/// run (SOS_SCHEDULER_YIELD) and queues behind it. Call it where the worker holds no page
+/// latch it could keep others waiting on, between rows.
+pub fn yield_point() {
+    let due = WORKER.with(|w| {
+        let worker = w.borrow();
+        let state = worker.as_ref()?;
+        let due = !state.holding || state.quantum_started.elapsed() >= QUANTUM;
+        due.then(|| (state.schedulers.clone(), state.scheduler, state.holding))
+    });
+    let Some((schedulers, id, holding)) = due else { return };
+    if holding && !schedulers.has_runnable(id) {
+        // Nobody waits: the worker starts a new quantum on the spot (a yield of no time).
+        schedulers.waits.record(YIELD_WAIT_TYPE, Duration::ZERO, Duration::ZERO);
+        WORKER.with(|w| {
+            if let Some(state) = w.borrow_mut().as_mut() {
+                state.quantum_started = Instant::now();
+            }
+        });
+        return;
+    }
+    let queued = suspend().resume();
+    if holding {
+        schedulers.waits.record(YIELD_WAIT_TYPE, queued, queued);
+    }
+}
+
+/// Whether the calling thread is a worker holding its scheduler (for tests).
+pub fn holds_scheduler() -> bool {
+    WORKER.with(|w| w.borrow().as_ref().is_some_and(|state| state.holding))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Schedulers whose stall limit no test reaches by accident (a slow machine included).
+    fn schedulers(count: usize) -> (Arc<Schedulers>, Arc<WaitStats>) {
+        let waits = Arc::new(WaitStats::default());
+        let stall_admit = Duration::from_secs(30);
+        (Schedulers::with_stall_admit(count, waits.clone(), stall_admit), waits)
+    }
+
+    /// Spins for `duration` of wall time, calling yield points as a row loop would.
+    fn work(duration: Duration, running: &AtomicUsize, most: &AtomicUsize) {
+        let started = Instant::now();
+        while started.elapsed() < duration {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            std::hint::spin_loop();
+            running.fetch_sub(1, Ordering::SeqCst);
+            yield_point();
+        }
+    }
+
+    #[test]
+    fn two_schedulers_run_at_most_two_of_six_workers_at_once_and_each_yields() {
+        let (schedulers, waits) = schedulers(2);
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..6)
+            .map(|_| {
+                let (schedulers, running, most) =
+                    (schedulers.clone(), running.clone(), most.clone());
+                std::thread::spawn(move || {
+                    let _worker = attach(&schedulers);
+                    assert!(holds_scheduler());
+                    work(Duration::from_millis(40), &running, &most);
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert!(most.load(Ordering::SeqCst) <= 2, "invariant 1: at most one worker per scheduler");
+        let rows = schedulers.snapshot();
+        assert_eq!(rows.iter().map(|r| r.stall_admissions).sum::<u64>(), 0);
+        assert!(rows.iter().all(|r| r.current_workers_count == 0 && r.is_idle));
+        let switches: u64 = rows.iter().map(|r| r.context_switches_count).sum();
+        assert!(switches >= 6, "queued workers took the schedulers over: {switches}");
+        let yields = waits.get(YIELD_WAIT_TYPE).expect("quanta ended");
+        assert!(yields.waiting_tasks_count >= 6, "{yields:?}");
+        assert_eq!(yields.wait_time_ms, yields.signal_wait_time_ms, "a yield is all signal time");
+    }
+
+    #[test]
+    fn a_suspended_worker_lets_the_next_run_and_resumes_after_it() {
+        let (schedulers, _) = schedulers(1);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let _first = attach(&schedulers);
+        let second = {
+            let (schedulers, order) = (schedulers.clone(), order.clone());
+            std::thread::spawn(move || {
+                let _worker = attach(&schedulers);
+                order.lock().push("second runs");
+                std::thread::sleep(Duration::from_millis(30));
+            })
+        };
+        while schedulers.snapshot()[0].runnable_tasks_count == 0 {
+            std::thread::yield_now();
+        }
+        let suspended = suspend();
+        assert!(!holds_scheduler());
+        std::thread::sleep(Duration::from_millis(5));
+        let queued = suspended.resume();
+        order.lock().push("first resumes");
+        assert!(holds_scheduler());
+        assert!(queued >= Duration::from_millis(20), "waited for the second's run: {queued:?}");
+        second.join().unwrap();
+        assert_eq!(*order.lock(), ["second runs", "first resumes"]);
+        assert_eq!(schedulers.snapshot()[0].stall_admissions, 0);
+    }
+
+    #[test]
+    fn a_worker_queued_behind_a_stalled_one_is_admitted_after_the_stall_limit() {
+        let schedulers = Schedulers::new(1, Arc::new(WaitStats::default()));
+        let _stalled = attach(&schedulers);
+        let admitted = {
+            let schedulers = schedulers.clone();
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let _worker = attach(&schedulers);
+                assert!(!holds_scheduler(), "admitted outside the scheduler");
+                started.elapsed()
+            })
+        };
+        // This worker never yields: it blocks on something the schedulers do not see.
+        let waited = admitted.join().unwrap();
+        assert!(waited >= STALL_ADMIT, "{waited:?}");
+        assert_eq!(schedulers.snapshot()[0].stall_admissions, 1);
+        assert!(holds_scheduler());
+    }
+
+    #[test]
+    fn a_signalled_latch_waiter_queues_for_its_busy_scheduler_and_counts_that_as_signal_time() {
+        use crate::latch::{Latch, LatchMode};
+        let (schedulers, _) = schedulers(1);
+        let latch = Arc::new(Latch::default());
+        let main_worker = attach(&schedulers);
+        latch.acquire(LatchMode::Ex, 1, |_| {}).unwrap();
+        let waiter = {
+            let (schedulers, latch) = (schedulers.clone(), latch.clone());
+            std::thread::spawn(move || {
+                let _worker = attach(&schedulers);
+                let wait = latch.acquire(LatchMode::Sh, 2, |_| {}).unwrap().expect("it waited");
+                assert!(holds_scheduler(), "a granted waiter runs on its scheduler");
+                latch.release(LatchMode::Sh, 2);
+                wait
+            })
+        };
+        // Let the waiter run until it waits for the latch (giving the scheduler back).
+        let suspended = suspend();
+        while latch.waiter_count() == 0 {
+            std::thread::yield_now();
+        }
+        suspended.resume();
+        // Granted while this worker runs: the waiter is runnable, not running.
+        latch.release(LatchMode::Ex, 1);
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(schedulers.snapshot()[0].runnable_tasks_count, 1);
+        drop(main_worker);
+        let wait = waiter.join().unwrap();
+        assert!(wait.signal >= Duration::from_millis(25), "signal time: {:?}", wait.signal);
+        assert!(wait.waited >= wait.signal);
+        assert_eq!(schedulers.snapshot()[0].stall_admissions, 0);
+    }
+
+    #[test]
+    fn threads_that_are_not_workers_are_not_scheduled() {
+        assert!(!holds_scheduler());
+        assert_eq!(suspend().resume(), Duration::ZERO);
+        yield_point();
+        assert!(!holds_scheduler());
+    }
+}
