@@ -8,7 +8,8 @@
 //! and the time from a wait's end to running again is a queue the engine can measure: the
 //! wait's signal_wait_time_ms. A worker that ends its quantum with others runnable waits
 //! SOS_SCHEDULER_YIELD (all of it signal time); one that finds the queue empty records the
-//! yield with no time and runs on, as SQL Server counts it.
+//! yield with no time and runs on (as SQL Server is described to count it in Paul Randal's
+//! write-ups on SOS_SCHEDULER_YIELD; from memory, not checked against a source).
 //!
 //! How: a worker attaches ([`attach`]) to the scheduler with the fewest workers and takes
 //! it, in FIFO order behind the runnable ones. A wait calls [`suspend`] before it blocks

@@ -1,5 +1,7 @@
 //! Transactions: BEGIN TRAN, COMMIT, ROLLBACK and savepoints on a session's thread, with the
-//! log records that make them durable and undoable (reference §5.5, §5.7).
+//! log records that make them durable and undoable (reference §5.5, §5.7). A session whose
+//! requests run on different threads carries its open transaction between them ([`detach`],
+//! [`attach`]).
 //!
 //! What it reproduces:
 //! - A transaction is a chain of log records linked by Previous LSN: LOP_BEGIN_XACT, one
@@ -224,6 +226,26 @@ thread_local! {
     static CURRENT: RefCell<Option<OpenXact>> = const { RefCell::new(None) };
     /// Set while this thread undoes a change: records it logs are CLRs with this undo-next.
     static COMPENSATING: RefCell<Option<Lsn>> = const { RefCell::new(None) };
+}
+
+/// A session's open transaction taken off its thread between requests ([`detach`]), so that
+/// its next request may run on another thread (a connection pool's, an async runtime's). Its
+/// locks stay held: they belong to its id, not to a thread.
+pub struct DetachedTransaction(OpenXact);
+
+/// Takes the calling thread's open transaction, if it has one.
+pub fn detach() -> Option<DetachedTransaction> {
+    CURRENT.with(|c| c.borrow_mut().take()).map(DetachedTransaction)
+}
+
+/// Makes a detached transaction the calling thread's again. The thread must have none open
+/// (a thread runs one session's request at a time).
+pub fn attach(transaction: DetachedTransaction) {
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        assert!(current.is_none(), "a thread runs one session's transaction at a time");
+        *current = Some(transaction.0);
+    });
 }
 
 /// Whether this thread is undoing a change (its log records may use the rollback reserve).

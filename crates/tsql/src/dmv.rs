@@ -304,7 +304,7 @@ impl Session {
             "quantum_length_us",
         ]);
         let cpus = engine::scheduler::Schedulers::cpu_count() as u32;
-        let quantum_us = engine::scheduler::QUANTUM.as_micros() as i32;
+        let quantum_us = engine::scheduler::QUANTUM.as_micros() as u64;
         let count = |n: u32| Value::Int(i32::try_from(n).unwrap_or(i32::MAX));
         let rows = self
             .server
@@ -329,7 +329,7 @@ impl Session {
                     Value::Int(0),
                     count(s.current_workers_count),
                     count(u32::try_from(s.yield_count).unwrap_or(u32::MAX)),
-                    Value::Int(quantum_us),
+                    big(quantum_us),
                 ]
             })
             .collect();

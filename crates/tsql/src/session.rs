@@ -5,7 +5,10 @@
 //! a failing statement is rolled back alone (statement-level rollback) and the batch goes on,
 //! unless the error aborts the batch (conversion errors 245/8114/8169/241, 208/207/137 name
 //! errors, 1205, any error of severity 19 or above) or SET XACT_ABORT is ON, which rolls the
-//! whole transaction back. Errors of severity 19 and above also go to the errorlog.
+//! whole transaction back for any run-time error of any statement, and for a cancel; not for
+//! RAISERROR (which neither ends the batch nor rolls back under XACT_ABORT; THROW does) nor for
+//! compile errors (the name errors among them). Errors of severity 19 and above also go to the
+//! errorlog.
 //!
 //! TRY/CATCH sends an error of the TRY block (or of what it calls) to the CATCH block instead
 //! of the client; THROW raises (and re-raises) errors that end the batch.
@@ -53,6 +56,8 @@ pub(crate) struct Failure {
     pub(crate) procedure: Option<String>,
     /// @@NESTLEVEL where it happened.
     pub(crate) nest_level: u32,
+    /// Raised by RAISERROR, which SET XACT_ABORT does not act on.
+    pub(crate) raiserror: bool,
 }
 
 /// The error a CATCH block is handling (ERROR_NUMBER() and the other ERROR_ functions).
@@ -126,6 +131,12 @@ const LOG_NOT_AVAILABLE: i32 = 9001;
 /// DATABASEPROPERTYEX(name, 'Version'): SQL Server 2022 RTM's internal database version.
 const DATABASE_VERSION: i32 = 957;
 
+/// Errors SQL Server raises when it compiles a statement (here some are found when it runs):
+/// SET XACT_ABORT does not roll the transaction back for them.
+fn is_compile_error(number: i32) -> bool {
+    matches!(number, 208 | 207 | 137 | 4104 | 209 | 102 | 156)
+}
+
 fn aborts_batch(number: i32) -> bool {
     matches!(
         number,
@@ -158,6 +169,8 @@ pub struct Session {
     pub server: Arc<Server>,
     pub spid: u16,
     db: Arc<Database>,
+    /// The open transaction between requests (on the request's thread while one runs).
+    transaction: Option<engine::xact::DetachedTransaction>,
     /// The variables of the running batch, procedure or dynamic SQL.
     pub(crate) variables: BTreeMap<String, (SqlType, Value)>,
     /// @@NESTLEVEL: procedures and dynamic SQL running one inside another.
@@ -229,14 +242,25 @@ pub struct Session {
 impl Drop for Session {
     /// The session disconnects: a transaction it left open is rolled back, as SQL Server does
     /// when a connection closes (its locks are released and the log may truncate past it),
-    /// and sys.dm_exec_sessions no longer lists it. Transactions belong to the thread that
-    /// runs the session (engine::xact), so this must run on that thread, as it does for a
-    /// TDS connection and for the shell.
+    /// and sys.dm_exec_sessions no longer lists it. The session's transaction is rolled back
+    /// on the thread that drops it.
     fn drop(&mut self) {
-        if let Some(database_id) = engine::xact::current_database()
-            && let Some(db) = self.server.database_by_id(i64::from(database_id))
-        {
-            let _ = db.rollback_tran();
+        if let Some(transaction) = self.transaction.take() {
+            // A transaction of another session running on this thread (in its request's
+            // output callback, say) steps aside while this one is rolled back.
+            let other = engine::xact::detach();
+            engine::xact::attach(transaction);
+            engine::instance::set_current_spid(self.spid);
+            if let Some(database_id) = engine::xact::current_database()
+                && let Some(db) = self.server.database_by_id(i64::from(database_id))
+            {
+                let _ = db.rollback_tran();
+            }
+            // A rollback that failed (its database gone) still lets go of the transaction.
+            drop(engine::xact::detach());
+            if let Some(other) = other {
+                engine::xact::attach(other);
+            }
         }
         let temporary = self.temp.take_all();
         drop_temporary(temporary);
@@ -283,6 +307,7 @@ impl Session {
             server: server.clone(),
             spid: engine_session.spid,
             db,
+            transaction: None,
             variables: BTreeMap::new(),
             nest_level: 0,
             insert_exec_depth: 0,
@@ -455,6 +480,22 @@ impl Session {
         engine::instance::set_current_spid(self.spid);
         engine::session::run_as_worker();
         engine::traceflags::set_session_flags(self.session_trace_flags.iter().copied());
+        // The session's open transaction runs on the thread that runs the request (engine::xact
+        // keeps it per thread), whichever thread ran the session's last request.
+        if let Some(transaction) = self.transaction.take() {
+            engine::xact::attach(transaction);
+        }
+        let succeeded = self.run_request(sql, variables, out);
+        self.transaction = engine::xact::detach();
+        succeeded
+    }
+
+    fn run_request(
+        &mut self,
+        sql: &str,
+        variables: Vec<(String, SqlType, Value)>,
+        out: &mut dyn FnMut(Output),
+    ) -> bool {
         if !self.db.log().is_available() {
             // The session's database was shut down when its log stopped (another session got
             // the 9001): this batch gets it too, and the session lets go of the database.
@@ -533,7 +574,10 @@ impl Session {
         if let Err(failure) = self.run_parsed_block(&parsed, out) {
             if failure.error.number == CANCELLED {
                 // An attention: the batch stops with no error message (the client gets
-                // DONE_ATTN from the TDS layer); an open transaction stays open.
+                // DONE_ATTN from the TDS layer); an open transaction stays open, unless
+                // XACT_ABORT is ON (the reason client libraries advise it: a query timeout
+                // then leaves no transaction behind).
+                self.roll_back_for_xact_abort(&failure);
                 self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
                 self.batch_failed = true;
             } else {
@@ -697,6 +741,17 @@ impl Session {
             abort_batch,
             procedure: self.module_stack.last().cloned().flatten(),
             nest_level: self.nest_level,
+            raiserror: false,
+        }
+    }
+
+    /// SET XACT_ABORT ON: a statement's run-time error rolls the whole transaction back, a
+    /// cancel (attention) included; not RAISERROR's errors, nor compile errors.
+    fn roll_back_for_xact_abort(&self, failure: &Failure) {
+        let applies =
+            self.xact_abort && !failure.raiserror && !is_compile_error(failure.error.number);
+        if applies && self.db.trancount() > 0 {
+            let _ = self.tracking_transaction(false, |db| db.rollback_tran());
         }
     }
 
@@ -993,7 +1048,8 @@ impl Session {
             let result = f(self);
             result.map_err(|error| {
                 if db.trancount() > 0 {
-                    if self.xact_abort || error.number == 1205 {
+                    let xact_abort = self.xact_abort && !is_compile_error(error.number);
+                    if xact_abort || error.number == 1205 {
                         let _ = self.tracking_transaction(false, |db| db.rollback_tran());
                     } else if let Some(mark) = mark {
                         let _ = db.rollback_statement(mark);
@@ -1257,8 +1313,10 @@ impl Session {
                 if with_log && error.severity < 19 {
                     self.server.instance.errorlog.write_error(&self.process_info(), &error);
                 }
+                // RAISERROR does not end the batch under XACT_ABORT (THROW does).
                 let mut failure = self.fail(error, line);
-                failure.abort_batch = self.xact_abort;
+                failure.abort_batch = false;
+                failure.raiserror = true;
                 Err(failure)
             }
             Statement::StartTransaction { .. } => self
@@ -1328,10 +1386,13 @@ impl Session {
                     }
                 }
                 Ok(flow) => return Ok(flow),
-                Err(failure) if !failure.abort_batch && self.try_depth == 0 => {
+                Err(failure) => {
+                    self.roll_back_for_xact_abort(&failure);
+                    if failure.abort_batch || self.try_depth > 0 {
+                        return Err(failure);
+                    }
                     self.report(failure, out)
                 }
-                Err(failure) => return Err(failure),
             }
         }
         Ok(Flow::Next)

@@ -184,3 +184,75 @@ fn two_busy_sessions_on_one_scheduler_take_turns_by_quantum() {
     drop(setup);
     server.shutdown().expect("shutdown");
 }
+
+/// A cancel (a client's query timeout) leaves an open transaction open, unless SET XACT_ABORT
+/// is ON: then the transaction is rolled back, as client libraries count on.
+#[test]
+fn a_cancel_rolls_the_transaction_back_only_under_xact_abort() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut observer = Session::new(&server);
+    let (errors, _) = run(&mut observer, "CREATE TABLE cancelled_t (id int PRIMARY KEY)");
+    assert!(errors.is_empty(), "{errors:?}");
+    for (xact_abort, open_after) in [("ON", "0"), ("OFF", "1")] {
+        let mut session = Session::new(&server);
+        let spid = session.spid;
+        let cancel = session.cancel_handle();
+        // The session's batches run on one thread, as a connection's do.
+        let waiting = std::thread::spawn(move || {
+            let setup =
+                format!("SET XACT_ABORT {xact_abort}\nBEGIN TRAN\nINSERT cancelled_t VALUES (1)");
+            let (errors, _) = run(&mut session, &setup);
+            assert!(errors.is_empty(), "{errors:?}");
+            run(&mut session, "WAITFOR DELAY '00:10:00'");
+            let open = common::rows(&mut session, "SELECT @@TRANCOUNT");
+            run(&mut session, "IF @@TRANCOUNT > 0 ROLLBACK");
+            open
+        });
+        let query = format!("SELECT wait_type FROM sys.dm_exec_requests WHERE session_id = {spid}");
+        let started = std::time::Instant::now();
+        while common::rows(&mut observer, &query) != vec![vec!["WAITFOR".to_string()]] {
+            assert!(started.elapsed().as_secs() < 30, "the session never waited");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        let open = waiting.join().expect("the waiting session");
+        assert_eq!(open, vec![vec![open_after.to_string()]], "XACT_ABORT {xact_abort}");
+    }
+    let rows = common::rows(&mut observer, "SELECT COUNT(*) FROM cancelled_t");
+    assert_eq!(rows, vec![vec!["0".to_string()]]);
+    drop(observer);
+    server.shutdown().expect("shutdown");
+}
+
+/// A session's open transaction is the session's, not its thread's: the next batch may run on
+/// another thread (a connection pool's), and another session run on the same thread does not
+/// see it (before, @@TRANCOUNT was 0 on the new thread and the transaction was left behind,
+/// its locks held, while a second session on the first thread found it open).
+#[test]
+fn a_transaction_follows_its_session_across_threads_and_stays_its_own() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut first = Session::new(&server);
+    let mut second = Session::new(&server);
+    let (errors, _) = run(
+        &mut first,
+        "CREATE TABLE moved_t (id int PRIMARY KEY)\nBEGIN TRAN\nINSERT moved_t VALUES (1)",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    // Another session on the same thread has no transaction.
+    assert_eq!(common::rows(&mut second, "SELECT @@TRANCOUNT"), vec![vec!["0".to_string()]]);
+    let first = std::thread::spawn(move || {
+        let open = common::rows(&mut first, "SELECT @@TRANCOUNT");
+        let (errors, _) = run(&mut first, "INSERT moved_t VALUES (2)\nCOMMIT");
+        assert!(errors.is_empty(), "{errors:?}");
+        open
+    })
+    .join()
+    .expect("the first session's second thread");
+    assert_eq!(first, vec![vec!["1".to_string()]]);
+    let rows = common::rows(&mut second, "SELECT COUNT(*) FROM moved_t");
+    assert_eq!(rows, vec![vec!["2".to_string()]]);
+    drop(second);
+    server.shutdown().expect("shutdown");
+}

@@ -35,6 +35,33 @@ PRINT 'not printed'
 GO
 SELECT @@TRANCOUNT AS after_abort, COUNT(*) AS sevens FROM acct WHERE id = 7
 GO
+-- Under XACT_ABORT any statement's run-time error rolls the transaction back, not only a
+-- failed INSERT's: here a ROLLBACK TRAN to a name that is no savepoint (6401) and a failed
+-- conversion in SET. RAISERROR neither ends the batch nor rolls back; a name error (a compile
+-- error in SQL Server) ends the batch and keeps the transaction.
+BEGIN TRAN
+INSERT INTO acct VALUES (8, 1)
+ROLLBACK TRAN no_such_savepoint
+PRINT 'not printed'
+GO
+SELECT @@TRANCOUNT AS after_6401, COUNT(*) AS eights FROM acct WHERE id = 8
+GO
+BEGIN TRAN
+INSERT INTO acct VALUES (9, 1)
+DECLARE @n int
+SET @n = CONVERT(int, 'nine')
+GO
+SELECT @@TRANCOUNT AS after_245, COUNT(*) AS nines FROM acct WHERE id = 9
+GO
+BEGIN TRAN
+INSERT INTO acct VALUES (10, 1)
+RAISERROR ('raised, not aborting', 16, 1)
+SELECT @@TRANCOUNT AS after_raiserror
+SELECT id FROM no_such_table
+GO
+SELECT @@TRANCOUNT AS after_208, COUNT(*) AS tens FROM acct WHERE id = 10
+COMMIT
+GO
 -- SET IMPLICIT_TRANSACTIONS ON: a statement outside a transaction opens one (JDBC's
 -- setAutoCommit(false)); ROLLBACK undoes it.
 CREATE TABLE implicit_t (id int PRIMARY KEY);
