@@ -14,9 +14,12 @@
 //! How: a worker attaches ([`attach`]) to the scheduler with the fewest workers and takes
 //! it, in FIFO order behind the runnable ones. A wait calls [`suspend`] before it blocks
 //! and [`Suspended::resume`] after: the scheduler passes to the head of its runnable queue
-//! while the worker waits. Threads that never attach (the log writer, checkpoint, the lazy
-//! writer, CHECKDB's parallel readers, an embedding program's own threads) are not
-//! scheduled: for them both calls do nothing.
+//! while the worker waits. A latch release signals a waiting worker through its [`Waker`]:
+//! the worker joins its scheduler's runnable queue and its thread is woken only when it can
+//! run. Threads that never attach (the log writer, checkpoint, the lazy writer, CHECKDB's
+//! parallel readers, an embedding program's own threads) are not scheduled: for them both
+//! calls do nothing. [`Schedulers::snapshot`] and [`Schedulers::tasks`] are
+//! sys.dm_os_schedulers and sys.dm_os_tasks.
 //!
 //! Deviations:
 //! - The engine also blocks on short mutexes that SQLOS does not have. A worker blocked on
@@ -26,9 +29,11 @@
 //!   counted per scheduler). SQL Server has no such valve; it has no such mutexes either.
 //! - Background threads are outside the schedulers (SQL Server's system tasks have their
 //!   own workers on the same schedulers).
-//! - The count of schedulers is the machine's CPUs, or the `-P<n>` startup option
-//!   (undocumented in SQL Server, where it makes n schedulers for experiments). The lab uses
-//!   it to give a 2-CPU machine the seed machine's schedulers.
+//! - A preemptive wait (PREEMPTIVE_OS_WRITEFILEGATHER) keeps the scheduler; SQL Server's
+//!   worker leaves it. Other workers queued behind it get in after [`STALL_ADMIT`].
+//! - The count of schedulers is the machine's CPUs, or sqlservr's `-P<n>` startup option
+//!   (`--schedulers n` here; undocumented in SQL Server, where it makes n schedulers for
+//!   experiments). The lab uses it to give a 2-CPU machine the seed machine's schedulers.
 //!
 //! Invariants (owned here):
 //! 1. A scheduler runs at most one worker that holds it; a worker holds at most one.
@@ -38,7 +43,7 @@
 use crate::waits::WaitStats;
 use parking_lot::Mutex;
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::Thread;
@@ -67,8 +72,20 @@ struct SchedulerState {
     running_since: Option<Instant>,
     /// Workers waiting to run, in arrival order (invariant 2).
     runnable: VecDeque<Queued>,
-    /// Workers attached to the scheduler (current_workers_count).
-    workers: u32,
+    /// Workers running outside the scheduler after a stall (see the module header).
+    outside: Vec<u64>,
+    /// Workers attached to the scheduler (current_workers_count): each one's session id and
+    /// the times it took the scheduler over from another worker (its context switches).
+    attached: BTreeMap<u64, (u16, u64)>,
+}
+
+impl SchedulerState {
+    /// `worker` takes the scheduler over from the queue: one context switch of its own.
+    fn count_switch(&mut self, worker: u64) {
+        if let Some((_, switches)) = self.attached.get_mut(&worker) {
+            *switches += 1;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -77,6 +94,17 @@ struct Scheduler {
     yield_count: AtomicU64,
     context_switches: AtomicU64,
     stall_admissions: AtomicU64,
+}
+
+/// One task (a worker's request) as sys.dm_os_tasks shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskRow {
+    pub session_id: u16,
+    pub scheduler_id: u32,
+    /// RUNNING (on the scheduler, or outside it after a stall), RUNNABLE (queued for it) or
+    /// SUSPENDED (waiting for a resource).
+    pub task_state: &'static str,
+    pub context_switches_count: u64,
 }
 
 /// One row of sys.dm_os_schedulers.
@@ -157,7 +185,7 @@ impl Schedulers {
             rows.push(SchedulerRow {
                 scheduler_id: id as u32,
                 is_idle: state.running.is_none() && runnable == 0,
-                current_workers_count: state.workers,
+                current_workers_count: state.attached.len() as u32,
                 active_workers_count: running + runnable,
                 runnable_tasks_count: runnable,
                 yield_count: scheduler.yield_count.load(Ordering::Relaxed),
@@ -168,12 +196,37 @@ impl Schedulers {
         rows
     }
 
+    /// sys.dm_os_tasks' rows: every attached worker's task, by scheduler.
+    pub fn tasks(&self) -> Vec<TaskRow> {
+        let mut rows = Vec::new();
+        for (id, scheduler) in self.schedulers.iter().enumerate() {
+            let state = scheduler.state.lock();
+            for (worker, (spid, switches)) in &state.attached {
+                let task_state = if state.running == Some(*worker) || state.outside.contains(worker)
+                {
+                    "RUNNING"
+                } else if state.runnable.iter().any(|queued| queued.worker == *worker) {
+                    "RUNNABLE"
+                } else {
+                    "SUSPENDED"
+                };
+                rows.push(TaskRow {
+                    session_id: *spid,
+                    scheduler_id: id as u32,
+                    task_state,
+                    context_switches_count: *switches,
+                });
+            }
+        }
+        rows
+    }
+
     /// The scheduler with the fewest attached workers (the lowest id on a tie).
     fn least_loaded(&self) -> usize {
         let mut best = 0;
         let mut best_workers = u32::MAX;
         for (id, scheduler) in self.schedulers.iter().enumerate() {
-            let workers = scheduler.state.lock().workers;
+            let workers = scheduler.state.lock().attached.len() as u32;
             if workers < best_workers {
                 (best, best_workers) = (id, workers);
             }
@@ -188,6 +241,9 @@ impl Schedulers {
         let scheduler = &self.schedulers[id];
         let queued_at = Instant::now();
         let mut state = scheduler.state.lock();
+        if !state.outside.is_empty() {
+            state.outside.retain(|outside| *outside != worker);
+        }
         if state.running == Some(worker) {
             return (Duration::ZERO, true);
         }
@@ -207,6 +263,7 @@ impl Schedulers {
             let held_for = state.running_since.map_or(Duration::ZERO, |since| since.elapsed());
             if queued_at.elapsed() >= self.stall_admit && held_for >= self.stall_admit {
                 state.runnable.retain(|queued| queued.worker != worker);
+                state.outside.push(worker);
                 scheduler.stall_admissions.fetch_add(1, Ordering::Relaxed);
                 return (queued_at.elapsed(), false);
             }
@@ -226,6 +283,9 @@ impl Schedulers {
         let next = state.runnable.pop_front();
         state.running = next.as_ref().map(|queued| queued.worker);
         state.running_since = Some(Instant::now());
+        if let Some(queued) = &next {
+            state.count_switch(queued.worker);
+        }
         drop(state);
         if let Some(queued) = next {
             scheduler.context_switches.fetch_add(1, Ordering::Relaxed);
@@ -244,6 +304,7 @@ impl Schedulers {
         if state.running.is_none() && state.runnable.is_empty() {
             state.running = Some(worker);
             state.running_since = Some(Instant::now());
+            state.count_switch(worker);
             drop(state);
             self.schedulers[id].context_switches.fetch_add(1, Ordering::Relaxed);
             thread.unpark();
@@ -296,7 +357,8 @@ pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
     }
     let worker = schedulers.next_worker.fetch_add(1, Ordering::Relaxed);
     let id = schedulers.least_loaded();
-    schedulers.schedulers[id].state.lock().workers += 1;
+    let spid = crate::instance::current_spid();
+    schedulers.schedulers[id].state.lock().attached.insert(worker, (spid, 0));
     let (_, holding) = schedulers.take(id, worker);
     let state = WorkerState {
         schedulers: schedulers.clone(),
@@ -318,7 +380,9 @@ impl Drop for WorkerGuard {
         if state.holding {
             state.schedulers.give_up(state.scheduler, state.worker);
         }
-        state.schedulers.schedulers[state.scheduler].state.lock().workers -= 1;
+        let mut scheduler = state.schedulers.schedulers[state.scheduler].state.lock();
+        scheduler.attached.remove(&state.worker);
+        scheduler.outside.retain(|outside| *outside != state.worker);
     }
 }
 
@@ -502,6 +566,8 @@ mod tests {
                 let started = Instant::now();
                 let _worker = attach(&schedulers);
                 assert!(!holds_scheduler(), "admitted outside the scheduler");
+                let states: Vec<&str> = schedulers.tasks().iter().map(|t| t.task_state).collect();
+                assert_eq!(states, ["RUNNING", "RUNNING"], "both run, one outside");
                 started.elapsed()
             })
         };
@@ -517,11 +583,13 @@ mod tests {
         use crate::latch::{Latch, LatchMode};
         let (schedulers, _) = schedulers(1);
         let latch = Arc::new(Latch::default());
+        crate::instance::set_current_spid(1);
         let main_worker = attach(&schedulers);
         latch.acquire(LatchMode::Ex, 1, |_| {}).unwrap();
         let waiter = {
             let (schedulers, latch) = (schedulers.clone(), latch.clone());
             std::thread::spawn(move || {
+                crate::instance::set_current_spid(2);
                 let _worker = attach(&schedulers);
                 let wait = latch.acquire(LatchMode::Sh, 2, |_| {}).unwrap().expect("it waited");
                 assert!(holds_scheduler(), "a granted waiter runs on its scheduler");
@@ -534,16 +602,25 @@ mod tests {
         while latch.waiter_count() == 0 {
             std::thread::yield_now();
         }
+        let states = |schedulers: &Schedulers| {
+            let mut states: Vec<(u16, &str)> =
+                schedulers.tasks().into_iter().map(|t| (t.session_id, t.task_state)).collect();
+            states.sort();
+            states
+        };
+        assert_eq!(states(&schedulers), [(1, "SUSPENDED"), (2, "SUSPENDED")]);
         suspended.resume();
         // Granted while this worker runs: the waiter is runnable, not running.
         latch.release(LatchMode::Ex, 1);
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(schedulers.snapshot()[0].runnable_tasks_count, 1);
+        assert_eq!(states(&schedulers), [(1, "RUNNING"), (2, "RUNNABLE")]);
         drop(main_worker);
         let wait = waiter.join().unwrap();
         assert!(wait.signal >= Duration::from_millis(25), "signal time: {:?}", wait.signal);
         assert!(wait.waited >= wait.signal);
         assert_eq!(schedulers.snapshot()[0].stall_admissions, 0);
+        assert!(schedulers.tasks().is_empty(), "both workers detached");
     }
 
     #[test]

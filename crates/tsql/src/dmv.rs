@@ -336,6 +336,41 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_os_tasks: the task of every request running on a scheduler now. Deviations:
+    /// one task per request (exec_context_id 0, request_id 0), no addresses, and only
+    /// RUNNING, RUNNABLE and SUSPENDED (no PENDING, DONE or SPINLOOP); pending_io_count is 0
+    /// (the engine's I/O is synchronous on the worker's thread).
+    pub(crate) fn dm_os_tasks(&self) -> ViewRows {
+        let cols = columns(&[
+            "task_state",
+            "context_switches_count",
+            "pending_io_count",
+            "scheduler_id",
+            "session_id",
+            "exec_context_id",
+            "request_id",
+        ]);
+        let rows = self
+            .server
+            .instance
+            .schedulers
+            .tasks()
+            .into_iter()
+            .map(|t| {
+                vec![
+                    text(t.task_state),
+                    Value::Int(i32::try_from(t.context_switches_count).unwrap_or(i32::MAX)),
+                    Value::Int(0),
+                    Value::Int(t.scheduler_id as i32),
+                    Value::SmallInt(t.session_id as i16),
+                    Value::Int(0),
+                    Value::Int(0),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
     pub(crate) fn dm_exec_sessions(&self) -> ViewRows {
         let cols = columns(&[
             "session_id",
@@ -389,7 +424,16 @@ impl Session {
             "wait_resource",
             "open_transaction_count",
             "total_elapsed_time",
+            "scheduler_id",
         ]);
+        let tasks: BTreeMap<u16, engine::scheduler::TaskRow> = self
+            .server
+            .instance
+            .schedulers
+            .tasks()
+            .into_iter()
+            .map(|t| (t.session_id, t))
+            .collect();
         let waits: BTreeMap<u16, engine::waits::WaitingTaskRow> = self
             .server
             .instance
@@ -403,13 +447,21 @@ impl Session {
         for (spid, info) in sessions {
             let Some(request) = info.request else { continue };
             let wait = waits.get(&spid);
+            let task = tasks.get(&spid);
+            // A request queued for its scheduler is runnable; one that waits for a resource
+            // (or for its task to start) is suspended.
+            let status = match (task.map(|t| t.task_state), wait) {
+                (Some("RUNNABLE"), _) => "runnable",
+                (_, Some(_)) | (Some("SUSPENDED"), None) => "suspended",
+                _ => "running",
+            };
             let database_id =
                 if spid == self.spid { self.db().database_id } else { info.database_id };
             rows.push(vec![
                 Value::SmallInt(spid as i16),
                 Value::Int(0),
                 self.server.datetime_of(request.started),
-                text(if wait.is_some() { "suspended" } else { "running" }),
+                text(status),
                 Value::Text(request.command),
                 Value::SmallInt(database_id as i16),
                 Value::SmallInt(wait.and_then(|w| w.blocking_session_id).unwrap_or(0) as i16),
@@ -422,6 +474,7 @@ impl Session {
                 Value::Int(
                     i32::try_from(request.started.elapsed().as_millis()).unwrap_or(i32::MAX),
                 ),
+                task.map_or(Value::Null, |t| Value::Int(t.scheduler_id as i32)),
             ]);
         }
         (cols, rows)

@@ -53,6 +53,7 @@ impl Session {
             "dm_os_buffer_descriptors" => Some(Ok(self.dm_os_buffer_descriptors())),
             "dm_os_spinlock_stats" => Some(Ok(self.dm_os_spinlock_stats())),
             "dm_os_schedulers" => Some(Ok(self.dm_os_schedulers())),
+            "dm_os_tasks" => Some(Ok(self.dm_os_tasks())),
             "dm_os_performance_counters" => Some(Ok(self.dm_os_performance_counters())),
             "dm_exec_sessions" => Some(Ok(self.dm_exec_sessions())),
             "dm_exec_requests" => Some(Ok(self.dm_exec_requests())),

@@ -32,6 +32,9 @@ SELECT CASE WHEN COUNT(*) = (SELECT scheduler_count FROM sys.dm_os_sys_info) THE
        SUM(current_workers_count) AS workers, SUM(CASE WHEN is_idle = 0 THEN 1 ELSE 0 END) AS busy,
        SUM(runnable_tasks_count) AS runnable, MIN(status) AS status, MIN(quantum_length_us) AS quantum_us
 FROM sys.dm_os_schedulers;
+SELECT t.task_state, t.exec_context_id, CASE WHEN t.scheduler_id = r.scheduler_id THEN 'same scheduler' END AS request_scheduler
+FROM sys.dm_os_tasks AS t JOIN sys.dm_exec_requests AS r ON r.session_id = t.session_id
+WHERE t.session_id = @@SPID;
 -- File I/O: the data file was written by checkpoints; the log by every commit.
 CHECKPOINT;
 SELECT file_id, CASE WHEN num_of_writes > 0 THEN 'written' END AS writes,
