@@ -11,9 +11,9 @@
 //! so sys.dm_os_wait_stats lists each type the engine can wait on from the start, with zeros
 //! until its first wait, as SQL Server lists every wait type it has.
 //!
-//! Deviation: signal_wait_time_ms is 0 for preemptive waits, which is also what SQL Server
-//! reports for them (the thread runs outside the scheduler). The buffer-pool issue adds
-//! scheduler-style waits where signal time can be measured.
+//! signal_wait_time_ms is the time from a wait's end (its signal) until the worker ran on its
+//! scheduler again ([`crate::scheduler`]); 0 for preemptive waits, as SQL Server reports them
+//! (the thread runs outside the scheduler), and for threads that are not workers.
 
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
