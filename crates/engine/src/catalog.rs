@@ -601,12 +601,7 @@ impl Table {
         to: Option<&[Value]>,
     ) -> SqlResult<Vec<(RowLocator, Vec<Value>)>> {
         let count = self.columns.len();
-        let bounded = !self.is_heap() && (from.is_some() || to.is_some());
-        if bounded {
-            db.instance().counters.count_index_search();
-        } else {
-            db.instance().counters.count_full_scan();
-        }
+        count_range_start(db, !self.is_heap() && (from.is_some() || to.is_some()));
         match &self.base {
             Storage::Heap(heap) => Ok(heap
                 .scan(db)?
@@ -644,11 +639,7 @@ impl Table {
         let tree = &self.secondary[index_position - 1];
         let key_count = index.key_columns.len();
         let mut rows = Vec::new();
-        if from.is_some() || to.is_some() {
-            db.instance().counters.count_index_search();
-        } else {
-            db.instance().counters.count_full_scan();
-        }
+        count_range_start(db, from.is_some() || to.is_some());
         for entry in tree.range_stored(db, from, to)? {
             let locator = match &self.base {
                 Storage::Heap(_) => RowLocator::Rid(rid_of(&entry[key_count])),
@@ -1570,4 +1561,14 @@ fn build_table(
         secondary,
         identity_next: Mutex::new(None),
     })
+}
+
+/// Access Methods: a scan or seek starts. A key bound makes it an index search (a seek that
+/// starts a range scan); without one it is a full scan.
+fn count_range_start(db: &Database, bounded: bool) {
+    if bounded {
+        db.instance().counters.count_index_search();
+    } else {
+        db.instance().counters.count_full_scan();
+    }
 }

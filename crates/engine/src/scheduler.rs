@@ -7,9 +7,10 @@
 //! CPUs only two sessions run at once, a latch holder is not preempted by another session,
 //! and the time from a wait's end to running again is a queue the engine can measure: the
 //! wait's signal_wait_time_ms. A worker that ends its quantum with others runnable waits
-//! SOS_SCHEDULER_YIELD (all of it signal time); one that finds the queue empty records the
-//! yield with no time and runs on (as SQL Server is described to count it in Paul Randal's
-//! write-ups on SOS_SCHEDULER_YIELD; from memory, not checked against a source).
+//! SOS_SCHEDULER_YIELD (all of it signal time); one that finds the queue empty gives the
+//! scheduler up and takes it straight back, and its yield counts with that next-to-no time
+//! (SQL Server counts such yields too, as Paul Randal's write-ups on SOS_SCHEDULER_YIELD
+//! describe; from memory, not checked against a source).
 //!
 //! How: a worker attaches ([`attach`]) to the scheduler with the fewest workers and takes
 //! it, in FIFO order behind the runnable ones. A wait calls [`suspend`] before it blocks
@@ -312,10 +313,6 @@ impl Schedulers {
         }
         state.runnable.push_back(Queued { worker, thread: thread.clone() });
     }
-
-    fn has_runnable(&self, id: usize) -> bool {
-        !self.schedulers[id].state.lock().runnable.is_empty()
-    }
 }
 
 /// How to wake a waiting thread: a worker is made runnable on its scheduler (woken when it
@@ -450,19 +447,11 @@ pub fn yield_point() {
         let worker = w.borrow();
         let state = worker.as_ref()?;
         let due = !state.holding || state.quantum_started.elapsed() >= QUANTUM;
-        due.then(|| (state.schedulers.clone(), state.scheduler, state.holding))
+        due.then(|| (state.schedulers.clone(), state.holding))
     });
-    let Some((schedulers, id, holding)) = due else { return };
-    if holding && !schedulers.has_runnable(id) {
-        // Nobody waits: the worker starts a new quantum on the spot (a yield of no time).
-        schedulers.waits.record(YIELD_WAIT_TYPE, Duration::ZERO, Duration::ZERO);
-        WORKER.with(|w| {
-            if let Some(state) = w.borrow_mut().as_mut() {
-                state.quantum_started = Instant::now();
-            }
-        });
-        return;
-    }
+    let Some((schedulers, holding)) = due else { return };
+    // The worker gives its scheduler up and queues for it again: behind the runnable workers,
+    // or straight back when none waits (a yield of next to no time).
     let queued = suspend().resume();
     if holding {
         schedulers.waits.record(YIELD_WAIT_TYPE, queued, queued);

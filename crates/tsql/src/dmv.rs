@@ -29,6 +29,11 @@ fn big(n: u64) -> Value {
     Value::BigInt(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
+/// An int column's value (saturating).
+fn int(n: u64) -> Value {
+    Value::Int(i32::try_from(n).unwrap_or(i32::MAX))
+}
+
 /// An argument of a DMF: None when absent, NULL or DEFAULT.
 fn arg_i64(args: &[Value], i: usize) -> Option<i64> {
     args.get(i).and_then(value::as_i64)
@@ -303,9 +308,8 @@ impl Session {
             "yield_count",
             "quantum_length_us",
         ]);
-        let cpus = engine::scheduler::Schedulers::cpu_count() as u32;
+        let cpus = engine::scheduler::Schedulers::cpu_count().max(1) as u64;
         let quantum_us = engine::scheduler::QUANTUM.as_micros() as u64;
-        let count = |n: u32| Value::Int(i32::try_from(n).unwrap_or(i32::MAX));
         let rows = self
             .server
             .instance
@@ -313,22 +317,23 @@ impl Session {
             .snapshot()
             .into_iter()
             .map(|s| {
+                let workers = u64::from(s.current_workers_count);
                 vec![
                     Value::Int(0),
-                    count(s.scheduler_id),
-                    count(s.scheduler_id % cpus.max(1)),
+                    int(u64::from(s.scheduler_id)),
+                    int(u64::from(s.scheduler_id) % cpus),
                     text("VISIBLE ONLINE"),
                     Value::Bit(true),
                     Value::Bit(s.is_idle),
-                    count(u32::try_from(s.context_switches_count).unwrap_or(u32::MAX)),
-                    count(s.current_workers_count),
-                    count(s.runnable_tasks_count),
-                    count(s.current_workers_count),
-                    count(s.active_workers_count),
+                    int(s.context_switches_count),
+                    int(workers),
+                    int(u64::from(s.runnable_tasks_count)),
+                    int(workers),
+                    int(u64::from(s.active_workers_count)),
                     big(0),
                     Value::Int(0),
-                    count(s.current_workers_count),
-                    count(u32::try_from(s.yield_count).unwrap_or(u32::MAX)),
+                    int(workers),
+                    int(s.yield_count),
                     big(quantum_us),
                 ]
             })
@@ -359,7 +364,7 @@ impl Session {
             .map(|t| {
                 vec![
                     text(t.task_state),
-                    Value::Int(i32::try_from(t.context_switches_count).unwrap_or(i32::MAX)),
+                    int(t.context_switches_count),
                     Value::Int(0),
                     Value::Int(t.scheduler_id as i32),
                     Value::SmallInt(t.session_id as i16),

@@ -747,9 +747,13 @@ impl Session {
 
     /// SET XACT_ABORT ON: a statement's run-time error rolls the whole transaction back, a
     /// cancel (attention) included; not RAISERROR's errors, nor compile errors.
+    fn xact_abort_rolls_back(&self, number: i32, raiserror: bool) -> bool {
+        self.xact_abort && !raiserror && !is_compile_error(number)
+    }
+
+    /// Rolls the transaction back if [`Session::xact_abort_rolls_back`] says the failure does.
     fn roll_back_for_xact_abort(&self, failure: &Failure) {
-        let applies =
-            self.xact_abort && !failure.raiserror && !is_compile_error(failure.error.number);
+        let applies = self.xact_abort_rolls_back(failure.error.number, failure.raiserror);
         if applies && self.db.trancount() > 0 {
             let _ = self.tracking_transaction(false, |db| db.rollback_tran());
         }
@@ -1048,8 +1052,7 @@ impl Session {
             let result = f(self);
             result.map_err(|error| {
                 if db.trancount() > 0 {
-                    let xact_abort = self.xact_abort && !is_compile_error(error.number);
-                    if xact_abort || error.number == 1205 {
+                    if self.xact_abort_rolls_back(error.number, false) || error.number == 1205 {
                         let _ = self.tracking_transaction(false, |db| db.rollback_tran());
                     } else if let Some(mark) = mark {
                         let _ = db.rollback_statement(mark);

@@ -55,6 +55,22 @@ fn a_deadlock_between_two_sessions_makes_one_the_victim() {
     server.shutdown().expect("shutdown");
 }
 
+/// Runs `query` on `observer` until its rows are `expected` (at most 30 s; the last rows seen
+/// are in the failure).
+fn poll_until(observer: &mut Session, query: &str, expected: &[&[&str]]) {
+    let expected: Vec<Vec<String>> =
+        expected.iter().map(|row| row.iter().map(|value| value.to_string()).collect()).collect();
+    let started = std::time::Instant::now();
+    loop {
+        let seen = common::rows(observer, query);
+        if seen == expected {
+            return;
+        }
+        assert!(started.elapsed().as_secs() < 30, "{query}: never {expected:?}; last {seen:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The ghosts of the index's leaf level, as sys.dm_db_index_physical_stats counts them.
 fn leaf_ghosts(session: &mut Session) -> u64 {
     let (errors, text) = run(
@@ -112,16 +128,7 @@ fn a_session_in_waitfor_waits_as_waitfor_until_it_is_cancelled() {
         "SELECT wait_type FROM sys.dm_os_waiting_tasks WHERE session_id = {spid} \
          UNION ALL SELECT wait_type FROM sys.dm_exec_requests WHERE session_id = {spid}"
     );
-    let started = std::time::Instant::now();
-    loop {
-        let found = common::rows(&mut observer, &query);
-        if found.len() == 2 {
-            assert_eq!(found, vec![vec!["WAITFOR".to_string()], vec!["WAITFOR".to_string()]]);
-            break;
-        }
-        assert!(started.elapsed().as_secs() < 30, "the waiter never showed as waiting: {found:?}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    poll_until(&mut observer, &query, &[&["WAITFOR"], &["WAITFOR"]]);
     cancel.store(true, std::sync::atomic::Ordering::Relaxed);
     let (errors, waited) = waiting.join().expect("the waiting session");
     assert!(waited.as_secs() < 60, "the cancel ended a ten-minute wait: {waited:?}");
@@ -210,11 +217,7 @@ fn a_cancel_rolls_the_transaction_back_only_under_xact_abort() {
             open
         });
         let query = format!("SELECT wait_type FROM sys.dm_exec_requests WHERE session_id = {spid}");
-        let started = std::time::Instant::now();
-        while common::rows(&mut observer, &query) != vec![vec!["WAITFOR".to_string()]] {
-            assert!(started.elapsed().as_secs() < 30, "the session never waited");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        poll_until(&mut observer, &query, &[&["WAITFOR"]]);
         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         let open = waiting.join().expect("the waiting session");
         assert_eq!(open, vec![vec![open_after.to_string()]], "XACT_ABORT {xact_abort}");
@@ -286,14 +289,7 @@ fn a_busy_session_is_runnable_while_another_runs_on_its_scheduler() {
     // Looked at until seen: a thread the machine deschedules for 20 ms while it holds the
     // scheduler lets the observer in outside it (the stall valve), and then the busy session
     // shows as running.
-    let expected: Vec<Vec<String>> =
-        vec![["runnable", "RUNNABLE", "0", "1"].into_iter().map(String::from).collect()];
-    let started = std::time::Instant::now();
-    let mut seen = common::rows(&mut observer, &request);
-    while seen != expected {
-        assert!(started.elapsed().as_secs() < 30, "never seen runnable; last: {seen:?}");
-        seen = common::rows(&mut observer, &request);
-    }
+    poll_until(&mut observer, &request, &[&["runnable", "RUNNABLE", "0", "1"]]);
     let (errors, _) = run(&mut observer, "INSERT stop_t VALUES (1)");
     assert!(errors.is_empty(), "{errors:?}");
     busy.join().expect("the busy session");
