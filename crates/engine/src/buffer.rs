@@ -82,7 +82,7 @@ use crate::log::mtr::{self, PageChange};
 use crate::log::record::{Context, LogRecord, Operation};
 use crate::page::PageBuf;
 use crate::spinlock::SpinMutex;
-use crate::units::{PAGE_SIZE_U64, PageId};
+use crate::units::{PAGE_HEADER_SIZE, PAGE_SIZE_U64, PageId};
 use crate::waits::{LatchStats, SpinlockStats, WaitStats, WaitingTasks};
 use crossbeam_utils::CachePadded;
 use crossbeam_utils::sync::ShardedLock;
@@ -463,6 +463,7 @@ impl BufferPool {
             key,
             spid,
             fresh: std::cell::Cell::new(false),
+            body_zero: std::cell::Cell::new(false),
             borrowed: false,
         }
     }
@@ -513,6 +514,7 @@ impl BufferPool {
                 self.frames[guard.index].data.write().as_mut().expect("latched").fill(0);
                 self.frames[guard.index].meta.lock().dirty = true;
                 guard.fresh.set(true);
+                guard.body_zero.set(true);
                 return Ok(guard);
             }
             if let Some(index) = self.claim_frame(key)? {
@@ -534,6 +536,7 @@ impl BufferPool {
                 frame.io_in_progress.store(false, Ordering::Release);
                 let guard = self.guard(index, LatchMode::Ex, key, crate::instance::current_spid());
                 guard.fresh.set(true);
+                guard.body_zero.set(true);
                 return Ok(guard);
             }
         }
@@ -557,6 +560,7 @@ impl BufferPool {
                 key,
                 spid,
                 fresh,
+                body_zero: std::cell::Cell::new(false),
                 borrowed: true,
             }));
         }
@@ -1297,6 +1301,10 @@ pub struct PageGuard<'a> {
     spid: u16,
     /// Made by `new_page` and not changed yet: its first change is logged as a format.
     fresh: std::cell::Cell<bool>,
+    /// Made by `new_page`, and changed since only within its 96-byte header: every byte after
+    /// the header is still zero, so an insert's undo needs no copy or scan of the bytes it
+    /// overwrites ([`PageGuard::insert_record`]; a new page of an ascending key's split).
+    body_zero: std::cell::Cell<bool>,
     /// A second guard on a page this session's mtr holds: dropping it releases nothing.
     borrowed: bool,
 }
@@ -1322,6 +1330,7 @@ impl PageGuard<'_> {
     /// not take it, 9002).
     pub fn write<R>(&self, f: impl FnOnce(&mut PageBuf) -> R) -> SqlResult<R> {
         self.begin_write();
+        self.body_zero.set(false);
         let frame = &self.pool.frames[self.index];
         if !self.pool.is_logged(self.key.database_id) {
             let mut data = frame.data.write();
@@ -1360,6 +1369,9 @@ impl PageGuard<'_> {
             return self.write(f);
         }
         self.begin_write();
+        if ranges.iter().any(|(_, to)| *to > PAGE_HEADER_SIZE) {
+            self.body_zero.set(false);
+        }
         let fresh = self.fresh.replace(false);
         self.logged_change(|buf| {
             let before = mtr::Saved::of(buf, ranges);
@@ -1402,6 +1414,7 @@ impl PageGuard<'_> {
         }
         self.begin_write();
         if ranges.is_none() {
+            self.body_zero.set(false);
             self.logged_change(|buf| {
                 let before = mtr::Saved::of(buf, &[(0, crate::units::PAGE_SIZE)]);
                 datapage::compact(buf);
@@ -1411,8 +1424,16 @@ impl PageGuard<'_> {
             ranges = self.read(|buf| datapage::insert_ranges(buf, slot, record.len()));
         }
         let ranges = ranges.expect("a record that fits fits contiguously after compaction");
+        let body_zero = self.body_zero.replace(false);
         self.logged_change(|buf| {
-            let before = mtr::Saved::of(buf, &ranges);
+            // Trusted only while the header agrees: no slot, m_freeData right after the header
+            // (a change made through another guard of the page would not clear the flag).
+            let empty = datapage::slot_count(buf) == 0
+                && usize::from(crate::page::header_free_data(&buf[..])) == PAGE_HEADER_SIZE;
+            let zero_from =
+                if body_zero && empty { PAGE_HEADER_SIZE } else { crate::units::PAGE_SIZE };
+            debug_assert!(buf[zero_from..].iter().all(|byte| *byte == 0), "a zero body");
+            let before = mtr::Saved::of_zero_from(buf, &ranges, zero_from);
             let placed = datapage::insert(buf, slot, record);
             assert!(placed, "insert_ranges said the record fits without compaction");
             (true, Some((mtr::insert_payload(self.key.page, slot, record), before)))

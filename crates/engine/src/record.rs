@@ -433,7 +433,7 @@ pub fn encode(
     record[fixed_end..bitmap_at].copy_from_slice(&(columns.len() as u16).to_le_bytes());
     let mut var_values: Vec<Vec<u8>> = Vec::new();
     for (index, (column, value)) in columns.iter().zip(values).enumerate() {
-        if *value == Value::Null {
+        if matches!(value, Value::Null) {
             if !column.nullable {
                 return Err(SqlError::new(
                     515,
@@ -461,7 +461,7 @@ pub fn encode(
     let var_count = layout
         .var_columns
         .iter()
-        .rposition(|c| values[*c] != Value::Null)
+        .rposition(|c| !matches!(values[*c], Value::Null))
         .map_or(0, |last| last + 1);
     let mut status_a = (record_type as u8) << 1 | STATUS_NULL_BITMAP;
     if var_count > 0 {
@@ -485,15 +485,24 @@ pub fn encode(
     Ok(record)
 }
 
-/// Fills an even-length slice with N' ' (0x0020 little-endian), eight bytes at a time: an
-/// nchar(2048) holding one character is 4 KB of padding per row.
+/// Fills an even-length slice with N' ' (0x0020 little-endian), a cache line at a time (four
+/// 16-byte stores, where eight bytes at a time made 512 stores of an nchar(2048)): an
+/// nchar(2048) holding one character is 4 KB of padding per row (seed 002's rows).
 fn pad_utf16_spaces(bytes: &mut [u8]) {
-    const SPACES: [u8; 8] = [b' ', 0, b' ', 0, b' ', 0, b' ', 0];
-    let mut words = bytes.chunks_exact_mut(8);
-    for word in &mut words {
-        word.copy_from_slice(&SPACES);
+    const SPACES: [u8; 64] = {
+        let mut spaces = [0u8; 64];
+        let mut at = 0;
+        while at < 64 {
+            spaces[at] = b' ';
+            at += 2;
+        }
+        spaces
+    };
+    let mut lines = bytes.chunks_exact_mut(64);
+    for line in &mut lines {
+        line.copy_from_slice(&SPACES);
     }
-    let tail = words.into_remainder();
+    let tail = lines.into_remainder();
     let tail_len = tail.len();
     tail.copy_from_slice(&SPACES[..tail_len]);
 }

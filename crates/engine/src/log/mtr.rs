@@ -383,12 +383,25 @@ const ZERO_CHECK_BYTES: usize = 256;
 impl Saved {
     /// Keeps the bytes of `ranges` (`[from, to)`, at most three).
     pub fn of(buf: &[u8; PAGE_SIZE], ranges: &[(usize, usize)]) -> Saved {
+        Saved::of_zero_from(buf, ranges, PAGE_SIZE)
+    }
+
+    /// [`Saved::of`] for a page whose bytes from `zero_from` on are known to be zero (a new
+    /// page's body, after its header was formatted): a range starting there is neither read
+    /// nor copied, and [`Saved::restore`] zeroes it.
+    pub fn of_zero_from(
+        buf: &[u8; PAGE_SIZE],
+        ranges: &[(usize, usize)],
+        zero_from: usize,
+    ) -> Saved {
         assert!(ranges.len() <= 3, "at most three saved ranges");
-        let mut saved = Saved { ranges: [(0, 0); 3], zeroed: 0, bytes: Vec::new() };
+        let mut saved = Saved::default();
         let mut kept = 0;
         for (i, (from, to)) in ranges.iter().enumerate() {
             saved.ranges[i] = (*from as u16, (to - from) as u16);
-            if to - from >= ZERO_CHECK_BYTES && is_zero(&buf[*from..*to]) {
+            let zero =
+                *from >= zero_from || (to - from >= ZERO_CHECK_BYTES && is_zero(&buf[*from..*to]));
+            if zero {
                 saved.zeroed |= 1 << i;
             } else {
                 kept += to - from;
