@@ -130,7 +130,7 @@ impl Session {
             }
             "OPENTRAN" => {
                 let db = self.dbcc_database(args.first()).map_err(|e| self.fail(e, line))?;
-                opentran(&db, out);
+                opentran(&db, dbcc.has_option("TABLERESULTS"), out);
             }
             "FREEPROCCACHE" => self.server.batch_cache.clear(),
             "PAGE" => {
@@ -331,7 +331,14 @@ impl Session {
 /// pins the log, log_reuse_wait_desc ACTIVE_TRANSACTION), in SQL Server's lines, or "No active
 /// open transactions.". A transaction that has changed nothing has written no begin record
 /// and is not listed, as in SQL Server. Start time is CONVERT style 109.
-fn opentran(db: &engine::database::Database, out: &mut dyn FnMut(Output)) {
+///
+/// WITH TABLERESULTS gives the same facts as rows of two columns, the first named after the
+/// database and the second OPENTRAN (OLDACT_SPID, OLDACT_UID, OLDACT_NAME,
+/// OLDACT_RECOVERYUNITID, OLDACT_LSN, OLDACT_STARTTIME, OLDACT_SID), which monitoring
+/// scripts read with INSERT ... EXEC and pick out by field name. Deviation: Microsoft's page
+/// shows no such output; the shape comes from public scripts that consume it, so it is
+/// corroborated, not documented.
+fn opentran(db: &engine::database::Database, table_results: bool, out: &mut dyn FnMut(Output)) {
     let Some(oldest) = db.log().oldest_open_transaction_info() else {
         out(Output::Message("No active open transactions.".into()));
         return;
@@ -339,6 +346,24 @@ fn opentran(db: &engine::database::Database, out: &mut dyn FnMut(Output)) {
     let start = oldest.begin_time;
     let millis = start.and_utc().timestamp_subsec_millis();
     let start = format!("{}{millis:03}{}", start.format("%b %e %Y %l:%M:%S:"), start.format("%p"));
+    if table_results {
+        let fields = [
+            ("OLDACT_SPID", oldest.spid.to_string()),
+            ("OLDACT_UID", "-1".to_string()),
+            ("OLDACT_NAME", oldest.name.to_string()),
+            ("OLDACT_RECOVERYUNITID", "0".to_string()),
+            ("OLDACT_LSN", oldest.begin_lsn.to_string()),
+            ("OLDACT_STARTTIME", start),
+            ("OLDACT_SID", "0x01".to_string()),
+        ];
+        let rows = fields
+            .into_iter()
+            .map(|(field, value)| vec![Value::Text(field.into()), Value::Text(value)])
+            .collect();
+        let columns = vec![db.name.clone(), "OPENTRAN".to_string()];
+        out(Output::Rows(ResultSet { columns, rows, types: Vec::new() }));
+        return;
+    }
     let lines = [
         format!("Transaction information for database '{}'.", db.name),
         String::new(),

@@ -97,6 +97,35 @@ fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
     let start = start.split_once(": ").map(|(_, v)| v.trim()).unwrap_or_default();
     let shape_ok = start.len() == 26 && (start.ends_with("AM") || start.ends_with("PM"));
     assert!(shape_ok && start[..3].chars().all(|c| c.is_ascii_alphabetic()), "{start:?}");
+    // WITH TABLERESULTS: the same facts as rows, as monitoring scripts read them with
+    // INSERT ... EXEC; the columns are named after the database and OPENTRAN.
+    let mut columns = Vec::new();
+    let mut table = Vec::new();
+    observer.execute("DBCC OPENTRAN WITH TABLERESULTS, NO_INFOMSGS", &mut |output| {
+        if let tsql::server::Output::Rows(set) = output {
+            columns = set.columns.clone();
+            table = set.rows.iter().map(|r| r.iter().map(tsql::value::display).collect()).collect();
+        }
+    });
+    assert_eq!(columns, ["master", "OPENTRAN"]);
+    let table: Vec<Vec<String>> = table;
+    let names: Vec<&str> = table.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "OLDACT_SPID",
+            "OLDACT_UID",
+            "OLDACT_NAME",
+            "OLDACT_RECOVERYUNITID",
+            "OLDACT_LSN",
+            "OLDACT_STARTTIME",
+            "OLDACT_SID"
+        ]
+    );
+    assert_eq!(table[0][1], holder_spid);
+    assert_eq!(table[2][1], "user_transaction");
+    assert_eq!(table[4][1], lsn, "the LSN the text form shows");
+    assert_eq!(table[5][1], start, "the start time the text form shows");
     let (errors, _) = run(&mut holder, "COMMIT");
     assert!(errors.is_empty());
     let (_, after) = run(&mut observer, "DBCC OPENTRAN");
