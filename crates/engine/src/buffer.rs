@@ -39,6 +39,13 @@
 //!   twice, once to clear its reference bit and once to evict it, so one sweep is the least time
 //!   an unreferenced page stays: SQL Server's definition of the counter.
 //!
+//! The page table is SQL Server's buffer hash table: [`PAGE_TABLE_BUCKETS`] buckets, each a map
+//! under a spinlock of its own, all counted as BUF_HASH in sys.dm_os_spinlock_stats. A lookup
+//! locks only its page's bucket, so two sessions collide only when their pages hash together.
+//! Lock order: a bucket, then the free list, then a frame's meta lock; the clock sweep, which
+//! finds its victim under the meta lock, only tries the victim's bucket and passes the frame
+//! by if the bucket is busy.
+//!
 //! Deviations: reads and writes are synchronous pread/pwrite on the calling thread, not
 //! asynchronous I/O completed by another thread; the waits are the same time. A latch request
 //! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
@@ -198,10 +205,57 @@ pub struct PoolStats {
     pub spinlocks: Arc<SpinlockStats>,
 }
 
+/// Buckets of the page table. A power of two, so that a key's bucket is the top bits of its
+/// hash.
+pub const PAGE_TABLE_BUCKETS: usize = 64;
+
+/// The page table: page key to frame index, in [`PAGE_TABLE_BUCKETS`] buckets, each a map under
+/// a BUF_HASH spinlock of its own (on its own cache line), as SQL Server's buffer hash buckets
+/// each have theirs.
+struct PageTable {
+    buckets: Box<[CachePadded<Bucket>]>,
+}
+
+/// One bucket of the page table: its pages' frames, under its BUF_HASH spinlock.
+type Bucket = SpinMutex<HashMap<PageKey, usize>>;
+
+impl PageTable {
+    fn new(spinlocks: &SpinlockStats) -> PageTable {
+        let buckets = (0..PAGE_TABLE_BUCKETS)
+            .map(|_| CachePadded::new(SpinMutex::new(HashMap::default(), "BUF_HASH", spinlocks)))
+            .collect();
+        PageTable { buckets }
+    }
+
+    /// The bucket of `key`: Fibonacci hashing of the key's 64 bits (database, file, page), so
+    /// that neighbouring pages land in different buckets.
+    fn bucket(&self, key: &PageKey) -> &Bucket {
+        let bits = (u64::from(key.database_id) << 48)
+            | (u64::from(key.page.file_id) << 32)
+            | u64::from(key.page.page_no);
+        let shift = 64 - PAGE_TABLE_BUCKETS.trailing_zeros();
+        &self.buckets[(bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize]
+    }
+
+    /// The frame holding `key`, if any.
+    fn get(&self, key: &PageKey) -> Option<usize> {
+        self.bucket(key).lock().get(key).copied()
+    }
+
+    /// Pages mapped, over all buckets (each counted under its own lock: a moment's view).
+    fn len(&self) -> usize {
+        self.buckets.iter().map(|bucket| bucket.lock().len()).sum()
+    }
+
+    fn buckets(&self) -> impl Iterator<Item = &Bucket> {
+        self.buckets.iter().map(|bucket| &**bucket)
+    }
+}
+
 pub struct BufferPool {
     frames: Box<[Frame]>,
-    /// The page table, under the BUF_HASH spinlock.
-    table: SpinMutex<HashMap<PageKey, usize>>,
+    /// The page table: buckets, each under its own BUF_HASH spinlock.
+    table: PageTable,
     free: Mutex<Vec<usize>>,
     clock_hand: Mutex<ClockHand>,
     files: RwLock<HashMap<(u16, u16), Arc<BufferFile>>>,
@@ -327,7 +381,7 @@ impl BufferPool {
             frames: (0..frames).map(|_| Frame::default()).collect(),
             // Grows with the pages cached: sized for every frame, it spread a small working
             // set's entries over more cache lines, and each lookup missed.
-            table: SpinMutex::new(HashMap::default(), "BUF_HASH", &stats.spinlocks),
+            table: PageTable::new(&stats.spinlocks),
             free: Mutex::new((0..frames).rev().collect()),
             clock_hand: Mutex::new(ClockHand::new()),
             files: RwLock::new(HashMap::default()),
@@ -379,7 +433,7 @@ impl BufferPool {
 
     /// Pages the pool holds now (Buffer Manager's Database pages).
     pub fn cached_pages(&self) -> usize {
-        self.table.lock().len()
+        self.table.len()
     }
 
     pub fn free_frames(&self) -> usize {
@@ -545,7 +599,7 @@ impl BufferPool {
 
     /// The cached frame of `key`, pinned and latched; None if not cached.
     fn fetch_cached(&self, key: PageKey, mode: LatchMode) -> SqlResult<Option<PageGuard<'_>>> {
-        let table = self.table.lock();
+        let table = self.table.bucket(&key).lock();
         let Some(index) = table.get(&key).copied() else { return Ok(None) };
         let frame = &self.frames[index];
         if let Some(held_mode) = mtr::held_mode(index) {
@@ -631,7 +685,7 @@ impl BufferPool {
     /// None if another session mapped the page meanwhile (the caller retries the cached path).
     fn claim_frame(&self, key: PageKey) -> SqlResult<Option<usize>> {
         let index = self.free_frame()?;
-        let mut table = self.table.lock();
+        let mut table = self.table.bucket(&key).lock();
         if table.contains_key(&key) {
             self.free.lock().push(index);
             return Ok(None);
@@ -686,7 +740,7 @@ impl BufferPool {
     /// wants one waits PAGEIOLATCH. Returns the pages installed.
     pub fn read_ahead(&self, database_id: u16, first: PageId, count: u32) -> SqlResult<u32> {
         let page = |page_no: u32| PageKey::new(database_id, PageId::new(first.file_id, page_no));
-        let cached = |page_no: u32| self.table.lock().contains_key(&page(page_no));
+        let cached = |page_no: u32| self.table.get(&page(page_no)).is_some();
         let (mut lo, mut hi) = (first.page_no, first.page_no + count);
         while lo < hi && cached(lo) {
             lo += 1;
@@ -749,7 +803,7 @@ impl BufferPool {
     fn abandon_frame(&self, index: usize, key: PageKey, spid: u16) {
         let frame = &self.frames[index];
         {
-            let mut table = self.table.lock();
+            let mut table = self.table.bucket(&key).lock();
             table.remove(&key);
             let mut meta = frame.meta.lock();
             meta.key = None;
@@ -865,7 +919,6 @@ impl BufferPool {
     /// Clock sweep over two turns: evicts the first clean, unpinned page whose reference bit is
     /// clear (clearing reference bits on the way).
     fn evict_clean(&self) -> Option<usize> {
-        let mut table = self.table.lock();
         let mut hand = self.clock_hand.lock();
         for _ in 0..2 * self.frames.len() {
             let index = hand.advance(self.frames.len());
@@ -878,6 +931,9 @@ impl BufferPool {
                 meta.referenced = false;
                 continue;
             }
+            // The bucket after the meta lock would invert the lock order: only try it. A
+            // session holding it may be about to pin this very frame.
+            let Some(mut table) = self.table.bucket(&key).try_lock() else { continue };
             table.remove(&key);
             *meta = FrameMeta::default();
             self.evictions.fetch_add(1, Ordering::Relaxed);
@@ -1022,7 +1078,7 @@ impl BufferPool {
         unflushed: &impl Fn(Lsn) -> bool,
         before: bool,
     ) -> bool {
-        let Some(index) = self.table.lock().get(&key).copied() else { return false };
+        let Some(index) = self.table.get(&key) else { return false };
         // Without waiting (`wait` false), a claim never meets latch invariant 4's error.
         match self.claim_for_write(index, false, filter, run.spid) {
             Ok(Some(claimed)) if claimed == key => {}
@@ -1093,7 +1149,7 @@ impl BufferPool {
         let mut files = std::collections::BTreeSet::new();
         for page in pages {
             let key = PageKey::new(database_id, *page);
-            let index = self.table.lock().get(&key).copied();
+            let index = self.table.get(&key);
             if let Some(index) = index {
                 self.write_back(index, true, |k| k == key)?;
             }
@@ -1114,26 +1170,28 @@ impl BufferPool {
     /// without writing them: for a removed file, a rolled-back growth or a crash test. A frame
     /// pinned right now (by a write-back) is unmapped at once and freed by its last unpin.
     pub fn discard(&self, database_id: u16, file_id: Option<u16>, from_page: u32) {
-        let mut table = self.table.lock();
-        let doomed: Vec<(PageKey, usize)> = table
-            .iter()
-            .filter(|(key, _)| {
-                key.database_id == database_id
-                    && file_id.is_none_or(|f| f == key.page.file_id)
-                    && key.page.page_no >= from_page
-            })
-            .map(|(key, index)| (*key, *index))
-            .collect();
-        let mut free = self.free.lock();
-        for (key, index) in doomed {
-            table.remove(&key);
-            let mut meta = self.frames[index].meta.lock();
-            if meta.pin_count == 0 {
-                *meta = FrameMeta::default();
-                free.push(index);
-            } else {
-                *meta = FrameMeta { pin_count: meta.pin_count, ..FrameMeta::default() };
-                self.frames[index].orphaned.store(true, Ordering::Release);
+        for bucket in self.table.buckets() {
+            let mut table = bucket.lock();
+            let doomed: Vec<(PageKey, usize)> = table
+                .iter()
+                .filter(|(key, _)| {
+                    key.database_id == database_id
+                        && file_id.is_none_or(|f| f == key.page.file_id)
+                        && key.page.page_no >= from_page
+                })
+                .map(|(key, index)| (*key, *index))
+                .collect();
+            let mut free = self.free.lock();
+            for (key, index) in doomed {
+                table.remove(&key);
+                let mut meta = self.frames[index].meta.lock();
+                if meta.pin_count == 0 {
+                    *meta = FrameMeta::default();
+                    free.push(index);
+                } else {
+                    *meta = FrameMeta { pin_count: meta.pin_count, ..FrameMeta::default() };
+                    self.frames[index].orphaned.store(true, Ordering::Release);
+                }
             }
         }
     }
@@ -1142,22 +1200,23 @@ impl BufferPool {
     /// next access reads it from disk. Dirty and pinned pages stay (SQL Server's advice is to
     /// run CHECKPOINT first). Returns how many pages were dropped.
     pub fn drop_clean_buffers(&self) -> usize {
-        let mut table = self.table.lock();
-        let mut free = self.free.lock();
-        let mut dropped = Vec::new();
-        for (key, index) in table.iter() {
-            let mut meta = self.frames[*index].meta.lock();
-            let in_io = self.frames[*index].io_in_progress.load(Ordering::Acquire);
-            if meta.pin_count == 0 && !meta.dirty && !in_io {
-                *meta = FrameMeta::default();
-                free.push(*index);
-                dropped.push(*key);
-            }
+        let mut dropped = 0;
+        for bucket in self.table.buckets() {
+            let mut table = bucket.lock();
+            let mut free = self.free.lock();
+            table.retain(|_, index| {
+                let mut meta = self.frames[*index].meta.lock();
+                let in_io = self.frames[*index].io_in_progress.load(Ordering::Acquire);
+                let drop_it = meta.pin_count == 0 && !meta.dirty && !in_io;
+                if drop_it {
+                    *meta = FrameMeta::default();
+                    free.push(*index);
+                    dropped += 1;
+                }
+                !drop_it
+            });
         }
-        for key in &dropped {
-            table.remove(key);
-        }
-        dropped.len()
+        dropped
     }
 
     /// Latch waits per page, most waited first.
@@ -1183,13 +1242,13 @@ impl BufferPool {
 
     /// Whether the page is cached and its read is in flight (tests).
     pub fn is_io_in_progress(&self, key: PageKey) -> bool {
-        let index = self.table.lock().get(&key).copied();
+        let index = self.table.get(&key);
         index.is_some_and(|i| self.frames[i].io_in_progress.load(Ordering::Acquire))
     }
 
     /// Whether the page is cached and dirty.
     pub fn is_dirty(&self, key: PageKey) -> bool {
-        let index = self.table.lock().get(&key).copied();
+        let index = self.table.get(&key);
         index.is_some_and(|i| self.frames[i].meta.lock().dirty)
     }
 }
@@ -1621,4 +1680,31 @@ fn page_record(change: &mut PageChange) -> LogRecord {
     let mut record = LogRecord::new(operation, context, 0, payload);
     record.flags |= crate::log::record::FLAG_PAGE;
     record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// BUF_HASH is per bucket: while one bucket's spinlock is held, a page of another bucket is
+    /// still found at once; only the held bucket's pages wait. Consecutive pages of a file are
+    /// spread over every bucket.
+    #[test]
+    fn a_held_bucket_blocks_only_its_own_pages() {
+        let stats = SpinlockStats::default();
+        let table = PageTable::new(&stats);
+        let key = |page_no| PageKey::new(5, PageId::new(1, page_no));
+        let same = |a: &PageKey, b: &PageKey| std::ptr::eq(table.bucket(a), table.bucket(b));
+        let (a, b) = (key(10), key(11));
+        assert!(!same(&a, &b), "neighbouring pages share a bucket");
+        table.bucket(&b).lock().insert(b, 7);
+        let held = table.bucket(&a).lock_uncounted();
+        assert!(table.bucket(&a).try_lock().is_none(), "the held bucket is busy");
+        assert_eq!(table.get(&b), Some(7), "another bucket's page is found meanwhile");
+        drop(held);
+        let buckets: std::collections::HashSet<*const Bucket> =
+            (0..8 * PAGE_TABLE_BUCKETS as u32).map(|n| table.bucket(&key(n)) as *const _).collect();
+        assert_eq!(buckets.len(), PAGE_TABLE_BUCKETS);
+        assert_eq!(stats.snapshot().iter().filter(|row| row.name == "BUF_HASH").count(), 1);
+    }
 }

@@ -3,8 +3,9 @@
 //! A [`SpinMutex`] is a mutex acquired the way SQL Server acquires a spinlock: try once; on a
 //! collision spin, and after each batch of spins back off by yielding the CPU. Collisions,
 //! spins, backoffs and the time slept backing off are counted as they happen, under the
-//! spinlock's name (FGCB_PRP_FILL guards the proportional-fill state; BUF_HASH guards the
-//! buffer pool's page table, as SQL Server's BUF_HASH guards its buffer hash buckets).
+//! spinlock's name (FGCB_PRP_FILL guards the proportional-fill state; BUF_HASH guards each
+//! bucket of the buffer pool's page table, as SQL Server's BUF_HASH guards its buffer hash
+//! buckets: the spinlocks of one name share their counters, one row in the DMV).
 
 use crate::waits::{SpinlockCounters, SpinlockStats};
 use parking_lot::{Mutex, MutexGuard};
@@ -47,6 +48,14 @@ impl<T> SpinMutex<T> {
                 spins = 0;
             }
         }
+    }
+
+    /// Acquires if free, at once; None if another holds it (no collision is counted: the
+    /// caller does not spin).
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        let guard = self.inner.try_lock()?;
+        self.counters.record_acquire();
+        Some(guard)
     }
 
     /// Acquires without counting (for tests that need to hold the lock from outside).

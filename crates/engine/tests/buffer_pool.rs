@@ -129,7 +129,8 @@ fn without_contention_no_latch_wait_is_recorded() {
         "every page was cached: {waits:?}"
     );
     assert!(lab.instance.latches.snapshot().is_empty());
-    // The page table is the BUF_HASH spinlock: taken on every page access, never contended here.
+    // The page table's buckets are BUF_HASH spinlocks: one is taken on every page access, none
+    // is contended here.
     assert!(lab.instance.spinlocks.acquires("BUF_HASH") > 300);
     assert_eq!(lab.instance.spinlocks.get("BUF_HASH").unwrap().collisions, 0);
 }
