@@ -3,9 +3,10 @@
 //! What it owns: the instance-wide Access Methods counts (page splits, page and extent
 //! allocations and deallocations, full scans and index searches) and the SQL Statistics batch
 //! count, each bumped where the event happens. The other counters the view shows are read from
-//! where they already live: the buffer pool (page reads and writes, read-ahead, lazy writes, checkpoint pages), each
-//! database's log (flushes, bytes, growths, shrinks, open transactions) and transaction count,
-//! the lock manager (requests, waits and their time, deadlocks).
+//! where they already live: the buffer pool (page reads and writes, read-ahead, lazy writes,
+//! checkpoint pages), each database's log (flushes, bytes, growths, shrinks, open
+//! transactions) and transaction count, the lock manager (requests, waits and their time,
+//! deadlocks).
 //!
 //! Behaviour reproduced: SQL Server's "/sec" counters are cumulative counts that a reader
 //! samples twice and divides by the interval (cntr_type 272696576); so are these, from the
