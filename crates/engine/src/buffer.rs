@@ -1410,7 +1410,7 @@ impl PageGuard<'_> {
                 (result, mtr::PayloadBuilder::runs(page, mtr::KIND_XOR).diff(&before, buf))
             };
             let change = (fresh || !payload.is_empty()).then(|| payload.finish());
-            (result, change.map(|payload| (payload, mtr::Saved::default())))
+            (result, change.map(LoggedChange::of_runs))
         })
     }
 
@@ -1433,7 +1433,8 @@ impl PageGuard<'_> {
         }
         let fresh = self.fresh.replace(false);
         self.logged_change(|buf| {
-            let before = mtr::Saved::of(buf, ranges);
+            let spare = DIFF_SCRATCH.take();
+            let before = mtr::Saved::of_reusing(buf, ranges, crate::units::PAGE_SIZE, spare);
             #[cfg(debug_assertions)]
             let whole: Box<PageBuf> = Box::new(*buf);
             let result = f(buf);
@@ -1447,8 +1448,9 @@ impl PageGuard<'_> {
             }
             let kind = if fresh { mtr::KIND_FORMAT } else { mtr::KIND_XOR };
             let payload = mtr::PayloadBuilder::runs(self.key.page, kind).diff_within(&before, buf);
+            DIFF_SCRATCH.set(before.into_bytes());
             let change = (fresh || !payload.is_empty()).then(|| payload.finish());
-            (result, change.map(|payload| (payload, mtr::Saved::default())))
+            (result, change.map(LoggedChange::of_runs))
         })
     }
 
@@ -1478,7 +1480,7 @@ impl PageGuard<'_> {
                 let before = mtr::Saved::of(buf, &[(0, crate::units::PAGE_SIZE)]);
                 datapage::compact(buf);
                 let payload = mtr::encode_page_payload(self.key.page, &mtr::Redo::Compact);
-                ((), Some((payload, before)))
+                ((), Some(LoggedChange { payload, before, record_at: None }))
             })?;
             ranges = self.read(|buf| datapage::insert_ranges(buf, slot, record.len()));
         }
@@ -1493,9 +1495,19 @@ impl PageGuard<'_> {
                 if body_zero && empty { PAGE_HEADER_SIZE } else { crate::units::PAGE_SIZE };
             debug_assert!(buf[zero_from..].iter().all(|byte| *byte == 0), "a zero body");
             let before = mtr::Saved::of_zero_from(buf, &ranges, zero_from);
+            let at = crate::page::header_free_data(&buf[..]);
             let placed = datapage::insert(buf, slot, record);
             assert!(placed, "insert_ranges said the record fits without compaction");
-            (true, Some((mtr::insert_payload(self.key.page, slot, record), before)))
+            if record.len() < mtr::RECORD_FROM_PAGE_MIN_BYTES {
+                let payload = mtr::insert_payload(self.key.page, slot, record);
+                return (true, Some(LoggedChange { payload, before, record_at: None }));
+            }
+            // The record stays in the page until commit (mtr invariant 2).
+            let payload = mtr::insert_payload_head(self.key.page, slot, record.len());
+            (
+                true,
+                Some(LoggedChange { payload, before, record_at: Some((at, record.len() as u16)) }),
+            )
         })
     }
 
@@ -1514,7 +1526,7 @@ impl PageGuard<'_> {
     /// redo with the ranges to restore on abort (None: the bytes did not change).
     fn logged_change<R>(
         &self,
-        change: impl FnOnce(&mut PageBuf) -> (R, Option<(Vec<u8>, mtr::Saved)>),
+        change: impl FnOnce(&mut PageBuf) -> (R, Option<LoggedChange>),
     ) -> SqlResult<R> {
         let own_mtr = !mtr::active();
         if own_mtr {
@@ -1523,8 +1535,9 @@ impl PageGuard<'_> {
         let result = {
             let mut data = self.pool.frames[self.index].data.write();
             let buf = data.as_mut().expect("a latched frame has bytes");
+            mtr::complete_pending_records(self.index, buf);
             let (result, redo) = change(buf);
-            if let Some((payload, before)) = redo {
+            if let Some(LoggedChange { payload, before, record_at }) = redo {
                 let change = PageChange {
                     database_id: self.key.database_id,
                     page: self.key.page,
@@ -1532,7 +1545,11 @@ impl PageGuard<'_> {
                     before,
                     page_type: buf[1],
                     frame: self.index,
+                    record_at,
                 };
+                if record_at.is_some() {
+                    mtr::note_pending_record();
+                }
                 mtr::with_top(|m| m.changes.push(change));
             }
             result
@@ -1555,6 +1572,27 @@ impl Drop for PageGuard<'_> {
             self.pool.frames[index].latch.release(mode, spid);
             self.pool.unpin(index);
         }
+    }
+}
+
+thread_local! {
+    /// The buffer [`PageGuard::write_within`] saves its ranges' old bytes in, only to diff
+    /// against them: kept from change to change (several changes a row, each an allocation
+    /// otherwise).
+    static DIFF_SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// What a logged change hands to its mtr ([`PageChange`]'s fields of the same names).
+struct LoggedChange {
+    payload: Vec<u8>,
+    before: mtr::Saved,
+    record_at: Option<(u16, u16)>,
+}
+
+impl LoggedChange {
+    /// A change logged as XOR runs (or a format): its payload alone undoes it.
+    fn of_runs(payload: Vec<u8>) -> LoggedChange {
+        LoggedChange { payload, before: mtr::Saved::default(), record_at: None }
     }
 }
 
@@ -1643,7 +1681,27 @@ impl BufferPool {
         records.extend(page_records.iter());
         records.extend(extra.iter().map(|(record, _)| record));
         let undo_bytes = crate::xact::undo_reservation(extra);
-        let appended = log.append_group(&records, crate::xact::compensating(), undo_bytes);
+        // An insert's record goes from its page into the log block (mtr invariant 2), read
+        // under the frame's data lock; the mtr's latch keeps every other session off the page.
+        let mut pages: SmallVec<[_; 4]> = SmallVec::new();
+        let mut tails: SmallVec<[&[u8]; 6]> = SmallVec::new();
+        if changes.iter().any(|c| c.record_at.is_some()) {
+            let read = |c: &PageChange| c.record_at.map(|_| self.frames[c.frame].data.read());
+            pages.extend(changes.iter().map(read));
+            for (change, page) in changes.iter().zip(&pages) {
+                tails.push(match (change.record_at, page) {
+                    (Some((offset, len)), Some(page)) => {
+                        let buf = page.as_deref().expect("held frames have bytes");
+                        &buf[usize::from(offset)..usize::from(offset) + usize::from(len)]
+                    }
+                    _ => &[],
+                });
+            }
+            tails.resize(records.len(), &[]);
+        }
+        let appended = log.append_group(&records, &tails, crate::xact::compensating(), undo_bytes);
+        drop(tails);
+        drop(pages);
         drop(records);
         let Ok(lsns) = appended else {
             for (change, record) in changes.iter_mut().zip(page_records.iter_mut()) {

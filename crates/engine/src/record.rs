@@ -422,12 +422,33 @@ pub fn encode(
     values: &[Value],
     record_type: RecordType,
 ) -> SqlResult<Vec<u8>> {
+    let mut record = Vec::with_capacity(encoded_capacity(layout));
+    encode_into(columns, layout, values, record_type, &mut record)?;
+    Ok(record)
+}
+
+/// The room a record of `layout` is first given: its fixed part and header, and 64 bytes for
+/// its null bitmap and variable-length part (more is found as the record grows).
+fn encoded_capacity(layout: &Layout) -> usize {
+    64 + 4 + layout.fixed_len + 2
+}
+
+/// [`encode`] into `record`, which is cleared first: a caller that encodes row after row
+/// reuses one buffer (an nchar(2048) row is a 4 KB allocation otherwise).
+pub fn encode_into(
+    columns: &[Column],
+    layout: &Layout,
+    values: &[Value],
+    record_type: RecordType,
+    record: &mut Vec<u8>,
+) -> SqlResult<()> {
     assert_eq!(columns.len(), values.len(), "one value per column");
     // The header and fixed part, column count and null bitmap are written in place; the
     // variable-length values follow once their offsets are known.
     let fixed_end = 4 + layout.fixed_len;
     let bitmap_at = fixed_end + 2;
-    let mut record = Vec::with_capacity(64 + bitmap_at);
+    record.clear();
+    record.reserve(encoded_capacity(layout));
     record.resize(bitmap_at + columns.len().div_ceil(8), 0);
     record[2..4].copy_from_slice(&(fixed_end as u16).to_le_bytes());
     record[fixed_end..bitmap_at].copy_from_slice(&(columns.len() as u16).to_le_bytes());
@@ -482,7 +503,7 @@ pub fn encode(
     if record.len() > MAX_RECORD_BYTES {
         return Err(row_too_big(record.len()));
     }
-    Ok(record)
+    Ok(())
 }
 
 /// Fills an even-length slice with N' ' (0x0020 little-endian), a cache line at a time (four

@@ -493,7 +493,7 @@ impl Database {
             None => Ok(()),
             Some(_) => {
                 let abort = xact.end_record(Operation::AbortXact);
-                let appended = self.log().append_group(std::slice::from_ref(&abort), true, 0);
+                let appended = self.log().append_group(std::slice::from_ref(&abort), &[], true, 0);
                 self.note_xact_end(xact.xact_id);
                 self.log().release(xact.reserved_bytes);
                 appended.map(|_| ())

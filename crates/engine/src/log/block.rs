@@ -64,14 +64,15 @@ impl BlockBuilder {
         block_size(self.record_bytes(), self.offsets.len())
     }
 
-    /// Appends a record with `extra_flags` added to its own; returns its slot.
-    pub fn push(&mut self, record: &LogRecord, extra_flags: u16) -> u16 {
+    /// Appends a record with `extra_flags` added to its own and `tail` after its payload
+    /// ([`LogRecord::encode_into`]); returns its slot.
+    pub fn push(&mut self, record: &LogRecord, extra_flags: u16, tail: &[u8]) -> u16 {
         if self.block.is_empty() {
             self.block.resize(BLOCK_HEADER_BYTES, 0);
         }
         let slot = self.offsets.len() as u16;
         self.offsets.push(self.block.len() as u16);
-        record.encode_into(&mut self.block, extra_flags);
+        record.encode_into(&mut self.block, extra_flags, tail);
         slot
     }
 
@@ -206,8 +207,8 @@ mod tests {
     fn a_block_sealed_into_a_used_buffer_is_the_block_sealed_into_a_new_one() {
         let (mut fresh, mut reused) = (BlockBuilder::default(), BlockBuilder::default());
         for builder in [&mut fresh, &mut reused] {
-            builder.push(&record(3), 0);
-            builder.push(&record(41), 0);
+            builder.push(&record(3), 0, &[]);
+            builder.push(&record(41), 0, &[]);
         }
         let used = vec![0xEE; 4096];
         let (mut reused, mut fresh) = (reused.seal_into(used, 5, 16), fresh.seal(5, 16));
@@ -218,8 +219,8 @@ mod tests {
     #[test]
     fn a_sealed_block_reads_back_and_rejects_a_wrong_place_chain_or_bit() {
         let mut builder = BlockBuilder::default();
-        assert_eq!(builder.push(&record(3), 0), 0);
-        assert_eq!(builder.push(&record(40), 0), 1);
+        assert_eq!(builder.push(&record(3), 0, &[]), 0);
+        assert_eq!(builder.push(&record(40), 0, &[]), 1);
         let mut block = builder.seal(5, 16);
         let crc = stamp_checksums(&mut block, 0xABCD);
         assert_eq!(block_crc(&block), crc);
@@ -235,12 +236,29 @@ mod tests {
         assert!(check_block(&torn, &header, 0xABCD).is_none());
     }
 
+    /// A record pushed with a tail (an insert's record read from its page) is on disk as the
+    /// record whose payload ends with the tail: one record, read back whole.
+    #[test]
+    fn a_record_with_a_tail_reads_back_as_one_payload() {
+        let mut builder = BlockBuilder::default();
+        let head = LogRecord::new(Operation::InsertRows, Context::Heap, 1, vec![7; 11]);
+        let tail = [9u8; 37];
+        builder.push(&head, 0, &tail);
+        let mut block = builder.seal(5, 16);
+        let crc = stamp_checksums(&mut block, 0xABCD);
+        assert_eq!(block_crc(&block), crc);
+        let header = read_header(&block, 5, 16).unwrap();
+        let whole = [vec![7; 11], vec![9; 37]].concat();
+        let expected = LogRecord::new(Operation::InsertRows, Context::Heap, 1, whole);
+        assert_eq!(check_block(&block, &header, 0xABCD), Some(vec![expected]));
+    }
+
     #[test]
     fn blocks_round_up_to_sectors() {
         let mut builder = BlockBuilder::default();
         let big = LogRecord::new(Operation::InsertRows, Context::Heap, 1, vec![1; 600]);
         assert_eq!(builder.size_with(big.encoded_len()), 1024);
-        builder.push(&big, 0);
+        builder.push(&big, 0, &[]);
         assert_eq!(builder.size(), 1024);
     }
 }

@@ -903,7 +903,7 @@ impl LogManager {
     /// Appends a record and runs `under_lock` with its LSN before the append lock is released.
     fn append_then(&self, record: &LogRecord, under_lock: impl FnOnce(Lsn)) -> SqlResult<Lsn> {
         let mut state = self.state.lock();
-        let lsn = self.append_locked(&mut state, record, 0)?;
+        let lsn = self.append_locked(&mut state, record, 0, &[])?;
         under_lock(lsn);
         self.note_cache(&state);
         drop(state);
@@ -1017,20 +1017,27 @@ impl LogManager {
         state: &mut LogState,
         record: &LogRecord,
         extra_flags: u16,
+        tail: &[u8],
     ) -> SqlResult<Lsn> {
         if state.group_broken {
             let abort = LogRecord {
                 flags: record::FLAG_GROUP_ABORT,
                 ..LogRecord::new(Operation::AbortXact, Context::Null, 0, Vec::new())
             };
-            self.place(state, &abort, 0)?;
+            self.place(state, &abort, 0, &[])?;
             state.group_broken = false;
         }
-        self.place(state, record, extra_flags)
+        self.place(state, record, extra_flags, tail)
     }
 
-    fn place(&self, state: &mut LogState, record: &LogRecord, extra_flags: u16) -> SqlResult<Lsn> {
-        let len = record.encoded_len();
+    fn place(
+        &self,
+        state: &mut LogState,
+        record: &LogRecord,
+        extra_flags: u16,
+        tail: &[u8],
+    ) -> SqlResult<Lsn> {
+        let len = record.encoded_len_with(tail.len());
         if !state.open.is_empty() && state.open.size_with(len) > MAX_BLOCK_BYTES {
             state.seal_open();
         }
@@ -1040,7 +1047,7 @@ impl LogManager {
             self.next_vlf(state)?;
         }
         // LSN slots count from 1, as SQL Server's do.
-        let slot = state.open.push(record, extra_flags) + 1;
+        let slot = state.open.push(record, extra_flags, tail) + 1;
         let fseqno = state.vlf(state.current).header.fseqno;
         let lsn = Lsn::new(fseqno, (state.open_offset / SECTOR_BYTES as u64) as u32, slot);
         state.end_lsn = lsn;
@@ -1055,15 +1062,24 @@ impl LogManager {
     /// eat into it makes the log grow first, or fails with 9002 before anything is appended.
     /// A compensation group (`use_reserve`) may use the reserve: a rollback never runs out.
     /// `reserve_after` bytes join the reserve once the group is in (its row changes' undo).
+    /// `tails` is empty, or holds for each record the bytes its payload ends with
+    /// ([`LogRecord::encode_into`]; an insert's record read from its page).
     pub fn append_group<R: std::borrow::Borrow<LogRecord>>(
         &self,
         records: &[R],
+        tails: &[&[u8]],
         use_reserve: bool,
         reserve_after: u64,
     ) -> SqlResult<SmallVec<[Lsn; 8]>> {
         assert!(!records.is_empty(), "a group has records");
+        assert!(tails.is_empty() || tails.len() == records.len(), "a tail per record, or none");
+        let tail = |i: usize| tails.get(i).copied().unwrap_or(&[]);
         let mut state = self.state.lock();
-        let needed: u64 = records.iter().map(|r| r.borrow().encoded_len() as u64 + 2).sum::<u64>()
+        let needed: u64 = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| r.borrow().encoded_len_with(tail(i).len()) as u64 + 2)
+            .sum::<u64>()
             + SECTOR_BYTES as u64;
         let reserve = if use_reserve { 0 } else { state.reserved_bytes };
         let mut growths = 0;
@@ -1078,7 +1094,7 @@ impl LogManager {
         let mut lsns = SmallVec::new();
         for (i, record) in records.iter().enumerate() {
             let continues = if i + 1 < records.len() { record::FLAG_GROUP_CONTINUES } else { 0 };
-            match self.append_locked(&mut state, record.borrow(), continues) {
+            match self.append_locked(&mut state, record.borrow(), continues, tail(i)) {
                 Ok(lsn) => lsns.push(lsn),
                 Err(error) => {
                     // Records of the group already appended must never join a later group.

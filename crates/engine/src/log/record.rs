@@ -160,13 +160,21 @@ impl LogRecord {
 
     /// Bytes on disk, padding included.
     pub fn encoded_len(&self) -> usize {
-        (RECORD_HEADER_BYTES + self.payload.len()).next_multiple_of(4)
+        self.encoded_len_with(0)
     }
 
-    pub fn encode_into(&self, out: &mut Vec<u8>, extra_flags: u16) {
-        assert!(self.payload.len() <= MAX_PAYLOAD_BYTES, "log record payload over the limit");
-        let len = self.encoded_len();
-        let record_len = RECORD_HEADER_BYTES + self.payload.len();
+    /// Bytes on disk with `tail_len` more bytes of payload ([`LogRecord::encode_into`]).
+    pub fn encoded_len_with(&self, tail_len: usize) -> usize {
+        (RECORD_HEADER_BYTES + self.payload.len() + tail_len).next_multiple_of(4)
+    }
+
+    /// Encodes the record with `tail` appended to its payload: an insert's record read from
+    /// its page at commit (mtr invariant 2). Decoding gives back one payload.
+    pub fn encode_into(&self, out: &mut Vec<u8>, extra_flags: u16, tail: &[u8]) {
+        let payload_len = self.payload.len() + tail.len();
+        assert!(payload_len <= MAX_PAYLOAD_BYTES, "log record payload over the limit");
+        let len = self.encoded_len_with(tail.len());
+        let record_len = RECORD_HEADER_BYTES + payload_len;
         out.extend_from_slice(&(record_len as u16).to_le_bytes());
         out.push(self.operation as u8);
         out.push(self.context as u8);
@@ -174,7 +182,8 @@ impl LogRecord {
         out.extend_from_slice(&self.prev_lsn.to_bytes());
         out.extend_from_slice(&(self.flags | extra_flags).to_le_bytes());
         out.extend_from_slice(&self.payload);
-        out.resize(out.len() + len - RECORD_HEADER_BYTES - self.payload.len(), 0);
+        out.extend_from_slice(tail);
+        out.resize(out.len() + len - record_len, 0);
     }
 
     /// The record that is exactly `bytes` (its length field says how long it is).
