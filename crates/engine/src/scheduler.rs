@@ -8,9 +8,11 @@
 //! and the time from a wait's end to running again is a queue the engine can measure: the
 //! wait's signal_wait_time_ms. A worker that ends its quantum with others runnable waits
 //! SOS_SCHEDULER_YIELD (all of it signal time); one that finds the queue empty gives the
-//! scheduler up and takes it straight back, and its yield counts with that next-to-no time
-//! (SQL Server counts such yields too, as Paul Randal's write-ups on SOS_SCHEDULER_YIELD
-//! describe; from memory, not checked against a source).
+//! scheduler up and takes it straight back, and its yield counts with that next-to-no time.
+//! SQL Server does the same: a worker whose quantum is used up goes to the bottom of the
+//! runnable queue, not to the waiter list, and the wait it registers has no resource time
+//! (Paul Randal, "Curious Case of the missing SOS_SCHEDULER_YIELD waits", ITPro Today, and
+//! "Knee-Jerk Wait Statistics: SOS_SCHEDULER_YIELD", SQLPerformance.com, 2014).
 //!
 //! How: a worker attaches ([`attach`]) to the scheduler with the fewest workers and takes
 //! it, in FIFO order behind the runnable ones. A wait calls [`suspend`] before it blocks
@@ -515,6 +517,26 @@ mod tests {
         let yields = waits.get(YIELD_WAIT_TYPE).expect("quanta ended");
         assert!(yields.waiting_tasks_count >= 6, "{yields:?}");
         assert_eq!(yields.wait_time_ms, yields.signal_wait_time_ms, "a yield is all signal time");
+    }
+
+    /// A worker alone on its scheduler still yields when its quantum ends, and the yield is
+    /// counted, all of it signal time (next to none: nobody else was runnable), as SQL Server
+    /// counts SOS_SCHEDULER_YIELD for a thread that goes straight back to the processor.
+    #[test]
+    fn a_lone_worker_counts_each_quantum_end_as_a_yield() {
+        let (schedulers, waits) = schedulers(1);
+        let _worker = attach(&schedulers);
+        let started = Instant::now();
+        let yields = || waits.get(YIELD_WAIT_TYPE).map_or(0, |w| w.waiting_tasks_count);
+        while yields() < 3 {
+            assert!(started.elapsed() < Duration::from_secs(60), "no quantum ended");
+            std::hint::spin_loop();
+            yield_point();
+        }
+        assert!(holds_scheduler(), "it took its scheduler straight back");
+        let row = waits.get(YIELD_WAIT_TYPE).expect("counted");
+        assert_eq!(row.wait_time_ms, row.signal_wait_time_ms, "a yield is all signal time");
+        assert_eq!(schedulers.snapshot()[0].runnable_tasks_count, 0);
     }
 
     #[test]
