@@ -10,6 +10,9 @@
 //! releases both on drop. `read` gives the bytes to a closure; `write` (UP and EX guards only)
 //! gives them mutably and marks the page dirty. A short reader-writer lock inside the frame
 //! makes each closure memory-safe; the latch is what orders sessions, and what is waited on.
+//! A commit reads a large inserted record from its page (mtr invariant 2) under that lock,
+//! shared, while it takes the log's append lock: a frame's data lock comes before the log's,
+//! and the log never calls back into the pool.
 //!
 //! Waits recorded, each measured around the real blocking:
 //! - a session whose latch request is blocked by another holder: PAGELATCH_<mode>, or
@@ -1700,6 +1703,7 @@ impl BufferPool {
             tails.resize(records.len(), &[]);
         }
         let appended = log.append_group(&records, &tails, crate::xact::compensating(), undo_bytes);
+        // Released before the page LSNs are stamped below, under the same frames' write locks.
         drop(tails);
         drop(pages);
         drop(records);

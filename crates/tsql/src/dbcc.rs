@@ -339,6 +339,9 @@ impl Session {
 /// shows no such output; the shape comes from public scripts that consume it, so it is
 /// corroborated, not documented.
 fn opentran(db: &engine::database::Database, table_results: bool, out: &mut dyn FnMut(Output)) {
+    // One UID and SID for both forms (every session here is sa, SID 0x01).
+    const OPENTRAN_UID: &str = "-1";
+    const OPENTRAN_SID: &str = "0x01";
     let Some(oldest) = db.log().oldest_open_transaction_info() else {
         out(Output::Message("No active open transactions.".into()));
         return;
@@ -349,12 +352,12 @@ fn opentran(db: &engine::database::Database, table_results: bool, out: &mut dyn 
     if table_results {
         let fields = [
             ("OLDACT_SPID", oldest.spid.to_string()),
-            ("OLDACT_UID", "-1".to_string()),
+            ("OLDACT_UID", OPENTRAN_UID.to_string()),
             ("OLDACT_NAME", oldest.name.to_string()),
             ("OLDACT_RECOVERYUNITID", "0".to_string()),
             ("OLDACT_LSN", oldest.begin_lsn.to_string()),
             ("OLDACT_STARTTIME", start),
-            ("OLDACT_SID", "0x01".to_string()),
+            ("OLDACT_SID", OPENTRAN_SID.to_string()),
         ];
         let rows = fields
             .into_iter()
@@ -369,11 +372,11 @@ fn opentran(db: &engine::database::Database, table_results: bool, out: &mut dyn 
         String::new(),
         "Oldest active transaction:".to_string(),
         format!("    SPID (server process ID): {}", oldest.spid),
-        "    UID (user ID) : -1".to_string(),
+        format!("    UID (user ID) : {OPENTRAN_UID}"),
         format!("    Name          : {}", oldest.name),
         format!("    LSN           : {}", oldest.begin_lsn),
         format!("    Start time    : {start}"),
-        "    SID           : 0x01".to_string(),
+        format!("    SID           : {OPENTRAN_SID}"),
     ];
     for line in lines {
         out(Output::Message(line));
