@@ -519,3 +519,51 @@ fn a_database_starting_with_more_than_10000_vlfs_gets_9017_in_the_errorlog() {
     assert!(warned(&lab), "{:?}", lab.errorlog_texts());
     assert_eq!(db.log().vlf_count(), 10_001, "the count is the log's layout read back");
 }
+
+/// Bytes of the VLFs DBCC LOGINFO shows as reusable (status 0), less their headers.
+fn reusable_vlf_bytes(db: &Database) -> u64 {
+    let rows = db.log().dbcc_loginfo();
+    rows.iter().filter(|row| row.status == 0).map(|row| row.file_size - 8192).sum()
+}
+
+/// Appends a record as a row change does: only if the log keeps its undo reserve after it.
+fn append_within_reserve(db: &Database, bytes: usize) -> Lsn {
+    db.log().append_group(&[record(bytes)], &[], false, 0).unwrap()[0]
+}
+
+/// An open transaction whose undo reserve is larger than a VLF makes every append ask what
+/// the other VLFs hold. The answer is remembered between appends (`LogState::other_free_bytes`;
+/// debug builds compare it with a fresh walk at every use), so it must follow each thing that
+/// changes it: entering a VLF, truncation (MinLSN) and growth. Truncated often enough, the
+/// log never grows; left alone, it grows before the reserve would be eaten.
+#[test]
+fn a_reserve_larger_than_a_vlf_grows_the_log_only_when_the_free_vlfs_cannot_hold_it() {
+    let lab = lab_for(VlfRule::Sql2019);
+    let db = db_with_log(&lab, "1MB", "1MB");
+    // Four VLFs of about 254 KB; 300 KB set aside, as a long transaction's undo would be.
+    let reserve = 300 * 1024;
+    db.log().append_group(&[record(100)], &[], false, reserve).unwrap();
+    let mut last = Lsn::NULL;
+    for n in 0..150 {
+        last = append_within_reserve(&db, 20_000);
+        if n % 5 == 4 {
+            // At most the current VLF and the one before stay active: two free VLFs hold
+            // about 490 KB, more than the reserve and a record.
+            db.log().flush_to(last).unwrap();
+            db.log().truncate(Lsn::new(last.seqno.saturating_sub(1), 0, 0), ReuseWait::Nothing);
+        }
+    }
+    assert!(last.seqno > 8, "the appends went round the four VLFs: {last:?}");
+    assert!(db.log().growths().is_empty(), "truncation kept room for the reserve");
+    // No more truncation: the log must grow whenever the VLFs left cannot take the reserve.
+    // The reserve lies in the reusable VLFs and the rest of the current one (at most a VLF).
+    for _ in 0..60 {
+        append_within_reserve(&db, 20_000);
+        let rows = db.log().dbcc_loginfo();
+        let largest_vlf = rows.iter().map(|row| row.file_size).max().unwrap();
+        let room = reusable_vlf_bytes(&db) + largest_vlf;
+        let layout: Vec<(u32, u8)> = rows.iter().map(|row| (row.fseqno, row.status)).collect();
+        assert!(room >= reserve, "an append ate into the reserve: {layout:?}");
+    }
+    assert!(!db.log().growths().is_empty(), "the log grew to keep the reserve");
+}
