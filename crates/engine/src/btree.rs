@@ -411,24 +411,9 @@ impl BTree {
     }
 
     fn encode_entry(&self, key: &[Value], child: PageId) -> SqlResult<Vec<u8>> {
-        // The child pointer goes into its place after the entry is encoded, not through a
-        // Value::Bytes: every insert encodes an entry (its undo key), and that was two more
-        // allocations per row.
-        let mut values: SmallVec<[Value; 4]> = SmallVec::with_capacity(key.len() + 1);
-        values.extend(key.iter().cloned());
-        values.push(Value::Bytes(Vec::new()));
-        let mut entry =
-            record::encode(&self.entry_columns, &self.entry_layout, &values, RecordType::Index)?;
-        let child_column = self.entry_columns.len() - 1;
-        record::fixed_column_bytes_mut(
-            &self.entry_columns,
-            &self.entry_layout,
-            &mut entry,
-            child_column,
-        )
-        .expect("an entry just encoded has its child column")
-        .copy_from_slice(&child.to_bytes());
-        Ok(entry)
+        // Written straight from the key and the pointer (every insert encodes an entry: its
+        // undo key).
+        record::encode_index_entry(&self.entry_columns, &self.entry_layout, key, &child.to_bytes())
     }
 
     /// The key of a record: a row on a leaf, an entry on an index page.
