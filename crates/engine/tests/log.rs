@@ -540,7 +540,7 @@ fn append_within_reserve(db: &Database, bytes: usize) -> Lsn {
 fn a_reserve_larger_than_a_vlf_grows_the_log_only_when_the_free_vlfs_cannot_hold_it() {
     let lab = lab_for(VlfRule::Sql2019);
     let db = db_with_log(&lab, "1MB", "1MB");
-    // Four VLFs of about 254 KB; 300 KB set aside, as a long transaction's undo would be.
+    // Four VLFs of about 248 KB; 300 KB set aside, as a long transaction's undo would be.
     let reserve = 300 * 1024;
     db.log().append_group(&[record(100)], &[], false, reserve).unwrap();
     let mut last = Lsn::NULL;
@@ -548,7 +548,7 @@ fn a_reserve_larger_than_a_vlf_grows_the_log_only_when_the_free_vlfs_cannot_hold
         last = append_within_reserve(&db, 20_000);
         if n % 5 == 4 {
             // At most the current VLF and the one before stay active: two free VLFs hold
-            // about 490 KB, more than the reserve and a record.
+            // about 480 KB, more than the reserve and a record.
             db.log().flush_to(last).unwrap();
             db.log().truncate(Lsn::new(last.seqno.saturating_sub(1), 0, 0), ReuseWait::Nothing);
         }
