@@ -1352,9 +1352,7 @@ impl BTree {
     /// The leaf record an insert of these stored values writes (DBCC's logical check compares
     /// the records a table's rows call for with the ones its indexes hold).
     pub(crate) fn encode_leaf(&self, values: &[Value]) -> SqlResult<Vec<u8>> {
-        let mut record = Vec::new();
-        record::encode_into(&self.columns, &self.layout, values, self.leaf_kind(), &mut record)?;
-        Ok(record)
+        record::encode(&self.columns, &self.layout, values, self.leaf_kind())
     }
 
     /// The record type of the leaf's rows: data rows, or a nonclustered index's entries.

@@ -432,7 +432,7 @@ pub fn encode(
 /// `Value::Bytes(child)` with [`RecordType::Index`], written without making those values:
 /// every insert encodes its undo key this way, and the generic path (the values cloned into
 /// a new list, a second allocation, each value matched twice) cost about 970 instructions an
-/// entry; this one saves about 540 per row of `bench insert` (callgrind). Keys with a NULL or
+/// entry; this one saves about 510 per row of `bench insert` (callgrind). Keys with a NULL or
 /// a variable-length column take the generic path.
 pub fn encode_index_entry(
     columns: &[Column],
