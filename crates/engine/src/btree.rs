@@ -456,15 +456,19 @@ impl BTree {
         buf: &PageBuf,
         key: &[Value],
     ) -> SqlResult<LeafSlot> {
-        let (mut low, mut high) = (0u16, datapage::slot_count(buf));
         datapage::touch_records(buf);
+        self.search_leaf(buf, key).map_err(|bad| bad_page(db, page, bad.0))
+    }
+
+    /// [`BTree::find_in_leaf`]'s binary search, its errors naming no page yet: a page's
+    /// corruption is turned into an error once, not at each probe.
+    fn search_leaf(&self, buf: &PageBuf, key: &[Value]) -> Result<LeafSlot, BadRecord> {
+        let records = datapage::RecordArea::of(buf)?;
+        let (mut low, mut high) = (0u16, records.slot_count());
         while low < high {
             let mid = (low + high) / 2;
-            let bytes =
-                datapage::record_prefix(buf, mid).map_err(|bad| bad_page(db, page, bad.0))?;
-            let order =
-                self.compare_leaf_key(bytes, key).map_err(|bad| bad_page(db, page, bad.0))?;
-            match order {
+            let bytes = records.prefix(mid)?;
+            match self.compare_leaf_key(bytes, key)? {
                 Ordering::Less => low = mid + 1,
                 Ordering::Greater => high = mid,
                 Ordering::Equal => {
@@ -491,12 +495,19 @@ impl BTree {
             return Err(bad_page(db, page, "empty index page"));
         }
         let Some(key) = key else { return Ok(if rightmost { count - 1 } else { 0 }) };
-        let (mut low, mut high) = (1u16, count);
+        self.search_entries(buf, key).map_err(|bad| bad_page(db, page, bad.0))
+    }
+
+    /// [`BTree::child_slot`]'s binary search over a page of at least one entry, its errors
+    /// naming no page yet (as [`BTree::search_leaf`]).
+    fn search_entries(&self, buf: &PageBuf, key: &[Value]) -> Result<u16, BadRecord> {
+        let records = datapage::RecordArea::of(buf)?;
+        let (mut low, mut high) = (1u16, records.slot_count());
         while low < high {
             let mid = (low + high) / 2;
-            datapage::touch_record(buf, (low + mid) / 2);
-            datapage::touch_record(buf, (mid + 1 + high) / 2);
-            if self.compare_entry(db, page, buf, mid, key)? == Ordering::Greater {
+            records.touch((low + mid) / 2);
+            records.touch((mid + 1 + high) / 2);
+            if self.compare_entry_key(records.prefix(mid)?, key)? == Ordering::Greater {
                 high = mid;
             } else {
                 low = mid + 1;

@@ -186,9 +186,15 @@ pub struct Latch {
     state: Mutex<LatchState>,
 }
 
-/// Unlocks the latch's state, then wakes the granted waiters (so that they do not wake into a
-/// lock still held).
-fn wake(state: MutexGuard<'_, LatchState>, granted: Granted) {
+/// Grants the waiters at the head of the queue that the holds now admit, unlocks the latch's
+/// state, then wakes them (so that they do not wake into a lock still held). Most releases find
+/// no waiter: they return at once, without building and dropping an empty list of wakers
+/// (about 200 instructions a release, three releases a row in `bench insert`).
+fn grant_and_wake(mut state: MutexGuard<'_, LatchState>) {
+    if state.queue.is_empty() {
+        return;
+    }
+    let granted = state.grant_waiters();
     drop(state);
     for waker in granted {
         waker.wake();
@@ -276,8 +282,7 @@ impl Latch {
         if let Some(at) = at {
             state.holders.swap_remove(at);
         }
-        let granted = state.grant_waiters();
-        wake(state, granted);
+        grant_and_wake(state);
     }
 
     /// Converts a held EX to `mode` (SH, UP or KP) without releasing it, waking compatible waiters.
@@ -291,8 +296,7 @@ impl Latch {
         {
             holder.mode = mode;
         }
-        let granted = state.grant_waiters();
-        wake(state, granted);
+        grant_and_wake(state);
     }
 
     /// The modes currently held (tests and diagnostics).
