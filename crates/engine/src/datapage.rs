@@ -107,10 +107,15 @@ pub fn record(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
 /// record's first bytes, so a probe touches the cache lines of its key, not of its whole row.
 pub fn record_prefix(buf: &PageBuf, slot: u16) -> Result<&[u8], BadRecord> {
     let offset = slot_entry(buf, slot)?;
+    prefix_at(buf, offset, usize::from(page::header_free_data(&buf[..])))
+}
+
+/// The bytes from `offset` (a slot's entry) to m_freeData (`free_data`), if the offset lies in
+/// the record area (invariant 2) and m_freeData on the page.
+fn prefix_at(buf: &PageBuf, offset: usize, free_data: usize) -> Result<&[u8], BadRecord> {
     if offset == 0 {
         return Err(BadRecord("empty slot"));
     }
-    let free_data = usize::from(page::header_free_data(&buf[..]));
     if offset < PAGE_HEADER_SIZE || offset >= free_data || free_data > PAGE_SIZE {
         return Err(BadRecord("slot offset outside the record area"));
     }
@@ -152,13 +157,7 @@ impl<'p> RecordArea<'p> {
             return Err(BadRecord("slot beyond m_slotCnt"));
         }
         let offset = usize::from(slot_offset(&self.buf[..], slot));
-        if offset == 0 {
-            return Err(BadRecord("empty slot"));
-        }
-        if offset < PAGE_HEADER_SIZE || offset >= self.free_data {
-            return Err(BadRecord("slot offset outside the record area"));
-        }
-        Ok(&self.buf[offset..self.free_data])
+        prefix_at(self.buf, offset, self.free_data)
     }
 
     /// Loads the first key bytes of the record in `slot`, if the slot exists, and nothing
