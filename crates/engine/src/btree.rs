@@ -94,6 +94,9 @@ thread_local! {
     /// The buffer this thread encodes its inserted rows into, kept from row to row: an
     /// nchar(2048) row would otherwise be a 4 KB allocation and free each time.
     static ROW_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// The buffer this thread encodes its inserts' undo keys into before they are copied
+    /// inline ([`BTree::undo_key`]).
+    static ENTRY_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// A clustered index.
@@ -416,6 +419,22 @@ impl BTree {
         record::encode_index_entry(&self.entry_columns, &self.entry_layout, key, &child.to_bytes())
     }
 
+    /// The undo key of an insert: `key`'s index entry with a null child pointer, encoded in
+    /// this thread's entry buffer and copied inline ([`xact::UndoKey`]).
+    fn undo_key(&self, key: &[Value]) -> SqlResult<xact::UndoKey> {
+        let mut entry = ENTRY_BUFFER.take();
+        let encoded = record::encode_index_entry_into(
+            &self.entry_columns,
+            &self.entry_layout,
+            key,
+            &PageId::NULL.to_bytes(),
+            &mut entry,
+        );
+        let undo_key = encoded.map(|()| xact::UndoKey::from_slice(&entry));
+        ENTRY_BUFFER.set(entry);
+        undo_key
+    }
+
     /// The key of a record: a row on a leaf, an entry on an index page.
     fn record_key(
         &self,
@@ -716,7 +735,7 @@ impl BTree {
         self.lock_for_change(db, &key)?;
         // The undo of an insert needs only the key: it is logged as an index entry (the row
         // itself is in the page changes, once, as in SQL Server's LOP_INSERT_ROWS).
-        let mut undo_key = Some(self.encode_entry(&key, PageId::NULL)?);
+        let mut undo_key = Some(self.undo_key(&key)?);
         let pool = db.buffer_pool();
         // The row's logical record joins the mini-transaction that placed it (once: the
         // attempt that placed the row is the last).

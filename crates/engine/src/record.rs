@@ -440,18 +440,33 @@ pub fn encode_index_entry(
     key: &[Value],
     child: &[u8; 6],
 ) -> SqlResult<Vec<u8>> {
+    let mut record = Vec::new();
+    encode_index_entry_into(columns, layout, key, child, &mut record)?;
+    Ok(record)
+}
+
+/// [`encode_index_entry`] into `record`, which is cleared first (a caller that encodes entry
+/// after entry reuses one buffer).
+pub fn encode_index_entry_into(
+    columns: &[Column],
+    layout: &Layout,
+    key: &[Value],
+    child: &[u8; 6],
+    record: &mut Vec<u8>,
+) -> SqlResult<()> {
     let child_index = columns.len() - 1;
     assert_eq!(key.len(), child_index, "a value per key column");
     assert_eq!(columns[child_index].sql_type, SqlType::Binary(6), "the child pointer column");
     if !layout.var_columns.is_empty() || key.iter().any(|value| matches!(value, Value::Null)) {
         let mut values: Vec<Value> = key.to_vec();
         values.push(Value::Bytes(child.to_vec()));
-        return encode(columns, layout, &values, RecordType::Index);
+        return encode_into(columns, layout, &values, RecordType::Index, record);
     }
     let fixed_end = 4 + layout.fixed_len;
     let bitmap_at = fixed_end + 2;
     // Every column is fixed-length and not NULL: no variable part, a null bitmap of zeros.
-    let mut record = vec![0u8; bitmap_at + columns.len().div_ceil(8)];
+    record.clear();
+    record.resize(bitmap_at + columns.len().div_ceil(8), 0);
     record[0] = (RecordType::Index as u8) << 1 | STATUS_NULL_BITMAP;
     record[2..4].copy_from_slice(&(fixed_end as u16).to_le_bytes());
     record[fixed_end..bitmap_at].copy_from_slice(&(columns.len() as u16).to_le_bytes());
@@ -461,7 +476,7 @@ pub fn encode_index_entry(
     }
     let (child_offset, _) = layout.fixed[child_index].expect("binary(6) is fixed-length");
     record[4 + child_offset..4 + child_offset + 6].copy_from_slice(child);
-    Ok(record)
+    Ok(())
 }
 
 /// The room a record of `layout` is first given: its fixed part and header, and 64 bytes for

@@ -116,6 +116,44 @@ fn rollback_undoes_inserts_and_deletes_and_savepoints_undo_part() {
     assert_eq!(ids(&tree, &db), expected);
 }
 
+/// Undo keys are kept inline up to 32 bytes (`xact::UndoKey`): a 200-byte key's are not.
+#[test]
+fn rollback_and_recovery_undo_inserts_whose_keys_are_longer_than_an_inline_undo_key() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let columns = vec![
+        Column::new("owner", SqlType::Char(200), false),
+        Column::new("id", SqlType::Int, false),
+    ];
+    let tree = BTree::create(&db, "dbo.Owners", "PK_Owners", columns, vec![0], true, None).unwrap();
+    let row = |id: i32| vec![Value::Text(format!("owner {id:04}")), Value::Int(id)];
+    db.begin_tran().unwrap();
+    for id in 0..100 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    db.commit_tran().unwrap();
+    db.begin_tran().unwrap();
+    for id in 100..300 {
+        tree.insert(&db, &row(id)).unwrap(); // splits pages on the way
+    }
+    db.rollback_tran().unwrap();
+    assert_eq!(tree.check(&db), Ok(100));
+
+    db.begin_tran().unwrap();
+    for id in 300..400 {
+        tree.insert(&db, &row(id)).unwrap();
+    }
+    // The uncommitted rows reach the disk: a checkpoint writes the pages, the log is flushed.
+    db.checkpoint().unwrap();
+    db.log().flush_all().unwrap();
+    let (db, tree) = crash_and_open(&mut lab, db, &tree);
+    assert_eq!(tree.check(&db), Ok(100));
+    let ids: Vec<Value> =
+        tree.range(&db, None, None, false).unwrap().into_iter().map(|r| r[1].clone()).collect();
+    assert_eq!(ids, (0..100).map(Value::Int).collect::<Vec<_>>());
+    assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
+}
+
 #[test]
 fn an_open_transaction_is_rolled_back_by_recovery() {
     let mut lab = lab_with(|_| {});
