@@ -414,8 +414,8 @@ impl BTree {
     }
 
     fn encode_entry(&self, key: &[Value], child: PageId) -> SqlResult<Vec<u8>> {
-        // Written straight from the key and the pointer (every insert encodes an entry: its
-        // undo key).
+        // Written straight from the key and the pointer (a split's entry for its parent; an
+        // insert's undo key goes through the same encoder, [`BTree::undo_key`]).
         record::encode_index_entry(&self.entry_columns, &self.entry_layout, key, &child.to_bytes())
     }
 

@@ -24,6 +24,8 @@
 //!
 //! Deviation: SQL Server's file header is a record of many more fields (LSNs, GUIDs, backup
 //! state); extentdb stores what it uses. The page header around it is SQL Server's.
+//! Deviation: a page is taken under its PFS page's UP latch, as before SQL Server 2019, whose
+//! "concurrent PFS updates" take SH; the seeds measure the older contention.
 //!
 //! Layout of a new data file: every fixed page of [`crate::alloc::fixed_pages_in`] is formatted.
 //! An extent that holds a fixed page is allocated in the GAM and is a mixed extent: its fixed
@@ -491,6 +493,9 @@ impl FileAlloc {
 
     /// Takes a free page of an extent (PFS UP), marking it allocated with `extra_bits`; for a
     /// mixed extent whose last free page it was, clears the SGAM bit (nested, latch order).
+    /// Deviation: SQL Server 2019 and later update PFS pages under an SH latch in every
+    /// database ("concurrent PFS updates"); extentdb keeps the UP latch of earlier versions,
+    /// whose PFS contention the seeds measure (docs/deviations.md).
     /// A fixed page (PFS, GAM, boot page...) is never taken, even when a corrupt PFS byte calls
     /// it free: formatting it as a data page would destroy an allocation map (and the session
     /// would then wait for its own latch on it). DBCC CHECKALLOC reports the byte.
