@@ -30,6 +30,7 @@
 //! Lock order with latches: a session never waits for a lock while it holds a page latch.
 
 use crate::error::{SqlError, SqlResult};
+use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
@@ -254,7 +255,10 @@ struct Partition {
 /// the deadlock search, which takes every partition's in index order (so two searches cannot
 /// deadlock each other).
 pub struct LockManager {
-    partitions: Vec<Partition>,
+    /// Each partition on cache lines of its own: every lock request writes its partition's
+    /// mutex and table header, and two sessions on two CPUs should not pass a line back and
+    /// forth for neighbouring partitions.
+    partitions: Vec<CachePadded<Partition>>,
     /// Deadlocks found so far.
     deadlocks: AtomicU64,
     /// Lock escalations so far.
@@ -268,7 +272,9 @@ pub struct LockManager {
 impl Default for LockManager {
     fn default() -> Self {
         LockManager {
-            partitions: (0..LOCK_PARTITIONS).map(|_| Partition::default()).collect(),
+            partitions: (0..LOCK_PARTITIONS)
+                .map(|_| CachePadded::new(Partition::default()))
+                .collect(),
             deadlocks: AtomicU64::new(0),
             escalations: AtomicU64::new(0),
             waits: AtomicU64::new(0),
