@@ -1130,9 +1130,11 @@ impl BTree {
         let lock = self.key_lock(db, key);
         let object = LockResource::Object { database_id: db.database_id, au_id: self.au_id };
         xact::lock(db, object, LockMode::IS)?;
-        xact::lock(db, lock, LockMode::S)?;
+        let newly_locked = xact::lock_newly(db, lock, LockMode::S)?;
         let row = self.seek_latched(db, key);
-        xact::unlock(db, lock);
+        if newly_locked {
+            xact::unlock(db, lock);
+        }
         row
     }
 

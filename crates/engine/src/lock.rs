@@ -12,6 +12,11 @@
 //!   transaction in the cycle whose rollback costs least (least log written) is the victim and
 //!   gets 1205. With trace flags 1204 or 1222 the deadlock is written to the errorlog.
 //!
+//! - Lock lists: each transaction keeps the list of resources it holds (SQL Server's
+//!   transaction lock list, from which its end releases every lock); the lock table keeps,
+//!   per resource, its holders and waiters, the first holder inline (an entry is 32 bytes, so
+//!   sixteen transactions of a thousand key locks keep a small, warmer table).
+//!
 //! Deviations: the lock monitor runs inside the waiting sessions (every 100 ms of waiting)
 //! rather than as a separate task every 5 s; the lock table is split into 16 partitions by
 //! resource (SQL Server splits its lock hash table into buckets under LOCK_HASH spinlocks, and
@@ -142,39 +147,119 @@ struct Waiter {
     victim: bool,
 }
 
-/// The owners holding a resource (usually one: inline, so a new lock allocates nothing).
+/// One hold of a resource: the transaction, the mode it holds and its session id.
+type Holder = (u64, (LockMode, u16));
+
+/// The owners holding a resource: the first inline (nearly every key lock has one holder, so a
+/// new lock allocates nothing), any others on the heap. Kept small, with [`Waiting`], because
+/// the lock table holds an entry per locked key: sixteen transactions of a thousand inserts
+/// hold sixteen thousand, and every request and release probes a cold part of the table.
 #[derive(Default, Debug)]
-struct Grants(smallvec::SmallVec<[(u64, (LockMode, u16)); 2]>);
+struct Grants {
+    first: Option<Holder>,
+    /// Further holders, in the order they were granted; never `Some` of an empty list, and
+    /// only while `first` is set.
+    #[allow(clippy::box_collection, reason = "one pointer in the entry, not a Vec's three words")]
+    others: Option<Box<Vec<Holder>>>,
+}
 
 impl Grants {
     fn get(&self, xact_id: &u64) -> Option<&(LockMode, u16)> {
-        self.0.iter().find(|(x, _)| x == xact_id).map(|(_, g)| g)
+        self.iter().find(|(x, _)| *x == xact_id).map(|(_, g)| g)
     }
 
     fn insert(&mut self, xact_id: u64, grant: (LockMode, u16)) {
-        match self.0.iter_mut().find(|(x, _)| *x == xact_id) {
-            Some(existing) => existing.1 = grant,
-            None => self.0.push((xact_id, grant)),
+        let holders =
+            self.first.iter_mut().chain(self.others.iter_mut().flat_map(|o| o.iter_mut()));
+        if let Some(existing) = holders.into_iter().find(|(x, _)| *x == xact_id) {
+            existing.1 = grant;
+            return;
+        }
+        match self.first {
+            None => self.first = Some((xact_id, grant)),
+            Some(_) => self.others.get_or_insert_with(Box::default).push((xact_id, grant)),
         }
     }
 
     fn remove(&mut self, xact_id: &u64) {
-        self.0.retain(|(x, _)| x != xact_id);
+        if let Some(others) = &mut self.others {
+            others.retain(|(x, _)| x != xact_id);
+        }
+        if self.first.is_some_and(|(x, _)| x == *xact_id) {
+            self.first = self.others.as_mut().and_then(|others| others.first().copied());
+            if let Some(others) = &mut self.others
+                && !others.is_empty()
+            {
+                others.remove(0);
+            }
+        }
+        if self.others.as_ref().is_some_and(|others| others.is_empty()) {
+            self.others = None;
+        }
     }
 
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.first.is_none()
     }
 
     fn iter(&self) -> impl Iterator<Item = (&u64, &(LockMode, u16))> {
-        self.0.iter().map(|(x, g)| (x, g))
+        let others = self.others.iter().flat_map(|others| others.iter());
+        self.first.iter().chain(others).map(|(x, g)| (x, g))
+    }
+}
+
+/// The requests waiting for a resource, first come first served: on the heap only while
+/// there are any (an entry without waiters carries one pointer).
+#[derive(Default, Debug)]
+#[allow(clippy::box_collection, reason = "one pointer in the entry, not a VecDeque's four words")]
+struct Waiting(Option<Box<VecDeque<Waiter>>>);
+
+impl Waiting {
+    fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn front(&self) -> Option<&Waiter> {
+        self.0.as_ref().and_then(|queue| queue.front())
+    }
+
+    fn queue(&mut self) -> &mut VecDeque<Waiter> {
+        self.0.get_or_insert_with(Box::default)
+    }
+
+    fn push_back(&mut self, waiter: Waiter) {
+        self.queue().push_back(waiter);
+    }
+
+    fn push_front(&mut self, waiter: Waiter) {
+        self.queue().push_front(waiter);
+    }
+
+    fn remove(&mut self, at: usize) -> Option<Waiter> {
+        let removed = self.0.as_mut().and_then(|queue| queue.remove(at));
+        if self.0.as_ref().is_some_and(|queue| queue.is_empty()) {
+            self.0 = None;
+        }
+        removed
+    }
+
+    fn pop_front(&mut self) -> Option<Waiter> {
+        self.remove(0)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Waiter> {
+        self.0.iter().flat_map(|queue| queue.iter())
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Waiter> {
+        self.0.iter_mut().flat_map(|queue| queue.iter_mut())
     }
 }
 
 #[derive(Default, Debug)]
 struct Entry {
     granted: Grants,
-    waiting: VecDeque<Waiter>,
+    waiting: Waiting,
 }
 
 impl Entry {
@@ -202,17 +287,13 @@ impl Entry {
 #[derive(Default)]
 struct Table {
     entries: HashMap<LockResource, Entry>,
-    /// The resources of this partition each transaction holds, each once (a resource is
-    /// added only when the transaction did not hold it): a list, not a set, since a
-    /// transaction's locks are added one by one and dropped all together at its end.
-    held_by: HashMap<u64, Vec<LockResource>>,
     /// Lock requests made in this partition (Lock Requests/sec), counted under its mutex.
     requests: u64,
 }
 
 impl Table {
     /// Takes a transaction's grant off a resource, grants the waiters that can now go, and
-    /// forgets the resource once nobody holds or waits for it. (`held_by` is the caller's.)
+    /// forgets the resource once nobody holds or waits for it.
     /// One lookup: the entry found is the one removed (a commit drops about a thousand key
     /// locks, each in a cold bucket).
     fn drop_grant(&mut self, xact_id: u64, resource: LockResource) {
@@ -287,21 +368,47 @@ impl Default for LockManager {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Grant {
     AlreadyHeld,
-    Granted,
+    /// Granted; `new` when the transaction held the resource in no mode before.
+    Granted {
+        new: bool,
+    },
     Blocked,
 }
 
-/// What a lock request came to.
+/// What a lock request came to. A grant says whether the resource is newly held by the
+/// transaction (it held it in no mode before): the transaction keeps the list of what it holds
+/// (SQL Server's transaction lock list), which its end releases.
 pub enum Acquired {
     /// The transaction held the resource in a mode that covers the request already.
     AlreadyHeld,
-    Granted,
-    /// Waited this long (LCK_M_<mode>), then granted.
-    AfterWait(Duration, Option<u16>),
+    Granted {
+        new: bool,
+    },
+    /// Waited this long (LCK_M_<mode>) behind this session, then granted.
+    AfterWait {
+        waited: Duration,
+        blocker: Option<u16>,
+        new: bool,
+    },
+}
+
+impl Acquired {
+    /// The transaction holds the resource now and did not before: it joins its lock list.
+    pub fn newly_held(&self) -> bool {
+        match self {
+            Acquired::AlreadyHeld => false,
+            Acquired::Granted { new } | Acquired::AfterWait { new, .. } => *new,
+        }
+    }
 }
 
 impl LockManager {
     fn partition(&self, resource: &LockResource) -> &Partition {
+        &self.partitions[Self::partition_index(resource)]
+    }
+
+    /// The partition a resource always lives in.
+    fn partition_index(resource: &LockResource) -> usize {
         let mixed = match resource {
             LockResource::Object { database_id, au_id } => au_id ^ u64::from(*database_id),
             LockResource::Key { database_id, au_id, hash } => {
@@ -309,7 +416,7 @@ impl LockManager {
             }
         };
         let index = (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) as usize;
-        &self.partitions[index % LOCK_PARTITIONS]
+        index % LOCK_PARTITIONS
     }
 
     /// Acquires `mode` on `resource` for `owner`, waiting as long as it takes. Error 1205 when
@@ -328,7 +435,7 @@ impl LockManager {
         table.requests += 1;
         match Self::grant_now(&mut table, owner, resource, mode) {
             Grant::AlreadyHeld => return Ok(Acquired::AlreadyHeld),
-            Grant::Granted => return Ok(Acquired::Granted),
+            Grant::Granted { new } => return Ok(Acquired::Granted { new }),
             Grant::Blocked => {}
         }
         let entry = table.entries.get_mut(&resource).expect("grant_now made the entry");
@@ -362,14 +469,12 @@ impl LockManager {
             let timed_out = last_check.elapsed() >= DEADLOCK_CHECK_INTERVAL;
             let entry = table.entries.get_mut(&resource).expect("a waited-for entry stays");
             if entry.granted.get(&owner.xact_id).is_some_and(|(m, _)| m.combine(wanted) == *m) {
-                if held.is_none() {
-                    table.held_by.entry(owner.xact_id).or_default().push(resource);
-                }
                 waited();
-                return Ok(Acquired::AfterWait(started.elapsed(), blocker));
+                let waited = started.elapsed();
+                return Ok(Acquired::AfterWait { waited, blocker, new: held.is_none() });
             }
             let me = entry.waiting.iter().position(|w| w.owner.xact_id == owner.xact_id);
-            if me.is_some_and(|i| entry.waiting[i].victim) {
+            if me.is_some_and(|i| entry.waiting.iter().nth(i).is_some_and(|w| w.victim)) {
                 entry.waiting.remove(me.expect("checked"));
                 entry.grant_waiters();
                 partition.changed.notify_all();
@@ -408,37 +513,43 @@ impl LockManager {
             return Grant::Blocked;
         }
         entry.granted.insert(owner.xact_id, (wanted, owner.spid));
-        if held.is_none() {
-            table.held_by.entry(owner.xact_id).or_default().push(resource);
-        }
-        Grant::Granted
+        Grant::Granted { new: held.is_none() }
     }
 
     /// Lock escalation's attempt: `mode` on `resource` if it can be granted at once, without
     /// waiting (SQL Server's escalation never waits: it tries again later). A refusal changes
-    /// nothing: it means another transaction holds or waits for the resource.
-    pub fn try_acquire(&self, owner: LockOwner, resource: LockResource, mode: LockMode) -> bool {
+    /// nothing: it means another transaction holds or waits for the resource. Granted, it
+    /// says whether the resource is newly held (see [`Acquired`]).
+    pub fn try_acquire(
+        &self,
+        owner: LockOwner,
+        resource: LockResource,
+        mode: LockMode,
+    ) -> Option<Acquired> {
         let mut table = self.partition(&resource).table.lock();
         table.requests += 1;
-        Self::grant_now(&mut table, owner, resource, mode) != Grant::Blocked
+        match Self::grant_now(&mut table, owner, resource, mode) {
+            Grant::AlreadyHeld => Some(Acquired::AlreadyHeld),
+            Grant::Granted { new } => Some(Acquired::Granted { new }),
+            Grant::Blocked => None,
+        }
     }
 
     /// Releases the key locks a transaction holds in one index, once an escalated object lock
-    /// covers them. Counts the escalation.
-    pub fn release_keys_after_escalation(&self, xact_id: u64, database_id: u16, au_id: u64) {
+    /// covers them, and takes them off its lock list `held`. Counts the escalation.
+    pub fn release_keys_after_escalation(
+        &self,
+        xact_id: u64,
+        database_id: u16,
+        au_id: u64,
+        held: &mut Vec<LockResource>,
+    ) {
         let in_index = |r: &LockResource| match r {
             LockResource::Key { database_id: d, au_id: a, .. } => *d == database_id && *a == au_id,
             LockResource::Object { .. } => false,
         };
-        for partition in &self.partitions {
-            let mut table = partition.table.lock();
-            let Some(held) = table.held_by.get_mut(&xact_id) else { continue };
-            let keys: Vec<LockResource> = held.extract_if(.., |r| in_index(r)).collect();
-            for key in keys {
-                table.drop_grant(xact_id, key);
-            }
-            partition.changed.notify_all();
-        }
+        let keys: Vec<LockResource> = held.extract_if(.., |r| in_index(r)).collect();
+        self.release_all(xact_id, &keys);
         self.escalations.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -462,26 +573,25 @@ impl LockManager {
     }
 
     /// Releases one lock early (READ COMMITTED's S locks after the read).
+    /// The caller takes it off the transaction's lock list.
     pub fn release(&self, xact_id: u64, resource: LockResource) {
         let partition = self.partition(&resource);
         let mut table = partition.table.lock();
         table.drop_grant(xact_id, resource);
-        if let Some(held) = table.held_by.get_mut(&xact_id)
-            && let Some(at) = held.iter().rposition(|r| *r == resource)
-        {
-            // From the end: a lock released early is usually the one just taken.
-            held.swap_remove(at);
-        }
         partition.changed.notify_all();
     }
 
-    /// Releases every lock of a transaction (at commit or rollback), one partition at a time.
-    pub fn release_all(&self, xact_id: u64) {
-        for partition in &self.partitions {
+    /// Releases every lock on a transaction's lock list `held` (at commit or rollback), one
+    /// partition at a time: each partition's mutex is taken once for all its resources.
+    pub fn release_all(&self, xact_id: u64, held: &[LockResource]) {
+        let mut by_partition: Vec<(usize, LockResource)> =
+            held.iter().map(|resource| (Self::partition_index(resource), *resource)).collect();
+        by_partition.sort_unstable_by_key(|(index, _)| *index);
+        for run in by_partition.chunk_by(|a, b| a.0 == b.0) {
+            let partition = &self.partitions[run[0].0];
             let mut table = partition.table.lock();
-            let Some(held) = table.held_by.remove(&xact_id) else { continue };
-            for resource in held {
-                table.drop_grant(xact_id, resource);
+            for (_, resource) in run {
+                table.drop_grant(xact_id, *resource);
             }
             partition.changed.notify_all();
         }
@@ -662,6 +772,18 @@ mod tests {
         manager.acquire(owner(xact_id), resource, X, &mut |_| {}, &mut |_| {})
     }
 
+    /// A lock list as a transaction keeps it: every resource newly held by `xact_id`.
+    fn held_by(manager: &LockManager, xact_id: u64) -> Vec<LockResource> {
+        let mut held: Vec<LockResource> = manager
+            .snapshot()
+            .into_iter()
+            .filter(|(_, x, _, _)| *x == xact_id)
+            .map(|(resource, ..)| resource)
+            .collect();
+        held.dedup();
+        held
+    }
+
     fn entries_kept(manager: &LockManager) -> usize {
         manager.partitions.iter().map(|p| p.table.lock().entries.len()).sum()
     }
@@ -672,16 +794,16 @@ mod tests {
     fn releasing_forgets_the_resources_left_without_holders() {
         let manager = LockManager::default();
         for hash in 0..100 {
-            assert!(matches!(lock(&manager, 1, key(hash)), Ok(Acquired::Granted)));
+            assert!(matches!(lock(&manager, 1, key(hash)), Ok(Acquired::Granted { new: true })));
         }
         let shared = |x| manager.acquire(owner(x), key(1_000), S, &mut |_| {}, &mut |_| {});
-        assert!(matches!(shared(1), Ok(Acquired::Granted)));
-        assert!(matches!(shared(2), Ok(Acquired::Granted)));
+        assert!(matches!(shared(1), Ok(Acquired::Granted { new: true })));
+        assert!(matches!(shared(2), Ok(Acquired::Granted { new: true })));
         assert_eq!(entries_kept(&manager), 101);
-        manager.release_all(1);
+        manager.release_all(1, &held_by(&manager, 1));
         assert_eq!(entries_kept(&manager), 1, "only the key transaction 2 still holds");
         assert_eq!(manager.snapshot(), vec![(key(1_000), 2, 52, S)]);
-        manager.release_all(2);
+        manager.release_all(2, &held_by(&manager, 2));
         assert_eq!(entries_kept(&manager), 0);
     }
 
@@ -698,19 +820,19 @@ mod tests {
                 .find(|k| !std::ptr::eq(manager.partition(k), manager.partition(&key(1))))
                 .expect("some key lives in another partition"),
         );
-        assert!(matches!(lock(&manager, 1, a), Ok(Acquired::Granted)));
-        assert!(matches!(lock(&manager, 2, b), Ok(Acquired::Granted)));
+        assert!(matches!(lock(&manager, 1, a), Ok(Acquired::Granted { new: true })));
+        assert!(matches!(lock(&manager, 2, b), Ok(Acquired::Granted { new: true })));
         let other = std::sync::Arc::clone(&manager);
         let second = std::thread::spawn(move || {
             let result = lock(&other, 2, a);
             if result.is_err() {
-                other.release_all(2);
+                other.release_all(2, &held_by(&other, 2));
             }
             result.map(|_| ())
         });
         let first = lock(&manager, 1, b).map(|_| ());
         if first.is_err() {
-            manager.release_all(1);
+            manager.release_all(1, &held_by(&manager, 1));
         }
         let second = second.join().expect("the second session");
         let errors: Vec<i32> =
@@ -718,7 +840,7 @@ mod tests {
         assert_eq!(errors, vec![1205], "exactly one victim: {first:?} {second:?}");
         assert!(first.is_err(), "the victim is the cheaper transaction (cost 1)");
         assert_eq!(manager.deadlocks(), 1);
-        manager.release_all(2);
+        manager.release_all(2, &held_by(&manager, 2));
         assert!(manager.snapshot().is_empty(), "every lock released");
     }
 }

@@ -196,6 +196,9 @@ struct OpenXact {
     reserved_bytes: u64,
     /// Locks this transaction already holds on objects (intent locks are taken once).
     object_locks: Vec<(LockResource, LockMode)>,
+    /// Every resource it holds a lock on, each once: its lock list, which its end releases
+    /// (kept here, with the transaction, rather than in the shared lock table).
+    held_locks: Vec<LockResource>,
     /// Per object (index): X and U key locks taken there, and the count at which lock
     /// escalation is next tried.
     key_lock_counts: Vec<(LockResource, u32, u32)>,
@@ -228,6 +231,7 @@ impl OpenXact {
             depth: 1,
             reserved_bytes: 0,
             object_locks: Vec::new(),
+            held_locks: Vec::new(),
             key_lock_counts: Vec::new(),
             on_commit: Vec::new(),
             ddl: None,
@@ -462,7 +466,7 @@ impl Database {
         };
         let removed = if flushed.is_ok() { self.remove_deleted_heap_rows(&xact) } else { Ok(()) };
         // Locks go once the commit is durable: nobody reads a change that a crash could undo.
-        self.instance().locks.release_all(xact.xact_id);
+        self.instance().locks.release_all(xact.xact_id, &xact.held_locks);
         flushed?;
         removed?;
         self.catalog_after_transaction(&xact, true)?;
@@ -513,7 +517,7 @@ impl Database {
                 appended.map(|_| ())
             }
         };
-        self.instance().locks.release_all(xact.xact_id);
+        self.instance().locks.release_all(xact.xact_id, &xact.held_locks);
         self.log().write_cache_if_full();
         result?;
         appended?;
@@ -658,6 +662,14 @@ impl Database {
 /// recorded as LCK_M_<mode> and shown in the waiting tasks; a deadlock victim's transaction is
 /// rolled back and the caller gets 1205. Never called while a page latch is held.
 pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<()> {
+    lock_newly(db, resource, mode).map(drop)
+}
+
+/// Takes a lock as [`lock`] does, and says whether the transaction holds the resource newly
+/// (it held it in no mode before). A read that releases its lock after reading (READ
+/// COMMITTED) releases it only then: a key the transaction holds X on (a row it inserted)
+/// keeps its X lock.
+pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<bool> {
     let owner = CURRENT.with(|c| {
         c.borrow().as_ref().filter(|x| x.database_id == db.database_id).map(|x| LockOwner {
             xact_id: x.xact_id,
@@ -665,12 +677,12 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
             cost: x.reserved_bytes,
         })
     });
-    let Some(owner) = owner else { return Ok(()) };
+    let Some(owner) = owner else { return Ok(false) };
     if COMPENSATING.with(|c| c.borrow().is_some()) {
-        return Ok(()); // an undo touches only what its transaction already holds
+        return Ok(false); // an undo touches only what its transaction already holds
     }
     if held_through_object(resource, mode) {
-        return Ok(());
+        return Ok(false);
     }
     let is_object = matches!(resource, LockResource::Object { .. });
     let instance = db.instance();
@@ -690,22 +702,27 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
     let acquired = instance.locks.acquire(owner, resource, mode, &mut on_wait, &mut on_deadlock);
     drop(registration);
     let signal = suspended.map_or(Duration::ZERO, crate::scheduler::Suspended::resume);
-    let remember = |()| {
-        if is_object {
+    let remember = |newly_held: bool| {
+        if newly_held || is_object {
             CURRENT.with(|c| {
                 if let Some(x) = c.borrow_mut().as_mut() {
-                    x.object_locks.push((resource, mode));
+                    if newly_held {
+                        x.held_locks.push(resource);
+                    }
+                    if is_object {
+                        x.object_locks.push((resource, mode));
+                    }
                 }
             });
         }
-        Ok(())
+        Ok(newly_held)
     };
-    let newly_held = matches!(acquired, Ok(Acquired::Granted | Acquired::AfterWait(..)));
+    let newly_held = acquired.as_ref().is_ok_and(Acquired::newly_held);
     let granted = match acquired {
-        Ok(Acquired::AlreadyHeld | Acquired::Granted) => remember(()),
-        Ok(Acquired::AfterWait(waited, _)) => {
+        Ok(Acquired::AlreadyHeld | Acquired::Granted { .. }) => remember(newly_held),
+        Ok(Acquired::AfterWait { waited, .. }) => {
             instance.waits.record(mode.wait_type(), waited + signal, signal);
-            remember(())
+            remember(newly_held)
         }
         Err(error) => {
             // The victim's transaction is rolled back, as SQL Server does before it answers.
@@ -775,26 +792,36 @@ fn count_key_lock(db: &Database, owner: LockOwner, object: LockResource) {
     let flags = &instance.trace_flags;
     let disabled = flags.is_on(crate::traceflags::TF_NO_LOCK_ESCALATION)
         || flags.is_on(crate::traceflags::TF_NO_LOCK_COUNT_ESCALATION);
-    let escalated = !disabled && instance.locks.try_acquire(owner, object, LockMode::X);
-    if escalated && let LockResource::Object { database_id, au_id } = object {
-        instance.locks.release_keys_after_escalation(owner.xact_id, database_id, au_id);
-    }
+    let escalation =
+        if disabled { None } else { instance.locks.try_acquire(owner, object, LockMode::X) };
     CURRENT.with(|c| {
         let mut current = c.borrow_mut();
         let Some(x) = current.as_mut() else { return };
-        if escalated {
-            x.key_lock_counts[at].2 = u32::MAX;
-            x.object_locks.push((object, LockMode::X));
-        } else {
+        let Some(granted) = escalation else {
             x.key_lock_counts[at].2 += LOCK_ESCALATION_RETRY;
+            return;
+        };
+        if granted.newly_held() {
+            x.held_locks.push(object);
         }
+        if let LockResource::Object { database_id, au_id } = object {
+            let held = &mut x.held_locks;
+            instance.locks.release_keys_after_escalation(owner.xact_id, database_id, au_id, held);
+        }
+        x.key_lock_counts[at].2 = u32::MAX;
+        x.object_locks.push((object, LockMode::X));
     });
 }
 
 /// Releases an S lock taken for a read (READ COMMITTED keeps none after the row is read).
 pub fn unlock(db: &Database, resource: LockResource) {
     let xact_id = CURRENT.with(|c| {
-        c.borrow().as_ref().filter(|x| x.database_id == db.database_id).map(|x| x.xact_id)
+        let mut current = c.borrow_mut();
+        let x = current.as_mut().filter(|x| x.database_id == db.database_id)?;
+        // From the end: a lock released early is usually the one just taken.
+        let at = x.held_locks.iter().rposition(|r| *r == resource)?;
+        x.held_locks.swap_remove(at);
+        Some(x.xact_id)
     });
     if let Some(xact_id) = xact_id {
         db.instance().locks.release(xact_id, resource);

@@ -73,6 +73,36 @@ fn a_reader_waits_for_the_writers_commit_and_sees_the_committed_row() {
     assert!(lab.instance.locks.snapshot().is_empty(), "every lock released");
 }
 
+/// A transaction that reads a row it inserted keeps its X lock on the key. The read asks for
+/// S, which the X lock covers; the read's release after reading (READ COMMITTED) must not take
+/// the X lock away with it, or another session could read the uncommitted row. A read of a key
+/// the transaction did not hold still leaves no lock behind.
+#[test]
+fn reading_its_own_inserted_row_keeps_the_transactions_x_lock() {
+    use engine::lock::{LockMode, LockResource};
+    let (lab, db, tree) = setup(|_| {});
+    engine::instance::set_current_spid(51);
+    tree.insert(&db, &row(6, 600)).unwrap();
+    db.begin_tran().unwrap();
+    tree.insert(&db, &row(5, 500)).unwrap();
+    let key_locks = || {
+        let locks = lab.instance.locks.snapshot();
+        locks
+            .into_iter()
+            .filter(|(r, ..)| matches!(r, LockResource::Key { .. }))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(key_locks().len(), 1, "the insert's X lock");
+    assert_eq!(tree.seek(&db, &[Value::Int(5)]).unwrap(), Some(row(5, 500)));
+    let after_own = key_locks();
+    assert_eq!(after_own.len(), 1, "still held after reading the row: {after_own:?}");
+    assert_eq!((after_own[0].2, after_own[0].3), (51, LockMode::X));
+    assert_eq!(tree.seek(&db, &[Value::Int(6)]).unwrap(), Some(row(6, 600)));
+    assert_eq!(key_locks(), after_own, "the other key's S lock went after the read");
+    db.commit_tran().unwrap();
+    assert!(lab.instance.locks.snapshot().is_empty(), "every lock released");
+}
+
 #[test]
 fn a_deadlock_is_resolved_within_5_seconds_with_1205_and_written_with_tf_1222() {
     let (lab, db, tree) = setup(|config| config.startup_trace_flags = vec![1204, 1222]);
