@@ -584,16 +584,32 @@ impl LockManager {
     /// Releases every lock on a transaction's lock list `held` (at commit or rollback), one
     /// partition at a time: each partition's mutex is taken once for all its resources.
     pub fn release_all(&self, xact_id: u64, held: &[LockResource]) {
-        let mut by_partition: Vec<(usize, LockResource)> =
-            held.iter().map(|resource| (Self::partition_index(resource), *resource)).collect();
-        by_partition.sort_unstable_by_key(|(index, _)| *index);
-        for run in by_partition.chunk_by(|a, b| a.0 == b.0) {
-            let partition = &self.partitions[run[0].0];
-            let mut table = partition.table.lock();
-            for (_, resource) in run {
-                table.drop_grant(xact_id, *resource);
+        // The list grouped by partition in one counting pass (a commit releases ~1,000).
+        let indexes: Vec<usize> = held.iter().map(Self::partition_index).collect();
+        let mut ends = [0usize; LOCK_PARTITIONS];
+        for index in &indexes {
+            ends[*index] += 1;
+        }
+        for index in 1..LOCK_PARTITIONS {
+            ends[index] += ends[index - 1];
+        }
+        let mut grouped = held.to_vec();
+        let mut next = ends;
+        for (resource, index) in held.iter().zip(&indexes).rev() {
+            next[*index] -= 1;
+            grouped[next[*index]] = *resource;
+        }
+        let mut start = 0;
+        for (index, end) in ends.into_iter().enumerate() {
+            if end > start {
+                let partition = &self.partitions[index];
+                let mut table = partition.table.lock();
+                for resource in &grouped[start..end] {
+                    table.drop_grant(xact_id, *resource);
+                }
+                partition.changed.notify_all();
             }
-            partition.changed.notify_all();
+            start = end;
         }
     }
 
