@@ -670,18 +670,22 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
 /// COMMITTED) releases it only then: a key the transaction holds X on (a row it inserted)
 /// keeps its X lock.
 pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<bool> {
-    let owner = CURRENT.with(|c| {
-        c.borrow().as_ref().filter(|x| x.database_id == db.database_id).map(|x| LockOwner {
-            xact_id: x.xact_id,
-            spid: crate::instance::current_spid(),
-            cost: x.reserved_bytes,
-        })
-    });
-    let Some(owner) = owner else { return Ok(false) };
     if COMPENSATING.with(|c| c.borrow().is_some()) {
         return Ok(false); // an undo touches only what its transaction already holds
     }
-    if held_through_object(resource, mode) {
+    // One look at the transaction: who asks, and whether an object lock covers the request.
+    let asking = CURRENT.with(|c| {
+        let current = c.borrow();
+        let x = current.as_ref().filter(|x| x.database_id == db.database_id)?;
+        let owner = LockOwner {
+            xact_id: x.xact_id,
+            spid: crate::instance::current_spid(),
+            cost: x.reserved_bytes,
+        };
+        Some((owner, held_through_object(x, resource, mode)))
+    });
+    let Some((owner, covered)) = asking else { return Ok(false) };
+    if covered {
         return Ok(false);
     }
     let is_object = matches!(resource, LockResource::Object { .. });
@@ -702,42 +706,46 @@ pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlR
     let acquired = instance.locks.acquire(owner, resource, mode, &mut on_wait, &mut on_deadlock);
     drop(registration);
     let signal = suspended.map_or(Duration::ZERO, crate::scheduler::Suspended::resume);
-    let remember = |newly_held: bool| {
-        if newly_held || is_object {
-            CURRENT.with(|c| {
-                if let Some(x) = c.borrow_mut().as_mut() {
-                    if newly_held {
-                        x.held_locks.push(resource);
-                    }
-                    if is_object {
-                        x.object_locks.push((resource, mode));
-                    }
-                }
-            });
-        }
-        Ok(newly_held)
-    };
     let newly_held = acquired.as_ref().is_ok_and(Acquired::newly_held);
-    let granted = match acquired {
-        Ok(Acquired::AlreadyHeld | Acquired::Granted { .. }) => remember(newly_held),
+    match acquired {
         Ok(Acquired::AfterWait { waited, .. }) => {
             instance.waits.record(mode.wait_type(), waited + signal, signal);
-            remember(newly_held)
         }
+        Ok(Acquired::AlreadyHeld | Acquired::Granted { .. }) => {}
         Err(error) => {
             // The victim's transaction is rolled back, as SQL Server does before it answers.
             let _ = db.rollback_tran();
-            Err(error)
+            return Err(error);
         }
-    };
-    // Escalation counts the key locks the transaction holds, not requests for one it has.
-    if let LockResource::Key { database_id, au_id, .. } = resource
-        && matches!(mode, LockMode::X | LockMode::U)
-        && newly_held
-    {
-        count_key_lock(db, owner, LockResource::Object { database_id, au_id });
     }
-    granted
+    // Escalation counts the key locks the transaction holds, not requests for one it has.
+    let counted_against = match resource {
+        LockResource::Key { database_id, au_id, .. }
+            if newly_held && matches!(mode, LockMode::X | LockMode::U) =>
+        {
+            Some(LockResource::Object { database_id, au_id })
+        }
+        _ => None,
+    };
+    if !newly_held && !is_object {
+        return Ok(false);
+    }
+    // One more look at the transaction: its lock list, its object locks, its key-lock count.
+    let due = CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        let x = current.as_mut()?;
+        if newly_held {
+            x.held_locks.push(resource);
+        }
+        if is_object {
+            x.object_locks.push((resource, mode));
+        }
+        counted_against.and_then(|object| count_key_lock(x, object))
+    });
+    if let (Some(at), Some(object)) = (due, counted_against) {
+        try_escalation(db, owner, object, at);
+    }
+    Ok(newly_held)
 }
 
 /// Key locks one transaction holds in one index before it tries to escalate (SQL Server's
@@ -748,46 +756,41 @@ const LOCK_ESCALATION_RETRY: u32 = 1_250;
 
 /// Whether the transaction already holds a lock on `resource`'s object that covers `mode` on
 /// the resource: the object itself, or an escalated object lock over a key.
-fn held_through_object(resource: LockResource, mode: LockMode) -> bool {
-    let holds = |x: &OpenXact, object: LockResource, needed: LockMode, intent_covers: bool| {
+fn held_through_object(x: &OpenXact, resource: LockResource, mode: LockMode) -> bool {
+    let holds = |object: LockResource, needed: LockMode, intent_covers: bool| {
         x.object_locks.iter().any(|(r, m)| {
             let intent = matches!(m, LockMode::IS | LockMode::IX);
             *r == object && m.combine(needed) == *m && (intent_covers || !intent)
         })
     };
-    CURRENT.with(|c| {
-        let current = c.borrow();
-        let Some(x) = current.as_ref() else { return false };
-        match resource {
-            LockResource::Object { .. } => holds(x, resource, mode, true),
-            // An intent lock on the object does not cover its keys; S, U, SIX or X does.
-            LockResource::Key { database_id, au_id, .. } => {
-                let object = LockResource::Object { database_id, au_id };
-                let needed = if mode == LockMode::S { LockMode::S } else { LockMode::X };
-                holds(x, object, needed, false)
-            }
+    match resource {
+        LockResource::Object { .. } => holds(resource, mode, true),
+        // An intent lock on the object does not cover its keys; S, U, SIX or X does.
+        LockResource::Key { database_id, au_id, .. } => {
+            let object = LockResource::Object { database_id, au_id };
+            let needed = if mode == LockMode::S { LockMode::S } else { LockMode::X };
+            holds(object, needed, false)
         }
-    })
+    }
 }
 
-/// Counts a key lock against its object and tries lock escalation when the count reaches its
-/// next threshold.
-fn count_key_lock(db: &Database, owner: LockOwner, object: LockResource) {
-    let due = CURRENT.with(|c| {
-        let mut current = c.borrow_mut();
-        let x = current.as_mut()?;
-        let at = match x.key_lock_counts.iter().position(|(r, _, _)| *r == object) {
-            Some(at) => at,
-            None => {
-                x.key_lock_counts.push((object, 0, LOCK_ESCALATION_THRESHOLD));
-                x.key_lock_counts.len() - 1
-            }
-        };
-        let entry = &mut x.key_lock_counts[at];
-        entry.1 += 1;
-        (entry.1 >= entry.2).then_some(at)
-    });
-    let Some(at) = due else { return };
+/// Counts a key lock against its object; the count's index when it reaches the threshold at
+/// which lock escalation is next tried.
+fn count_key_lock(x: &mut OpenXact, object: LockResource) -> Option<usize> {
+    let at = match x.key_lock_counts.iter().position(|(r, _, _)| *r == object) {
+        Some(at) => at,
+        None => {
+            x.key_lock_counts.push((object, 0, LOCK_ESCALATION_THRESHOLD));
+            x.key_lock_counts.len() - 1
+        }
+    };
+    let entry = &mut x.key_lock_counts[at];
+    entry.1 += 1;
+    (entry.1 >= entry.2).then_some(at)
+}
+
+/// Tries lock escalation on `object` (its key-lock count `at` reached its threshold).
+fn try_escalation(db: &Database, owner: LockOwner, object: LockResource, at: usize) {
     let instance = db.instance();
     let flags = &instance.trace_flags;
     let disabled = flags.is_on(crate::traceflags::TF_NO_LOCK_ESCALATION)
