@@ -1502,7 +1502,6 @@ impl PageGuard<'_> {
             let mut data = frame.data.write();
             return Ok(f(data.as_mut().expect("a latched frame has bytes")));
         }
-        static ZEROS: PageBuf = [0; crate::units::PAGE_SIZE];
         let page = self.key.page;
         self.logged_change(|buf| {
             // A new page starts zeroed (new_page): its format record is its diff from zeros,
@@ -1510,7 +1509,7 @@ impl PageGuard<'_> {
             let fresh = self.fresh.replace(false);
             let (result, payload) = if fresh {
                 let result = f(buf);
-                (result, mtr::PayloadBuilder::runs(page, mtr::KIND_FORMAT).diff(&ZEROS, buf))
+                (result, mtr::PayloadBuilder::runs(page, mtr::KIND_FORMAT).from_zeros(buf))
             } else {
                 let before: PageBuf = *buf;
                 let result = f(buf);
