@@ -11,7 +11,6 @@
 //! - Deadlocks: a waiter that has waited 100 ms looks for a cycle in the wait-for graph; the
 //!   transaction in the cycle whose rollback costs least (least log written) is the victim and
 //!   gets 1205. With trace flags 1204 or 1222 the deadlock is written to the errorlog.
-//!
 //! - Lock lists: each transaction keeps the list of resources it holds (SQL Server's
 //!   transaction lock list, from which its end releases every lock); the lock table keeps,
 //!   per resource, its holders and waiters, the first holder inline (an entry is 32 bytes, so
@@ -384,7 +383,8 @@ pub enum Acquired {
     Granted {
         new: bool,
     },
-    /// Waited this long (LCK_M_<mode>) behind this session, then granted.
+    /// Waited `waited` (LCK_M_<mode>), blocked by session `blocker` when the wait began,
+    /// then granted.
     AfterWait {
         waited: Duration,
         blocker: Option<u16>,
