@@ -721,7 +721,9 @@ impl BufferPool {
     fn pin_hinted(&self, key: PageKey) -> Option<Pinned> {
         let index = frame_hints::recall(key).filter(|index| *index < self.frames.len())?;
         let mut meta = self.frames[index].meta.lock();
-        if meta.key != Some(key) || self.frames[index].orphaned.load(Ordering::Acquire) {
+        // An orphaned frame has no page (its key is cleared under this lock as it is orphaned),
+        // so the key alone says whether the hint holds.
+        if meta.key != Some(key) {
             return None;
         }
         if let Some(held_mode) = mtr::held_mode(index) {
@@ -734,16 +736,9 @@ impl BufferPool {
 
     /// A guard over a page this session's open mtr holds latched already: it uses that latch.
     fn borrowed(&self, index: usize, key: PageKey, held_mode: LatchMode) -> PageGuard<'_> {
-        PageGuard {
-            pool: self,
-            index,
-            mode: held_mode,
-            key,
-            spid: crate::instance::current_spid(),
-            fresh: std::cell::Cell::new(false),
-            body_zero: std::cell::Cell::new(false),
-            borrowed: true,
-        }
+        let mut guard = self.guard(index, held_mode, key, crate::instance::current_spid());
+        guard.borrowed = true;
+        guard
     }
 
     /// Acquires a frame's latch, recording the wait if there was one. Error 845 when this

@@ -168,9 +168,9 @@ impl Grants {
     }
 
     fn insert(&mut self, xact_id: u64, grant: (LockMode, u16)) {
-        let holders =
+        let mut holders =
             self.first.iter_mut().chain(self.others.iter_mut().flat_map(|o| o.iter_mut()));
-        if let Some(existing) = holders.into_iter().find(|(x, _)| *x == xact_id) {
+        if let Some(existing) = holders.find(|(x, _)| *x == xact_id) {
             existing.1 = grant;
             return;
         }
@@ -180,17 +180,14 @@ impl Grants {
         }
     }
 
+    /// A transaction holds a resource once: it is the first holder or one of the others.
     fn remove(&mut self, xact_id: &u64) {
-        if let Some(others) = &mut self.others {
-            others.retain(|(x, _)| x != xact_id);
-        }
         if self.first.is_some_and(|(x, _)| x == *xact_id) {
-            self.first = self.others.as_mut().and_then(|others| others.first().copied());
-            if let Some(others) = &mut self.others
-                && !others.is_empty()
-            {
-                others.remove(0);
-            }
+            // The next holder in grant order moves up.
+            let others = self.others.as_mut();
+            self.first = others.and_then(|others| (!others.is_empty()).then(|| others.remove(0)));
+        } else if let Some(others) = &mut self.others {
+            others.retain(|(x, _)| x != xact_id);
         }
         if self.others.as_ref().is_some_and(|others| others.is_empty()) {
             self.others = None;

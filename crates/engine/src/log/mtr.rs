@@ -133,10 +133,15 @@ fn for_each_diff_run(
     for (i, byte) in xor.iter_mut().enumerate() {
         *byte = before[i] ^ after[i];
     }
+    for_each_page_run(&mut xor, emit);
+}
+
+/// [`for_each_run`] over a whole page of XOR deltas, the page LSN and checksum left out.
+fn for_each_page_run(xor: &mut [u8; PAGE_SIZE], emit: impl FnMut(u16, &[u8])) {
     for (from, to) in SKIPPED {
         xor[from..to].fill(0);
     }
-    for_each_run(&xor, 0, emit);
+    for_each_run(xor, 0, emit);
 }
 
 /// Calls `emit(base + start, &xor[start..end])` for each run of non-zero bytes of `xor`: a run
@@ -256,11 +261,8 @@ impl PayloadBuilder {
     /// doubling (a split's new page carries about half a page of rows).
     pub fn from_zeros(mut self, after: &[u8; PAGE_SIZE]) -> PayloadBuilder {
         let mut image = *after;
-        for (from, to) in SKIPPED {
-            image[from..to].fill(0);
-        }
         self.payload.reserve(PAGE_SIZE);
-        for_each_run(&image, 0, |offset, delta| self.push_run(offset, delta));
+        for_each_page_run(&mut image, |offset, delta| self.push_run(offset, delta));
         self
     }
 
