@@ -108,7 +108,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 // Page keys are small integers chosen by the engine: FxHash, not SipHash's DoS resistance.
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use thread_local::ThreadLocal;
@@ -159,6 +159,9 @@ struct Frame {
     read_us: AtomicU64,
     /// The frame's buffer, taken from the pool's buffers on first use.
     data: RwLock<Option<&'static mut PageBuf>>,
+    /// Where that buffer is (0 before its first use): read without the data lock, only to
+    /// prefetch a free frame's memory ([`BufferPool::prefetch_next_free_frame`]).
+    buffer_addr: AtomicUsize,
     meta: Mutex<FrameMeta>,
 }
 
@@ -652,7 +655,7 @@ impl BufferPool {
                     Some(buf) => buf.fill(0),
                     None => {
                         // A frame's first use: a buffer fresh from the kernel is zero already.
-                        let (buf, zeroed) = self.new_zeroable_buffer();
+                        let (buf, zeroed) = self.new_zeroable_buffer(frame);
                         if !zeroed {
                             buf.fill(0);
                         }
@@ -876,7 +879,7 @@ impl BufferPool {
             let at = (page_no - lo) as usize * crate::units::PAGE_SIZE;
             let good = read.is_ok() && {
                 let mut data = frame.data.write();
-                let buf = data.get_or_insert_with(|| self.new_buffer());
+                let buf = data.get_or_insert_with(|| self.new_buffer(frame));
                 buf.copy_from_slice(&bytes[at..at + crate::units::PAGE_SIZE]);
                 crate::page::verify(buf, PageId::new(first.file_id, page_no)).is_ok()
             };
@@ -959,19 +962,40 @@ impl BufferPool {
     fn read_from_disk(&self, key: PageKey, frame: &Frame) -> SqlResult<()> {
         let file = self.file(key)?;
         let mut data = frame.data.write();
-        let buf = data.get_or_insert_with(|| self.new_buffer());
+        let buf = data.get_or_insert_with(|| self.new_buffer(frame));
         file::read_page_into(file.handle.as_ref(), buf, key.page, key.database_id, &file.path)
     }
 
     /// A frame's 8 KB buffer, allocated on the frame's first use and kept for its life.
-    fn new_buffer(&self) -> &'static mut PageBuf {
-        self.new_zeroable_buffer().0
+    fn new_buffer(&self, frame: &Frame) -> &'static mut PageBuf {
+        self.new_zeroable_buffer(frame).0
     }
 
-    /// A frame's buffer on its first use, and whether its bytes are known to be zero.
-    fn new_zeroable_buffer(&self) -> crate::pool_memory::Buffer {
+    /// `frame`'s buffer on its first use, and whether its bytes are known to be zero. The
+    /// buffer the next frame's first use will take is prefetched ([`prefetch_new_page`]).
+    fn new_zeroable_buffer(&self, frame: &Frame) -> crate::pool_memory::Buffer {
         self.buffers_allocated.fetch_add(1, Ordering::Relaxed);
-        self.unused_buffers.lock().pop().expect("pool_memory invariant 1: a buffer per frame")
+        let mut unused = self.unused_buffers.lock();
+        let buffer = unused.pop().expect("pool_memory invariant 1: a buffer per frame");
+        if let Some((next, _)) = unused.last() {
+            prefetch_new_page(&**next);
+        }
+        drop(unused);
+        frame.buffer_addr.store(buffer.0.as_ptr() as usize, Ordering::Relaxed);
+        buffer
+    }
+
+    /// Prefetches the frame the free list hands out next: its descriptor, and its buffer if
+    /// it has one (a frame on its first use takes the buffer [`Self::new_zeroable_buffer`]
+    /// prefetched). The frame will most likely hold a new page or a page read from disk, whose
+    /// first writes would otherwise each miss the caches (the frame was last used long ago).
+    fn prefetch_next_free_frame(&self, next: usize) {
+        let frame = &self.frames[next];
+        crate::prefetch::into_l1((frame as *const Frame).cast(), std::mem::size_of::<Frame>());
+        let addr = frame.buffer_addr.load(Ordering::Relaxed);
+        if addr != 0 {
+            prefetch_new_page(addr as *const PageBuf);
+        }
     }
 
     fn unpin(&self, index: usize) {
@@ -993,7 +1017,13 @@ impl BufferPool {
     fn free_frame(&self) -> SqlResult<usize> {
         let mut stalled = false;
         for _ in 0..MAX_EVICTION_ROUNDS {
-            let popped = self.free.lock().pop();
+            let (popped, next) = {
+                let mut free = self.free.lock();
+                (free.pop(), free.last().copied())
+            };
+            if let Some(next) = next {
+                self.prefetch_next_free_frame(next);
+            }
             if let Some(index) = popped {
                 self.wake_lazy_writer_if_low();
                 return Ok(index);
@@ -1840,6 +1870,15 @@ fn page_record(change: &mut PageChange) -> LogRecord {
     let mut record = LogRecord::new(operation, context, 0, payload);
     record.flags |= crate::log::record::FLAG_PAGE;
     record
+}
+
+/// Prefetches the part of a frame's buffer that a new page's first changes write: the lower
+/// half (the header, then the records, which go from the header up: an ascending insert's
+/// first rows, or the half a split moves) and the last line (the slot array's first entries).
+fn prefetch_new_page(buf: *const PageBuf) {
+    let start: *const u8 = buf.cast();
+    crate::prefetch::into_l2(start, crate::units::PAGE_SIZE / 2);
+    crate::prefetch::into_l2(start.wrapping_add(crate::units::PAGE_SIZE - 64), 64);
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ pub mod page;
 pub mod perfcounters;
 pub mod plan;
 pub mod pool_memory;
+pub mod prefetch;
 pub mod readahead;
 pub mod record;
 pub mod rng;
