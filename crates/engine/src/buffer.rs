@@ -160,7 +160,7 @@ struct Frame {
     /// The frame's buffer, taken from the pool's buffers on first use.
     data: RwLock<Option<&'static mut PageBuf>>,
     /// Where that buffer is (0 before its first use): read without the data lock, only to
-    /// prefetch a free frame's memory ([`BufferPool::prefetch_next_free_frame`]).
+    /// prefetch a free frame's memory ([`BufferPool::prefetch_free_frames`]).
     buffer_addr: AtomicUsize,
     meta: Mutex<FrameMeta>,
 }
@@ -985,16 +985,22 @@ impl BufferPool {
         buffer
     }
 
-    /// Prefetches the frame the free list hands out next: its descriptor, and its buffer if
-    /// it has one (a frame on its first use takes the buffer [`Self::new_zeroable_buffer`]
-    /// prefetched). The frame will most likely hold a new page or a page read from disk, whose
-    /// first writes would otherwise each miss the caches (the frame was last used long ago).
-    fn prefetch_next_free_frame(&self, next: usize) {
-        let frame = &self.frames[next];
-        crate::prefetch::into_l1((frame as *const Frame).cast(), std::mem::size_of::<Frame>());
-        let addr = frame.buffer_addr.load(Ordering::Relaxed);
-        if addr != 0 {
-            prefetch_new_page(addr as *const PageBuf);
+    /// Prefetches what the next claims of free frames will touch, in two steps so that no
+    /// prefetch waits on a miss: the descriptor of the frame after next, and the buffer of the
+    /// next one (whose descriptor the previous claim prefetched), if it has one; a frame on its
+    /// first use takes the buffer [`Self::new_zeroable_buffer`] prefetched. The frames will
+    /// most likely hold new pages or pages read from disk, whose first writes would each miss
+    /// the caches otherwise: a free frame was last used long ago.
+    fn prefetch_free_frames(&self, next: Option<usize>, after_next: Option<usize>) {
+        if let Some(index) = after_next {
+            let frame: *const Frame = &self.frames[index];
+            crate::prefetch::into_l1(frame.cast(), std::mem::size_of::<Frame>());
+        }
+        if let Some(index) = next {
+            let addr = self.frames[index].buffer_addr.load(Ordering::Relaxed);
+            if addr != 0 {
+                prefetch_new_page(addr as *const PageBuf);
+            }
         }
     }
 
@@ -1017,13 +1023,13 @@ impl BufferPool {
     fn free_frame(&self) -> SqlResult<usize> {
         let mut stalled = false;
         for _ in 0..MAX_EVICTION_ROUNDS {
-            let (popped, next) = {
+            let (popped, next, after_next) = {
                 let mut free = self.free.lock();
-                (free.pop(), free.last().copied())
+                let popped = free.pop();
+                let len = free.len();
+                (popped, free.last().copied(), len.checked_sub(2).map(|i| free[i]))
             };
-            if let Some(next) = next {
-                self.prefetch_next_free_frame(next);
-            }
+            self.prefetch_free_frames(next, after_next);
             if let Some(index) = popped {
                 self.wake_lazy_writer_if_low();
                 return Ok(index);
