@@ -43,6 +43,17 @@ pub struct Seed002Bench {
     /// touches of memory cost up to 1 us per KB, more than writing it to disk).
     #[arg(long)]
     no_large_pages: bool,
+    /// 'affinity mask' for the run (sp_configure option 1535): the CPUs whose schedulers are
+    /// online, each binding its workers (the inserting session is one) to its CPU. 0, the
+    /// default, as SQL Server's: the operating system places and moves every thread.
+    #[arg(long, default_value_t = 0)]
+    affinity_mask: i32,
+    /// 'affinity I/O mask' for the run (option 1536): the CPUs of the log writer, the lazy
+    /// writer and the checkpoint task. 0, the default: no binding. On a 2-CPU machine whose
+    /// disk interrupts go to CPU 1, `--affinity-mask 1 --affinity-io-mask 2` keeps the
+    /// session on CPU 0 and the I/O threads with the interrupts (docs/benchmarks.md).
+    #[arg(long, default_value_t = 0)]
+    affinity_io_mask: i32,
     /// Directory under which each run's data directory is made (default: the current one).
     #[arg(long)]
     dir: Option<std::path::PathBuf>,
@@ -78,6 +89,10 @@ pub fn run(args: &Seed002Bench) -> Result<(), String> {
     if cfg!(debug_assertions) {
         outln!("(debug build: build with --release for meaningful figures)");
     }
+    // As RECONFIGURE would: a CPU the machine lacks (5832) or in both masks (5834) is refused.
+    let cpus = engine::affinity::machine_cpu_count();
+    engine::affinity::check_masks(args.affinity_mask, args.affinity_io_mask, cpus, false)
+        .map_err(|e| format!("Msg {}, Level {}: {}", e.number, e.severity, e.message))?;
     let mut outcomes = Vec::new();
     for rule in &rules {
         for growth_mb in &growths {
@@ -100,6 +115,8 @@ fn run_one(
     let mut config = InstanceConfig::new(temp.path());
     config.vlf_rule = rule;
     config.max_server_memory_mb = Some(args.max_server_memory_mb);
+    config.affinity_mask = Some(args.affinity_mask);
+    config.affinity_io_mask = Some(args.affinity_io_mask);
     if !args.no_large_pages {
         config.startup_trace_flags.push(engine::traceflags::TF_LARGE_PAGE_BUFFER_POOL);
     }
@@ -132,6 +149,9 @@ fn run_one(
     let tree = BTree::create(&db, "dbo.dummy", "CIX_dummy", columns, vec![0], true, None)
         .map_err(|e| e.to_string())?;
     instance.waits.clear();
+    // The INSERT runs on a worker, as a request does: on a scheduler, bound to its CPU under
+    // an affinity mask.
+    let worker = engine::scheduler::attach(&instance.schedulers);
     let logged_before = db.log().stats().bytes_flushed;
     let bar = indicatif::ProgressBar::new(u64::from(rows));
     let cpu_before = crate::cpu_time::thread_cpu_s();
@@ -147,6 +167,7 @@ fn run_one(
     db.commit_tran().map_err(|e| e.to_string())?;
     let seconds = started.elapsed().as_secs_f64();
     let session_cpu_s = cpu_before.zip(crate::cpu_time::thread_cpu_s()).map(|(a, b)| b - a);
+    drop(worker);
     bar.finish_and_clear();
     let logged_bytes = db.log().stats().bytes_flushed - logged_before;
     let info = db.log().log_info();
@@ -174,17 +195,34 @@ fn run_one(
     // Best of two: the first buffered write after a while can pay for the page cache's memory
     // itself (on this VM, 5.6 s against 1.3 s for the same dd run twice in a row), which is
     // not the device's speed.
+    // On a thread of their own, placed by the OS as any program's: the session's thread may
+    // be bound by the affinity mask.
     let raw_path = temp.path().join("raw.bin");
-    let raw = raw_write(&raw_path, logged_bytes)?.min(raw_write(&raw_path, logged_bytes)?);
+    let raw = unbound(|| {
+        Ok(raw_write(&raw_path, logged_bytes)?.min(raw_write(&raw_path, logged_bytes)?))
+    })?;
     // The device's speed swings from run to run on this VM (one write took 1.0 s, the next
     // 2.4 s): the faster of two, as for the buffered write.
     let unbuffered_path = temp.path().join("raw-unbuffered.bin");
-    let unbuffered = raw_write_unbuffered(&unbuffered_path, logged_bytes)?
-        .min(raw_write_unbuffered(&unbuffered_path, logged_bytes)?);
+    let unbuffered = unbound(|| {
+        Ok(raw_write_unbuffered(&unbuffered_path, logged_bytes)?
+            .min(raw_write_unbuffered(&unbuffered_path, logged_bytes)?))
+    })?;
     Ok(Outcome {
         raw_seconds: raw.as_secs_f64(),
         raw_unbuffered_seconds: unbuffered.as_secs_f64(),
         ..outcome
+    })
+}
+
+/// Runs `f` on a new thread that may run on every CPU (a new thread inherits its parent's).
+fn unbound<T: Send>(f: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        let thread = scope.spawn(|| {
+            engine::affinity::bind_current_thread(&[]);
+            f()
+        });
+        thread.join().map_err(|_| "the raw write panicked")?
     })
 }
 
@@ -229,10 +267,18 @@ fn raw_write(path: &Path, bytes: u64) -> Result<Duration, String> {
 fn print_table(outcomes: &[Outcome], args: &Seed002Bench) {
     outln!(
         "seed 002: {} rows of nchar(2048) in one transaction, log 32 MB at the start; max server \
-         memory {} MB{}",
+         memory {} MB{}{}",
         args.rows,
         args.max_server_memory_mb,
-        if args.no_large_pages { "" } else { ", -T834 (pool committed at startup)" }
+        if args.no_large_pages { "" } else { ", -T834 (pool committed at startup)" },
+        if args.affinity_mask == 0 && args.affinity_io_mask == 0 {
+            String::new()
+        } else {
+            format!(
+                "; affinity mask {}, affinity I/O mask {}",
+                args.affinity_mask, args.affinity_io_mask
+            )
+        }
     );
     outln!(
         "{:<5} {:>7} {:>10} {:>18} {:>14} {:>6} {:>12} {:>13} {:>10} {:>9} {:>13} {:>13}",

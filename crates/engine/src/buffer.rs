@@ -434,12 +434,18 @@ impl BufferPool {
     /// A pool of `frames` frames (max server memory / 8 KB) with its lazy writer thread; their
     /// memory is committed as each frame is first used.
     pub fn new(frames: usize, stats: PoolStats) -> Arc<BufferPool> {
-        BufferPool::start(frames, stats, false)
+        BufferPool::start(frames, stats, false, Vec::new())
     }
 
     /// A pool whose memory is committed now, in huge pages, when `commit_now` (trace flag 834's
-    /// large-page buffer pool, allocated at startup), else as frames are first used.
-    pub fn start(frames: usize, stats: PoolStats, commit_now: bool) -> Arc<BufferPool> {
+    /// large-page buffer pool, allocated at startup), else as frames are first used. Its lazy
+    /// writer runs on `io_cpus` ('affinity I/O mask'; empty: where the OS places it).
+    pub fn start(
+        frames: usize,
+        stats: PoolStats,
+        commit_now: bool,
+        io_cpus: Vec<usize>,
+    ) -> Arc<BufferPool> {
         let frames = frames.max(MIN_FRAMES);
         let mut buffers = crate::pool_memory::take(frames, commit_now);
         if commit_now {
@@ -475,7 +481,12 @@ impl BufferPool {
         let weak = Arc::downgrade(&pool);
         std::thread::Builder::new()
             .name("extentdb-lazywriter".into())
-            .spawn(move || lazy_writer_loop(&weak))
+            .spawn(move || {
+                if !io_cpus.is_empty() {
+                    crate::affinity::bind_current_thread(&io_cpus);
+                }
+                lazy_writer_loop(&weak)
+            })
             .expect("the lazy writer thread starts");
         pool
     }

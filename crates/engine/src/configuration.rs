@@ -6,6 +6,8 @@
 //! restarts) and a value in use (`value_in_use`, what the engine runs with). RECONFIGURE
 //! makes the configured value of a dynamic option the one in use; a static option takes its
 //! configured value at the next start. Only options with an effect in extentdb are here:
+//! - `affinity I/O mask` (1536, static) and `affinity mask` (1535): the CPUs of the I/O
+//!   threads and of the schedulers ([`crate::affinity`]);
 //! - `max degree of parallelism` (1539): the DOP of DBCC CHECKDB without WITH MAXDOP (0: one
 //!   worker per CPU);
 //! - `max server memory (MB)` (1544): the buffer pool's size;
@@ -48,12 +50,34 @@ pub struct ConfigOption {
 }
 
 pub const RECOVERY_INTERVAL_MIN: i32 = 101;
+pub const AFFINITY_MASK: i32 = 1535;
+pub const AFFINITY_IO_MASK: i32 = 1536;
 pub const SHOW_ADVANCED_OPTIONS: i32 = 518;
 pub const MAX_DEGREE_OF_PARALLELISM: i32 = 1539;
 pub const MAX_SERVER_MEMORY_MB: i32 = 1544;
 
 /// The options, in sp_configure's order (by name).
-pub const OPTIONS: [ConfigOption; 4] = [
+pub const OPTIONS: [ConfigOption; 6] = [
+    ConfigOption {
+        configuration_id: AFFINITY_IO_MASK,
+        name: "affinity I/O mask",
+        minimum: i32::MIN,
+        maximum: i32::MAX,
+        default: 0,
+        is_dynamic: false,
+        is_advanced: true,
+        description: "affinity I/O mask",
+    },
+    ConfigOption {
+        configuration_id: AFFINITY_MASK,
+        name: "affinity mask",
+        minimum: i32::MIN,
+        maximum: i32::MAX,
+        default: 0,
+        is_dynamic: true,
+        is_advanced: true,
+        description: "affinity mask",
+    },
     ConfigOption {
         configuration_id: MAX_DEGREE_OF_PARALLELISM,
         name: "max degree of parallelism",

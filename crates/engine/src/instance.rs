@@ -68,6 +68,10 @@ pub struct InstanceConfig {
     pub vlf_rule: crate::log::vlf::VlfRule,
     /// The `-P<n>` startup option: n schedulers. None: one per CPU of the machine.
     pub schedulers: Option<usize>,
+    /// 'affinity mask' and 'affinity I/O mask' for this run, whatever sp_configure configured
+    /// (as `max_server_memory_mb` overrides its option). None: the configured values.
+    pub affinity_mask: Option<i32>,
+    pub affinity_io_mask: Option<i32>,
 }
 
 impl InstanceConfig {
@@ -80,6 +84,8 @@ impl InstanceConfig {
             max_server_memory_mb: None,
             vlf_rule: crate::log::vlf::VlfRule::default(),
             schedulers: None,
+            affinity_mask: None,
+            affinity_io_mask: None,
         }
     }
 }
@@ -110,6 +116,8 @@ pub struct Instance {
     pub counters: crate::perfcounters::InstanceCounters,
     /// sp_configure's options, configured and in use.
     pub configuration: Configuration,
+    /// The CPUs of the I/O threads ('affinity I/O mask' at startup; empty: no binding).
+    pub io_affinity_cpus: Vec<usize>,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
 }
@@ -135,6 +143,10 @@ impl Instance {
             let startup_mb = i32::try_from(startup_mb).unwrap_or(i32::MAX);
             configuration.override_in_use(configuration::MAX_SERVER_MEMORY_MB, startup_mb);
         }
+        let affinity_lines = apply_affinity_overrides(&config, &configuration);
+        let io_affinity_cpus = crate::affinity::cpus_of_mask(
+            configuration.value_in_use(configuration::AFFINITY_IO_MASK),
+        );
         let memory_mb = configuration.value_in_use(configuration::MAX_SERVER_MEMORY_MB);
         let frames = usize::try_from(memory_mb).expect("at least 128") * PAGES_PER_MB as usize;
         let large_pages =
@@ -144,7 +156,12 @@ impl Instance {
         let instance = Instance {
             schedulers: crate::scheduler::Schedulers::new(scheduler_count, stats.waits.clone()),
             trace_flags: TraceFlags::new(&config.startup_trace_flags),
-            buffer_pool: BufferPool::start(frames, stats.clone(), large_pages),
+            buffer_pool: BufferPool::start(
+                frames,
+                stats.clone(),
+                large_pages,
+                io_affinity_cpus.clone(),
+            ),
             waits: stats.waits,
             latches: stats.latches,
             waiting_tasks: stats.waiting,
@@ -160,6 +177,7 @@ impl Instance {
             locks: crate::lock::LockManager::default(),
             counters: crate::perfcounters::InstanceCounters::default(),
             configuration,
+            io_affinity_cpus,
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),
         };
@@ -171,6 +189,12 @@ impl Instance {
                 instance.errorlog.write("Server", &line);
             }
         }
+        for line in affinity_lines {
+            instance.errorlog.write("Server", &line);
+        }
+        instance
+            .schedulers
+            .set_affinity_mask(instance.configuration.value_in_use(configuration::AFFINITY_MASK));
         Ok(Arc::new(instance))
     }
 
@@ -261,5 +285,32 @@ impl Instance {
     pub fn note_database_id(&self, id: u16) {
         let mut next = self.next_database_id.lock();
         *next = (*next).max(id + 1);
+    }
+}
+
+/// Puts the startup overrides of the affinity masks in use, then checks the masks in use as
+/// RECONFIGURE WITH OVERRIDE would: masks naming a CPU the machine does not have (a
+/// configuration file from another machine) are not used, and the errorlog says so (5832).
+/// Returns the errorlog lines.
+fn apply_affinity_overrides(config: &InstanceConfig, configuration: &Configuration) -> Vec<String> {
+    if let Some(mask) = config.affinity_mask {
+        configuration.override_in_use(configuration::AFFINITY_MASK, mask);
+    }
+    if let Some(mask) = config.affinity_io_mask {
+        configuration.override_in_use(configuration::AFFINITY_IO_MASK, mask);
+    }
+    let cpu_mask = configuration.value_in_use(configuration::AFFINITY_MASK);
+    let io_mask = configuration.value_in_use(configuration::AFFINITY_IO_MASK);
+    let cpus = crate::affinity::machine_cpu_count();
+    match crate::affinity::check_masks(cpu_mask, io_mask, cpus, true) {
+        Ok(()) => Vec::new(),
+        Err(error) => {
+            configuration.override_in_use(configuration::AFFINITY_MASK, 0);
+            configuration.override_in_use(configuration::AFFINITY_IO_MASK, 0);
+            vec![format!(
+                "Error: {}, Severity: {}, State: {}. {} The affinity masks are not used.",
+                error.number, error.severity, error.state, error.message
+            )]
+        }
     }
 }

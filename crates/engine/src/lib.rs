@@ -25,6 +25,7 @@
 //! - [`perfcounters`]: the event counts behind sys.dm_os_performance_counters.
 //! - [`plan`]: the what-if planner, which drives the filegroup code above without any I/O.
 
+pub mod affinity;
 pub mod alloc;
 pub mod boot;
 pub mod btree;

@@ -34,6 +34,12 @@
 //!   own workers on the same schedulers).
 //! - A preemptive wait (PREEMPTIVE_OS_WRITEFILEGATHER) keeps the scheduler; SQL Server's
 //!   worker leaves it. Other workers queued behind it get in after [`STALL_ADMIT`].
+//! - 'affinity mask' ([`crate::affinity`]): with a nonzero mask, the schedulers of the CPUs it
+//!   names are online (VISIBLE ONLINE) and bind each worker that attaches to their CPU; the
+//!   others are VISIBLE OFFLINE and take no new worker. A worker keeps the scheduler it has
+//!   when the mask changes (SQL Server's running batches do too). Should no scheduler be
+//!   online (a `-P` count whose schedulers the mask does not name), workers attach as if the
+//!   mask were 0.
 //! - The count of schedulers is the machine's CPUs, or sqlservr's `-P<n>` startup option
 //!   (`--schedulers n` here; undocumented in SQL Server, where it makes n schedulers for
 //!   experiments). The lab uses it to give a 2-CPU machine the seed machine's schedulers.
@@ -48,7 +54,7 @@ use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -94,6 +100,10 @@ impl SchedulerState {
 #[derive(Default)]
 struct Scheduler {
     state: Mutex<SchedulerState>,
+    /// Offline: 'affinity mask' leaves its CPU out (no new worker attaches).
+    offline: AtomicBool,
+    /// Its workers are bound to its CPU ('affinity mask' is not 0).
+    bound: AtomicBool,
     yield_count: AtomicU64,
     context_switches: AtomicU64,
     stall_admissions: AtomicU64,
@@ -114,6 +124,11 @@ pub struct TaskRow {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedulerRow {
     pub scheduler_id: u32,
+    /// The CPU the scheduler belongs to (its workers' CPU when it is bound).
+    pub cpu_id: u32,
+    /// VISIBLE ONLINE, or VISIBLE OFFLINE when 'affinity mask' leaves its CPU out.
+    pub status: &'static str,
+    pub is_online: bool,
     pub is_idle: bool,
     /// Workers attached (a session's request has one).
     pub current_workers_count: u32,
@@ -131,6 +146,8 @@ pub struct SchedulerRow {
 /// The instance's schedulers.
 pub struct Schedulers {
     schedulers: Vec<Scheduler>,
+    /// The machine's CPUs: scheduler i belongs to CPU i modulo this count.
+    cpu_count: usize,
     waits: Arc<WaitStats>,
     next_worker: AtomicU64,
     /// [`STALL_ADMIT`], or another limit for tests.
@@ -150,6 +167,8 @@ struct WorkerState {
 
 thread_local! {
     static WORKER: RefCell<Option<WorkerState>> = const { RefCell::new(None) };
+    /// The thread was bound to a scheduler's CPU when it last attached.
+    static BOUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 impl Schedulers {
@@ -166,12 +185,35 @@ impl Schedulers {
         stall_admit: Duration,
     ) -> Arc<Schedulers> {
         let schedulers = (0..count.max(1)).map(|_| Scheduler::default()).collect();
-        Arc::new(Schedulers { schedulers, waits, next_worker: AtomicU64::new(1), stall_admit })
+        Arc::new(Schedulers {
+            schedulers,
+            cpu_count: crate::affinity::machine_cpu_count(),
+            waits,
+            next_worker: AtomicU64::new(1),
+            stall_admit,
+        })
+    }
+
+    /// Puts 'affinity mask' in use: 0 brings every scheduler online, unbound; otherwise the
+    /// schedulers of the mask's CPUs are online and bind their workers, the others go
+    /// offline. Workers attached already keep their scheduler.
+    pub fn set_affinity_mask(&self, mask: i32) {
+        let cpus = crate::affinity::cpus_of_mask(mask);
+        for (id, scheduler) in self.schedulers.iter().enumerate() {
+            let online = mask == 0 || cpus.contains(&self.cpu_of(id));
+            scheduler.offline.store(!online, Ordering::Relaxed);
+            scheduler.bound.store(mask != 0 && online, Ordering::Relaxed);
+        }
+    }
+
+    /// The CPU scheduler `id` belongs to.
+    fn cpu_of(&self, id: usize) -> usize {
+        id % self.cpu_count
     }
 
     /// The machine's CPU count, the default number of schedulers.
     pub fn cpu_count() -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        crate::affinity::process_cpus().len()
     }
 
     pub fn count(&self) -> usize {
@@ -185,8 +227,12 @@ impl Schedulers {
             let state = scheduler.state.lock();
             let runnable = state.runnable.len() as u32;
             let running = u32::from(state.running.is_some());
+            let is_online = !scheduler.offline.load(Ordering::Relaxed);
             rows.push(SchedulerRow {
                 scheduler_id: id as u32,
+                cpu_id: self.cpu_of(id) as u32,
+                status: if is_online { "VISIBLE ONLINE" } else { "VISIBLE OFFLINE" },
+                is_online,
                 is_idle: state.running.is_none() && runnable == 0,
                 current_workers_count: state.attached.len() as u32,
                 active_workers_count: running + runnable,
@@ -224,11 +270,16 @@ impl Schedulers {
         rows
     }
 
-    /// The scheduler with the fewest attached workers (the lowest id on a tie).
+    /// The online scheduler with the fewest attached workers (the lowest id on a tie); any
+    /// scheduler if none is online.
     fn least_loaded(&self) -> usize {
+        let any_online = self.schedulers.iter().any(|s| !s.offline.load(Ordering::Relaxed));
         let mut best = 0;
         let mut best_workers = u32::MAX;
         for (id, scheduler) in self.schedulers.iter().enumerate() {
+            if any_online && scheduler.offline.load(Ordering::Relaxed) {
+                continue;
+            }
             let workers = scheduler.state.lock().attached.len() as u32;
             if workers < best_workers {
                 (best, best_workers) = (id, workers);
@@ -356,6 +407,7 @@ pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
     }
     let worker = schedulers.next_worker.fetch_add(1, Ordering::Relaxed);
     let id = schedulers.least_loaded();
+    bind_to_scheduler(schedulers, id);
     let spid = crate::instance::current_spid();
     schedulers.schedulers[id].state.lock().attached.insert(worker, (spid, 0));
     let (_, holding) = schedulers.take(id, worker);
@@ -370,6 +422,17 @@ pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
     WorkerGuard { attached: true }
 }
 
+/// Binds the calling thread to scheduler `id`'s CPU if the scheduler is bound, or gives a
+/// thread bound at an earlier attach every CPU back.
+fn bind_to_scheduler(schedulers: &Schedulers, id: usize) {
+    if schedulers.schedulers[id].bound.load(Ordering::Relaxed) {
+        crate::affinity::bind_current_thread(&[schedulers.cpu_of(id)]);
+        BOUND.set(true);
+    } else if BOUND.replace(false) {
+        crate::affinity::bind_current_thread(&[]);
+    }
+}
+
 impl Drop for WorkerGuard {
     fn drop(&mut self) {
         if !self.attached {
@@ -382,6 +445,11 @@ impl Drop for WorkerGuard {
         let mut scheduler = state.schedulers.schedulers[state.scheduler].state.lock();
         scheduler.attached.remove(&state.worker);
         scheduler.outside.retain(|outside| *outside != state.worker);
+        drop(scheduler);
+        // The thread goes back to its program unbound, as it came.
+        if BOUND.replace(false) {
+            crate::affinity::bind_current_thread(&[]);
+        }
     }
 }
 

@@ -8,7 +8,8 @@
 //!   than one, 15129 out of range) and prints 15457, which also goes to the errorlog.
 //! - `RECONFIGURE [WITH OVERRIDE]` puts the dynamic options' configured values in use
 //!   (5807 for a recovery interval above 60 minutes without OVERRIDE; 574 inside a user
-//!   transaction).
+//!   transaction). It checks the affinity masks ([`engine::affinity::check_masks`]: 5832,
+//!   5834) and brings the schedulers of a new 'affinity mask' on and off line.
 //!
 //! Deviations: the message texts are SQL Server's as they are widely quoted; the reference
 //! does not list them. A configuration file that cannot be written is 5123 with the
@@ -19,7 +20,10 @@ use crate::session::Session;
 use crate::sysviews::{columns, text};
 use crate::value;
 use engine::SqlError;
-use engine::configuration::{ConfigOption, OPTIONS, RECOVERY_INTERVAL_MIN, SHOW_ADVANCED_OPTIONS};
+use engine::configuration::{
+    AFFINITY_IO_MASK, AFFINITY_MASK, ConfigOption, OPTIONS, RECOVERY_INTERVAL_MIN,
+    SHOW_ADVANCED_OPTIONS,
+};
 use engine::record::{SqlType, Value};
 
 /// The longest recovery interval RECONFIGURE takes without WITH OVERRIDE, in minutes.
@@ -172,7 +176,17 @@ impl Session {
                 "Recovery intervals above 60 minutes not recommended. Use the RECONFIGURE WITH OVERRIDE statement to force this configuration.",
             ));
         }
+        let cpus = engine::affinity::machine_cpu_count();
+        let cpu_mask = configuration.value(AFFINITY_MASK);
+        let io_mask = configuration.value(AFFINITY_IO_MASK);
+        if let Err(error) = engine::affinity::check_masks(cpu_mask, io_mask, cpus, with_override) {
+            let process_info = format!("spid{}", self.spid);
+            self.server.instance.errorlog.write_error(&process_info, &error);
+            return Err(error);
+        }
         configuration.reconfigure();
+        let instance = &self.server.instance;
+        instance.schedulers.set_affinity_mask(configuration.value_in_use(AFFINITY_MASK));
         Ok(())
     }
 }

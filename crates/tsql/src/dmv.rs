@@ -286,9 +286,9 @@ impl Session {
     }
 
     /// sys.dm_os_schedulers: the instance's schedulers ([`engine::scheduler`]), one row each.
-    /// Deviations: only the VISIBLE ONLINE schedulers (no hidden or DAC ones); no addresses;
-    /// cpu_id is the scheduler's id modulo the machine's CPUs (schedulers are not bound to
-    /// CPUs, as SQL Server's are not without an affinity mask); one task per worker.
+    /// Deviations: only the VISIBLE schedulers (no hidden or DAC ones); no addresses; cpu_id
+    /// is the scheduler's id modulo the machine's CPUs (its workers are bound to it only
+    /// under an 'affinity mask', as SQL Server's are); one task per worker.
     pub(crate) fn dm_os_schedulers(&self) -> ViewRows {
         let cols = columns(&[
             "parent_node_id",
@@ -308,7 +308,6 @@ impl Session {
             "yield_count",
             "quantum_length_us",
         ]);
-        let cpus = engine::scheduler::Schedulers::cpu_count().max(1) as u64;
         let quantum_us = engine::scheduler::QUANTUM.as_micros() as u64;
         let rows = self
             .server
@@ -321,9 +320,9 @@ impl Session {
                 vec![
                     Value::Int(0),
                     int(u64::from(s.scheduler_id)),
-                    int(u64::from(s.scheduler_id) % cpus),
-                    text("VISIBLE ONLINE"),
-                    Value::Bit(true),
+                    int(u64::from(s.cpu_id)),
+                    text(s.status),
+                    Value::Bit(s.is_online),
                     Value::Bit(s.is_idle),
                     int(s.context_switches_count),
                     int(workers),

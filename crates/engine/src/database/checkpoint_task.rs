@@ -144,7 +144,13 @@ impl Database {
     pub fn start_checkpoint_task(self: &Arc<Self>) {
         let weak: Weak<Database> = Arc::downgrade(self);
         let shared = Arc::clone(&self.checkpoint_task);
+        // Its work is its writes: under 'affinity I/O mask' it runs on the I/O CPUs (a
+        // deviation, crate::affinity).
+        let io_cpus = self.instance.io_affinity_cpus.clone();
         self.checkpoint_task.start("extentdb-checkpoint", TaskScheduler::Regular, move || {
+            if !io_cpus.is_empty() {
+                crate::affinity::bind_current_thread(&io_cpus);
+            }
             checkpoint_loop(&shared, &weak)
         });
     }

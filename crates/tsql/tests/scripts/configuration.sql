@@ -48,6 +48,30 @@ ROLLBACK
 GO
 RECONFIGURE WITH
 GO
+-- 'affinity mask' (dynamic) and 'affinity I/O mask' (static) may not name the same CPU
+-- unless WITH OVERRIDE (5834). CPU 0 exists on every machine.
+EXEC sp_configure 'recovery interval (min)', 0
+RECONFIGURE
+GO
+EXEC sp_configure 'affinity mask', 1
+EXEC sp_configure 'affinity I/O mask', 1
+GO
+RECONFIGURE
+GO
+SELECT name, value, value_in_use FROM sys.configurations WHERE configuration_id IN (1535, 1536)
+GO
+RECONFIGURE WITH OVERRIDE
+SELECT name, value, value_in_use, is_dynamic FROM sys.configurations WHERE configuration_id IN (1535, 1536)
+GO
+-- The mask in use brings CPU 0's scheduler online, bound; a scheduler of another CPU goes
+-- offline. Back to 0, every scheduler is online.
+SELECT scheduler_id, cpu_id, status, is_online FROM sys.dm_os_schedulers WHERE scheduler_id = 0
+GO
+EXEC sp_configure 'affinity I/O mask', 0
+EXEC sp_configure 'affinity mask', 0
+RECONFIGURE
+SELECT COUNT(*) AS offline FROM sys.dm_os_schedulers WHERE is_online = 0
+GO
 -- Each change is in the errorlog.
 EXEC xp_readerrorlog 0, 1, N'Configuration option'
 GO
