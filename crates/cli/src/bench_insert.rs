@@ -81,6 +81,14 @@ pub struct InsertBench {
     /// contend, as on a server with that many cores (seed 001's machine had 16 and more).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     schedulers: Option<u16>,
+    /// 'affinity mask' for the run (sp_configure option 1535): the CPUs whose schedulers are
+    /// online, each binding its workers to its CPU. 0, the default: the OS places threads.
+    #[arg(long, default_value_t = 0)]
+    affinity_mask: i32,
+    /// 'affinity I/O mask' for the run (option 1536): the CPUs of the log writer, the lazy
+    /// writer and the checkpoint task. 0, the default: no binding.
+    #[arg(long, default_value_t = 0)]
+    affinity_io_mask: i32,
     /// After the load, run this T-SQL script on the same instance (its waits, latches and
     /// files), e.g. examples/top_waits.sql.
     #[arg(long)]
@@ -255,6 +263,11 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     let mut config = InstanceConfig::new(&dir);
     config.max_server_memory_mb = Some(args.max_server_memory_mb);
     config.schedulers = args.schedulers.map(usize::from);
+    let cpus = engine::affinity::machine_cpu_count();
+    engine::affinity::check_masks(args.affinity_mask, args.affinity_io_mask, cpus, false)
+        .map_err(|e| format!("Msg {}, Level {}: {}", e.number, e.severity, e.message))?;
+    config.affinity_mask = Some(args.affinity_mask);
+    config.affinity_io_mask = Some(args.affinity_io_mask);
     if !args.no_large_pages {
         config.startup_trace_flags.push(engine::traceflags::TF_LARGE_PAGE_BUFFER_POOL);
     }
@@ -388,6 +401,8 @@ pub fn seed001_example(dir: &std::path::Path, rows: u64) -> Result<Vec<Seed001Ru
             // The seed's machine: 8 cores, so 8 schedulers ("there can only be 8 threads
             // running at once (one per SQLOS scheduler)").
             schedulers: Some(8),
+            affinity_mask: 0,
+            affinity_io_mask: 0,
             sql: None,
         };
         let report = measure(&args)?.report; // the instance has shut down

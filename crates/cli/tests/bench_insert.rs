@@ -116,3 +116,19 @@ fn the_top_waits_query_runs_after_a_load_and_lists_its_waits() {
         table.lines().skip(2).filter_map(|l| l.split_whitespace().next()).collect();
     assert!(listed.iter().any(|w| w.starts_with("PAGELATCH_") || *w == "WRITELOG"), "{table}");
 }
+
+#[test]
+fn affinity_masks_are_checked_as_reconfigure_does_and_a_bound_run_completes() {
+    let report =
+        run(&["--sessions", "2", "--files", "1", "--rows", "2000", "--affinity-mask", "1"]);
+    assert_eq!(report["rows"], 2000, "{report}");
+    let _alone = ONE_BENCH_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["bench", "insert", "--rows", "100", "--affinity-mask", "1"])
+        .args(["--affinity-io-mask", "1"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("Msg 5834, Level 16"), "{stderr}");
+}
