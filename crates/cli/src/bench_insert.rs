@@ -263,7 +263,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     let mut config = InstanceConfig::new(&dir);
     config.max_server_memory_mb = Some(args.max_server_memory_mb);
     config.schedulers = args.schedulers.map(usize::from);
-    let cpus = engine::affinity::machine_cpu_count();
+    let cpus = engine::affinity::process_cpus();
     engine::affinity::check_masks(args.affinity_mask, args.affinity_io_mask, cpus, false)
         .map_err(|e| format!("Msg {}, Level {}: {}", e.number, e.severity, e.message))?;
     config.affinity_mask = Some(args.affinity_mask);

@@ -24,8 +24,8 @@
 //! - Only the first 32 CPUs can be named (no 'affinity64 mask'), and there is no
 //!   `ALTER SERVER CONFIGURATION SET PROCESS AFFINITY`. On systems other than Linux the masks
 //!   are checked and shown but bind nothing.
-//! - With the `-P<n>` startup option (more schedulers than CPUs), scheduler n belongs to CPU
-//!   n modulo the CPU count.
+//! - Scheduler n belongs to the process's CPU n (modulo their count, with the `-P<n>`
+//!   startup option's extra schedulers); a mask may name only CPUs the process may use.
 
 use crate::error::SqlError;
 
@@ -35,15 +35,15 @@ pub fn cpus_of_mask(mask: i32) -> Vec<usize> {
     (0..32).filter(|cpu| bits & (1 << cpu) != 0).collect()
 }
 
-/// RECONFIGURE's check of the masks for a machine of `cpu_count` CPUs: 5832 for a CPU it
-/// does not have (WITH OVERRIDE or not), 5834 for a CPU in both masks unless WITH OVERRIDE.
+/// RECONFIGURE's check of the masks against the CPUs `available` to the process: 5832 for a
+/// CPU that is not (WITH OVERRIDE or not), 5834 for a CPU in both masks unless WITH OVERRIDE.
 pub fn check_masks(
     affinity_mask: i32,
     io_affinity_mask: i32,
-    cpu_count: usize,
+    available: &[usize],
     with_override: bool,
 ) -> Result<(), SqlError> {
-    let beyond = |mask: i32| cpus_of_mask(mask).iter().any(|cpu| *cpu >= cpu_count);
+    let beyond = |mask: i32| cpus_of_mask(mask).iter().any(|cpu| !available.contains(cpu));
     if beyond(affinity_mask) || beyond(io_affinity_mask) {
         return Err(SqlError::new(
             5832,
@@ -106,12 +106,6 @@ pub fn process_cpus() -> &'static [usize] {
     })
 }
 
-/// The machine's CPU count, as far as this process sees it: one more than its highest CPU
-/// (a mask names CPUs by their number).
-pub fn machine_cpu_count() -> usize {
-    process_cpus().last().map_or(1, |cpu| cpu + 1)
-}
-
 fn fallback_cpu_count() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -129,16 +123,19 @@ mod tests {
 
     #[test]
     fn reconfigure_refuses_a_missing_cpu_always_and_an_overlap_without_override() {
-        assert!(check_masks(1, 2, 2, false).is_ok());
-        assert!(check_masks(0, 0, 1, false).is_ok());
-        let missing = check_masks(4, 0, 2, true).expect_err("CPU 2 of 2");
+        assert!(check_masks(1, 2, &[0, 1], false).is_ok());
+        assert!(check_masks(0, 0, &[0], false).is_ok());
+        let missing = check_masks(4, 0, &[0, 1], true).expect_err("CPU 2 of 2");
         assert_eq!((missing.number, missing.severity, missing.state), (5832, 16, 1));
-        let missing_io = check_masks(1, 8, 3, false).expect_err("the I/O mask is checked too");
-        assert_eq!(missing_io.number, 5832, "CPU 3 of a 3-CPU machine");
-        let overlap = check_masks(3, 2, 2, false).expect_err("CPU 1 in both");
+        assert!(check_masks(4, 8, &[2, 3], false).is_ok(), "CPUs 2 and 3 of a cpuset");
+        let missing_io = check_masks(4, 16, &[2, 3], false).expect_err("the I/O mask too");
+        assert_eq!(missing_io.number, 5832, "CPU 4 is not the process's");
+        let overlap = check_masks(3, 2, &[0, 1], false).expect_err("CPU 1 in both");
         assert_eq!(overlap.number, 5834);
         assert!(overlap.message.ends_with("Use the override option to force this configuration."));
-        assert!(check_masks(3, 2, 2, true).is_ok(), "WITH OVERRIDE takes the overlap");
+        assert!(check_masks(3, 2, &[0, 1], true).is_ok(), "WITH OVERRIDE takes the overlap");
+        let unavailable = check_masks(1, 0, &[2, 3], true).expect_err("CPU 0 not ours");
+        assert_eq!(unavailable.number, 5832, "a CPU outside the process's set");
     }
 
     #[cfg(target_os = "linux")]

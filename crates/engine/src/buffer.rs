@@ -23,6 +23,10 @@
 //! Each wait also counts in latch class BUFFER and registers in the waiting-tasks list with
 //! resource_description `db:file:page` while it lasts.
 //!
+//! A free frame was last used long ago, so the first writes of the page it takes next would
+//! each miss the caches: each claim prefetches the next free frame's descriptor and buffer
+//! ([`crate::prefetch`]; seed 002 fills a fresh frame per row).
+//!
 //! Write-back (lazy writer, a session that needs a frame, checkpoint) is SQL Server's gather
 //! write: a dirty page goes out with the dirty pages next to it in its file, up to
 //! [`GATHER_WRITE_PAGES`] (1 MB) in one write, unbuffered where the backend can

@@ -301,7 +301,7 @@ fn apply_affinity_overrides(config: &InstanceConfig, configuration: &Configurati
     }
     let cpu_mask = configuration.value_in_use(configuration::AFFINITY_MASK);
     let io_mask = configuration.value_in_use(configuration::AFFINITY_IO_MASK);
-    let cpus = crate::affinity::machine_cpu_count();
+    let cpus = crate::affinity::process_cpus();
     match crate::affinity::check_masks(cpu_mask, io_mask, cpus, true) {
         Ok(()) => Vec::new(),
         Err(error) => {

@@ -146,8 +146,8 @@ pub struct SchedulerRow {
 /// The instance's schedulers.
 pub struct Schedulers {
     schedulers: Vec<Scheduler>,
-    /// The machine's CPUs: scheduler i belongs to CPU i modulo this count.
-    cpu_count: usize,
+    /// The CPUs the process may use: scheduler i belongs to the (i modulo their count)th.
+    cpus: &'static [usize],
     waits: Arc<WaitStats>,
     next_worker: AtomicU64,
     /// [`STALL_ADMIT`], or another limit for tests.
@@ -187,7 +187,7 @@ impl Schedulers {
         let schedulers = (0..count.max(1)).map(|_| Scheduler::default()).collect();
         Arc::new(Schedulers {
             schedulers,
-            cpu_count: crate::affinity::machine_cpu_count(),
+            cpus: crate::affinity::process_cpus(),
             waits,
             next_worker: AtomicU64::new(1),
             stall_admit,
@@ -208,7 +208,7 @@ impl Schedulers {
 
     /// The CPU scheduler `id` belongs to.
     fn cpu_of(&self, id: usize) -> usize {
-        id % self.cpu_count
+        self.cpus[id % self.cpus.len()]
     }
 
     /// The machine's CPU count, the default number of schedulers.

@@ -67,7 +67,7 @@ fn masks_bind_workers_to_their_schedulers_cpu_and_the_io_threads_to_the_io_cpus(
             let rows = schedulers.snapshot();
             let online: Vec<u32> =
                 rows.iter().filter(|r| r.is_online).map(|r| r.scheduler_id).collect();
-            assert!(online.iter().all(|id| *id as usize % all.len() == first), "{rows:?}");
+            assert!(online.iter().all(|id| all[*id as usize % all.len()] == first), "{rows:?}");
             let busy: Vec<u32> =
                 rows.iter().filter(|r| r.current_workers_count > 0).map(|r| r.cpu_id).collect();
             assert_eq!(busy, vec![first as u32], "the worker is on the online scheduler");

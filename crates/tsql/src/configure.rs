@@ -176,7 +176,7 @@ impl Session {
                 "Recovery intervals above 60 minutes not recommended. Use the RECONFIGURE WITH OVERRIDE statement to force this configuration.",
             ));
         }
-        let cpus = engine::affinity::machine_cpu_count();
+        let cpus = engine::affinity::process_cpus();
         let cpu_mask = configuration.value(AFFINITY_MASK);
         let io_mask = configuration.value(AFFINITY_IO_MASK);
         if let Err(error) = engine::affinity::check_masks(cpu_mask, io_mask, cpus, with_override) {

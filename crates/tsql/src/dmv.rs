@@ -287,8 +287,8 @@ impl Session {
 
     /// sys.dm_os_schedulers: the instance's schedulers ([`engine::scheduler`]), one row each.
     /// Deviations: only the VISIBLE schedulers (no hidden or DAC ones); no addresses; cpu_id
-    /// is the scheduler's id modulo the machine's CPUs (its workers are bound to it only
-    /// under an 'affinity mask', as SQL Server's are); one task per worker.
+    /// is the process's CPU of the scheduler's number (modulo their count; its workers are
+    /// bound to it only under an 'affinity mask', as SQL Server's are); one task per worker.
     pub(crate) fn dm_os_schedulers(&self) -> ViewRows {
         let cols = columns(&[
             "parent_node_id",
