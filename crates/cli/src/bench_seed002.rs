@@ -195,34 +195,19 @@ fn run_one(
     // Best of two: the first buffered write after a while can pay for the page cache's memory
     // itself (on this VM, 5.6 s against 1.3 s for the same dd run twice in a row), which is
     // not the device's speed.
-    // On a thread of their own, placed by the OS as any program's: the session's thread may
-    // be bound by the affinity mask.
+    // The thread left its worker above, and with it any CPU binding: the raw writes are
+    // placed by the OS, as any program's.
     let raw_path = temp.path().join("raw.bin");
-    let raw = unbound(|| {
-        Ok(raw_write(&raw_path, logged_bytes)?.min(raw_write(&raw_path, logged_bytes)?))
-    })?;
+    let raw = raw_write(&raw_path, logged_bytes)?.min(raw_write(&raw_path, logged_bytes)?);
     // The device's speed swings from run to run on this VM (one write took 1.0 s, the next
     // 2.4 s): the faster of two, as for the buffered write.
     let unbuffered_path = temp.path().join("raw-unbuffered.bin");
-    let unbuffered = unbound(|| {
-        Ok(raw_write_unbuffered(&unbuffered_path, logged_bytes)?
-            .min(raw_write_unbuffered(&unbuffered_path, logged_bytes)?))
-    })?;
+    let unbuffered = raw_write_unbuffered(&unbuffered_path, logged_bytes)?
+        .min(raw_write_unbuffered(&unbuffered_path, logged_bytes)?);
     Ok(Outcome {
         raw_seconds: raw.as_secs_f64(),
         raw_unbuffered_seconds: unbuffered.as_secs_f64(),
         ..outcome
-    })
-}
-
-/// Runs `f` on a new thread that may run on every CPU (a new thread inherits its parent's).
-fn unbound<T: Send>(f: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
-    std::thread::scope(|scope| {
-        let thread = scope.spawn(|| {
-            engine::affinity::bind_current_thread(&[]);
-            f()
-        });
-        thread.join().map_err(|_| "the raw write panicked")?
     })
 }
 

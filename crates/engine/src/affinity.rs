@@ -13,9 +13,9 @@
 //!
 //! Why a DBA sets them, and what this machine shows: a thread that moves between CPUs reloads
 //! each one's caches, and a CPU that takes the disk's interrupts lends its time to their
-//! completions. Seed 002's one inserting session ran 15-20 % faster bound away from the CPU
-//! that takes the disk's interrupts, with the I/O threads bound to that one
-//! (docs/benchmarks.md).
+//! completions. Seed 002's run took 1.14x less time (median of six) with its one inserting
+//! session bound away from the CPU that takes the disk's interrupts and the I/O threads bound
+//! to that one (docs/benchmarks.md).
 //!
 //! Deviations:
 //! - SQL Server's checkpoint task stays on its scheduler and hands its writes to I/O threads
