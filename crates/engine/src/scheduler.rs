@@ -211,7 +211,7 @@ impl Schedulers {
         self.cpus[id % self.cpus.len()]
     }
 
-    /// The machine's CPU count, the default number of schedulers.
+    /// The count of CPUs the process may use: the default number of schedulers.
     pub fn cpu_count() -> usize {
         crate::affinity::process_cpus().len()
     }
