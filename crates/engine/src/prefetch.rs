@@ -15,31 +15,30 @@ const CACHE_LINE_BYTES: usize = 64;
 
 /// Hints `len` bytes from `ptr` into the level-1 cache (small objects about to be written).
 pub fn into_l1(ptr: *const u8, len: usize) {
-    for_each_line(ptr, len, |line| {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch reads nothing into the program and never faults (module header).
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.cast())
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = line;
-    });
+    #[cfg(target_arch = "x86_64")]
+    hint_lines::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr, len);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, len);
 }
 
 /// Hints `len` bytes from `ptr` into the level-2 cache: for a run of lines (a page's half), so
 /// that the hints do not hold the level-1 cache's few fill buffers while they are in flight.
 pub fn into_l2(ptr: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    hint_lines::<{ std::arch::x86_64::_MM_HINT_T1 }>(ptr, len);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, len);
+}
+
+#[cfg(target_arch = "x86_64")]
+fn hint_lines<const STRATEGY: i32>(ptr: *const u8, len: usize) {
     for_each_line(ptr, len, |line| {
-        #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch reads nothing into the program and never faults (module header).
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(line.cast())
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = line;
+        unsafe { std::arch::x86_64::_mm_prefetch::<STRATEGY>(line.cast()) };
     });
 }
 
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn for_each_line(ptr: *const u8, len: usize, mut hint: impl FnMut(*const u8)) {
     let mut offset = 0;
     while offset < len {
