@@ -69,6 +69,14 @@ pub struct GrowBench {
     dir: Option<PathBuf>,
 }
 
+/// A bench's affinity masks, checked as RECONFIGURE (without OVERRIDE) checks them: a CPU the
+/// process cannot use is 5832, a CPU in both masks 5834.
+pub fn check_affinity_masks(affinity_mask: i32, affinity_io_mask: i32) -> Result<(), String> {
+    let cpus = engine::affinity::process_cpus();
+    engine::affinity::check_masks(affinity_mask, affinity_io_mask, cpus, false)
+        .map_err(|e| format!("Msg {}, Level {}: {}", e.number, e.severity, e.message))
+}
+
 /// A run's temporary data directory, made under `parent` (default: the current directory) and
 /// removed when the run ends.
 pub fn run_dir(parent: Option<&Path>, prefix: &str) -> Result<tempfile::TempDir, String> {

@@ -263,9 +263,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     let mut config = InstanceConfig::new(&dir);
     config.max_server_memory_mb = Some(args.max_server_memory_mb);
     config.schedulers = args.schedulers.map(usize::from);
-    let cpus = engine::affinity::process_cpus();
-    engine::affinity::check_masks(args.affinity_mask, args.affinity_io_mask, cpus, false)
-        .map_err(|e| format!("Msg {}, Level {}: {}", e.number, e.severity, e.message))?;
+    crate::bench::check_affinity_masks(args.affinity_mask, args.affinity_io_mask)?;
     config.affinity_mask = Some(args.affinity_mask);
     config.affinity_io_mask = Some(args.affinity_io_mask);
     if !args.no_large_pages {

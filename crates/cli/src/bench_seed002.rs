@@ -89,10 +89,7 @@ pub fn run(args: &Seed002Bench) -> Result<(), String> {
     if cfg!(debug_assertions) {
         outln!("(debug build: build with --release for meaningful figures)");
     }
-    // As RECONFIGURE would: a CPU the machine lacks (5832) or in both masks (5834) is refused.
-    let cpus = engine::affinity::process_cpus();
-    engine::affinity::check_masks(args.affinity_mask, args.affinity_io_mask, cpus, false)
-        .map_err(|e| format!("Msg {}, Level {}: {}", e.number, e.severity, e.message))?;
+    crate::bench::check_affinity_masks(args.affinity_mask, args.affinity_io_mask)?;
     let mut outcomes = Vec::new();
     for rule in &rules {
         for growth_mb in &growths {

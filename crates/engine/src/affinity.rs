@@ -82,6 +82,14 @@ pub fn bind_current_thread(cpus: &[usize]) -> bool {
     }
 }
 
+/// Binds the calling I/O thread (lazy writer, log writer, checkpoint) to the 'affinity I/O
+/// mask' CPUs in use; an empty list leaves it where the OS places it.
+pub fn bind_io_thread(io_cpus: &[usize]) {
+    if !io_cpus.is_empty() {
+        bind_current_thread(io_cpus);
+    }
+}
+
 /// The CPUs the calling thread may run on (None where that cannot be read).
 pub fn current_thread_cpus() -> Option<Vec<usize>> {
     #[cfg(target_os = "linux")]

@@ -486,9 +486,7 @@ impl BufferPool {
         std::thread::Builder::new()
             .name("extentdb-lazywriter".into())
             .spawn(move || {
-                if !io_cpus.is_empty() {
-                    crate::affinity::bind_current_thread(&io_cpus);
-                }
+                crate::affinity::bind_io_thread(&io_cpus);
                 lazy_writer_loop(&weak)
             })
             .expect("the lazy writer thread starts");

@@ -143,7 +143,7 @@ impl Instance {
             let startup_mb = i32::try_from(startup_mb).unwrap_or(i32::MAX);
             configuration.override_in_use(configuration::MAX_SERVER_MEMORY_MB, startup_mb);
         }
-        let affinity_lines = apply_affinity_overrides(&config, &configuration);
+        let affinity_error = apply_affinity_overrides(&config, &configuration);
         let io_affinity_cpus = crate::affinity::cpus_of_mask(
             configuration.value_in_use(configuration::AFFINITY_IO_MASK),
         );
@@ -189,8 +189,9 @@ impl Instance {
                 instance.errorlog.write("Server", &line);
             }
         }
-        for line in affinity_lines {
-            instance.errorlog.write("Server", &line);
+        if let Some(error) = affinity_error {
+            instance.errorlog.write_error("Server", &error);
+            instance.errorlog.write("Server", "The affinity masks are set to 0 until a restart.");
         }
         instance
             .schedulers
@@ -290,9 +291,12 @@ impl Instance {
 
 /// Puts the startup overrides of the affinity masks in use, then checks the masks in use as
 /// RECONFIGURE WITH OVERRIDE would: masks naming a CPU the machine does not have (a
-/// configuration file from another machine) are not used, and the errorlog says so (5832).
-/// Returns the errorlog lines.
-fn apply_affinity_overrides(config: &InstanceConfig, configuration: &Configuration) -> Vec<String> {
+/// configuration file from another machine) are not used, and the errorlog says so (5832,
+/// the error returned).
+fn apply_affinity_overrides(
+    config: &InstanceConfig,
+    configuration: &Configuration,
+) -> Option<crate::error::SqlError> {
     if let Some(mask) = config.affinity_mask {
         configuration.override_in_use(configuration::AFFINITY_MASK, mask);
     }
@@ -302,15 +306,8 @@ fn apply_affinity_overrides(config: &InstanceConfig, configuration: &Configurati
     let cpu_mask = configuration.value_in_use(configuration::AFFINITY_MASK);
     let io_mask = configuration.value_in_use(configuration::AFFINITY_IO_MASK);
     let cpus = crate::affinity::process_cpus();
-    match crate::affinity::check_masks(cpu_mask, io_mask, cpus, true) {
-        Ok(()) => Vec::new(),
-        Err(error) => {
-            configuration.override_in_use(configuration::AFFINITY_MASK, 0);
-            configuration.override_in_use(configuration::AFFINITY_IO_MASK, 0);
-            vec![format!(
-                "Error: {}, Severity: {}, State: {}. {} The affinity masks are not used.",
-                error.number, error.severity, error.state, error.message
-            )]
-        }
-    }
+    let error = crate::affinity::check_masks(cpu_mask, io_mask, cpus, true).err()?;
+    configuration.override_in_use(configuration::AFFINITY_MASK, 0);
+    configuration.override_in_use(configuration::AFFINITY_IO_MASK, 0);
+    Some(error)
 }

@@ -106,9 +106,11 @@ fn masks_naming_a_cpu_the_machine_lacks_are_not_used_and_the_errorlog_says_so() 
     assert_eq!(lab.instance.configuration.value_in_use(AFFINITY_IO_MASK), 0);
     assert!(lab.instance.io_affinity_cpus.is_empty());
     let lines = lab.errorlog_texts();
-    assert!(
-        lines.iter().any(|l| l.starts_with("Error: 5832, Severity: 16, State: 1.")
-            && l.contains("does not match the CPU mask on this system")),
+    let at = lines.iter().position(|l| l == "Error: 5832, Severity: 16, State: 1.");
+    let message = at.and_then(|at| lines.get(at + 1)).map(String::as_str);
+    assert_eq!(
+        message,
+        Some("The affinity mask specified does not match the CPU mask on this system."),
         "{lines:?}"
     );
 }

@@ -148,9 +148,7 @@ impl Database {
         // deviation, crate::affinity).
         let io_cpus = self.instance.io_affinity_cpus.clone();
         self.checkpoint_task.start("extentdb-checkpoint", TaskScheduler::Regular, move || {
-            if !io_cpus.is_empty() {
-                crate::affinity::bind_current_thread(&io_cpus);
-            }
+            crate::affinity::bind_io_thread(&io_cpus);
             checkpoint_loop(&shared, &weak)
         });
     }

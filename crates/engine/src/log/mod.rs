@@ -954,9 +954,7 @@ impl LogManager {
         let task = Arc::clone(&self.writer);
         let io_cpus = self.instance.io_affinity_cpus.clone();
         self.writer.start("extentdb-logwriter", TaskScheduler::Hidden, move || {
-            if !io_cpus.is_empty() {
-                crate::affinity::bind_current_thread(&io_cpus);
-            }
+            crate::affinity::bind_io_thread(&io_cpus);
             log_writer_loop(&task, &weak)
         });
         self.writer_started.store(true, std::sync::atomic::Ordering::Release);
