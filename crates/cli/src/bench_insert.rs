@@ -133,6 +133,8 @@ struct Report {
     durable: bool,
     /// The log file's initial size (`--log-size-mb`, or room for the run's log twice over).
     log_size_mb: u64,
+    /// Its size when the run ended: larger if it grew (autogrowth, 64 MB at a time).
+    log_end_size_mb: f64,
     /// Log flushes during the run, the bytes they wrote and their average size (the log's I/O).
     log_flushes: u64,
     log_mb_flushed: f64,
@@ -360,6 +362,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     report.cpu_seconds = cpu_seconds;
     report.cpu_us_per_row = cpu_seconds.map(|s| s * 1e6 / args.rows.max(1) as f64);
     report.log_size_mb = log_size_mb;
+    report.log_end_size_mb = db.log().log_stats().total_log_size_bytes as f64 / 1048576.0;
     report.log_flushes = flushes;
     report.log_mb_flushed = flushed as f64 / 1048576.0;
     report.avg_log_flush_kb = flushed as f64 / 1024.0 / flushes.max(1) as f64;
@@ -526,6 +529,7 @@ fn build_report(
         latch_resources,
         durable: !args.no_log_flush,
         log_size_mb: 0,
+        log_end_size_mb: 0.0,
         log_flushes: 0,
         log_mb_flushed: 0.0,
         avg_log_flush_kb: 0.0,
@@ -561,8 +565,9 @@ fn print_report(report: &Report) {
     }
     outln!("size on disk {:.1} MB, {:.1} MB used", report.size_on_disk_mb, report.used_mb);
     outln!(
-        "log: {} MB at the start; {} flushes, {:.1} MB, {:.1} KB per flush",
+        "log: {} MB at the start, {:.0} MB at the end; {} flushes, {:.1} MB, {:.1} KB per flush",
         report.log_size_mb,
+        report.log_end_size_mb,
         report.log_flushes,
         report.log_mb_flushed,
         report.avg_log_flush_kb

@@ -65,21 +65,27 @@ fn no_large_pages_starts_the_pool_without_trace_flag_834() {
 #[test]
 fn the_log_is_presized_for_the_run_unless_told_otherwise() {
     // 40,000 rows log about 14 MB. The default log (64 MB here) holds that below the SIMPLE
-    // log's 70 % mark, so no automatic checkpoint runs during the load; an 8 MB log fills to
-    // it, and the checkpoint task writes pages in the middle of the run (the report counts a
-    // checkpoint once it has finished, so the last one may still be writing when it is read).
-    // The small log's run is twice as long, and no other bench runs beside it: the checkpoint
-    // task queues for a scheduler behind the sessions, and a debug build's 40,000-row run,
-    // sharing the CPUs with this binary's other loads, ended before the checkpoint wrote a
-    // page (CI, 2026-11-28; 2 runs in 10 of the same test at 0ba8ce0 with 80,000 rows).
+    // log's 70 % mark: no automatic checkpoint runs during the load, and the log never grows.
     let rows = ["--sessions", "4", "--rows", "40000"];
     let presized = run(&rows);
     assert_eq!(presized["log_size_mb"], 64, "{presized}");
+    assert_eq!(presized["log_end_size_mb"], 64.0, "{presized}");
     assert_eq!(presized["auto_checkpoints"], 0, "{presized}");
     assert_eq!(presized["page_writes"], 0, "{presized}");
+    // An 8 MB log cannot hold the 28 MB that 80,000 rows log: it makes room by the checkpoints
+    // that its 70 % mark asks for (which write pages and truncate it), or by growing when they
+    // lag behind the sessions. Which one, and how far, is a matter of timing: the checkpoint
+    // task queues for a scheduler behind the sessions, and in a debug build sharing the CPUs
+    // it has written pages in most runs and none in some (CI, 2026-11-28, twice; the second
+    // with 80,000 rows, one bench at a time). Either way the run completes, every row in it.
     let small = run(&["--sessions", "4", "--rows", "80000", "--log-size-mb", "8"]);
     assert_eq!(small["log_size_mb"], 8, "{small}");
-    assert!(small["page_writes"].as_u64().unwrap() > 0, "{small}");
+    assert_eq!(small["rows"], 80_000, "{small}");
+    assert!(small["log_mb_flushed"].as_f64().unwrap() > 8.0, "{small}");
+    let checkpointed = small["auto_checkpoints"].as_u64().unwrap() > 0
+        && small["page_writes"].as_u64().unwrap() > 0;
+    let grew = small["log_end_size_mb"].as_f64().unwrap() > 8.0;
+    assert!(checkpointed || grew, "the log neither checkpointed nor grew: {small}");
 }
 
 #[test]
