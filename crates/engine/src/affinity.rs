@@ -31,8 +31,12 @@ use crate::error::SqlError;
 
 /// The CPUs a mask names, lowest first (bit i is CPU i).
 pub fn cpus_of_mask(mask: i32) -> Vec<usize> {
-    let bits = mask as u32;
-    (0..32).filter(|cpu| bits & (1 << cpu) != 0).collect()
+    (0..32).filter(|cpu| mask_names_cpu(mask, *cpu)).collect()
+}
+
+/// Whether `mask` names `cpu` (only CPUs 0-31 can be named).
+pub fn mask_names_cpu(mask: i32, cpu: usize) -> bool {
+    cpu < 32 && (mask as u32) & (1 << cpu) != 0
 }
 
 /// RECONFIGURE's check of the masks against the CPUs `available` to the process: 5832 for a
@@ -127,6 +131,8 @@ mod tests {
         assert_eq!(cpus_of_mask(0), Vec::<usize>::new());
         assert_eq!(cpus_of_mask(38), vec![1, 2, 5], "0x26, Microsoft Docs' example");
         assert_eq!(cpus_of_mask(-1).len(), 32, "every bit of the int");
+        assert!(mask_names_cpu(-1, 31) && !mask_names_cpu(2, 0) && mask_names_cpu(2, 1));
+        assert!(!mask_names_cpu(-1, 32), "CPU 32 and above cannot be named");
     }
 
     #[test]

@@ -54,7 +54,7 @@ use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -100,10 +100,6 @@ impl SchedulerState {
 #[derive(Default)]
 struct Scheduler {
     state: Mutex<SchedulerState>,
-    /// Offline: 'affinity mask' leaves its CPU out (no new worker attaches).
-    offline: AtomicBool,
-    /// Its workers are bound to its CPU ('affinity mask' is not 0).
-    bound: AtomicBool,
     yield_count: AtomicU64,
     context_switches: AtomicU64,
     stall_admissions: AtomicU64,
@@ -148,6 +144,8 @@ pub struct Schedulers {
     schedulers: Vec<Scheduler>,
     /// The CPUs the process may use: scheduler i belongs to the (i modulo their count)th.
     cpus: &'static [usize],
+    /// 'affinity mask' in use: which schedulers are online and bound ([`Schedulers::is_online`]).
+    affinity_mask: AtomicI32,
     waits: Arc<WaitStats>,
     next_worker: AtomicU64,
     /// [`STALL_ADMIT`], or another limit for tests.
@@ -188,6 +186,7 @@ impl Schedulers {
         Arc::new(Schedulers {
             schedulers,
             cpus: crate::affinity::process_cpus(),
+            affinity_mask: AtomicI32::new(0),
             waits,
             next_worker: AtomicU64::new(1),
             stall_admit,
@@ -198,12 +197,18 @@ impl Schedulers {
     /// schedulers of the mask's CPUs are online and bind their workers, the others go
     /// offline. Workers attached already keep their scheduler.
     pub fn set_affinity_mask(&self, mask: i32) {
-        let cpus = crate::affinity::cpus_of_mask(mask);
-        for (id, scheduler) in self.schedulers.iter().enumerate() {
-            let online = mask == 0 || cpus.contains(&self.cpu_of(id));
-            scheduler.offline.store(!online, Ordering::Relaxed);
-            scheduler.bound.store(mask != 0 && online, Ordering::Relaxed);
-        }
+        self.affinity_mask.store(mask, Ordering::Relaxed);
+    }
+
+    /// Whether scheduler `id` is online under `mask` (0: every scheduler is).
+    fn is_online(&self, id: usize, mask: i32) -> bool {
+        mask == 0 || crate::affinity::mask_names_cpu(mask, self.cpu_of(id))
+    }
+
+    /// Whether scheduler `id` binds its workers to its CPU: online under a nonzero mask.
+    fn is_bound(&self, id: usize) -> bool {
+        let mask = self.affinity_mask.load(Ordering::Relaxed);
+        mask != 0 && self.is_online(id, mask)
     }
 
     /// The CPU scheduler `id` belongs to.
@@ -222,12 +227,13 @@ impl Schedulers {
 
     /// sys.dm_os_schedulers' rows.
     pub fn snapshot(&self) -> Vec<SchedulerRow> {
+        let mask = self.affinity_mask.load(Ordering::Relaxed);
         let mut rows = Vec::new();
         for (id, scheduler) in self.schedulers.iter().enumerate() {
             let state = scheduler.state.lock();
             let runnable = state.runnable.len() as u32;
             let running = u32::from(state.running.is_some());
-            let is_online = !scheduler.offline.load(Ordering::Relaxed);
+            let is_online = self.is_online(id, mask);
             rows.push(SchedulerRow {
                 scheduler_id: id as u32,
                 cpu_id: self.cpu_of(id) as u32,
@@ -273,11 +279,12 @@ impl Schedulers {
     /// The online scheduler with the fewest attached workers (the lowest id on a tie); any
     /// scheduler if none is online.
     fn least_loaded(&self) -> usize {
-        let any_online = self.schedulers.iter().any(|s| !s.offline.load(Ordering::Relaxed));
+        let mask = self.affinity_mask.load(Ordering::Relaxed);
+        let any_online = (0..self.schedulers.len()).any(|id| self.is_online(id, mask));
         let mut best = 0;
         let mut best_workers = u32::MAX;
         for (id, scheduler) in self.schedulers.iter().enumerate() {
-            if any_online && scheduler.offline.load(Ordering::Relaxed) {
+            if any_online && !self.is_online(id, mask) {
                 continue;
             }
             let workers = scheduler.state.lock().attached.len() as u32;
@@ -425,7 +432,7 @@ pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
 /// Binds the calling thread to scheduler `id`'s CPU if the scheduler is bound, or gives a
 /// thread bound at an earlier attach every CPU back.
 fn bind_to_scheduler(schedulers: &Schedulers, id: usize) {
-    if schedulers.schedulers[id].bound.load(Ordering::Relaxed) {
+    if schedulers.is_bound(id) {
         crate::affinity::bind_current_thread(&[schedulers.cpu_of(id)]);
         BOUND.set(true);
     } else if BOUND.replace(false) {
