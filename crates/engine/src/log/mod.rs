@@ -1839,7 +1839,9 @@ impl LogState {
         let pos = self.current;
         let header = self.vlf(pos).header;
         let block_no = (self.open_offset / SECTOR_BYTES as u64) as u32;
-        let buffer = self.spare_blocks.pop().unwrap_or_default();
+        // Without a spare, a buffer of a whole block's size: an empty one grew by doubling as
+        // records went in, copying the block twice on the way to 60 KB.
+        let buffer = self.spare_blocks.pop().unwrap_or_else(|| Vec::with_capacity(MAX_BLOCK_BYTES));
         let bytes = self.open.seal_into(buffer, header.fseqno, block_no);
         self.sealed_lsn = self.end_lsn;
         let len = bytes.len() as u64;

@@ -216,9 +216,14 @@ fn for_each_run_within(before: &Saved, after: &[u8; PAGE_SIZE], mut emit: impl F
         if before.zeroed & (1 << i) != 0 {
             xor.extend_from_slice(&after[start..start + len]);
         } else {
-            let old = &before.bytes[at_saved..at_saved + len];
+            // The old bytes copied, then XORed in place: a loop the compiler vectorizes, where
+            // extending by an iterator of XORed bytes pushed them one at a time (about 800
+            // instructions a row in seed 002, callgrind).
+            xor.extend_from_slice(&before.bytes[at_saved..at_saved + len]);
             at_saved += len;
-            xor.extend(old.iter().zip(&after[start..start + len]).map(|(a, b)| a ^ b));
+            for (x, b) in xor.iter_mut().zip(&after[start..start + len]) {
+                *x ^= b;
+            }
         }
         for (from, to) in SKIPPED {
             let (from, to) = (from.max(start), to.min(start + len));
