@@ -1007,7 +1007,7 @@ impl BTree {
             // An ascending key: the new record alone moves; the page's records are not read.
             // The next insert into this index most likely splits the new last page in turn.
             LAST_SPLIT_AU.with(|last| last.set(self.au_id));
-            Halves { moving: vec![record], kept: old_count, new_on_left: false }
+            Halves { moving: smallvec::smallvec![record], kept: old_count, new_on_left: false }
         } else {
             // One copy of the page; the records are read in place from it.
             copy = page.read(|buf| Box::new(*buf));
@@ -1020,7 +1020,7 @@ impl BTree {
             // The new record joins the left half if it belongs there.
             let new_on_left = usize::from(slot) < at;
             let kept = if new_on_left { at - 1 } else { at };
-            Halves { moving: records.split_off(at), kept, new_on_left }
+            Halves { moving: SmallVec::from_vec(records.split_off(at)), kept, new_on_left }
         };
         let right_id = db.allocate_page(self.au_id)?;
         let right = db.buffer_pool().new_page(Self::key(db, right_id))?;
@@ -1051,22 +1051,29 @@ impl BTree {
         // The left half stays in place: the moved records leave it as holes (a small change to
         // log). The header and the slot array's truncated tail change, nothing else.
         let kept = halves.kept;
-        let changed = [(0, PAGE_HEADER_SIZE), (PAGE_SIZE - 2 * old_count, PAGE_SIZE - 2 * kept)];
-        page.write_within(&changed, |buf| {
-            set_links(buf, header.prev_page, right_id);
-            datapage::truncate(buf, kept as u16)
-        })?
-        .map_err(|bad| bad_page(db, page_id, bad.0))?;
+        if kept == old_count {
+            // Nothing moved (an ascending key's split): only the link to the new page changes,
+            // and only its six bytes are saved and compared.
+            page.write_within(&[crate::page::NEXT_PAGE_RANGE], |buf| {
+                crate::page::set_next_page(&mut buf[..], right_id)
+            })?;
+        } else {
+            let changed =
+                [(0, PAGE_HEADER_SIZE), (PAGE_SIZE - 2 * old_count, PAGE_SIZE - 2 * kept)];
+            page.write_within(&changed, |buf| {
+                set_links(buf, header.prev_page, right_id);
+                datapage::truncate(buf, kept as u16)
+            })?
+            .map_err(|bad| bad_page(db, page_id, bad.0))?;
+        }
         if halves.new_on_left {
             let placed = page.insert_record(slot, record)?;
             assert!(placed, "split halves fit their pages");
         }
         if !header.next_page.is_null() {
             let next = db.buffer_pool().fetch(Self::key(db, header.next_page), LatchMode::Ex)?;
-            next.write_within(&[(0, PAGE_HEADER_SIZE)], |buf| {
-                let mut h = PageHeader::read(&buf[..]);
-                h.prev_page = right_id;
-                h.write(&mut buf[..]);
+            next.write_within(&[crate::page::PREV_PAGE_RANGE], |buf| {
+                crate::page::set_prev_page(&mut buf[..], right_id)
             })?;
         }
         let separator = self.record_key(db, right_id, header.level, halves.moving[0])?;
@@ -1636,8 +1643,9 @@ fn fill(buf: &mut PageBuf, records: &[&[u8]]) {
 
 /// How a split divides a full page's records and the new one.
 struct Halves<'r> {
-    /// The records of the new right page, in key order.
-    moving: Vec<&'r [u8]>,
+    /// The records of the new right page, in key order (one, inline, for an ascending key's
+    /// split: no allocation a row).
+    moving: SmallVec<[&'r [u8]; 1]>,
     /// How many of its records (its first slots) the left page keeps.
     kept: usize,
     /// Whether the new record goes on the left page (at its slot), not in `moving`.

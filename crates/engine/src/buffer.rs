@@ -1584,7 +1584,11 @@ impl PageGuard<'_> {
         let fresh = self.fresh.replace(false);
         self.logged_change(|buf| {
             let spare = DIFF_SCRATCH.take();
-            let before = mtr::Saved::of_reusing(buf, ranges, crate::units::PAGE_SIZE, spare);
+            // A fresh page is all zeros (new_page, and no write since): its ranges are known
+            // zero, neither read nor copied.
+            let zero_from = if fresh { 0 } else { crate::units::PAGE_SIZE };
+            debug_assert!(!fresh || buf.iter().all(|byte| *byte == 0), "a fresh page is zero");
+            let before = mtr::Saved::of_reusing(buf, ranges, zero_from, spare);
             #[cfg(debug_assertions)]
             let whole: Box<PageBuf> = Box::new(*buf);
             let result = f(buf);

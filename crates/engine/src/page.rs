@@ -110,6 +110,22 @@ pub struct PageHeader {
     pub torn_bits: u32,
 }
 
+/// The header's m_prevPage field (`[from, to)`): what a split of the page after it changes.
+pub const PREV_PAGE_RANGE: (usize, usize) = (8, 14);
+/// The header's m_nextPage field (`[from, to)`): what an ascending key's split changes in the
+/// page it appends after.
+pub const NEXT_PAGE_RANGE: (usize, usize) = (16, 22);
+
+/// Sets the header's m_prevPage.
+pub fn set_prev_page(buf: &mut [u8], page: PageId) {
+    buf[PREV_PAGE_RANGE.0..PREV_PAGE_RANGE.1].copy_from_slice(&page.to_bytes());
+}
+
+/// Sets the header's m_nextPage.
+pub fn set_next_page(buf: &mut [u8], page: PageId) {
+    buf[NEXT_PAGE_RANGE.0..NEXT_PAGE_RANGE.1].copy_from_slice(&page.to_bytes());
+}
+
 fn u16_at(buf: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([buf[off], buf[off + 1]])
 }
@@ -157,9 +173,9 @@ impl PageHeader {
             level: buf[3],
             flag_bits: u16_at(buf, 4),
             index_id: u16_at(buf, 6),
-            prev_page: PageId::from_bytes(&buf[8..14]),
+            prev_page: PageId::from_bytes(&buf[PREV_PAGE_RANGE.0..PREV_PAGE_RANGE.1]),
             pminlen: u16_at(buf, 14),
-            next_page: PageId::from_bytes(&buf[16..22]),
+            next_page: PageId::from_bytes(&buf[NEXT_PAGE_RANGE.0..NEXT_PAGE_RANGE.1]),
             slot_count: u16_at(buf, 22),
             obj_id: u32_at(buf, 24),
             free_count: u16_at(buf, 28),
@@ -181,9 +197,9 @@ impl PageHeader {
         buf[3] = self.level;
         put_u16(buf, 4, self.flag_bits);
         put_u16(buf, 6, self.index_id);
-        buf[8..14].copy_from_slice(&self.prev_page.to_bytes());
+        set_prev_page(buf, self.prev_page);
         put_u16(buf, 14, self.pminlen);
-        buf[16..22].copy_from_slice(&self.next_page.to_bytes());
+        set_next_page(buf, self.next_page);
         put_u16(buf, 22, self.slot_count);
         put_u32(buf, 24, self.obj_id);
         put_u16(buf, 28, self.free_count);

@@ -208,21 +208,30 @@ pub fn diff_within(before: &Saved, after: &[u8; PAGE_SIZE]) -> Runs {
 
 /// Calls `emit(offset, xor_delta)` for each run of [`diff_within`], in the ranges' order.
 fn for_each_run_within(before: &Saved, after: &[u8; PAGE_SIZE], mut emit: impl FnMut(u16, &[u8])) {
-    let mut xor: smallvec::SmallVec<[u8; 256]> = smallvec::SmallVec::new();
+    // A range of a header, a PFS byte or a map byte fits on the stack; a larger one (an
+    // insert's overwritten bytes, a page's slot array) goes to the heap. A SmallVec here cost
+    // a few hundred instructions a call in capacity checks (seed 002, callgrind).
+    let mut small = [0u8; 256];
+    let mut large: Vec<u8> = Vec::new();
     let mut at_saved = 0;
     for (i, (offset, len)) in before.ranges.into_iter().enumerate() {
         let (start, len) = (usize::from(offset), usize::from(len));
-        xor.clear();
-        if before.zeroed & (1 << i) != 0 {
-            xor.extend_from_slice(&after[start..start + len]);
+        let xor: &mut [u8] = if len <= small.len() {
+            &mut small[..len]
         } else {
-            // The old bytes copied, then XORed in place: a loop the compiler vectorizes, where
-            // extending by an iterator of XORed bytes pushed them one at a time (about 800
-            // instructions a row in seed 002, callgrind).
-            xor.extend_from_slice(&before.bytes[at_saved..at_saved + len]);
+            large.clear();
+            large.resize(len, 0);
+            &mut large[..]
+        };
+        let new = &after[start..start + len];
+        if before.zeroed & (1 << i) != 0 {
+            xor.copy_from_slice(new);
+        } else {
+            // One pass over old and new bytes, a loop the compiler vectorizes.
+            let old = &before.bytes[at_saved..at_saved + len];
             at_saved += len;
-            for (x, b) in xor.iter_mut().zip(&after[start..start + len]) {
-                *x ^= b;
+            for ((x, o), n) in xor.iter_mut().zip(old).zip(new) {
+                *x = o ^ n;
             }
         }
         for (from, to) in SKIPPED {
@@ -231,7 +240,7 @@ fn for_each_run_within(before: &Saved, after: &[u8; PAGE_SIZE], mut emit: impl F
                 xor[from - start..to - start].fill(0);
             }
         }
-        for_each_run(&xor, start, &mut emit);
+        for_each_run(xor, start, &mut emit);
     }
 }
 
