@@ -253,6 +253,50 @@ fn the_log_writer_writes_sealed_blocks_while_the_session_appends() {
     assert_eq!(db.log().flushed_lsn(), *lsns.last().unwrap());
 }
 
+/// A log that streams (batches sealed one after another) wakes its writer once: the writer
+/// then looks for the next batches itself while they keep coming, so the appender makes no
+/// wake-up call per batch. Once the writer has gone back to sleep, the next batch wakes it
+/// again: no batch waits unwritten, whichever state the writer is in.
+#[test]
+fn a_streaming_log_wakes_its_writer_once_and_a_sleeping_writer_again() {
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = Arc::new(db_with_log(&lab, "64MB", "64MB"));
+    // A second of looks (5,000 of 200 us) before it sleeps: the appends below come much
+    // faster than that on any machine, so the count of wake-ups does not depend on timing.
+    db.log().set_writer_idle_polls(5_000);
+    db.start_log_writer();
+    let wait_written = |lsn| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while db.log().flushed_lsn() < lsn {
+            assert!(std::time::Instant::now() < deadline, "the log writer left a batch");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    };
+    // One 50 KB record per block: each append seals the block before it. Six batches, each
+    // written before the next is appended.
+    let batches = 6;
+    db.log().append(&record(50_000)).unwrap();
+    for _ in 0..batches {
+        let mut lsns = Vec::new();
+        for _ in 0..LOG_WRITER_BATCH_BLOCKS {
+            lsns.push(db.log().append(&record(50_000)).unwrap());
+        }
+        // The batch's last sealed block holds the record before the last.
+        wait_written(lsns[LOG_WRITER_BATCH_BLOCKS - 2]);
+    }
+    assert_eq!(db.log().writer_wakes(), 1, "one wake-up for {batches} batches");
+    // The writer goes back to sleep after one empty look; the next batch wakes it.
+    db.log().set_writer_idle_polls(1);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut more = Vec::new();
+    for _ in 0..LOG_WRITER_BATCH_BLOCKS {
+        more.push(db.log().append(&record(50_000)).unwrap());
+    }
+    wait_written(more[LOG_WRITER_BATCH_BLOCKS - 2]);
+    assert_eq!(db.log().writer_wakes(), 2, "a sleeping writer is woken");
+    assert!(lab.instance.waits.get("LOGBUFFER").is_none(), "no session wrote the log itself");
+}
+
 /// A failed write of a full log cache does not fail the append that triggered it (its
 /// records are in the cache); it stops the log, and the next commit's flush reports it.
 #[test]

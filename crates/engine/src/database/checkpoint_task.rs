@@ -56,7 +56,7 @@ impl BackgroundTask {
 
     /// Waits for a request or a stop, at most `timeout` if one is given; true if there was a
     /// request (it is taken).
-    pub(super) fn take_request(&self, timeout: Option<Duration>) -> bool {
+    pub(crate) fn take_request(&self, timeout: Option<Duration>) -> bool {
         let mut wanted = self.wanted.lock();
         if !*wanted && !self.stopped() {
             match timeout {
@@ -69,7 +69,7 @@ impl BackgroundTask {
         std::mem::replace(&mut *wanted, false)
     }
 
-    pub(super) fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 

@@ -18,6 +18,8 @@
 //!   waiting for its LSN to be durable is its WRITELOG wait.
 //! - The log writer ([`LogManager::start_writer`]): a system task that writes sealed blocks as
 //!   [`LOG_WRITER_BATCH_BLOCKS`] of them accumulate, so that appends overlap the log's writes.
+//!   An appender wakes it; while batches keep coming it looks for the next one itself every
+//!   [`LOG_WRITER_POLL_INTERVAL`], so a streaming log costs its appender no wake-up per batch.
 //! - The log cache: [`LOG_BUFFERS`] (128) sealed blocks, as SQL Server keeps at most 128 log
 //!   buffers per database. An append that leaves it full (the writer behind, or not started)
 //!   flags it; one session then writes it (or waits for the one writing) once its mtr has
@@ -98,6 +100,10 @@ pub const LOG_BUFFERS: usize = 128;
 /// The log writer ([`LogManager::start_writer`]) is woken when this many sealed blocks wait:
 /// about 1 MB, one gathered write.
 pub const LOG_WRITER_BATCH_BLOCKS: usize = 16;
+/// How often the log writer looks for a batch itself while blocks keep coming.
+pub const LOG_WRITER_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_micros(200);
+/// After this many looks that found no batch, the log writer sleeps until asked again.
+pub const LOG_WRITER_IDLE_POLLS: u32 = 10;
 /// The session id the log writer runs as (a system session, below 51).
 pub const LOG_WRITER_SPID: u16 = 21;
 
@@ -419,6 +425,14 @@ pub struct LogManager {
     writer_started: std::sync::atomic::AtomicBool,
     /// Set when the writer was asked to write, cleared when it takes the blocks.
     writer_requested: std::sync::atomic::AtomicBool,
+    /// Set while the writer looks for batches itself ([`log_writer_loop`]): appenders do not
+    /// wake it. Read by appenders under the append lock; cleared by the writer before it looks
+    /// a last time under that lock.
+    writer_polling: std::sync::atomic::AtomicBool,
+    /// How many times an appender woke the writer (tests: a streaming log wakes it rarely).
+    writer_wakes: std::sync::atomic::AtomicU64,
+    /// [`LOG_WRITER_IDLE_POLLS`], unless a test set another ([`LogManager::set_writer_idle_polls`]).
+    writer_idle_polls: std::sync::atomic::AtomicU32,
     /// The checksum of the last block stamped: the next block's predecessor. A writer holds it
     /// from taking the pending blocks until they are stamped, so blocks are chained in log
     /// order (block invariant 3) outside the append lock.
@@ -431,11 +445,64 @@ pub struct LogManager {
     shrinks: std::sync::atomic::AtomicU64,
 }
 
+/// The log writer's body. Idle, it sleeps until an appender asks for it (once
+/// [`LOG_WRITER_BATCH_BLOCKS`] blocks are sealed). Once asked, it writes, then looks for the
+/// next batch itself every [`LOG_WRITER_POLL_INTERVAL`] while [`LogManager::writer_polling`]
+/// tells appenders not to wake it, and goes back to sleep after [`LOG_WRITER_IDLE_POLLS`]
+/// looks that found no batch. A wake-up costs the appender a futex call and the other CPU an
+/// interrupt (tens of microseconds on a VM, `docs/benchmarks.md`); a log that streams (one
+/// long transaction, seed 002) would pay one per batch, about 1 MB.
 fn log_writer_loop(task: &BackgroundTask, weak: &std::sync::Weak<LogManager>) {
-    task.serve_requests(LOG_WRITER_SPID, weak, |log| {
-        log.write_sealed_blocks();
-        true
-    });
+    crate::instance::set_current_spid(LOG_WRITER_SPID);
+    loop {
+        let requested = task.take_request(None);
+        if task.stopped() {
+            return;
+        }
+        if !requested {
+            continue;
+        }
+        if !write_while_streaming(task, weak) {
+            return;
+        }
+    }
+}
+
+/// Writes the batch it was asked for, and the batches that follow while they keep coming
+/// (polling). Holds the log only while it looks or writes, so that dropping the database's
+/// last reference still closes it. False when the task should end (stopped, or the log gone).
+fn write_while_streaming(task: &BackgroundTask, weak: &std::sync::Weak<LogManager>) -> bool {
+    use std::sync::atomic::Ordering;
+    let mut idle_polls = 0;
+    loop {
+        {
+            let Some(log) = weak.upgrade() else { return false };
+            if idle_polls == 0 {
+                // Set before the write: appenders that fill a batch meanwhile leave it to the
+                // next look.
+                log.writer_polling.store(true, Ordering::SeqCst);
+                log.write_sealed_blocks();
+            }
+            if idle_polls >= log.writer_idle_polls.load(Ordering::Relaxed) {
+                // Appenders ask again from here on. One that saw the flag set while its block
+                // made the batch asked nobody: look once more, under the append lock it held.
+                log.writer_polling.store(false, Ordering::SeqCst);
+                if log.state.lock().pending.len() < LOG_WRITER_BATCH_BLOCKS {
+                    return true;
+                }
+                idle_polls = 0;
+                continue;
+            }
+        }
+        task.take_request(Some(LOG_WRITER_POLL_INTERVAL));
+        let Some(log) = weak.upgrade() else { return false };
+        if task.stopped() {
+            log.writer_polling.store(false, Ordering::SeqCst);
+            return false;
+        }
+        let batch_waits = log.state.lock().pending.len() >= LOG_WRITER_BATCH_BLOCKS;
+        idle_polls = if batch_waits { 0 } else { idle_polls + 1 };
+    }
 }
 
 /// A failed write or sync of the log: the log stops. The OS error goes to the errorlog as
@@ -537,6 +604,9 @@ impl LogManager {
             writer: Arc::default(),
             writer_started: std::sync::atomic::AtomicBool::new(false),
             writer_requested: std::sync::atomic::AtomicBool::new(false),
+            writer_polling: std::sync::atomic::AtomicBool::new(false),
+            writer_wakes: std::sync::atomic::AtomicU64::new(0),
+            writer_idle_polls: std::sync::atomic::AtomicU32::new(LOG_WRITER_IDLE_POLLS),
             open_transactions: Mutex::new(BTreeMap::new()),
             transactions_started: std::sync::atomic::AtomicU64::new(0),
             shrinks: std::sync::atomic::AtomicU64::new(0),
@@ -930,7 +1000,8 @@ impl LogManager {
     }
 
     /// Under the append lock: flags a full log cache for [`LogManager::write_cache_if_full`].
-    /// Also wakes the log writer, if it runs, once [`LOG_WRITER_BATCH_BLOCKS`] are sealed.
+    /// Also wakes the log writer, if it runs and is not polling, once [`LOG_WRITER_BATCH_BLOCKS`]
+    /// are sealed.
     fn note_cache(&self, state: &LogState) {
         use std::sync::atomic::Ordering;
         if state.pending.len() >= LOG_BUFFERS {
@@ -938,8 +1009,10 @@ impl LogManager {
         }
         if state.pending.len() >= LOG_WRITER_BATCH_BLOCKS
             && self.writer_started.load(Ordering::Acquire)
+            && !self.writer_polling.load(Ordering::SeqCst)
             && !self.writer_requested.swap(true, Ordering::AcqRel)
         {
+            self.writer_wakes.fetch_add(1, Ordering::Relaxed);
             self.writer.request();
         }
     }
@@ -958,6 +1031,17 @@ impl LogManager {
             log_writer_loop(&task, &weak)
         });
         self.writer_started.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// How many times appenders have woken the log writer.
+    pub fn writer_wakes(&self) -> u64 {
+        self.writer_wakes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Test seam: how many looks that find no batch the log writer makes before it sleeps
+    /// until asked ([`LOG_WRITER_IDLE_POLLS`] otherwise). Taken at its next look.
+    pub fn set_writer_idle_polls(&self, polls: u32) {
+        self.writer_idle_polls.store(polls, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Stops the log writer and waits for a write it has under way.
