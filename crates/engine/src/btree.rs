@@ -483,11 +483,16 @@ impl BTree {
     /// corruption is turned into an error once, not at each probe.
     fn search_leaf(&self, buf: &PageBuf, key: &[Value]) -> Result<LeafSlot, BadRecord> {
         let records = datapage::RecordArea::of(buf)?;
+        let prepared = self.leaf_comparer.as_ref().and_then(|c| c.prepare(key));
         let (mut low, mut high) = (0u16, records.slot_count());
         while low < high {
             let mid = (low + high) / 2;
             let bytes = records.prefix(mid)?;
-            match self.compare_leaf_key(bytes, key)? {
+            let order = match (&self.leaf_comparer, &prepared) {
+                (Some(comparer), Some(prepared)) => comparer.compare_prepared(bytes, prepared)?,
+                _ => self.compare_leaf_key(bytes, key)?,
+            };
+            match order {
                 Ordering::Less => low = mid + 1,
                 Ordering::Greater => high = mid,
                 Ordering::Equal => {
@@ -521,12 +526,19 @@ impl BTree {
     /// naming no page yet (as [`BTree::search_leaf`]).
     fn search_entries(&self, buf: &PageBuf, key: &[Value]) -> Result<u16, BadRecord> {
         let records = datapage::RecordArea::of(buf)?;
+        // The key is prepared once for the search's comparisons, where it can be.
+        let prepared = self.entry_comparer.as_ref().and_then(|c| c.prepare(key));
         let (mut low, mut high) = (1u16, records.slot_count());
         while low < high {
             let mid = (low + high) / 2;
             records.touch((low + mid) / 2);
             records.touch((mid + 1 + high) / 2);
-            if self.compare_entry_key(records.prefix(mid)?, key)? == Ordering::Greater {
+            let bytes = records.prefix(mid)?;
+            let order = match (&self.entry_comparer, &prepared) {
+                (Some(comparer), Some(prepared)) => comparer.compare_prepared(bytes, prepared)?,
+                _ => self.compare_entry_key(bytes, key)?,
+            };
+            if order == Ordering::Greater {
                 high = mid;
             } else {
                 low = mid + 1;
