@@ -123,6 +123,9 @@ pub struct BTree {
     /// types allow ([`record::KeyComparer`]).
     leaf_comparer: Option<record::KeyComparer>,
     entry_comparer: Option<record::KeyComparer>,
+    /// The table's first key column is NOT NULL: an index page's entries after the first
+    /// (which stands for minus infinity, its key NULL) hold no NULL there.
+    entry_keys_not_null: bool,
 }
 
 /// The first byte of a B-tree's unit descriptor.
@@ -280,6 +283,7 @@ impl BTree {
             .sum();
         let max_entry_bytes = 4 + key_bytes + 2 + entry_columns.len().div_ceil(8) + 2;
         let leaf_comparer = record::KeyComparer::new(&columns, &layout, &key_columns);
+        let entry_keys_not_null = key_columns.first().is_some_and(|i| !columns[*i].nullable);
         let entry_comparer =
             record::KeyComparer::new(&entry_columns, &entry_layout, &entry_key_columns);
         BTree {
@@ -299,6 +303,7 @@ impl BTree {
             max_entry_bytes,
             leaf_comparer,
             entry_comparer,
+            entry_keys_not_null,
         }
     }
 
@@ -528,6 +533,9 @@ impl BTree {
         let records = datapage::RecordArea::of(buf)?;
         // The key is prepared once for the search's comparisons, where it can be.
         let prepared = self.entry_comparer.as_ref().and_then(|c| c.prepare(key));
+        // Entry 0 is never compared: the entries searched hold the table's key values.
+        let prepared =
+            prepared.map(|p| if self.entry_keys_not_null { p.for_keys_not_null() } else { p });
         let (mut low, mut high) = (1u16, records.slot_count());
         while low < high {
             let mid = (low + high) / 2;

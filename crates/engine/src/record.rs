@@ -944,6 +944,15 @@ pub struct PreparedKey {
     tie: Ordering,
 }
 
+impl PreparedKey {
+    /// This key, to compare with stored keys whose first column is known not to be NULL
+    /// (the entries of an index page after its first, when the table's key column is NOT
+    /// NULL): their null bitmap is not read.
+    pub fn for_keys_not_null(self) -> PreparedKey {
+        PreparedKey { null_bit: None, ..self }
+    }
+}
+
 /// Where a stored value of `kind` sorts, as a number: integers and money by value, a
 /// uniqueidentifier by its bytes in SQL Server's order ([`GUID_ORDER`]) read big-endian.
 #[inline]
@@ -1008,14 +1017,17 @@ impl KeyComparer {
         record: &[u8],
         key: &PreparedKey,
     ) -> Result<Ordering, BadRecord> {
-        if self.nullable {
-            let (_, stored_columns, bitmap) = fixed_part_at(self.fixed_end, record)?;
-            // A NULL sorts before every value (an index page's first entry: minus infinity).
-            if key.null_bit.is_some_and(|index| null_bit_set(stored_columns, bitmap, index)) {
-                return Ok(Ordering::Less);
+        match key.null_bit {
+            Some(index) => {
+                let (_, stored_columns, bitmap) = fixed_part_at(self.fixed_end, record)?;
+                // A NULL sorts before every value (an index page's first entry: minus infinity).
+                if null_bit_set(stored_columns, bitmap, index) {
+                    return Ok(Ordering::Less);
+                }
             }
-        } else {
-            fixed_end_at(self.fixed_end, record)?;
+            None => {
+                fixed_end_at(self.fixed_end, record)?;
+            }
         }
         Ok(order_of(key.kind, &record[key.at..]).cmp(&key.order).then(key.tie))
     }
@@ -1424,11 +1436,17 @@ mod tests {
         for (null, record) in [(true, &null_record), (false, &records[0])] {
             for key in [[Value::Int(i32::MIN)], [Value::Int(1)], [Value::Int(i32::MAX)]] {
                 let prepared = nullable.prepare(&key).expect("a nullable column is prepared");
+                let expected = nullable.compare(record, &key).map(|order| order.unwrap());
                 assert_eq!(
                     Ok(nullable.compare_prepared(record, &prepared).unwrap()),
-                    nullable.compare(record, &key).map(|order| order.unwrap()),
+                    expected,
                     "null {null}, key {key:?}"
                 );
+                if !null {
+                    let not_null = prepared.for_keys_not_null();
+                    let order = nullable.compare_prepared(record, &not_null);
+                    assert_eq!(Ok(order.unwrap()), expected, "known not null, key {key:?}");
+                }
             }
         }
         let prepared = KeyComparer::new(&columns, &layout, &[2]).unwrap().prepare(&[Value::Int(1)]);
