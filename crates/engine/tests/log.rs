@@ -287,7 +287,11 @@ fn a_streaming_log_wakes_its_writer_once_and_a_sleeping_writer_again() {
     assert_eq!(db.log().writer_wakes(), 1, "one wake-up for {batches} batches");
     // The writer goes back to sleep after one empty look; the next batch wakes it.
     db.log().set_writer_idle_polls(1);
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while db.log().writer_is_polling() {
+        assert!(std::time::Instant::now() < deadline, "the log writer never went to sleep");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     let mut more = Vec::new();
     for _ in 0..LOG_WRITER_BATCH_BLOCKS {
         more.push(db.log().append(&record(50_000)).unwrap());

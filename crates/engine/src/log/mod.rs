@@ -1038,6 +1038,11 @@ impl LogManager {
         self.writer_wakes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether the log writer is looking for batches itself (appenders do not wake it).
+    pub fn writer_is_polling(&self) -> bool {
+        self.writer_polling.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Test seam: how many looks that find no batch the log writer makes before it sleeps
     /// until asked ([`LOG_WRITER_IDLE_POLLS`] otherwise). Taken at its next look.
     pub fn set_writer_idle_polls(&self, polls: u32) {
