@@ -1649,10 +1649,8 @@ impl BTree {
 }
 
 fn set_links(buf: &mut PageBuf, prev: PageId, next: PageId) {
-    let mut header = PageHeader::read(&buf[..]);
-    header.prev_page = prev;
-    header.next_page = next;
-    header.write(&mut buf[..]);
+    crate::page::set_prev_page(&mut buf[..], prev);
+    crate::page::set_next_page(&mut buf[..], next);
 }
 
 fn fill(buf: &mut PageBuf, records: &[&[u8]]) {

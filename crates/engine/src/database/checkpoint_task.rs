@@ -107,6 +107,13 @@ impl BackgroundTask {
         target: &Weak<T>,
         mut work: impl FnMut(&T) -> bool,
     ) {
+        self.serve(spid, || target.upgrade().is_some_and(|target| work(&target)));
+    }
+
+    /// [`BackgroundTask::serve_requests`] for work that holds its target itself (the log
+    /// writer holds its log only while it looks or writes, not between its looks): each
+    /// request runs `work`, until the task is stopped or `work` returns false.
+    pub(crate) fn serve(&self, spid: u16, mut work: impl FnMut() -> bool) {
         crate::instance::set_current_spid(spid);
         loop {
             let requested = self.take_request(None);
@@ -116,8 +123,7 @@ impl BackgroundTask {
             if !requested {
                 continue;
             }
-            let Some(target) = target.upgrade() else { return };
-            if !work(&target) {
+            if !work() {
                 return;
             }
         }

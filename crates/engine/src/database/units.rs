@@ -587,11 +587,7 @@ impl Database {
             self.persist_first_iam(inner, unit.au_id, page)?;
         }
         if !previous.is_null() {
-            self.edit_page(previous, |buf| {
-                let mut prev_header = PageHeader::read(&buf[..]);
-                prev_header.next_page = page;
-                prev_header.write(&mut buf[..]);
-            })?;
+            self.edit_page(previous, |buf| crate::page::set_next_page(&mut buf[..], page))?;
         }
         unit.iams.push(IamRef { page, file_id, interval });
         Ok(unit.iams.len() - 1)

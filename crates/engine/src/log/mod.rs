@@ -453,19 +453,7 @@ pub struct LogManager {
 /// interrupt (tens of microseconds on a VM, `docs/benchmarks.md`); a log that streams (one
 /// long transaction, seed 002) would pay one per batch, about 1 MB.
 fn log_writer_loop(task: &BackgroundTask, weak: &std::sync::Weak<LogManager>) {
-    crate::instance::set_current_spid(LOG_WRITER_SPID);
-    loop {
-        let requested = task.take_request(None);
-        if task.stopped() {
-            return;
-        }
-        if !requested {
-            continue;
-        }
-        if !write_while_streaming(task, weak) {
-            return;
-        }
-    }
+    task.serve(LOG_WRITER_SPID, || write_while_streaming(task, weak));
 }
 
 /// Writes the batch it was asked for, and the batches that follow while they keep coming
