@@ -10,7 +10,7 @@ use engine::alloc::{self, pfs};
 use engine::btree::BTree;
 use engine::database::Database;
 use engine::page::PageHeader;
-use engine::record::{Column, SqlType, Value, compare_guid};
+use engine::record::{self as record, Column, Layout, SqlType, Value, compare_guid};
 use engine::units::PageId;
 use std::sync::Arc;
 
@@ -457,6 +457,72 @@ fn the_ghost_cleanup_task_removes_ghosts_unless_trace_flag_661_is_on() {
     let stats = db.ghost_cleanup_stats();
     assert!(stats.runs >= 1, "ten pages per run at most: {stats:?}");
     assert_eq!(tree.check(&db), Ok(200));
+}
+
+/// Each entry of an index page but its first, against the first record of the child it names
+/// (the entry's key columns, decoded; the child's key, decoded from its first record).
+fn entries_and_child_first_keys(
+    db: &Database,
+    tree: &BTree,
+    page: PageId,
+) -> Vec<(Vec<Value>, Vec<Value>)> {
+    let buf = db.page_copy(page).unwrap();
+    let level = PageHeader::read(&buf[..]).level;
+    if level == 0 {
+        return Vec::new();
+    }
+    let entry_columns = tree.record_columns(level);
+    let entry_layout = Layout::new(entry_columns);
+    let mut pairs = Vec::new();
+    for slot in 0..engine::datapage::slot_count(&buf) {
+        let bytes = engine::datapage::record(&buf, slot).unwrap();
+        let mut entry = record::decode(entry_columns, &entry_layout, bytes).unwrap();
+        let Some(Value::Bytes(child)) = entry.pop() else { panic!("an entry names its child") };
+        let child = PageId::from_bytes(&child);
+        let child_buf = db.page_copy(child).unwrap();
+        let child_level = PageHeader::read(&child_buf[..]).level;
+        let child_columns = tree.record_columns(child_level);
+        let first = engine::datapage::record(&child_buf, 0).unwrap();
+        let first = record::decode(child_columns, &Layout::new(child_columns), first).unwrap();
+        // A leaf's first row gives its key; an index page's first entry stands for minus
+        // infinity, so only entries naming leaves are compared.
+        if slot > 0 && child_level == 0 {
+            pairs.push((entry, tree.stored_key(&first)));
+        }
+        pairs.extend(entries_and_child_first_keys(db, tree, child));
+    }
+    pairs
+}
+
+/// A split adds an entry for its new page to the parent, made from the new page's first key.
+/// When that first record is the row being inserted (every ascending split, and a middle split
+/// whose new row starts the right half), the entry is encoded from the row's key rather than
+/// decoded back from the record: the same key, a char key's padding and a non-unique index's
+/// uniquifier included. In a tree that only grew, each entry is its child's first key.
+#[test]
+fn a_split_entry_is_the_first_key_of_its_new_page() {
+    let lab = lab();
+    let db = lab.company();
+    let columns = vec![
+        Column::new("k", SqlType::Char(30), false),
+        Column::new("pad", SqlType::Char(400), false),
+    ];
+    let tree = BTree::create_non_unique(&db, "dbo.S", "CIX_S", columns, vec![0], None).unwrap();
+    let row = |n: u32| vec![Value::Text(format!("key {n:05}")), Value::Text("p".into())];
+    // Ascending keys, each three times (uniquifiers 0, 1 and 2), then random ones in between.
+    for n in 0..1200 {
+        tree.insert(&db, &row(2 * (n / 3))).unwrap();
+    }
+    let mut rng = Rng::from_env("a_split_entry_is_the_first_key_of_its_new_page");
+    for _ in 0..1200 {
+        tree.insert(&db, &row(2 * (rng.next_u64() % 400) as u32 + 1)).unwrap();
+    }
+    assert_eq!(tree.check(&db), Ok(2400));
+    let pairs = entries_and_child_first_keys(&db, &tree, tree.root);
+    assert!(pairs.len() > 100, "{} entries: the tree split often", pairs.len());
+    for (entry, first_key) in pairs {
+        assert_eq!(entry, first_key);
+    }
 }
 
 #[test]
