@@ -960,7 +960,7 @@ impl BTree {
             }
             LeafSlot::Found(_) => return Err(self.duplicate(key)),
         };
-        self.split(db, leaf, slot, (record, Some(key)), &mut path)
+        self.split(db, leaf, slot, record, Some(key), &mut path)
     }
 
     /// EX latch coupling from the root, keeping the ancestors of unsafe pages, then a split.
@@ -1002,20 +1002,21 @@ impl BTree {
             }
             LeafSlot::Found(_) => return Err(self.duplicate(key)),
         };
-        self.split(db, current, slot, (record, Some(key)), &mut path)?;
+        self.split(db, current, slot, record, Some(key), &mut path)?;
         Ok(true)
     }
 
     /// Splits a full page to add `record` at `slot`, and adds the new page's entry to the parent
-    /// (splitting it in turn if needed). `record` comes with its key when the caller has it (a
-    /// row's insert): the parent's entry for a new page that starts with the new record is
+    /// (splitting it in turn if needed). `record_key` is `record`'s key when the caller has it
+    /// (a row's insert): the parent's entry for a new page that starts with the new record is
     /// then encoded from that key, not decoded back from the record (seed 002's every row).
     fn split<'p>(
         &self,
         db: &'p Database,
         page: PageGuard<'p>,
         slot: u16,
-        (record, record_key): (&[u8], Option<&[Value]>),
+        record: &[u8],
+        record_key: Option<&[Value]>,
         path: &mut Vec<(PageGuard<'p>, u16)>,
     ) -> SqlResult<()> {
         db.instance().counters.count_page_split();
@@ -1111,7 +1112,7 @@ impl BTree {
         drop(page);
         let (parent, child_slot) = path.pop().expect("the parent of an unsafe page stays latched");
         let placed = parent.insert_record(child_slot + 1, &entry)?;
-        if placed { Ok(()) } else { self.split(db, parent, child_slot + 1, (&entry, None), path) }
+        if placed { Ok(()) } else { self.split(db, parent, child_slot + 1, &entry, None, path) }
     }
 
     /// The root keeps its page id: its records move to two new pages and it becomes their parent.

@@ -10,7 +10,7 @@ use engine::alloc::{self, pfs};
 use engine::btree::BTree;
 use engine::database::Database;
 use engine::page::PageHeader;
-use engine::record::{self as record, Column, Layout, SqlType, Value, compare_guid};
+use engine::record::{self, Column, Layout, SqlType, Value, compare_guid};
 use engine::units::PageId;
 use std::sync::Arc;
 
