@@ -1449,9 +1449,9 @@ mod tests {
                 }
             }
         }
-        let prepared = KeyComparer::new(&columns, &layout, &[2]).unwrap().prepare(&[Value::Int(1)]);
-        let short = KeyComparer::new(&columns, &layout, &[2]).unwrap();
-        assert!(short.compare_prepared(&[0, 0, 9, 0], &prepared.unwrap()).is_err(), "short");
+        let int_key = KeyComparer::new(&columns, &layout, &[2]).unwrap();
+        let prepared = int_key.prepare(&[Value::Int(1)]).unwrap();
+        assert!(int_key.compare_prepared(&[0, 0, 9, 0], &prepared).is_err(), "a short record");
     }
 
     /// An index entry's child pointer read in place is the value `decode` gives; a variable

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{lab, lab_with};
+use common::{eventually, lab, lab_with};
 use engine::buffer::PageKey;
 use engine::database::Database;
 use engine::datapage;
@@ -17,15 +17,6 @@ use engine::record::{Column, Layout, RecordType, SqlType, Value, encode};
 use engine::units::{PAGE_HEADER_SIZE, PageId};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Polls `condition` for up to ten seconds (a bound, not a timing assertion).
-fn eventually(what: &str, condition: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// Formats `page` as a data page carrying `mark` at offset 200, through the pool.
 fn write_data_page(lab: &common::Lab, database_id: u16, page: PageId, mark: u64) {

@@ -124,3 +124,12 @@ impl Rng {
         self.0.guid()
     }
 }
+
+/// Polls `condition` for up to ten seconds (a bound, not a timing assertion).
+pub fn eventually(what: &str, condition: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !condition() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Lab, lab_with, size};
+use common::{Lab, eventually, lab_with, size};
 use engine::database::{Database, DatabaseSpec, FileChange, FileSpec};
 use engine::log::lsn::Lsn;
 use engine::log::record::{Context, LogRecord, Operation};
@@ -237,11 +237,7 @@ fn the_log_writer_writes_sealed_blocks_while_the_session_appends() {
         lsns.push(db.log().append(&record(50_000)).unwrap());
     }
     let last_sealed = lsns[LOG_WRITER_BATCH_BLOCKS - 1];
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while db.log().flushed_lsn() < last_sealed {
-        assert!(std::time::Instant::now() < deadline, "the log writer wrote nothing");
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    eventually("the log writer writes the batch", || db.log().flushed_lsn() >= last_sealed);
     assert_eq!(db.log().flushed_lsn(), last_sealed, "the open block is not sealed early");
     assert!(lab.instance.waits.get("LOGBUFFER").is_none(), "no session waited");
     assert!(lab.instance.waits.get("WRITELOG").is_none(), "no session waited");
@@ -265,13 +261,8 @@ fn a_streaming_log_wakes_its_writer_once_and_a_sleeping_writer_again() {
     // faster than that on any machine, so the count of wake-ups does not depend on timing.
     db.log().set_writer_idle_polls(5_000);
     db.start_log_writer();
-    let wait_written = |lsn| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while db.log().flushed_lsn() < lsn {
-            assert!(std::time::Instant::now() < deadline, "the log writer left a batch");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    };
+    let wait_written =
+        |lsn| eventually("the log writer writes the batch", || db.log().flushed_lsn() >= lsn);
     // One 50 KB record per block: each append seals the block before it. Six batches, each
     // written before the next is appended.
     let batches = 6;
@@ -287,11 +278,7 @@ fn a_streaming_log_wakes_its_writer_once_and_a_sleeping_writer_again() {
     assert_eq!(db.log().writer_wakes(), 1, "one wake-up for {batches} batches");
     // The writer goes back to sleep after one empty look; the next batch wakes it.
     db.log().set_writer_idle_polls(1);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while db.log().writer_is_polling() {
-        assert!(std::time::Instant::now() < deadline, "the log writer never went to sleep");
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    eventually("the log writer goes back to sleep", || !db.log().writer_is_polling());
     let mut more = Vec::new();
     for _ in 0..LOG_WRITER_BATCH_BLOCKS {
         more.push(db.log().append(&record(50_000)).unwrap());
