@@ -602,3 +602,53 @@ fn a_reserve_larger_than_a_vlf_grows_the_log_only_when_the_free_vlfs_cannot_hold
     }
     assert!(!db.log().growths().is_empty(), "the log grew to keep the reserve");
 }
+
+/// An allocation's PFS change is a group of its own (a nested top action, appended as the
+/// change is made): its LOP_SET_BITS record ends its group, and the PFS page carries that
+/// record's LSN, so the page is not written before the record is durable (WAL).
+#[test]
+fn an_allocation_logs_its_pfs_change_alone_and_stamps_the_pfs_page_with_it() {
+    use engine::alloc::{self, pfs};
+    use engine::log::record::FLAG_GROUP_CONTINUES;
+    use engine::units::PageId;
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "4MB", "4MB");
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    for _ in 0..10 {
+        let page = db.allocate_page(unit).unwrap();
+        db.log().flush_all().unwrap();
+        let rows = db.log().fn_dblog().unwrap();
+        let last = rows
+            .iter()
+            .rev()
+            .find(|row| row.page_id.as_deref() == Some("0001:00000001"))
+            .expect("the allocation logged its PFS change");
+        assert_eq!((last.operation, last.context), ("LOP_SET_BITS", "LCX_PFS"));
+        assert_eq!(last.flag_bits & FLAG_GROUP_CONTINUES, 0, "the record ends its group");
+        let pfs_page = db.page_copy(PageId::new(1, 1)).unwrap();
+        assert_eq!(Lsn::from_bytes(&pfs_page[40..50]).to_hex(), last.current_lsn);
+        assert_ne!(alloc::pfs_get(&pfs_page, page.page_no) & pfs::ALLOCATED, 0);
+    }
+}
+
+/// An allocation whose map change the full log refuses fails with 9002 and leaves every
+/// allocation map as it was: the change is undone before the page's latch is released.
+#[test]
+fn an_allocation_refused_by_a_full_log_changes_no_allocation_map() {
+    use engine::units::PageId;
+    let lab = lab_for(VlfRule::Sql2022);
+    let db = db_with_log(&lab, "1MB", "0");
+    let unit = db.create_allocation_unit("t", None).unwrap();
+    db.allocate_page(unit).unwrap(); // the unit's extent has free pages left
+    db.log().truncate(Lsn::new(1, 0, 0), ReuseWait::ActiveTransaction);
+    while db.log().append(&record(20_000)).is_ok() {}
+    // The smallest records to the last bytes: a PFS record is larger than what is left.
+    while db.log().append(&record(1)).is_ok() {}
+    let maps = |db: &Database| -> Vec<Vec<u8>> {
+        (0..4).map(|page_no| db.page_copy(PageId::new(1, page_no)).unwrap().to_vec()).collect()
+    };
+    let before = maps(&db);
+    let error = db.allocate_page(unit).unwrap_err();
+    assert_eq!((error.number, error.severity, error.state), (9002, 17, 2));
+    assert!(maps(&db) == before, "a refused allocation changed an allocation map");
+}

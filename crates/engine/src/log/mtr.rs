@@ -43,7 +43,9 @@
 //!
 //! Allocation-map changes run in their own mtr, committed before the caller's continues (a
 //! nested top action): latches on PFS, GAM, SGAM and IAM pages are not held while data pages
-//! are latched afterwards, which keeps the latch order of [`crate::buffer`]. Deviation: if a
+//! are latched afterwards, which keeps the latch order of [`crate::buffer`]. Such an mtr has
+//! one change, so it opens no mtr state: the change's record is appended as it is made, under
+//! the page's latch and data lock (`PageGuard::write_alone`). Deviation: if a
 //! crash comes after an allocation's group but before the group that uses the page, the page
 //! stays allocated to its object without being linked (SQL Server undoes it).
 //!
@@ -640,6 +642,12 @@ impl Drop for AutocommitScope {
         let state = STACK.with(|s| s.borrow_mut().pop().expect("the scope's level"));
         assert!(state.autocommit && state.changes.is_empty(), "autocommit scopes hold no changes");
     }
+}
+
+/// Whether the innermost level of this thread's stack is an autocommit scope: a page change
+/// made now is an mtr of its own.
+pub fn autocommit_on_top() -> bool {
+    STACK.with(|s| s.borrow().last().is_some_and(|m| m.autocommit))
 }
 
 /// Runs `f` on the innermost open mtr, if any.
