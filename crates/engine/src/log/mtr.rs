@@ -218,6 +218,19 @@ fn for_each_run_within(before: &Saved, after: &[u8; PAGE_SIZE], mut emit: impl F
     let mut at_saved = 0;
     for (i, (offset, len)) in before.ranges.into_iter().enumerate() {
         let (start, len) = (usize::from(offset), usize::from(len));
+        if len == 0 {
+            continue; // a slot of the three that the change did not use
+        }
+        let old_bytes = if before.zeroed & (1 << i) != 0 {
+            None
+        } else {
+            at_saved += len;
+            Some(&before.bytes[at_saved - len..at_saved])
+        };
+        if len <= MERGE_GAP_BYTES && !overlaps_skipped(start, len) {
+            emit_short_run(start, old_bytes, &after[start..start + len], &mut emit);
+            continue;
+        }
         let xor: &mut [u8] = if len <= small.len() {
             &mut small[..len]
         } else {
@@ -226,14 +239,13 @@ fn for_each_run_within(before: &Saved, after: &[u8; PAGE_SIZE], mut emit: impl F
             &mut large[..]
         };
         let new = &after[start..start + len];
-        if before.zeroed & (1 << i) != 0 {
-            xor.copy_from_slice(new);
-        } else {
-            // One pass over old and new bytes, a loop the compiler vectorizes.
-            let old = &before.bytes[at_saved..at_saved + len];
-            at_saved += len;
-            for ((x, o), n) in xor.iter_mut().zip(old).zip(new) {
-                *x = o ^ n;
+        match old_bytes {
+            None => xor.copy_from_slice(new),
+            Some(old) => {
+                // One pass over old and new bytes, a loop the compiler vectorizes.
+                for ((x, o), n) in xor.iter_mut().zip(old).zip(new) {
+                    *x = o ^ n;
+                }
             }
         }
         for (from, to) in SKIPPED {
@@ -244,6 +256,31 @@ fn for_each_run_within(before: &Saved, after: &[u8; PAGE_SIZE], mut emit: impl F
         }
         for_each_run(xor, start, &mut emit);
     }
+}
+
+/// Whether `[start, start + len)` meets a byte range a diff leaves out ([`SKIPPED`]).
+fn overlaps_skipped(start: usize, len: usize) -> bool {
+    SKIPPED.iter().any(|(from, to)| start < *to && *from < start + len)
+}
+
+/// The run of a range no longer than [`MERGE_GAP_BYTES`] (a PFS extent's bytes, a map byte,
+/// a page link), clear of [`SKIPPED`]: at most one, since no gap inside it is long enough to
+/// end a run, so it goes from the first changed byte to the last. `old` None: the range was
+/// zero. The same run [`for_each_run`] finds, without its scans.
+fn emit_short_run(start: usize, old: Option<&[u8]>, new: &[u8], emit: &mut impl FnMut(u16, &[u8])) {
+    let mut xor = [0u8; MERGE_GAP_BYTES];
+    let xor = &mut xor[..new.len()];
+    match old {
+        None => xor.copy_from_slice(new),
+        Some(old) => {
+            for ((x, o), n) in xor.iter_mut().zip(old).zip(new) {
+                *x = o ^ n;
+            }
+        }
+    }
+    let Some(first) = xor.iter().position(|byte| *byte != 0) else { return };
+    let last = xor.iter().rposition(|byte| *byte != 0).expect("a changed byte");
+    emit((start + first) as u16, &xor[first..=last]);
 }
 
 /// Builds a page record's payload (see [`encode_page_payload`]) while a change is made, so
@@ -836,6 +873,52 @@ mod tests {
             let mut undone = after;
             saved.restore(&mut undone);
             assert_eq!(undone, before, "the saved ranges undo it too");
+        }
+    }
+
+    /// Ranges of up to a merge gap (a PFS extent's bytes, a link) take the short path, unless
+    /// they meet the page LSN or checksum: the runs are still those of the whole-page diff,
+    /// for old bytes kept or known zero, one range or three, anywhere in the page.
+    #[test]
+    fn short_ranges_give_the_runs_of_the_whole_page_diff() {
+        let mut rng = crate::rng::SplitMix64::new(14);
+        for round in 0..2000 {
+            let mut before = [0u8; PAGE_SIZE];
+            let zero_body = round % 3 == 0;
+            if !zero_body {
+                for byte in before.iter_mut() {
+                    *byte = (rng.next_u64() % 3) as u8;
+                }
+            }
+            let mut ranges = Vec::new();
+            for _ in 0..1 + rng.next_u64() % 3 {
+                // Near the header's skipped bytes half the time, anywhere otherwise.
+                let from = if rng.next_u64().is_multiple_of(2) {
+                    30 + (rng.next_u64() % 40) as usize
+                } else {
+                    (rng.next_u64() % (PAGE_SIZE as u64 - 8)) as usize
+                };
+                let len = 1 + (rng.next_u64() % MERGE_GAP_BYTES as u64) as usize;
+                // Runs never cross a range's end, where the whole-page diff would merge runs
+                // of ranges closer than a merge gap: ranges stay further apart.
+                let apart = |(f, t): &(usize, usize)| {
+                    from + len + MERGE_GAP_BYTES <= *f || from >= *t + MERGE_GAP_BYTES
+                };
+                if ranges.iter().all(apart) {
+                    ranges.push((from, from + len));
+                }
+            }
+            ranges.sort();
+            let zero_from = if zero_body { 0 } else { PAGE_SIZE };
+            let saved = Saved::of_zero_from(&before, &ranges, zero_from);
+            let mut after = before;
+            for (from, to) in &ranges {
+                for _ in 0..rng.next_u64() % 4 {
+                    let at = from + (rng.next_u64() % (to - from) as u64) as usize;
+                    after[at] = after[at].wrapping_add(1 + (rng.next_u64() % 3) as u8);
+                }
+            }
+            assert_eq!(diff_within(&saved, &after), diff(&before, &after), "ranges {ranges:?}");
         }
     }
 
