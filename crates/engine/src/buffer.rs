@@ -1586,23 +1586,11 @@ impl PageGuard<'_> {
         }
         let fresh = self.fresh.replace(false);
         self.logged_change(|buf| {
-            let spare = DIFF_SCRATCH.take();
             // A fresh page is all zeros (new_page, and no write since): its ranges are known
             // zero, neither read nor copied.
             let zero_from = if fresh { 0 } else { crate::units::PAGE_SIZE };
             debug_assert!(!fresh || buf.iter().all(|byte| *byte == 0), "a fresh page is zero");
-            let before = mtr::Saved::of_reusing(buf, ranges, zero_from, spare);
-            #[cfg(debug_assertions)]
-            let whole: Box<PageBuf> = Box::new(*buf);
-            let result = f(buf);
-            #[cfg(debug_assertions)]
-            {
-                // The page as it is now, but with the ranges' old bytes: the page before.
-                let mut outside_ranges = *buf;
-                before.restore(&mut outside_ranges);
-                let changed = mtr::diff(&whole, &outside_ranges);
-                assert!(changed.is_empty(), "a change outside {ranges:?}: {changed:?}");
-            }
+            let (result, before) = change_within(buf, ranges, zero_from, f);
             let kind = if fresh { mtr::KIND_FORMAT } else { mtr::KIND_XOR };
             let payload = mtr::PayloadBuilder::runs(self.key.page, kind).diff_within(&before, buf);
             DIFF_SCRATCH.set(before.into_bytes());
@@ -1628,18 +1616,7 @@ impl PageGuard<'_> {
             let mut data = frame.data.write();
             let buf: &mut PageBuf = data.as_mut().expect("a latched frame has bytes");
             mtr::complete_pending_records(self.index, buf);
-            let spare = DIFF_SCRATCH.take();
-            let before = mtr::Saved::of_reusing(buf, ranges, crate::units::PAGE_SIZE, spare);
-            #[cfg(debug_assertions)]
-            let whole: Box<PageBuf> = Box::new(*buf);
-            let result = f(buf);
-            #[cfg(debug_assertions)]
-            {
-                let mut outside_ranges = *buf;
-                before.restore(&mut outside_ranges);
-                let changed = mtr::diff(&whole, &outside_ranges);
-                assert!(changed.is_empty(), "a change outside {ranges:?}: {changed:?}");
-            }
+            let (result, before) = change_within(buf, ranges, crate::units::PAGE_SIZE, f);
             let payload =
                 mtr::PayloadBuilder::runs(self.key.page, mtr::KIND_XOR).diff_within(&before, buf);
             let record = (!payload.is_empty()).then(|| {
@@ -1800,6 +1777,30 @@ thread_local! {
     /// against them: kept from change to change (several changes a row, each an allocation
     /// otherwise).
     static DIFF_SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Runs `f` on a page whose change stays within `ranges`: its result, and the ranges' old bytes
+/// kept in [`DIFF_SCRATCH`]'s buffer (the caller gives it back once it has diffed them). Debug
+/// builds check that no byte outside the ranges changed.
+fn change_within<R>(
+    buf: &mut PageBuf,
+    ranges: &[(usize, usize)],
+    zero_from: usize,
+    f: impl FnOnce(&mut PageBuf) -> R,
+) -> (R, mtr::Saved) {
+    let before = mtr::Saved::of_reusing(buf, ranges, zero_from, DIFF_SCRATCH.take());
+    #[cfg(debug_assertions)]
+    let whole: Box<PageBuf> = Box::new(*buf);
+    let result = f(buf);
+    #[cfg(debug_assertions)]
+    {
+        // The page as it is now, but with the ranges' old bytes: the page before.
+        let mut outside_ranges = *buf;
+        before.restore(&mut outside_ranges);
+        let changed = mtr::diff(&whole, &outside_ranges);
+        assert!(changed.is_empty(), "a change outside {ranges:?}: {changed:?}");
+    }
+    (result, before)
 }
 
 /// What a logged change hands to its mtr ([`PageChange`]'s fields of the same names).
