@@ -44,8 +44,8 @@
 //! Allocation-map changes run in their own mtr, committed before the caller's continues (a
 //! nested top action): latches on PFS, GAM, SGAM and IAM pages are not held while data pages
 //! are latched afterwards, which keeps the latch order of [`crate::buffer`]. Such an mtr has
-//! one change, so it opens no mtr state: the change's record is appended as it is made, under
-//! the page's latch and data lock (`PageGuard::write_alone`). Deviation: if a
+//! one change, so it opens no mtr state: the change's record is appended right after it is
+//! made, while the page's latch is held (`PageGuard::write_alone`). Deviation: if a
 //! crash comes after an allocation's group but before the group that uses the page, the page
 //! stays allocated to its object without being linked (SQL Server undoes it).
 //!
