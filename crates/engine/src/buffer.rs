@@ -1581,74 +1581,31 @@ impl PageGuard<'_> {
         if ranges.iter().any(|(_, to)| *to > PAGE_HEADER_SIZE) {
             self.body_zero.set(false);
         }
-        if !self.fresh.get() && mtr::autocommit_on_top() {
-            return self.write_alone(ranges, f);
-        }
         let fresh = self.fresh.replace(false);
         self.logged_change(|buf| {
+            let spare = DIFF_SCRATCH.take();
             // A fresh page is all zeros (new_page, and no write since): its ranges are known
             // zero, neither read nor copied.
             let zero_from = if fresh { 0 } else { crate::units::PAGE_SIZE };
             debug_assert!(!fresh || buf.iter().all(|byte| *byte == 0), "a fresh page is zero");
-            let (result, before) = change_within(buf, ranges, zero_from, f);
+            let before = mtr::Saved::of_reusing(buf, ranges, zero_from, spare);
+            #[cfg(debug_assertions)]
+            let whole: Box<PageBuf> = Box::new(*buf);
+            let result = f(buf);
+            #[cfg(debug_assertions)]
+            {
+                // The page as it is now, but with the ranges' old bytes: the page before.
+                let mut outside_ranges = *buf;
+                before.restore(&mut outside_ranges);
+                let changed = mtr::diff(&whole, &outside_ranges);
+                assert!(changed.is_empty(), "a change outside {ranges:?}: {changed:?}");
+            }
             let kind = if fresh { mtr::KIND_FORMAT } else { mtr::KIND_XOR };
             let payload = mtr::PayloadBuilder::runs(self.key.page, kind).diff_within(&before, buf);
             DIFF_SCRATCH.set(before.into_bytes());
             let change = (fresh || !payload.is_empty()).then(|| payload.finish());
             (result, change.map(LoggedChange::of_runs))
         })
-    }
-
-    /// [`PageGuard::write_within`] in an autocommit scope (an allocation's nested top
-    /// action): the change is an mtr of one page record, so its record is appended here and
-    /// the page stamped with its LSN, without an mtr state to open, fill and commit (that
-    /// round cost seed 002 about 1,400 instructions an allocation). The same record, LSN and
-    /// latch release as [`BufferPool::commit_mtr`] would give: the frame's data lock is not
-    /// held through the append (a log growth may come in it), the guard keeps its latch until
-    /// dropped, and no mtr holds the page.
-    fn write_alone<R>(
-        &self,
-        ranges: &[(usize, usize)],
-        f: impl FnOnce(&mut PageBuf) -> R,
-    ) -> SqlResult<R> {
-        let frame = &self.pool.frames[self.index];
-        let (result, before, record) = {
-            let mut data = frame.data.write();
-            let buf: &mut PageBuf = data.as_mut().expect("a latched frame has bytes");
-            mtr::complete_pending_records(self.index, buf);
-            let (result, before) = change_within(buf, ranges, crate::units::PAGE_SIZE, f);
-            let payload =
-                mtr::PayloadBuilder::runs(self.key.page, mtr::KIND_XOR).diff_within(&before, buf);
-            let record = (!payload.is_empty()).then(|| {
-                let (operation, context) = record_label(mtr::KIND_XOR, buf[1]);
-                let mut record = LogRecord::new(operation, context, 0, payload.finish());
-                record.flags |= crate::log::record::FLAG_PAGE;
-                record
-            });
-            (result, before, record)
-        };
-        let Some(record) = record else {
-            DIFF_SCRATCH.set(before.into_bytes());
-            return Ok(result);
-        };
-        let appended = {
-            let logs = self.pool.logs.read().expect("the log map is never poisoned");
-            let log = logs.get(&self.key.database_id).expect("a logged database has a log");
-            log.append_group(&[&record], &[], crate::xact::compensating(), 0)
-        };
-        let mut data = frame.data.write();
-        let buf = data.as_mut().expect("a latched frame has bytes");
-        match appended {
-            Ok(lsns) => {
-                buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10].copy_from_slice(&lsns[0].to_bytes());
-                DIFF_SCRATCH.set(before.into_bytes());
-                Ok(result)
-            }
-            Err(error) => {
-                before.restore(buf);
-                Err(error)
-            }
-        }
     }
 
     /// Inserts `record` as `slot` of a data or index page ([`datapage::insert`]); false if it
@@ -1718,41 +1675,90 @@ impl PageGuard<'_> {
         self.pool.frames[self.index].meta.lock().dirty = true;
     }
 
-    /// Makes a change under the frame's write lock and records it in the open mtr, or in an
-    /// mtr of its own committed before returning. `change` returns its result and the change's
-    /// redo with the ranges to restore on abort (None: the bytes did not change).
+    /// Makes a change under the frame's write lock and records it in the open mtr, or, outside
+    /// any mtr grouping changes (an allocation's autocommit scope, a write on its own), logs it
+    /// as an mtr of its own before returning ([`PageGuard::logged_alone`]). `change` returns its
+    /// result and the change's redo with the ranges to restore on abort (None: the bytes did not
+    /// change).
     fn logged_change<R>(
         &self,
         change: impl FnOnce(&mut PageBuf) -> (R, Option<LoggedChange>),
     ) -> SqlResult<R> {
-        let own_mtr = !mtr::active();
-        if own_mtr {
-            mtr::begin();
+        if !mtr::active() {
+            return self.logged_alone(change);
         }
-        let result = {
-            let mut data = self.pool.frames[self.index].data.write();
+        let mut data = self.pool.frames[self.index].data.write();
+        let buf = data.as_mut().expect("a latched frame has bytes");
+        mtr::complete_pending_records(self.index, buf);
+        let (result, redo) = change(buf);
+        if let Some(LoggedChange { payload, before, record_at }) = redo {
+            let change = PageChange {
+                database_id: self.key.database_id,
+                page: self.key.page,
+                payload,
+                before,
+                page_type: buf[1],
+                frame: self.index,
+                record_at,
+            };
+            if record_at.is_some() {
+                mtr::note_pending_record();
+            }
+            mtr::with_top(|m| m.changes.push(change));
+        }
+        Ok(result)
+    }
+
+    /// [`PageGuard::logged_change`] for a change that is an mtr of its own (a nested top
+    /// action's PFS byte, say): with one change there is nothing to group, so its record is
+    /// appended right after the change and the page stamped with its LSN, without an mtr state
+    /// to open, fill and commit (that round cost seed 002 about 1,400 instructions an
+    /// allocation). The record, LSNs and latch release are those [`BufferPool::commit_mtr`]
+    /// gives a one-change mtr: the frame's data lock is not held through the append (a log
+    /// growth may come in it), the guard keeps its latch until dropped, and no mtr holds the
+    /// page. A log that refuses the record gets the change undone.
+    fn logged_alone<R>(
+        &self,
+        change: impl FnOnce(&mut PageBuf) -> (R, Option<LoggedChange>),
+    ) -> SqlResult<R> {
+        let frame = &self.pool.frames[self.index];
+        let (result, redo, page_type) = {
+            let mut data = frame.data.write();
             let buf = data.as_mut().expect("a latched frame has bytes");
             mtr::complete_pending_records(self.index, buf);
-            let (result, redo) = change(buf);
-            if let Some(LoggedChange { payload, before, record_at }) = redo {
-                let change = PageChange {
-                    database_id: self.key.database_id,
-                    page: self.key.page,
-                    payload,
-                    before,
-                    page_type: buf[1],
-                    frame: self.index,
-                    record_at,
-                };
-                if record_at.is_some() {
-                    mtr::note_pending_record();
-                }
-                mtr::with_top(|m| m.changes.push(change));
+            let (result, mut redo) = change(buf);
+            if let Some(redo) = redo.as_mut() {
+                // An insert's record is read from the page now: no commit comes to read it.
+                mtr::complete_payload(&mut redo.payload, &mut redo.record_at, buf);
             }
-            result
+            (result, redo, buf[1])
         };
-        if own_mtr {
-            self.pool.commit_mtr()?;
+        let Some(LoggedChange { payload, before, .. }) = redo else { return Ok(result) };
+        let (operation, context) = record_label(mtr::payload_kind(&payload), page_type);
+        let mut record = LogRecord::new(operation, context, 0, payload);
+        record.flags |= crate::log::record::FLAG_PAGE;
+        let logs = self.pool.logs.read().expect("the log map is never poisoned");
+        let Some(log) = logs.get(&self.key.database_id) else { return Ok(result) };
+        let appended = log.append_group(&[&record], &[], crate::xact::compensating(), 0);
+        let mut data = frame.data.write();
+        let buf = data.as_mut().expect("a latched frame has bytes");
+        match appended {
+            Ok(lsns) => {
+                buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10].copy_from_slice(&lsns[0].to_bytes());
+            }
+            Err(error) => {
+                mtr::undo(buf, &record.payload, &before);
+                return Err(error);
+            }
+        }
+        drop(data);
+        // As commit_mtr does: a full log cache is written here only when no mtr (nor
+        // autocommit scope) encloses the change; an enclosing one's commit writes it otherwise,
+        // once its latches are released.
+        if mtr::none_open() && log.cache_is_full() {
+            let log = log.clone();
+            drop(logs);
+            log.write_cache_if_full();
         }
         Ok(result)
     }
@@ -1777,30 +1783,6 @@ thread_local! {
     /// against them: kept from change to change (several changes a row, each an allocation
     /// otherwise).
     static DIFF_SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-/// Runs `f` on a page whose change stays within `ranges`: its result, and the ranges' old bytes
-/// kept in [`DIFF_SCRATCH`]'s buffer (the caller gives it back once it has diffed them). Debug
-/// builds check that no byte outside the ranges changed.
-fn change_within<R>(
-    buf: &mut PageBuf,
-    ranges: &[(usize, usize)],
-    zero_from: usize,
-    f: impl FnOnce(&mut PageBuf) -> R,
-) -> (R, mtr::Saved) {
-    let before = mtr::Saved::of_reusing(buf, ranges, zero_from, DIFF_SCRATCH.take());
-    #[cfg(debug_assertions)]
-    let whole: Box<PageBuf> = Box::new(*buf);
-    let result = f(buf);
-    #[cfg(debug_assertions)]
-    {
-        // The page as it is now, but with the ranges' old bytes: the page before.
-        let mut outside_ranges = *buf;
-        before.restore(&mut outside_ranges);
-        let changed = mtr::diff(&whole, &outside_ranges);
-        assert!(changed.is_empty(), "a change outside {ranges:?}: {changed:?}");
-    }
-    (result, before)
 }
 
 /// What a logged change hands to its mtr ([`PageChange`]'s fields of the same names).

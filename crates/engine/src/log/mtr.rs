@@ -45,7 +45,7 @@
 //! nested top action): latches on PFS, GAM, SGAM and IAM pages are not held while data pages
 //! are latched afterwards, which keeps the latch order of [`crate::buffer`]. Such an mtr has
 //! one change, so it opens no mtr state: the change's record is appended right after it is
-//! made, while the page's latch is held (`PageGuard::write_alone`). Deviation: if a
+//! made, while the page's latch is held (`PageGuard::logged_alone`). Deviation: if a
 //! crash comes after an allocation's group but before the group that uses the page, the page
 //! stays allocated to its object without being linked (SQL Server undoes it).
 //!
@@ -588,10 +588,20 @@ impl PageChange {
     /// The payload the log record carries: with the record copied from `buf` (the page as
     /// this change left it) if the change still reads it from the page.
     pub fn complete_payload(&mut self, buf: &[u8; PAGE_SIZE]) {
-        if let Some((offset, len)) = self.record_at.take() {
-            let (from, len) = (usize::from(offset), usize::from(len));
-            self.payload.extend_from_slice(&buf[from..from + len]);
-        }
+        complete_payload(&mut self.payload, &mut self.record_at, buf);
+    }
+}
+
+/// Appends to an insert's `payload` its record, read from the page `buf` where `record_at`
+/// says it lies, if the payload still lacks it (invariant 2); `record_at` is then None.
+pub fn complete_payload(
+    payload: &mut Vec<u8>,
+    record_at: &mut Option<(u16, u16)>,
+    buf: &[u8; PAGE_SIZE],
+) {
+    if let Some((offset, len)) = record_at.take() {
+        let (from, len) = (usize::from(offset), usize::from(len));
+        payload.extend_from_slice(&buf[from..from + len]);
     }
 }
 
@@ -679,12 +689,6 @@ impl Drop for AutocommitScope {
         let state = STACK.with(|s| s.borrow_mut().pop().expect("the scope's level"));
         assert!(state.autocommit && state.changes.is_empty(), "autocommit scopes hold no changes");
     }
-}
-
-/// Whether the innermost level of this thread's stack is an autocommit scope: a page change
-/// made now is an mtr of its own.
-pub fn autocommit_on_top() -> bool {
-    STACK.with(|s| s.borrow().last().is_some_and(|m| m.autocommit))
 }
 
 /// Runs `f` on the innermost open mtr, if any.
