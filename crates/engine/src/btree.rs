@@ -58,6 +58,10 @@ use crate::xact;
 use smallvec::SmallVec;
 use std::cmp::Ordering;
 
+/// The latched ancestors a split may have to change, each with the slot of its entry for the
+/// child below it (on the stack: an ascending insert's split keeps just the leaf's parent).
+type LatchPath<'p> = SmallVec<[(PageGuard<'p>, u16); 4]>;
+
 /// The longest key of a clustered index and of a nonclustered one (SQL Server 2016 on).
 pub const MAX_CLUSTERED_KEY_BYTES: usize = 900;
 pub const MAX_NONCLUSTERED_KEY_BYTES: usize = 1700;
@@ -94,8 +98,9 @@ thread_local! {
     /// The buffer this thread encodes its inserted rows into, kept from row to row: an
     /// nchar(2048) row would otherwise be a 4 KB allocation and free each time.
     static ROW_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-    /// The buffer this thread encodes its inserts' undo keys into before they are copied
-    /// inline ([`BTree::undo_key`]).
+    /// The buffer this thread encodes index entries into: its inserts' undo keys before they
+    /// are copied inline ([`BTree::undo_key`]), and a split's entry for the parent (handed
+    /// back once the parent has it; a nested split's entry takes a buffer of its own).
     static ENTRY_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
@@ -421,7 +426,16 @@ impl BTree {
     fn encode_entry(&self, key: &[Value], child: PageId) -> SqlResult<Vec<u8>> {
         // Written straight from the key and the pointer (a split's entry for its parent; an
         // insert's undo key goes through the same encoder, [`BTree::undo_key`]).
-        record::encode_index_entry(&self.entry_columns, &self.entry_layout, key, &child.to_bytes())
+        let mut entry = ENTRY_BUFFER.take();
+        let columns = &self.entry_columns;
+        record::encode_index_entry_into(
+            columns,
+            &self.entry_layout,
+            key,
+            &child.to_bytes(),
+            &mut entry,
+        )?;
+        Ok(entry)
     }
 
     /// The undo key of an insert: `key`'s index entry with a null child pointer, encoded in
@@ -895,7 +909,7 @@ impl BTree {
         if !parent.read(|buf| datapage::fits(buf, self.max_entry_bytes)) {
             return Ok(false);
         }
-        self.split_leaf(db, leaf, key, record, vec![(parent, slot)])?;
+        self.split_leaf(db, leaf, key, record, smallvec::smallvec![(parent, slot)])?;
         Ok(true)
     }
 
@@ -948,7 +962,7 @@ impl BTree {
         leaf: PageGuard<'p>,
         key: &[Value],
         record: &[u8],
-        mut path: Vec<(PageGuard<'p>, u16)>,
+        mut path: LatchPath<'p>,
     ) -> SqlResult<()> {
         let page = leaf.key().page;
         let slot = match leaf.read(|buf| self.find_in_leaf(db, page, buf, key))? {
@@ -965,7 +979,7 @@ impl BTree {
 
     /// EX latch coupling from the root, keeping the ancestors of unsafe pages, then a split.
     fn insert_pessimistic(&self, db: &Database, key: &[Value], record: &[u8]) -> SqlResult<bool> {
-        let mut path: Vec<(PageGuard<'_>, u16)> = Vec::new();
+        let mut path = LatchPath::new();
         let mut current = db.buffer_pool().fetch(Self::key(db, self.root), LatchMode::Ex)?;
         loop {
             let level = current.read(Self::level);
@@ -1017,7 +1031,7 @@ impl BTree {
         slot: u16,
         record: &[u8],
         record_key: Option<&[Value]>,
-        path: &mut Vec<(PageGuard<'p>, u16)>,
+        path: &mut LatchPath<'p>,
     ) -> SqlResult<()> {
         db.instance().counters.count_page_split();
         let page_id = page.key().page;
@@ -1112,7 +1126,13 @@ impl BTree {
         drop(page);
         let (parent, child_slot) = path.pop().expect("the parent of an unsafe page stays latched");
         let placed = parent.insert_record(child_slot + 1, &entry)?;
-        if placed { Ok(()) } else { self.split(db, parent, child_slot + 1, &entry, None, path) }
+        let result = if placed {
+            Ok(())
+        } else {
+            self.split(db, parent, child_slot + 1, &entry, None, path)
+        };
+        ENTRY_BUFFER.set(entry);
+        result
     }
 
     /// The root keeps its page id: its records move to two new pages and it becomes their parent.

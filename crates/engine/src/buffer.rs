@@ -1559,8 +1559,7 @@ impl PageGuard<'_> {
                 let result = f(buf);
                 (result, mtr::PayloadBuilder::runs(page, mtr::KIND_XOR).diff(&before, buf))
             };
-            let change = (fresh || !payload.is_empty()).then(|| payload.finish());
-            (result, change.map(LoggedChange::of_runs))
+            (result, LoggedChange::of_payload(fresh, payload))
         })
     }
 
@@ -1603,8 +1602,7 @@ impl PageGuard<'_> {
             let kind = if fresh { mtr::KIND_FORMAT } else { mtr::KIND_XOR };
             let payload = mtr::PayloadBuilder::runs(self.key.page, kind).diff_within(&before, buf);
             DIFF_SCRATCH.set(before.into_bytes());
-            let change = (fresh || !payload.is_empty()).then(|| payload.finish());
-            (result, change.map(LoggedChange::of_runs))
+            (result, LoggedChange::of_payload(fresh, payload))
         })
     }
 
@@ -1752,6 +1750,8 @@ impl PageGuard<'_> {
             }
         }
         drop(data);
+        mtr::give_back_buffer(record.payload);
+        mtr::give_back_buffer(before.into_bytes());
         // As commit_mtr does: a full log cache is written here only when no mtr (nor
         // autocommit scope) encloses the change; an enclosing one's commit writes it otherwise,
         // once its latches are released.
@@ -1794,8 +1794,15 @@ struct LoggedChange {
 
 impl LoggedChange {
     /// A change logged as XOR runs (or a format): its payload alone undoes it.
-    fn of_runs(payload: Vec<u8>) -> LoggedChange {
-        LoggedChange { payload, before: mtr::Saved::default(), record_at: None }
+    /// The change a write logs: its XOR or format runs (a new page's format always), or none
+    /// when no byte changed (the payload's buffer is then kept for reuse).
+    fn of_payload(fresh: bool, payload: mtr::PayloadBuilder) -> Option<LoggedChange> {
+        if !fresh && payload.is_empty() {
+            payload.discard();
+            return None;
+        }
+        let payload = payload.finish();
+        Some(LoggedChange { payload, before: mtr::Saved::default(), record_at: None })
     }
 }
 
@@ -1919,6 +1926,9 @@ impl BufferPool {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");
             buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10].copy_from_slice(&last.to_bytes());
+        }
+        for record in page_records {
+            mtr::give_back_buffer(record.payload);
         }
         // The log, for its cache to be written once the mtr's latches are released.
         Ok(log.cache_is_full().then(|| log.clone()))

@@ -84,7 +84,7 @@ impl RowOp {
     /// the record bytes out: it is never undone, and its redo is in its group's page records,
     /// so rolling back a row costs a short record whatever the row's size.
     fn payload(&self, undo_next: Option<Lsn>) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64);
+        let mut out = crate::log::mtr::take_buffer(64);
         out.extend_from_slice(&self.au_id().to_le_bytes());
         out.extend_from_slice(&undo_next.unwrap_or(Lsn::NULL).to_bytes());
         let row_image = undo_next.is_none();
@@ -397,6 +397,7 @@ pub fn logged(
                 xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op });
             }
             xact.last_lsn = *lsn;
+            crate::log::mtr::give_back_buffer(record.payload);
         }
     });
 }
