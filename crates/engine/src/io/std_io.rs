@@ -4,8 +4,7 @@
 //! Gathered writes ([`IoFile::write_gathered`], the log's and the buffer pool's) go unbuffered
 //! when they can: through a second descriptor of the open file (reopened through /proc/self/fd)
 //! with O_DIRECT, in one `pwritev` straight from the parts when each is sector-aligned (the
-//! pool's frames and the log's block buffers are), else in one `pwrite` from a sector-aligned
-//! staging buffer. SQL Server
+//! pool's frames are), else in one `pwrite` from a sector-aligned staging buffer. SQL Server
 //! opens its files with FILE_FLAG_NO_BUFFERING for the same reason: the page cache's copy is
 //! most of the cost of writing a log at disk speed. A write whose offset or length is not a
 //! multiple of [`DIRECT_ALIGN_BYTES`], a file system without O_DIRECT (tmpfs) or a device that
@@ -46,8 +45,6 @@ struct StdFile {
     /// takes one (or makes one, when writers of this file overlap) and gives it back after.
     spare_staging: Mutex<Vec<Vec<u8>>>,
     direct_writes: AtomicU64,
-    /// Unbuffered writes that went through a staging buffer (their parts were not aligned).
-    staged_writes: AtomicU64,
 }
 
 impl StdFile {
@@ -58,7 +55,6 @@ impl StdFile {
             direct_refused: AtomicBool::new(false),
             spare_staging: Mutex::new(Vec::new()),
             direct_writes: AtomicU64::new(0),
-            staged_writes: AtomicU64::new(0),
         }
     }
 
@@ -89,7 +85,6 @@ impl StdFile {
             // from the frames themselves, as WriteFileGather writes a gathered run.
             return self.finish_direct(write_vectored_all_at(direct, parts, offset));
         }
-        self.staged_writes.fetch_add(1, Ordering::Relaxed);
         let mut staging = self.spare_staging.lock().pop().unwrap_or_default();
         if staging.len() < len + STAGING_ALIGN_BYTES {
             staging = vec![0u8; len + STAGING_ALIGN_BYTES];
@@ -129,12 +124,6 @@ impl StdFile {
     #[cfg(test)]
     fn direct_writes(&self) -> u64 {
         self.direct_writes.load(Ordering::Relaxed)
-    }
-
-    /// Unbuffered writes staged so far (tests).
-    #[cfg(test)]
-    fn staged_writes(&self) -> u64 {
-        self.staged_writes.load(Ordering::Relaxed)
     }
 
     /// Whether this file's unbuffered path is closed (no O_DIRECT, or refused).
@@ -385,41 +374,6 @@ mod tests {
         }
         let unsupported = file.direct_unsupported();
         assert!(unsupported || file.direct_writes() == writes_before + 1);
-    }
-
-    /// Sealed log blocks of any size go out as they are, in one vectored write: their buffers
-    /// start on a memory page and hold whole sectors (log block invariant 4), so no byte of the
-    /// log is copied into a staging buffer on its way to the disk.
-    #[test]
-    fn sealed_log_blocks_go_out_unstaged_in_one_write() {
-        use crate::log::block::{BlockBuilder, stamp_checksums};
-        use crate::log::record::{Context, LogRecord, Operation};
-        let dir = tempfile::tempdir().unwrap();
-        let file = file_in(dir.path());
-        file.set_len(1024 * 1024).unwrap();
-        let mut builder = BlockBuilder::default();
-        let mut blocks = Vec::new();
-        for (n, payload_len) in [10usize, 700, 4100, 8000].into_iter().enumerate() {
-            let record =
-                LogRecord::new(Operation::InsertRows, Context::Heap, 1, vec![7; payload_len]);
-            for _ in 0..=n {
-                builder.push(&record, 0, &[]);
-            }
-            let mut block = builder.seal(1, 0);
-            stamp_checksums(&mut block, 0);
-            blocks.push(block);
-        }
-        let parts: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
-        let (writes_before, staged_before) = (file.direct_writes(), file.staged_writes());
-        file.write_gathered(&parts, 8192).unwrap();
-        file.sync_data().unwrap();
-        let mut back = vec![0u8; parts.iter().map(|p| p.len()).sum()];
-        file.read_at(&mut back, 8192).unwrap();
-        assert_eq!(back, parts.concat(), "the blocks read back in order");
-        if !file.direct_unsupported() {
-            assert_eq!(file.direct_writes(), writes_before + 1, "one unbuffered write");
-            assert_eq!(file.staged_writes(), staged_before, "no block was staged");
-        }
     }
 
     #[test]

@@ -22,9 +22,6 @@
 //!    so reading stops at the true end of the log.
 //! 3. Blocks are chained (their checksums stamped) in log order, each exactly once, before
 //!    they are written.
-//! 4. A block's buffer ([`BlockBuf`]) starts on a memory page and holds [`MAX_BLOCK_BYTES`]:
-//!    a sealed block, a multiple of [`SECTOR_BYTES`] long, is a sector-aligned part of an
-//!    unbuffered write as it is (no staging copy; `io::std_io`'s module header).
 
 use super::record::LogRecord;
 
@@ -35,103 +32,6 @@ pub const MAX_BLOCK_BYTES: usize = 60 * 1024;
 const MEMORY_PAGE_BYTES: usize = 4096;
 const FLAG_VALID: u16 = 0x40;
 
-/// A log block's buffer: [`MAX_BLOCK_BYTES`] that start on a memory page (a window of a heap
-/// allocation one page larger), holding `len` bytes. Sealed blocks in such buffers go to the
-/// log file in one `pwritev` straight from them, as SQL Server's log buffers go to
-/// WriteFileGather; in a plain `Vec<u8>` (16-byte aligned) every byte of the log was first
-/// copied into an aligned staging buffer.
-pub struct BlockBuf {
-    memory: Box<[u8]>,
-    /// Where the window starts in `memory`: its first byte on a memory page.
-    start: usize,
-    len: usize,
-}
-
-impl BlockBuf {
-    /// An empty buffer of [`MAX_BLOCK_BYTES`].
-    pub fn new() -> BlockBuf {
-        let memory = vec![0u8; MAX_BLOCK_BYTES + MEMORY_PAGE_BYTES].into_boxed_slice();
-        let start = memory.as_ptr().align_offset(MEMORY_PAGE_BYTES);
-        BlockBuf { memory, start, len: 0 }
-    }
-
-    /// A buffer holding `bytes` (a VLF header, which goes out with the blocks).
-    pub fn from_slice(bytes: &[u8]) -> BlockBuf {
-        let mut buf = BlockBuf::new();
-        buf.extend_from_slice(bytes);
-        buf
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Bytes that can still be appended.
-    pub fn spare_bytes(&self) -> usize {
-        MAX_BLOCK_BYTES - self.len
-    }
-
-    pub fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Appends `bytes`. A block never outgrows its buffer (the log seals it first), so running
-    /// out of room is a bug.
-    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
-        let at = self.start + self.len;
-        assert!(
-            self.len + bytes.len() <= MAX_BLOCK_BYTES,
-            "block invariant 4: a block fits its buffer"
-        );
-        self.memory[at..at + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    /// Grows or shrinks to `len` bytes; bytes added are zero (whatever the buffer held there).
-    pub fn resize_zeroed(&mut self, len: usize) {
-        assert!(len <= MAX_BLOCK_BYTES, "block invariant 4: a block fits its buffer");
-        if len > self.len {
-            self.memory[self.start + self.len..self.start + len].fill(0);
-        }
-        self.len = len;
-    }
-
-    /// The first byte after the held ones (for a prefetch hint of the room ahead).
-    pub fn end_ptr(&self) -> *const u8 {
-        self.memory.as_ptr().wrapping_add(self.start + self.len)
-    }
-}
-
-impl Default for BlockBuf {
-    fn default() -> BlockBuf {
-        BlockBuf::new()
-    }
-}
-
-impl std::ops::Deref for BlockBuf {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        &self.memory[self.start..self.start + self.len]
-    }
-}
-
-impl std::ops::DerefMut for BlockBuf {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.memory[self.start..self.start + self.len]
-    }
-}
-
-impl std::fmt::Debug for BlockBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "BlockBuf({} bytes)", self.len)
-    }
-}
-
 /// The open block: records appended, not yet written. The records are encoded in place,
 /// behind room for the header, so sealing writes the header and the offsets around them
 /// instead of copying them.
@@ -139,7 +39,7 @@ impl std::fmt::Debug for BlockBuf {
 pub struct BlockBuilder {
     /// The block so far: [`BLOCK_HEADER_BYTES`] for the header, then the records (empty while
     /// the block holds none).
-    block: BlockBuf,
+    block: Vec<u8>,
     offsets: Vec<u16>,
 }
 
@@ -170,7 +70,7 @@ impl BlockBuilder {
     /// ([`LogRecord::encode_into`]); returns its slot.
     pub fn push(&mut self, record: &LogRecord, extra_flags: u16, tail: &[u8]) -> u16 {
         if self.block.is_empty() {
-            self.block.resize_zeroed(BLOCK_HEADER_BYTES);
+            self.block.resize(BLOCK_HEADER_BYTES, 0);
         }
         let slot = self.offsets.len() as u16;
         self.offsets.push(self.block.len() as u16);
@@ -183,27 +83,27 @@ impl BlockBuilder {
         // sessions, whose appends take the log's lock).
         let len = self.block.len() - start;
         if len >= MEMORY_PAGE_BYTES {
-            let ahead = len.min(self.block.spare_bytes());
-            crate::prefetch::into_l2(self.block.end_ptr(), ahead);
+            let ahead = len.min(self.block.capacity() - self.block.len());
+            crate::prefetch::into_l2(self.block.as_ptr().wrapping_add(self.block.len()), ahead);
         }
         slot
     }
 
     /// The sealed bytes of the block, emptying the builder. Its checksums are stamped when it
     /// is written ([`stamp_checksums`]).
-    pub fn seal(&mut self, fseqno: u32, block_offset: u32) -> BlockBuf {
-        self.seal_into(BlockBuf::new(), fseqno, block_offset)
+    pub fn seal(&mut self, fseqno: u32, block_offset: u32) -> Vec<u8> {
+        self.seal_into(Vec::new(), fseqno, block_offset)
     }
 
     /// [`BlockBuilder::seal`], leaving `spare` (a written block's buffer, whatever it holds)
     /// to the builder for the next block.
-    pub fn seal_into(&mut self, mut spare: BlockBuf, fseqno: u32, block_offset: u32) -> BlockBuf {
+    pub fn seal_into(&mut self, mut spare: Vec<u8>, fseqno: u32, block_offset: u32) -> Vec<u8> {
         let size = self.size();
         let used = BLOCK_HEADER_BYTES + self.record_bytes();
         spare.clear();
         let mut buf = std::mem::replace(&mut self.block, spare);
         // Zeroes the gap between the records and the offsets (and the header of an empty block).
-        buf.resize_zeroed(size);
+        buf.resize(size, 0);
         buf[0..2].copy_from_slice(&FLAG_VALID.to_le_bytes());
         buf[2..4].copy_from_slice(&self.record_count().to_le_bytes());
         buf[4..8].copy_from_slice(&fseqno.to_le_bytes());
@@ -323,10 +223,10 @@ mod tests {
             builder.push(&record(3), 0, &[]);
             builder.push(&record(41), 0, &[]);
         }
-        let used = BlockBuf::from_slice(&[0xEE; MAX_BLOCK_BYTES]);
+        let used = vec![0xEE; 4096];
         let (mut reused, mut fresh) = (reused.seal_into(used, 5, 16), fresh.seal(5, 16));
         assert_eq!(stamp_checksums(&mut reused, 7), stamp_checksums(&mut fresh, 7));
-        assert_eq!(reused[..], fresh[..]);
+        assert_eq!(reused, fresh);
     }
 
     #[test]
@@ -344,7 +244,7 @@ mod tests {
         assert!(read_header(&block, 6, 16).is_none(), "a block of another pass over the VLF");
         assert!(read_header(&block, 5, 17).is_none());
         assert!(check_block(&block, &header, 1).is_none(), "a block behind a torn one");
-        let mut torn = block.to_vec();
+        let mut torn = block.clone();
         torn[100] ^= 0x10;
         assert!(check_block(&torn, &header, 0xABCD).is_none());
     }

@@ -68,7 +68,7 @@ use crate::filegroup::{Growth, grown_size_pages};
 use crate::instance::Instance;
 use crate::io::IoFile;
 use crate::units::PAGE_SIZE_U64;
-use block::{BlockBuf, BlockBuilder, MAX_BLOCK_BYTES, SECTOR_BYTES};
+use block::{BlockBuilder, MAX_BLOCK_BYTES, SECTOR_BYTES};
 use lsn::Lsn;
 use parking_lot::{Condvar, Mutex};
 use record::{Context, LogRecord, Operation};
@@ -344,7 +344,7 @@ pub struct LogFlushStats {
 struct PendingWrite {
     file_id: u16,
     offset: u64,
-    bytes: BlockBuf,
+    bytes: Vec<u8>,
     /// A log block, whose checksums are stamped as it is written (a VLF header is not).
     is_block: bool,
 }
@@ -394,8 +394,9 @@ struct LogState {
     /// Log space set aside for the rollback of open transactions.
     reserved_bytes: u64,
     /// Buffers of written blocks, sealed into again (at most [`LOG_BUFFERS`]): a fresh 60 KB
-    /// buffer per block would cost a mapping and a page fault per 4 KB.
-    spare_blocks: Vec<BlockBuf>,
+    /// buffer per block cost a page fault per 4 KB (glibc hands such buffers back to the
+    /// kernel when they are freed).
+    spare_blocks: Vec<Vec<u8>>,
     /// [`LogState::other_free_bytes`]'s last answer, with what it depended on.
     other_free_cache: std::cell::Cell<Option<(OtherFreeKey, u64)>>,
 }
@@ -962,7 +963,7 @@ impl LogManager {
         state.pending.push(PendingWrite {
             file_id: pos.file_id,
             offset: header.start_offset,
-            bytes: BlockBuf::from_slice(&header.encode()),
+            bytes: header.encode().to_vec(),
             is_block: false,
         });
         state.current = pos;
@@ -1915,7 +1916,9 @@ impl LogState {
         let pos = self.current;
         let header = self.vlf(pos).header;
         let block_no = (self.open_offset / SECTOR_BYTES as u64) as u32;
-        let buffer = self.spare_blocks.pop().unwrap_or_default();
+        // Without a spare, a buffer of a whole block's size: an empty one grew by doubling as
+        // records went in, copying the block twice on the way to 60 KB.
+        let buffer = self.spare_blocks.pop().unwrap_or_else(|| Vec::with_capacity(MAX_BLOCK_BYTES));
         let bytes = self.open.seal_into(buffer, header.fseqno, block_no);
         self.sealed_lsn = self.end_lsn;
         let len = bytes.len() as u64;

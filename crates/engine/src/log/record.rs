@@ -170,13 +170,13 @@ impl LogRecord {
 
     /// Encodes the record with `tail` appended to its payload: an insert's record read from
     /// its page at commit (mtr invariant 2). Decoding gives back one payload.
-    pub fn encode_into(&self, out: &mut super::block::BlockBuf, extra_flags: u16, tail: &[u8]) {
+    pub fn encode_into(&self, out: &mut Vec<u8>, extra_flags: u16, tail: &[u8]) {
         let payload_len = self.payload.len() + tail.len();
         assert!(payload_len <= MAX_PAYLOAD_BYTES, "log record payload over the limit");
         let len = self.encoded_len_with(tail.len());
         let record_len = RECORD_HEADER_BYTES + payload_len;
         // The header is put together first and appended at once: a block's records are many
-        // and small (a PFS byte's, a link's), and each append checks the buffer's room.
+        // and small (a PFS byte's, a link's), and each append checks the vector's room.
         let mut header = [0u8; RECORD_HEADER_BYTES];
         header[0..2].copy_from_slice(&(record_len as u16).to_le_bytes());
         header[2] = self.operation as u8;
@@ -184,10 +184,11 @@ impl LogRecord {
         header[4..12].copy_from_slice(&self.xact_id.to_le_bytes());
         header[12..12 + LSN_BYTES].copy_from_slice(&self.prev_lsn.to_bytes());
         header[22..24].copy_from_slice(&(self.flags | extra_flags).to_le_bytes());
+        out.reserve(len);
         out.extend_from_slice(&header);
         out.extend_from_slice(&self.payload);
         out.extend_from_slice(tail);
-        out.resize_zeroed(out.len() + len - record_len);
+        out.resize(out.len() + len - record_len, 0);
     }
 
     /// The record that is exactly `bytes` (its length field says how long it is).
