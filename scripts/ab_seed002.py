@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """A/B of two extentdb builds (or two option sets) on `bench seed002 --rule 2022 --growth 64MB`.
 
-Runs them alternately, one at a time, N rounds (alternating which goes first), and prints each
-run's duration, the inserting session's CPU seconds and vs_raw, then the median ratio of
-session CPU A/B (above 1: B used less). `bench seed002` prints a table, not JSON, so
+Runs them alternately, one at a time, N rounds (each round starting with the next build), and
+prints each run's duration, the inserting session's CPU seconds and vs_raw, then the median
+ratio of session CPU A/B (above 1: B used less). `--also C` adds a build to every round,
+compared with A the same way. `bench seed002` prints a table, not JSON, so
 scripts/ab.py does not serve it.
 
-  scripts/ab_seed002.py A B N [--a-args "..."] [--b-args "..."] [-- extra bench args]
+  scripts/ab_seed002.py A B N [--a-args "..."] [--b-args "..."] [--also C ...] [-- extra bench args]
 
 Examples, from the repository root:
   scripts/ab_seed002.py /tmp/old/extentdb target/release/extentdb 6
@@ -44,27 +45,34 @@ def main():
     parser.add_argument("rounds", type=int)
     parser.add_argument("--a-args", default="", help="options for A's runs only")
     parser.add_argument("--b-args", default="", help="options for B's runs only")
+    parser.add_argument(
+        "--also", action="append", default=[], metavar="BUILD",
+        help="a further build run in each round, compared with A like B (repeatable)",
+    )
     args = parser.parse_args(argv[:split])
     common = argv[split + 1 :]
-    setups = {"a": (args.a, shlex.split(args.a_args) + common),
-              "b": (args.b, shlex.split(args.b_args) + common)}
-    ratios, durations = [], {"a": [], "b": []}
+    setups = {"A": (args.a, shlex.split(args.a_args) + common),
+              "B": (args.b, shlex.split(args.b_args) + common)}
+    for n, build in enumerate(args.also):
+        setups[chr(ord("C") + n)] = (build, common)
+    names = list(setups)
+    results = {name: [] for name in names}
     for round_no in range(args.rounds):
-        order = ("a", "b") if round_no % 2 == 0 else ("b", "a")
-        results = {name: run(*setups[name]) for name in order}
-        ratios.append(results["a"]["session_cpu_s"] / results["b"]["session_cpu_s"])
-        for name in ("a", "b"):
-            durations[name].append(results[name]["duration_s"])
+        # Each round starts with the next build, so that none always runs first.
+        shift = round_no % len(names)
+        order = names[shift:] + names[:shift]
+        for name in order:
+            results[name].append(run(*setups[name]))
+        runs = "; ".join(f"{name} {describe(results[name][-1])}" for name in names)
+        print(f"round {round_no + 1}: {runs}", flush=True)
+    for name in names[1:]:
+        ratios = [a["session_cpu_s"] / x["session_cpu_s"] for a, x in zip(results["A"], results[name])]
         print(
-            f"round {round_no + 1}: A {describe(results['a'])}; B {describe(results['b'])}; "
-            f"session CPU A/B {ratios[-1]:.3f}",
-            flush=True,
+            f"median session CPU A/{name} {statistics.median(ratios):.3f} ({name} used less in "
+            f"{sum(r > 1 for r in ratios)} of {args.rounds}); median duration "
+            f"A {statistics.median(r['duration_s'] for r in results['A']):.2f} s, "
+            f"{name} {statistics.median(r['duration_s'] for r in results[name]):.2f} s"
         )
-    print(
-        f"median session CPU A/B {statistics.median(ratios):.3f} "
-        f"(B used less in {sum(r > 1 for r in ratios)} of {args.rounds}); median duration "
-        f"A {statistics.median(durations['a']):.2f} s, B {statistics.median(durations['b']):.2f} s"
-    )
 
 
 if __name__ == "__main__":
