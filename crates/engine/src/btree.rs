@@ -427,9 +427,8 @@ impl BTree {
         // Written straight from the key and the pointer (a split's entry for its parent; an
         // insert's undo key goes through the same encoder, [`BTree::undo_key`]).
         let mut entry = ENTRY_BUFFER.take();
-        let columns = &self.entry_columns;
         record::encode_index_entry_into(
-            columns,
+            &self.entry_columns,
             &self.entry_layout,
             key,
             &child.to_bytes(),

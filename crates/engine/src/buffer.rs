@@ -1793,9 +1793,9 @@ struct LoggedChange {
 }
 
 impl LoggedChange {
-    /// A change logged as XOR runs (or a format): its payload alone undoes it.
-    /// The change a write logs: its XOR or format runs (a new page's format always), or none
-    /// when no byte changed (the payload's buffer is then kept for reuse).
+    /// The change a write logs: XOR runs, or a new page's format (always logged), whose
+    /// payload alone undoes it; none when no byte changed (the payload's buffer is then kept
+    /// for reuse).
     fn of_payload(fresh: bool, payload: mtr::PayloadBuilder) -> Option<LoggedChange> {
         if !fresh && payload.is_empty() {
             payload.discard();
