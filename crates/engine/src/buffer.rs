@@ -1582,12 +1582,11 @@ impl PageGuard<'_> {
         }
         let fresh = self.fresh.replace(false);
         self.logged_change(|buf| {
-            let spare = DIFF_SCRATCH.take();
             // A fresh page is all zeros (new_page, and no write since): its ranges are known
             // zero, neither read nor copied.
             let zero_from = if fresh { 0 } else { crate::units::PAGE_SIZE };
             debug_assert!(!fresh || buf.iter().all(|byte| *byte == 0), "a fresh page is zero");
-            let before = mtr::Saved::of_reusing(buf, ranges, zero_from, spare);
+            let before = mtr::Saved::of_zero_from(buf, ranges, zero_from);
             #[cfg(debug_assertions)]
             let whole: Box<PageBuf> = Box::new(*buf);
             let result = f(buf);
@@ -1601,7 +1600,8 @@ impl PageGuard<'_> {
             }
             let kind = if fresh { mtr::KIND_FORMAT } else { mtr::KIND_XOR };
             let payload = mtr::PayloadBuilder::runs(self.key.page, kind).diff_within(&before, buf);
-            DIFF_SCRATCH.set(before.into_bytes());
+            // The old bytes served only the diff: their buffer goes back at once.
+            mtr::give_back_buffer(before.into_bytes());
             (result, LoggedChange::of_payload(fresh, payload))
         })
     }
@@ -1776,13 +1776,6 @@ impl Drop for PageGuard<'_> {
             self.pool.unpin(index);
         }
     }
-}
-
-thread_local! {
-    /// The buffer [`PageGuard::write_within`] saves its ranges' old bytes in, only to diff
-    /// against them: kept from change to change (several changes a row, each an allocation
-    /// otherwise).
-    static DIFF_SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// What a logged change hands to its mtr ([`PageChange`]'s fields of the same names).

@@ -500,21 +500,8 @@ impl Saved {
         ranges: &[(usize, usize)],
         zero_from: usize,
     ) -> Saved {
-        Saved::of_reusing(buf, ranges, zero_from, take_buffer(0))
-    }
-
-    /// [`Saved::of_zero_from`] keeping the bytes in `spare` (emptied first): a caller that
-    /// only diffs against the saved bytes hands the same buffer back each time
-    /// ([`Saved::into_bytes`]).
-    pub fn of_reusing(
-        buf: &[u8; PAGE_SIZE],
-        ranges: &[(usize, usize)],
-        zero_from: usize,
-        mut spare: Vec<u8>,
-    ) -> Saved {
         assert!(ranges.len() <= 3, "at most three saved ranges");
-        spare.clear();
-        let mut saved = Saved { bytes: spare, ..Saved::default() };
+        let mut saved = Saved::default();
         let mut kept = 0;
         for (i, (from, to)) in ranges.iter().enumerate() {
             saved.ranges[i] = (*from as u16, (to - from) as u16);
@@ -526,7 +513,10 @@ impl Saved {
                 kept += to - from;
             }
         }
-        saved.bytes.reserve_exact(kept);
+        // Nothing kept (a new page's body, zero ranges): no buffer to take or hand back.
+        if kept > 0 {
+            saved.bytes = take_buffer(kept);
+        }
         for (i, (from, to)) in ranges.iter().enumerate() {
             if saved.zeroed & (1 << i) == 0 {
                 saved.bytes.extend_from_slice(&buf[*from..*to]);
@@ -535,7 +525,8 @@ impl Saved {
         saved
     }
 
-    /// The buffer that held the saved bytes, for [`Saved::of_reusing`].
+    /// The buffer that held the saved bytes, to hand back ([`give_back_buffer`]) once they
+    /// are no longer needed.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }
@@ -633,8 +624,8 @@ pub struct MtrState {
 /// otherwise allocate its three lists again each time).
 const SPARE_STATES: usize = 4;
 
-/// Payload and before-image buffers kept per thread for the next changes' (a seed 002 row
-/// made about ten heap allocations and frees of them, some 1,400 instructions a row).
+/// Payload and before-image buffers kept per thread for its next changes: a seed 002 row
+/// made about ten heap allocations and frees of them, some 1,400 instructions a row.
 const SPARE_BUFFERS: usize = 32;
 /// A buffer larger than a page (a compaction's before-image is the page) is not kept.
 const SPARE_BUFFER_MAX_BYTES: usize = PAGE_SIZE + 64;
