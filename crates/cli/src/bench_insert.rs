@@ -126,6 +126,12 @@ struct Report {
     /// that varies less than wall time on a noisy machine. Absent where /proc is missing.
     cpu_seconds: Option<f64>,
     cpu_us_per_row: Option<f64>,
+    /// That CPU against all the CPUs the process may use for the run's duration, in per cent:
+    /// below 100 when sessions leave CPUs idle (every worker of a scheduler waiting on a
+    /// latch, say), as well as a cost per row that is too high.
+    cpu_busy_percent: Option<f64>,
+    /// The CPUs the process may use (its affinity).
+    cpus: usize,
     size_on_disk_mb: f64,
     used_mb: f64,
     waits: Vec<WaitJson>,
@@ -361,6 +367,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     let mut report = build_report(args, &instance, &db, done.load(Ordering::Relaxed), seconds);
     report.cpu_seconds = cpu_seconds;
     report.cpu_us_per_row = cpu_seconds.map(|s| s * 1e6 / args.rows.max(1) as f64);
+    report.cpu_busy_percent = cpu_seconds.map(|s| busy_percent(s, seconds, report.cpus));
     report.log_size_mb = log_size_mb;
     report.log_end_size_mb = db.log().log_stats().total_log_size_bytes as f64 / 1048576.0;
     report.log_flushes = flushes;
@@ -523,6 +530,8 @@ fn build_report(
         rows_per_s: rows as f64 / seconds,
         cpu_seconds: None,
         cpu_us_per_row: None,
+        cpu_busy_percent: None,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         size_on_disk_mb: size_pages as f64 / 128.0,
         used_mb: used_extents as f64 / 16.0,
         waits,
@@ -545,6 +554,11 @@ fn is_pfs_page(page: PageId) -> bool {
     alloc::pfs_page_for(page.page_no) == page.page_no
 }
 
+/// CPU seconds used against `cpus` CPUs over `seconds` of wall time, in per cent.
+fn busy_percent(cpu_seconds: f64, seconds: f64, cpus: usize) -> f64 {
+    100.0 * cpu_seconds / (seconds * cpus.max(1) as f64).max(1e-9)
+}
+
 /// Paul Randal's top-waits shape: the waits making up 95 % of the wait time.
 fn print_report(report: &Report) {
     outln!(
@@ -557,8 +571,13 @@ fn print_report(report: &Report) {
         report.rows_per_s,
         if report.durable { "durable commits every 1,000 rows" } else { "delayed durability" }
     );
-    if let (Some(cpu_s), Some(per_row)) = (report.cpu_seconds, report.cpu_us_per_row) {
-        outln!("cpu {cpu_s:.2} s over all threads, {per_row:.2} us per row");
+    if let (Some(cpu_s), Some(per_row), Some(busy)) =
+        (report.cpu_seconds, report.cpu_us_per_row, report.cpu_busy_percent)
+    {
+        let cpus = report.cpus;
+        outln!(
+            "cpu {cpu_s:.2} s over all threads ({busy:.0} % of {cpus} CPUs), {per_row:.2} us per row"
+        );
     }
     if report.large_pages {
         outln!("buffer pool: -T834, committed at startup in large pages");

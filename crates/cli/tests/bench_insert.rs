@@ -30,6 +30,15 @@ fn guid_and_identity_loads_report_rows_waits_and_latch_resources() {
         assert_eq!(report["key"], key);
         assert!(report["seconds"].as_f64().unwrap() > 0.0);
         assert!(report["rows_per_s"].as_f64().unwrap() > 0.0);
+        // The process's CPU against the CPUs it may use over the run (Linux has /proc).
+        let (cpu, seconds) =
+            (report["cpu_seconds"].as_f64().unwrap(), report["seconds"].as_f64().unwrap());
+        let cpus = report["cpus"].as_u64().unwrap();
+        assert!(cpus >= 1, "{report}");
+        let busy = report["cpu_busy_percent"].as_f64().unwrap();
+        let expected = 100.0 * cpu / (seconds * cpus as f64);
+        assert!((busy - expected).abs() < 1e-6 * expected.max(1.0), "{busy} against {expected}");
+        assert!(busy > 0.0, "{report}");
         assert!(report["size_on_disk_mb"].as_f64().unwrap() >= 16.0, "two files of at least 8 MB");
         assert_eq!(report["durable"], true, "each batch of 1,000 rows commits durably");
         assert_eq!(report["large_pages"], true, "-T834 by default");
