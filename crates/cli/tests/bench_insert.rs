@@ -37,8 +37,8 @@ fn guid_and_identity_loads_report_rows_waits_and_latch_resources() {
         assert!(cpus >= 1, "{report}");
         let busy = report["cpu_busy_percent"].as_f64().unwrap();
         let expected = 100.0 * cpu / (seconds * cpus as f64);
+        // (Not asserted above 0: the process's CPU time is counted in 10 ms ticks.)
         assert!((busy - expected).abs() < 1e-6 * expected.max(1.0), "{busy} against {expected}");
-        assert!(busy > 0.0, "{report}");
         assert!(report["size_on_disk_mb"].as_f64().unwrap() >= 16.0, "two files of at least 8 MB");
         assert_eq!(report["durable"], true, "each batch of 1,000 rows commits durably");
         assert_eq!(report["large_pages"], true, "-T834 by default");
