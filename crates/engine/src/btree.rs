@@ -423,9 +423,12 @@ impl BTree {
             .map_err(|bad| bad_page(db, page, bad.0))
     }
 
+    /// A split's entry for its parent, encoded into the thread's [`ENTRY_BUFFER`] (taken: the
+    /// caller puts it back once the parent has the entry, as [`BTree::split`] and
+    /// [`BTree::split_root`] do; a second entry made meanwhile gets a buffer of its own).
     fn encode_entry(&self, key: &[Value], child: PageId) -> SqlResult<Vec<u8>> {
-        // Written straight from the key and the pointer (a split's entry for its parent; an
-        // insert's undo key goes through the same encoder, [`BTree::undo_key`]).
+        // Written straight from the key and the pointer (an insert's undo key goes through
+        // the same encoder, [`BTree::undo_key`]).
         let mut entry = ENTRY_BUFFER.take();
         record::encode_index_entry_into(
             &self.entry_columns,
@@ -1172,6 +1175,8 @@ impl BTree {
             );
             fill(buf, &[&entries[0][..], &entries[1][..]]);
         })?;
+        let [left_entry, _] = entries;
+        ENTRY_BUFFER.set(left_entry);
         Ok(())
     }
 
