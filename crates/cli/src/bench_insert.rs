@@ -89,6 +89,10 @@ pub struct InsertBench {
     /// writer and the checkpoint task. 0, the default: no binding.
     #[arg(long, default_value_t = 0)]
     affinity_io_mask: i32,
+    /// 'lightweight pooling' for the run (fiber mode): each scheduler's sessions run as fibers
+    /// of one thread, switching in user mode when they wait.
+    #[arg(long)]
+    lightweight_pooling: bool,
     /// After the load, run this T-SQL script on the same instance (its waits, latches and
     /// files), e.g. examples/top_waits.sql.
     #[arg(long)]
@@ -318,10 +322,11 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
             let schedulers = instance.schedulers.clone();
             let (key, seed) =
                 (args.key, args.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(n)));
-            std::thread::spawn(move || -> Result<(), String> {
+            move || -> Result<(), String> {
                 session.enter();
                 // The session's worker runs on a scheduler, as a SQL Server request does.
-                let _worker = engine::scheduler::attach(&schedulers);
+                let _worker =
+                    (!engine::fiber::on_fiber()).then(|| engine::scheduler::attach(&schedulers));
                 let mut rng = SplitMix64::new(seed);
                 let mut batch = 0;
                 db.begin_tran().map_err(|e| e.to_string())?;
@@ -348,12 +353,10 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
                     }
                 }
                 Ok(())
-            })
+            }
         })
         .collect();
-    for worker in workers {
-        worker.join().map_err(|_| "an inserting session panicked".to_string())??;
-    }
+    run_sessions(&instance, workers, args.lightweight_pooling)?;
     let seconds = started.elapsed().as_secs_f64();
     let cpu_seconds = cpu_before.zip(crate::cpu_time::process_cpu_s()).map(|(a, b)| b - a);
     bar.finish_and_clear();
@@ -376,6 +379,38 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     report.auto_checkpoints = db.auto_checkpoints() - checkpoints_before;
     report.page_writes = instance.buffer_pool.counters().page_writes - writes_before;
     Ok(Measured { report, _db: db, instance, _temp: temp })
+}
+
+/// Runs each session's body as a thread, or as a fiber of its scheduler's thread in fiber mode;
+/// the first session error, if any.
+fn run_sessions<F>(instance: &Instance, sessions: Vec<F>, fibers: bool) -> Result<(), String>
+where
+    F: FnOnce() -> Result<(), String> + Send + 'static,
+{
+    if !fibers {
+        let threads: Vec<_> = sessions.into_iter().map(std::thread::spawn).collect();
+        for thread in threads {
+            thread.join().map_err(|_| "an inserting session panicked".to_string())??;
+        }
+        return Ok(());
+    }
+    let outcomes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let jobs: Vec<Box<dyn FnOnce() + Send>> = sessions
+        .into_iter()
+        .map(|session| {
+            let outcomes = outcomes.clone();
+            Box::new(move || {
+                let outcome = session();
+                outcomes.lock().expect("no session panics holding it").push(outcome);
+            }) as Box<dyn FnOnce() + Send>
+        })
+        .collect();
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        engine::fiber::run(&instance.schedulers, jobs)
+    }));
+    ran.map_err(|_| "an inserting session panicked".to_string())?;
+    let outcomes = std::mem::take(&mut *outcomes.lock().expect("the fibers are done"));
+    outcomes.into_iter().collect()
 }
 
 /// The data file counts of seed 001's sweep that `extentdb examples seed001` runs.
@@ -411,6 +446,7 @@ pub fn seed001_example(dir: &std::path::Path, rows: u64) -> Result<Vec<Seed001Ru
             schedulers: Some(8),
             affinity_mask: 0,
             affinity_io_mask: 0,
+            lightweight_pooling: false,
             sql: None,
         };
         let report = measure(&args)?.report; // the instance has shut down

@@ -35,6 +35,11 @@ thread_local! {
     static CURRENT_SPID: Cell<u16> = const { Cell::new(51) };
 }
 
+/// Swaps the thread's session id with a fiber's (see [`crate::scheduler`]).
+pub(crate) fn swap_fiber_spid(saved: &mut u16) {
+    *saved = CURRENT_SPID.with(|cell| cell.replace(*saved));
+}
+
 /// Sets the session id that this thread's errorlog lines carry.
 pub fn set_current_spid(spid: u16) {
     CURRENT_SPID.with(|cell| cell.set(spid));

@@ -30,6 +30,19 @@ thread_local! {
     static COUNTS: RefCell<BTreeMap<(u16, u64), IoCounts>> = const { RefCell::new(BTreeMap::new()) };
 }
 
+/// A fiber's STATISTICS IO counting, kept off the thread while another fiber runs on it.
+#[derive(Default)]
+pub(crate) struct FiberIoCounts {
+    counting: bool,
+    counts: BTreeMap<(u16, u64), IoCounts>,
+}
+
+/// Swaps the thread's counting with a fiber's (see [`crate::scheduler`]).
+pub(crate) fn swap_fiber_counts(saved: &mut FiberIoCounts) {
+    saved.counting = COUNTING.with(|c| c.replace(saved.counting));
+    COUNTS.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut saved.counts));
+}
+
 /// Starts counting this thread's reads from zero.
 pub fn start() {
     COUNTS.with(|c| c.borrow_mut().clear());

@@ -83,10 +83,30 @@ pub fn compatible(held: LatchMode, requested: LatchMode) -> bool {
 fn thread_token() -> u32 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(1);
-    thread_local! {
-        static TOKEN: u32 = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    TOKEN.with(|token| *token)
+    TOKEN.with(|token| {
+        if token.get() == 0 {
+            token.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        token.get()
+    })
+}
+
+thread_local! {
+    /// The calling thread's (or fiber's: [`swap_fiber_token`]) [`thread_token`]; 0 until its
+    /// first latch.
+    static TOKEN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// The calling thread's (or fiber's) latch-holder token (tests).
+#[cfg(test)]
+pub(crate) fn current_token_for_tests() -> u32 {
+    thread_token()
+}
+
+/// Swaps the thread's latch-holder token with a fiber's (0: not given yet), so that fibers
+/// sharing a thread hold latches as different holders (invariant 4's self-deadlock check).
+pub(crate) fn swap_fiber_token(saved: &mut u32) {
+    *saved = TOKEN.with(|token| token.replace(*saved));
 }
 
 /// One hold of a latch: by which session, in which mode, on which thread.
@@ -259,7 +279,7 @@ impl Latch {
             // granted the latch but queued for its scheduler looks again after the stall
             // limit, so that the scheduler's stall admission applies to it too.
             MutexGuard::unlocked(&mut state, || {
-                std::thread::park_timeout(crate::scheduler::STALL_ADMIT)
+                crate::scheduler::park_timeout(crate::scheduler::STALL_ADMIT)
             });
         }
     }

@@ -38,6 +38,7 @@ pub mod datapage;
 pub mod dbcc;
 pub mod error;
 pub mod errorlog;
+pub mod fiber;
 pub mod file;
 pub mod filegroup;
 pub mod heap;

@@ -285,6 +285,8 @@ struct Table {
     entries: HashMap<LockResource, Entry>,
     /// Lock requests made in this partition (Lock Requests/sec), counted under its mutex.
     requests: u64,
+    /// Fibers waiting in this partition ([`crate::fiber`]): woken with the condition variable.
+    fiber_waiters: Vec<crate::scheduler::Waker>,
 }
 
 impl Table {
@@ -321,6 +323,27 @@ const LOCK_PARTITIONS: usize = 16;
 struct Partition {
     table: Mutex<Table>,
     changed: Condvar,
+}
+
+impl Partition {
+    /// Waits for a change in the partition, at most `timeout`: on the condition variable, or,
+    /// for a fiber, parked with its waker in the partition (a fiber must not block its thread).
+    fn wait(&self, table: &mut MutexGuard<'_, Table>, timeout: Duration) {
+        if !crate::fiber::on_fiber() {
+            self.changed.wait_for(table, timeout);
+            return;
+        }
+        table.fiber_waiters.push(crate::scheduler::waker());
+        MutexGuard::unlocked(table, || crate::fiber::park_timeout(timeout));
+    }
+
+    /// Wakes every waiter of the partition (each looks again at its request).
+    fn notify(&self, table: &mut Table) {
+        self.changed.notify_all();
+        for waker in table.fiber_waiters.drain(..) {
+            waker.wake();
+        }
+    }
 }
 
 /// The instance's lock manager.
@@ -460,7 +483,7 @@ impl LockManager {
         let mut wait = true;
         loop {
             if wait {
-                partition.changed.wait_for(&mut table, DEADLOCK_CHECK_INTERVAL);
+                partition.wait(&mut table, DEADLOCK_CHECK_INTERVAL);
             }
             wait = true;
             let timed_out = last_check.elapsed() >= DEADLOCK_CHECK_INTERVAL;
@@ -474,7 +497,7 @@ impl LockManager {
             if me.is_some_and(|i| entry.waiting.iter().nth(i).is_some_and(|w| w.victim)) {
                 entry.waiting.remove(me.expect("checked"));
                 entry.grant_waiters();
-                partition.changed.notify_all();
+                partition.notify(&mut table);
                 waited();
                 return Err(deadlock_victim(owner.spid));
             }
@@ -565,7 +588,7 @@ impl LockManager {
         on_deadlock(&report);
         drop(tables);
         for partition in &self.partitions {
-            partition.changed.notify_all();
+            partition.notify(&mut partition.table.lock());
         }
     }
 
@@ -575,7 +598,7 @@ impl LockManager {
         let partition = self.partition(&resource);
         let mut table = partition.table.lock();
         table.drop_grant(xact_id, resource);
-        partition.changed.notify_all();
+        partition.notify(&mut table);
     }
 
     /// Releases every lock on a transaction's lock list `held` (at commit or rollback), one
@@ -604,7 +627,7 @@ impl LockManager {
                 for resource in &grouped[start..end] {
                     table.drop_grant(xact_id, *resource);
                 }
-                partition.changed.notify_all();
+                partition.notify(&mut table);
             }
             start = end;
         }

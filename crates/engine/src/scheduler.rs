@@ -22,7 +22,9 @@
 //! run. Threads that never attach (the log writer, checkpoint, the lazy writer, CHECKDB's
 //! parallel readers, an embedding program's own threads) are not scheduled: for them both
 //! calls do nothing. [`Schedulers::snapshot`] and [`Schedulers::tasks`] are
-//! sys.dm_os_schedulers and sys.dm_os_tasks.
+//! sys.dm_os_schedulers and sys.dm_os_tasks. In fiber mode ('lightweight pooling',
+//! [`crate::fiber`]) a scheduler's workers are fibers of one thread instead: [`waker`],
+//! [`suspend`], [`park_timeout`] and [`yield_point`] switch fibers for them.
 //!
 //! Deviations:
 //! - The engine also blocks on short mutexes that SQLOS does not have. A worker blocked on
@@ -221,6 +223,11 @@ impl Schedulers {
         crate::affinity::process_cpus().len()
     }
 
+    /// The wait statistics the workers' waits go to.
+    pub(crate) fn waits(&self) -> &Arc<WaitStats> {
+        &self.waits
+    }
+
     pub fn count(&self) -> usize {
         self.schedulers.len()
     }
@@ -274,6 +281,16 @@ impl Schedulers {
             }
         }
         rows
+    }
+
+    /// Where fiber mode runs each online scheduler's fibers: (scheduler id, the CPU its thread is
+    /// bound to, if it binds).
+    pub fn fiber_placements(&self) -> Vec<(usize, Option<usize>)> {
+        let mask = self.affinity_mask.load(Ordering::Relaxed);
+        let online: Vec<usize> =
+            (0..self.schedulers.len()).filter(|id| self.is_online(*id, mask)).collect();
+        let ids = if online.is_empty() { (0..self.schedulers.len()).collect() } else { online };
+        ids.into_iter().map(|id| (id, self.is_bound(id).then(|| self.cpu_of(id)))).collect()
     }
 
     /// The online scheduler with the fewest attached workers (the lowest id on a tie); any
@@ -376,28 +393,43 @@ impl Schedulers {
 }
 
 /// How to wake a waiting thread: a worker is made runnable on its scheduler (woken when it
-/// can run); any other thread is unparked.
+/// can run), a fiber joins its scheduler's runnable queue; any other thread is unparked.
 #[derive(Clone)]
 pub struct Waker {
     worker: Option<(Arc<Schedulers>, usize, u64)>,
+    fiber: Option<Arc<crate::fiber::FiberHandle>>,
     thread: Thread,
 }
 
-/// The calling thread's [`Waker`], taken before it waits.
+/// The calling thread's (or fiber's) [`Waker`], taken before it waits.
 pub fn waker() -> Waker {
     let worker = WORKER.with(|w| {
         w.borrow().as_ref().map(|state| (state.schedulers.clone(), state.scheduler, state.worker))
     });
-    Waker { worker, thread: std::thread::current() }
+    Waker { worker, fiber: crate::fiber::current(), thread: std::thread::current() }
 }
 
 impl Waker {
     /// Signals the thread: its wait is over.
     pub fn wake(&self) {
+        if let Some(fiber) = &self.fiber {
+            fiber.wake();
+            return;
+        }
         match &self.worker {
             Some((schedulers, id, worker)) => schedulers.make_runnable(*id, *worker, &self.thread),
             None => self.thread.unpark(),
         }
+    }
+}
+
+/// Blocks the caller until its [`Waker`] wakes it, or for at most `timeout` (a thread; a fiber
+/// parks until woken). Either may return early: callers look again at what they wait for.
+pub fn park_timeout(timeout: Duration) {
+    if crate::fiber::on_fiber() {
+        crate::fiber::park();
+    } else {
+        std::thread::park_timeout(timeout);
     }
 }
 
@@ -468,6 +500,7 @@ pub struct Suspended {
 /// Gives up the calling worker's scheduler before it blocks (a thread that is not a worker,
 /// or one admitted on a stall, has nothing to give up).
 pub fn suspend() -> Suspended {
+    crate::fiber::reset_signal_time();
     WORKER.with(|w| {
         let mut worker = w.borrow_mut();
         let Some(state) = worker.as_mut() else { return };
@@ -498,6 +531,9 @@ impl Drop for Suspended {
 
 /// Takes the calling worker's scheduler again (invariant 3: only when it holds none).
 fn retake() -> Duration {
+    if crate::fiber::on_fiber() {
+        return crate::fiber::take_signal_time();
+    }
     let Some((schedulers, id, worker)) = WORKER.with(|w| {
         w.borrow()
             .as_ref()
@@ -520,6 +556,10 @@ fn retake() -> Duration {
 /// run (SOS_SCHEDULER_YIELD) and queues behind it. Call it where the worker holds no page
 /// latch it could keep others waiting on, between rows.
 pub fn yield_point() {
+    if crate::fiber::on_fiber() {
+        crate::fiber::yield_point();
+        return;
+    }
     let due = WORKER.with(|w| {
         let worker = w.borrow();
         let state = worker.as_ref()?;

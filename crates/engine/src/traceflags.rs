@@ -32,6 +32,17 @@ thread_local! {
     static SESSION_FLAGS: RefCell<BTreeSet<u16>> = const { RefCell::new(BTreeSet::new()) };
 }
 
+/// Whether the caller's session set `flag` (tests).
+#[cfg(test)]
+pub(crate) fn session_flag_for_tests(flag: u16) -> bool {
+    session_has(flag)
+}
+
+/// Swaps the thread's session-scope flags with a fiber's (see [`crate::scheduler`]).
+pub(crate) fn swap_fiber_flags(saved: &mut BTreeSet<u16>) {
+    SESSION_FLAGS.with(|set| std::mem::swap(&mut *set.borrow_mut(), saved));
+}
+
 /// Makes `flags` the session-scope flags of the work this thread does from now on.
 pub fn set_session_flags(flags: impl IntoIterator<Item = u16>) {
     SESSION_FLAGS.with(|set| *set.borrow_mut() = flags.into_iter().collect());

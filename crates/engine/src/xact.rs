@@ -246,6 +246,20 @@ thread_local! {
     static COMPENSATING: RefCell<Option<Lsn>> = const { RefCell::new(None) };
 }
 
+/// A fiber's open transaction and undo state, kept off the thread while another fiber runs on
+/// it (see [`crate::scheduler`]).
+#[derive(Default)]
+pub(crate) struct FiberTransaction {
+    current: Option<OpenXact>,
+    compensating: Option<Lsn>,
+}
+
+/// Swaps the thread's open transaction and undo state with a fiber's.
+pub(crate) fn swap_fiber_transaction(saved: &mut FiberTransaction) {
+    CURRENT.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut saved.current));
+    COMPENSATING.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut saved.compensating));
+}
+
 /// A session's open transaction taken off its thread between requests ([`detach`]), so that
 /// its next request may run on another thread (a connection pool's, an async runtime's). Its
 /// locks stay held: they belong to its id, not to a thread.

@@ -85,7 +85,7 @@ impl Database {
                 if settings.max_size_pages.is_some_and(|max| pages > max) {
                     return Err(SqlError::modify_size_above_max());
                 }
-                let _one_growth_at_a_time = self.growth_lock.lock();
+                let _one_growth_at_a_time = crate::fiber::lock(&self.growth_lock);
                 self.grow_file(&file, pages, false)?;
                 self.recalculate(&inner, file.fg_id);
                 Ok(())

@@ -812,7 +812,7 @@ impl Database {
             .flat_map(|f| f.alloc.allocation_pages(f.size_pages()))
             .collect();
         for unit in inner.units.values() {
-            pages.extend(unit.lock().iam_pages());
+            pages.extend(crate::fiber::lock(unit).iam_pages());
         }
         self.pool.flush_pages(self.database_id, &pages)
     }
@@ -877,7 +877,7 @@ impl ExtentSpace for FgSpace<'_> {
     }
 
     fn grow(&mut self, cursor: usize) -> SqlResult<bool> {
-        let _one_growth_at_a_time = self.db.growth_lock.lock();
+        let _one_growth_at_a_time = crate::fiber::lock(&self.db.growth_lock);
         if self.files.iter().any(|file| file.free_extents() > 0) {
             return Ok(true);
         }

@@ -241,7 +241,7 @@ impl Database {
     /// What an allocation unit holds.
     pub fn allocation_unit(&self, au_id: u64) -> Option<AllocUnitInfo> {
         let inner = self.inner.read();
-        let unit = inner.units.get(&au_id)?.lock();
+        let unit = crate::fiber::lock(inner.units.get(&au_id)?);
         Some(AllocUnitInfo {
             au_id,
             name: unit.name.clone(),
@@ -255,7 +255,7 @@ impl Database {
     /// The name of the filegroup an allocation unit lives in.
     pub fn unit_filegroup_name(&self, au_id: u64) -> Option<String> {
         let inner = self.inner.read();
-        let fg_id = inner.units.get(&au_id)?.lock().fg_id;
+        let fg_id = crate::fiber::lock(inner.units.get(&au_id)?).fg_id;
         inner.filegroups.get(&fg_id).map(|fg| fg.name.clone())
     }
 
@@ -264,7 +264,7 @@ impl Database {
     /// buffer pool.
     pub fn unit_pages(&self, au_id: u64) -> SqlResult<Vec<UnitPage>> {
         let inner = self.inner.read();
-        let unit = inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?.lock();
+        let unit = crate::fiber::lock(inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?);
         let first_iam = unit.iams.first().map(|iam| iam.page);
         let mut pages = Vec::new();
         for iam in &unit.iams {
@@ -370,7 +370,7 @@ impl Database {
                 format!("Could not find allocation unit ID {au_id}. Check sys.allocation_units."),
             )
         })?;
-        let mut unit = unit.lock();
+        let mut unit = crate::fiber::lock(unit);
         f(&inner, &mut unit)
     }
 
@@ -426,7 +426,7 @@ impl Database {
         let inner = self.inner.read();
         let unit = inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?;
         {
-            let mut locked = unit.lock();
+            let mut locked = crate::fiber::lock(unit);
             let mixed = inner.boot.mixed_page_allocation
                 && locked.extents.is_empty()
                 && locked.single_pages.len() < SINGLE_PAGE_SLOTS;
@@ -441,11 +441,11 @@ impl Database {
         if let Some(page) = self.unit_freed_page(inner, unit)? {
             return Ok(page);
         }
-        let fg_id = unit.lock().fg_id;
+        let fg_id = crate::fiber::lock(unit).fg_id;
         let cache_extents = inner.filegroups.get(&fg_id).map_or(1, |fg| fg.members.len().max(1));
         for _ in 0..MAX_UNIFORM_ATTEMPTS {
             let choice = {
-                let mut locked = unit.lock();
+                let mut locked = crate::fiber::lock(unit);
                 let len = locked.current.len();
                 locked.rotation = locked.rotation.wrapping_add(1);
                 (len > 0).then(|| locked.current[locked.rotation % len])
@@ -456,10 +456,10 @@ impl Database {
                 }
                 // Full: it leaves the cache, and this session refills the cache below rather
                 // than joining the others on the extents still in it.
-                unit.lock().current.retain(|e| *e != extent);
+                crate::fiber::lock(unit).current.retain(|e| *e != extent);
             }
             let extent = {
-                let mut locked = unit.lock();
+                let mut locked = crate::fiber::lock(unit);
                 if locked.current.len() >= cache_extents {
                     continue; // another session refilled the cache
                 }
@@ -482,7 +482,7 @@ impl Database {
         unit: &Mutex<AllocUnit>,
     ) -> SqlResult<Option<PageId>> {
         let extents: Vec<PageId> = {
-            let mut locked = unit.lock();
+            let mut locked = crate::fiber::lock(unit);
             if !locked.freed_since_scan {
                 return Ok(None);
             }
@@ -766,7 +766,7 @@ impl Database {
         let mut owned = BTreeSet::new();
         let mut used_single = BTreeSet::new();
         for unit in inner.units.values() {
-            let unit = unit.lock();
+            let unit = crate::fiber::lock(unit);
             owned.extend(unit.extents.iter().copied());
             used_single.extend(unit.single_pages.iter().copied());
             used_single.extend(unit.iams.iter().map(|iam| iam.page));
@@ -913,7 +913,7 @@ impl Database {
         let mut single_pages = BTreeSet::new();
         let mut iam_pages = BTreeSet::new();
         for unit in inner.units.values() {
-            let unit = unit.lock();
+            let unit = crate::fiber::lock(unit);
             for extent in &unit.extents {
                 *owners.entry(*extent).or_default() += 1;
             }

@@ -405,6 +405,11 @@ struct FlushState {
     flushed_lsn: Lsn,
     writing: bool,
     failed: Option<SqlError>,
+    /// Fibers waiting for a flush ([`crate::fiber`]): woken after each write.
+    fiber_waiters: Vec<crate::scheduler::Waker>,
+    /// A fiber asked the log writer to write the open block too (fibers do not write the log
+    /// themselves: the write would stall their scheduler's other fibers).
+    seal_requested: bool,
 }
 
 /// The log of one database.
@@ -475,7 +480,7 @@ fn write_while_streaming(task: &BackgroundTask, weak: &std::sync::Weak<LogManage
                 // Appenders ask again from here on. One that saw the flag set while its block
                 // made the batch asked nobody: look once more, under the append lock it held.
                 log.writer_polling.store(false, Ordering::SeqCst);
-                if log.state.lock().pending.len() < LOG_WRITER_BATCH_BLOCKS {
+                if !log.writer_has_work() {
                     return true;
                 }
                 idle_polls = 0;
@@ -488,7 +493,7 @@ fn write_while_streaming(task: &BackgroundTask, weak: &std::sync::Weak<LogManage
             log.writer_polling.store(false, Ordering::SeqCst);
             return false;
         }
-        let batch_waits = log.state.lock().pending.len() >= LOG_WRITER_BATCH_BLOCKS;
+        let batch_waits = log.writer_has_work();
         idle_polls = if batch_waits { 0 } else { idle_polls + 1 };
     }
 }
@@ -585,7 +590,13 @@ impl LogManager {
             rule: instance.config.vlf_rule,
             chain_crc: Mutex::new(state.prev_crc),
             state: Mutex::new(state),
-            flush: Mutex::new(FlushState { flushed_lsn, writing: false, failed: None }),
+            flush: Mutex::new(FlushState {
+                flushed_lsn,
+                writing: false,
+                failed: None,
+                fiber_waiters: Vec::new(),
+                seal_requested: false,
+            }),
             flushed: Condvar::new(),
             next_xact_id: std::sync::atomic::AtomicU64::new(1),
             cache_full: std::sync::atomic::AtomicBool::new(false),
@@ -1037,6 +1048,14 @@ impl LogManager {
         self.writer_idle_polls.store(polls, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Whether the log writer has a write to make: a batch of sealed blocks, or a fiber's
+    /// request for the open block.
+    fn writer_has_work(&self) -> bool {
+        // One lock at a time (a guard in the first operand of `||` would live to the end).
+        let seal_requested = self.flush.lock().seal_requested;
+        seal_requested || self.state.lock().pending.len() >= LOG_WRITER_BATCH_BLOCKS
+    }
+
     /// Stops the log writer and waits for a write it has under way.
     pub fn stop_writer(&self) {
         self.writer_started.store(false, std::sync::atomic::Ordering::Release);
@@ -1047,23 +1066,33 @@ impl LogManager {
     /// writing already, whose write takes them too. Nobody waits on it, so no wait is recorded;
     /// a failure stops the log as a session's write would (the next flush returns 9001).
     fn write_sealed_blocks(&self) {
-        if self.state.lock().pending.is_empty() {
-            return;
-        }
         let mut flush = self.flush.lock();
         if flush.failed.is_some() || flush.writing {
             return;
         }
+        let seal_open = std::mem::take(&mut flush.seal_requested);
+        if !seal_open && self.state.lock().pending.is_empty() {
+            return;
+        }
         flush.writing = true;
         drop(flush);
-        let written = self.write_pending(false);
+        let written = self.write_pending(seal_open);
         let mut flush = self.flush.lock();
         flush.writing = false;
         match written {
             Ok(upto) => flush.flushed_lsn = flush.flushed_lsn.max(upto),
             Err(failure) => self.stop_after_write_failure(&mut flush, failure),
         }
+        self.notify_flushed(&mut flush);
+    }
+
+    /// Wakes everyone waiting for a flush: threads on the condition variable, fibers by their
+    /// wakers. Each looks again at the flushed LSN.
+    fn notify_flushed(&self, flush: &mut FlushState) {
         self.flushed.notify_all();
+        for waker in flush.fiber_waiters.drain(..) {
+            waker.wake();
+        }
     }
 
     /// Stops the log after a failed write or sync ([`LogWriteFailed`]): the first failure
@@ -1467,6 +1496,18 @@ impl LogManager {
             waited = true;
             // The worker's scheduler runs another worker while this one waits for the log.
             suspended.get_or_insert_with(crate::scheduler::suspend);
+            if crate::fiber::on_fiber()
+                && self.writer_started.load(std::sync::atomic::Ordering::Acquire)
+            {
+                // A fiber leaves the write to the log writer, as SQL Server's sessions do.
+                flush.fiber_waiters.push(crate::scheduler::waker());
+                flush.seal_requested = true;
+                drop(flush);
+                self.writer.request();
+                crate::fiber::park();
+                flush = self.flush.lock();
+                continue;
+            }
             if flush.writing {
                 self.flushed.wait(&mut flush);
                 continue;
@@ -1480,7 +1521,7 @@ impl LogManager {
                 Ok(upto) => flush.flushed_lsn = flush.flushed_lsn.max(upto),
                 Err(failure) => self.stop_after_write_failure(&mut flush, failure),
             }
-            self.flushed.notify_all();
+            self.notify_flushed(&mut flush);
         };
         drop(flush);
         let signal = suspended.map_or(Duration::ZERO, crate::scheduler::Suspended::resume);

@@ -640,6 +640,20 @@ thread_local! {
     static PENDING_RECORDS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// A fiber's open mini-transactions, kept off the thread while another fiber runs on it (see
+/// [`crate::scheduler`]). The spare states and buffers stay with the thread: they hold nothing.
+#[derive(Default)]
+pub(crate) struct FiberMtrs {
+    stack: Vec<MtrState>,
+    pending_records: bool,
+}
+
+/// Swaps the thread's open mini-transactions with a fiber's.
+pub(crate) fn swap_fiber_mtrs(saved: &mut FiberMtrs) {
+    STACK.with(|s| std::mem::swap(&mut *s.borrow_mut(), &mut saved.stack));
+    saved.pending_records = PENDING_RECORDS.with(|p| p.replace(saved.pending_records));
+}
+
 /// An empty buffer for a payload or a before-image, with room for `capacity` bytes: one a
 /// finished change handed back ([`give_back_buffer`]) if this thread has one.
 pub fn take_buffer(capacity: usize) -> Vec<u8> {

@@ -1,0 +1,579 @@
+//! Fiber mode ('lightweight pooling'): a scheduler's workers as fibers on one thread.
+//!
+//! What it reproduces: 'lightweight pooling' set to 1 switches SQL Server to fiber mode
+//! scheduling: each scheduler's workers are fibers of one thread, and a worker that waits
+//! switches to the next runnable one in user mode, without the user/kernel transitions of a
+//! thread switch (Microsoft Learn, "lightweight pooling Option"). Everything else is as in
+//! thread mode ([`crate::scheduler`]): a worker keeps its scheduler until it waits or its
+//! quantum ends, a signalled waiter joins its scheduler's runnable queue in FIFO order, and
+//! the time from the signal to running again is the wait's signal time.
+//!
+//! How: [`run`] starts one thread per online scheduler, bound to its CPU, and runs the jobs
+//! given to it as fibers (stackful coroutines of the `generator` crate). A fiber parks
+//! ([`park`]) by switching back to its scheduler's loop; a [`FiberHandle::wake`] from any
+//! thread puts it at the tail of that scheduler's runnable queue and wakes the scheduler's
+//! thread only if it sleeps with nothing to run. State the engine keeps per thread and that
+//! belongs to a session (its open mini-transactions and transaction, its session id, its
+//! latch-holder token, its trace flags, its STATISTICS IO counts) is swapped in and out with
+//! each fiber ([`FiberLocals`]).
+//!
+//! Deviations:
+//! - Only [`run`]'s jobs (`bench insert --lightweight-pooling`) are fibers; the server's
+//!   sessions stay threads whatever the option says.
+//! - Waits that switch fibers: latches, locks, WRITELOG and quantum ends. A fiber's log flush
+//!   is written by the log writer (a thread-mode session may write the log itself). Anything
+//!   else that blocks in the OS (a page read, WAITFOR, a mutex the engine holds briefly)
+//!   blocks the scheduler's other fibers too, as a preemptive call does in SQL Server. The
+//!   mutexes held across latch waits (an allocation unit's, file growth's) are taken with
+//!   [`lock`], which lets the other fibers run meanwhile: blocking on one whose holder is a
+//!   parked fiber of the same thread would never end.
+//! - Fibers do not show in sys.dm_os_tasks, and the schedulers' DMV counters do not count
+//!   their switches; their waits count in sys.dm_os_wait_stats as in thread mode.
+//!
+//! Invariants (owned here):
+//! 1. A fiber runs only on its scheduler's thread, and at most one fiber runs there at once.
+//! 2. A parked fiber is in no runnable queue; a woken one is in exactly one, once.
+
+use crate::scheduler::Schedulers;
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// A fiber's stack: as large as a spawned thread's by default. The `generator` crate maps it
+/// (untouched pages cost no memory) and takes its size in words.
+const FIBER_STACK_BYTES: usize = 2 << 20;
+
+const RUNNING: u8 = 0;
+const PARKED: u8 = 1;
+const NOTIFIED: u8 = 2;
+
+/// A scheduler's runnable fibers and its thread.
+struct RunQueue {
+    state: Mutex<RunQueueState>,
+    thread: Thread,
+    waits: Arc<crate::waits::WaitStats>,
+}
+
+#[derive(Default)]
+struct RunQueueState {
+    runnable: VecDeque<Arc<FiberHandle>>,
+    /// The scheduler's thread sleeps: a fiber made runnable must wake it.
+    idle: bool,
+    /// Parked fibers' deadlines ([`park_timeout`]). An entry outlives the wait it was for; a
+    /// late one wakes the fiber for nothing, which waiters allow for.
+    timers: Vec<(Instant, Arc<FiberHandle>)>,
+}
+
+impl RunQueueState {
+    /// Makes the fibers whose deadline has passed runnable; returns the next deadline.
+    fn fire_timers(&mut self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut next = None::<Instant>;
+        let mut kept = Vec::with_capacity(self.timers.len());
+        for (deadline, handle) in std::mem::take(&mut self.timers) {
+            if deadline > now {
+                next = Some(next.map_or(deadline, |n| n.min(deadline)));
+                kept.push((deadline, handle));
+            } else if handle
+                .state
+                .compare_exchange(PARKED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                handle.woken_at_ns.store(now_ns(), Ordering::Relaxed);
+                self.runnable.push_back(handle);
+            }
+        }
+        self.timers = kept;
+        next
+    }
+}
+
+/// What other threads hold of a fiber: enough to wake it.
+pub struct FiberHandle {
+    id: u64,
+    /// RUNNING, PARKED or NOTIFIED (woken while not parked: its next park returns at once).
+    state: AtomicU8,
+    queue: Arc<RunQueue>,
+    /// When it was last made runnable (ns since [`epoch`]), for its signal time.
+    woken_at_ns: AtomicU64,
+    /// Time spent runnable since the last [`take_signal_time`], in ns.
+    signal_ns: AtomicU64,
+}
+
+fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_ns() -> u64 {
+    u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl FiberHandle {
+    /// Ends the fiber's wait: it joins its scheduler's runnable queue (invariant 2). A fiber
+    /// that is not parked yet finds the wake-up at its next [`park`].
+    pub fn wake(self: &Arc<Self>) {
+        loop {
+            match self.state.load(Ordering::Acquire) {
+                PARKED => {
+                    if self
+                        .state
+                        .compare_exchange(PARKED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        self.enqueue();
+                        return;
+                    }
+                }
+                RUNNING => {
+                    if self
+                        .state
+                        .compare_exchange(RUNNING, NOTIFIED, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        return;
+                    }
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn enqueue(self: &Arc<Self>) {
+        self.woken_at_ns.store(now_ns(), Ordering::Relaxed);
+        let mut queue = self.queue.state.lock();
+        queue.runnable.push_back(self.clone());
+        if queue.idle {
+            queue.idle = false;
+            self.queue.thread.unpark();
+        }
+    }
+}
+
+/// Session state the engine keeps per thread, held by a fiber while it does not run.
+#[derive(Default)]
+struct FiberLocals {
+    mtrs: crate::log::mtr::FiberMtrs,
+    transaction: crate::xact::FiberTransaction,
+    spid: u16,
+    latch_token: u32,
+    trace_flags: BTreeSet<u16>,
+    io_counts: crate::iostats::FiberIoCounts,
+}
+
+impl FiberLocals {
+    /// Swaps these with the thread's: called before a fiber runs and after it switches out.
+    fn swap(&mut self) {
+        crate::log::mtr::swap_fiber_mtrs(&mut self.mtrs);
+        crate::xact::swap_fiber_transaction(&mut self.transaction);
+        crate::instance::swap_fiber_spid(&mut self.spid);
+        crate::latch::swap_fiber_token(&mut self.latch_token);
+        crate::traceflags::swap_fiber_flags(&mut self.trace_flags);
+        crate::iostats::swap_fiber_counts(&mut self.io_counts);
+    }
+}
+
+struct Running {
+    handle: Arc<FiberHandle>,
+    quantum_started: Instant,
+}
+
+thread_local! {
+    /// The fiber running on this thread, if any.
+    static CURRENT: RefCell<Option<Running>> = const { RefCell::new(None) };
+}
+
+/// The calling fiber's handle (None on a thread that is not running a fiber).
+pub fn current() -> Option<Arc<FiberHandle>> {
+    CURRENT.with(|c| c.borrow().as_ref().map(|running| running.handle.clone()))
+}
+
+/// Whether the caller is a fiber.
+pub fn on_fiber() -> bool {
+    CURRENT.with(|c| c.borrow().is_some())
+}
+
+/// Parks the calling fiber until a [`FiberHandle::wake`] (at once if one came since its last
+/// park). Callers look again at what they wait for: a wake-up may be for an earlier wait.
+pub fn park() {
+    park_until(None);
+}
+
+/// [`park`], for at most `timeout`.
+pub fn park_timeout(timeout: Duration) {
+    park_until(Some(Instant::now() + timeout));
+}
+
+fn park_until(deadline: Option<Instant>) {
+    let Some(handle) = current() else { return };
+    if handle.state.compare_exchange(NOTIFIED, RUNNING, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    {
+        return;
+    }
+    if handle.state.compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire).is_err()
+    {
+        // Notified between the two looks.
+        handle.state.store(RUNNING, Ordering::Release);
+        return;
+    }
+    if let Some(deadline) = deadline {
+        handle.queue.state.lock().timers.push((deadline, handle.clone()));
+    }
+    drop(handle);
+    switch_out();
+}
+
+/// Lets the scheduler's other runnable fibers run first; the caller stays runnable.
+fn yield_now() {
+    let Some(handle) = current() else { return };
+    handle.enqueue();
+    drop(handle);
+    switch_out();
+}
+
+/// Locks `mutex` for a caller that may be a fiber. A fiber that finds it held lets its
+/// scheduler's other fibers run until it can take it: the holder may be one of them, parked
+/// in a latch wait with the mutex held, and blocking the thread would stop it for good. A
+/// thread blocks as usual.
+pub fn lock<T>(mutex: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
+    if !on_fiber() {
+        return mutex.lock();
+    }
+    loop {
+        if let Some(guard) = mutex.try_lock() {
+            return guard;
+        }
+        yield_now();
+    }
+}
+
+/// Switches from the running fiber back to its scheduler's loop.
+fn switch_out() {
+    // The free function finds the running generator itself; its replacement needs the
+    // generator's scope passed down to every wait, through the whole engine.
+    #[allow(deprecated)]
+    generator::yield_with(());
+}
+
+/// Starts the caller's signal-time count (a wait begins).
+pub fn reset_signal_time() {
+    if let Some(handle) = current() {
+        handle.signal_ns.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The time the calling fiber spent runnable since [`reset_signal_time`].
+pub fn take_signal_time() -> Duration {
+    current()
+        .map_or(Duration::ZERO, |h| Duration::from_nanos(h.signal_ns.swap(0, Ordering::Relaxed)))
+}
+
+/// A yield point for a fiber: when its quantum has ended it goes to the tail of the runnable
+/// queue (straight back if nothing else is runnable) and waits SOS_SCHEDULER_YIELD, all of it
+/// signal time, as in thread mode.
+pub fn yield_point() {
+    let Some(handle) = CURRENT.with(|c| {
+        let c = c.borrow();
+        let running = c.as_ref()?;
+        let due = running.quantum_started.elapsed() >= crate::scheduler::QUANTUM;
+        due.then(|| running.handle.clone())
+    }) else {
+        return;
+    };
+    let queued = if handle.queue.state.lock().runnable.is_empty() {
+        CURRENT.with(|c| c.borrow_mut().as_mut().map(|r| r.quantum_started = Instant::now()));
+        Duration::ZERO
+    } else {
+        handle.signal_ns.store(0, Ordering::Relaxed);
+        handle.enqueue();
+        switch_out();
+        take_signal_time()
+    };
+    handle.queue.waits.record(crate::scheduler::YIELD_WAIT_TYPE, queued, queued);
+}
+
+/// Runs `jobs` as fibers on the online schedulers (round robin), one thread per scheduler
+/// bound to its CPU when 'affinity mask' binds it; returns when every job has returned. A
+/// job's panic is raised again here once the others are done.
+pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
+    let placements = schedulers.fiber_placements();
+    let mut per_scheduler: Vec<Vec<Box<dyn FnOnce() + Send>>> =
+        placements.iter().map(|_| Vec::new()).collect();
+    for (n, job) in jobs.into_iter().enumerate() {
+        per_scheduler[n % placements.len()].push(job);
+    }
+    let next_id = Arc::new(AtomicU64::new(1));
+    let threads: Vec<_> = placements
+        .into_iter()
+        .zip(per_scheduler)
+        .filter(|(_, jobs)| !jobs.is_empty())
+        .map(|((id, cpu), jobs)| {
+            let (next_id, waits) = (next_id.clone(), schedulers.waits().clone());
+            std::thread::Builder::new()
+                .name(format!("extentdb-sched{id}"))
+                .spawn(move || {
+                    if let Some(cpu) = cpu {
+                        crate::affinity::bind_current_thread(&[cpu]);
+                    }
+                    crate::session::run_as_worker();
+                    scheduler_loop(jobs, &next_id, waits);
+                })
+                .expect("a scheduler thread")
+        })
+        .collect();
+    let mut panic = None;
+    for thread in threads {
+        if let Err(payload) = thread.join() {
+            panic.get_or_insert(payload);
+        }
+    }
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
+    }
+}
+
+type Fiber = (generator::Generator<'static, (), ()>, FiberLocals);
+
+/// One scheduler's thread: runs its runnable fibers in FIFO order until all have returned.
+fn scheduler_loop(
+    jobs: Vec<Box<dyn FnOnce() + Send>>,
+    next_id: &AtomicU64,
+    waits: Arc<crate::waits::WaitStats>,
+) {
+    let queue = Arc::new(RunQueue {
+        state: Mutex::new(RunQueueState::default()),
+        thread: std::thread::current(),
+        waits,
+    });
+    let mut fibers: HashMap<u64, Fiber> = HashMap::new();
+    for job in jobs {
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        let handle = Arc::new(FiberHandle {
+            id,
+            state: AtomicU8::new(RUNNING),
+            queue: queue.clone(),
+            woken_at_ns: AtomicU64::new(now_ns()),
+            signal_ns: AtomicU64::new(0),
+        });
+        let fiber = generator::Gn::<()>::new_opt(FIBER_STACK_BYTES / size_of::<usize>(), job);
+        fibers.insert(id, (fiber, FiberLocals::default()));
+        queue.state.lock().runnable.push_back(handle);
+    }
+    let mut panic = None;
+    while !fibers.is_empty() {
+        let handle = next_runnable(&queue);
+        let woken_at = handle.woken_at_ns.load(Ordering::Relaxed);
+        handle.signal_ns.fetch_add(now_ns().saturating_sub(woken_at), Ordering::Relaxed);
+        let id = handle.id;
+        let (fiber, locals) = fibers.get_mut(&id).expect("invariant 2: a queued fiber is live");
+        CURRENT
+            .with(|c| *c.borrow_mut() = Some(Running { handle, quantum_started: Instant::now() }));
+        locals.swap();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fiber.resume()));
+        locals.swap();
+        CURRENT.with(|c| *c.borrow_mut() = None);
+        if let Err(payload) = outcome {
+            panic.get_or_insert(payload);
+            fibers.remove(&id);
+        } else if fiber.is_done() {
+            fibers.remove(&id);
+        }
+    }
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
+    }
+}
+
+/// The head of the runnable queue, sleeping until there is one.
+fn next_runnable(queue: &RunQueue) -> Arc<FiberHandle> {
+    let mut state = queue.state.lock();
+    loop {
+        let next_deadline = if state.timers.is_empty() { None } else { state.fire_timers() };
+        if let Some(handle) = state.runnable.pop_front() {
+            return handle;
+        }
+        state.idle = true;
+        // An unpark between the unlock and the park is kept by the thread's token.
+        parking_lot::MutexGuard::unlocked(&mut state, || match next_deadline {
+            Some(deadline) => {
+                std::thread::park_timeout(deadline.saturating_duration_since(Instant::now()))
+            }
+            None => std::thread::park(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::latch::{Latch, LatchMode};
+    use crate::waits::WaitStats;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+    fn schedulers(count: usize) -> Arc<Schedulers> {
+        Schedulers::new(count, Arc::new(WaitStats::default()))
+    }
+
+    fn job(f: impl FnOnce() + Send + 'static) -> Box<dyn FnOnce() + Send> {
+        Box::new(f)
+    }
+
+    /// Runs `jobs` on another thread; panics if they have not returned within a minute.
+    fn run_within_a_minute(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
+        let schedulers = schedulers.clone();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let runner = std::thread::spawn(move || {
+            run(&schedulers, jobs);
+            let _ = done_tx.send(());
+        });
+        if done_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            assert!(runner.is_finished(), "the fibers did not finish within a minute");
+        }
+        if let Err(panic) = runner.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    #[test]
+    fn every_job_runs_and_each_scheduler_runs_one_fiber_at_a_time() {
+        let schedulers = schedulers(2);
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let finished = Arc::new(AtomicUsize::new(0));
+        let jobs = (0..6)
+            .map(|_| {
+                let (running, most, finished) = (running.clone(), most.clone(), finished.clone());
+                job(move || {
+                    assert!(on_fiber());
+                    let started = Instant::now();
+                    while started.elapsed() < Duration::from_millis(30) {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::hint::spin_loop();
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        crate::scheduler::yield_point();
+                    }
+                    finished.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        run_within_a_minute(&schedulers, jobs);
+        assert_eq!(finished.load(Ordering::SeqCst), 6);
+        assert!(most.load(Ordering::SeqCst) <= 2, "invariant 1: one fiber per scheduler at once");
+        let yields = schedulers.waits().get(crate::scheduler::YIELD_WAIT_TYPE).expect("yields");
+        assert!(yields.waiting_tasks_count >= 6, "quanta ended: {yields:?}");
+        assert!(!on_fiber(), "the test thread is no fiber");
+    }
+
+    /// Two fibers of one scheduler: the first holds latch A and waits for latch B (held by
+    /// the test); the second then waits for A. Only switching fibers lets both finish.
+    #[test]
+    fn a_fiber_waits_for_a_latch_held_by_a_parked_fiber_of_its_own_scheduler() {
+        let schedulers = schedulers(1);
+        let (a, b) = (Arc::new(Latch::default()), Arc::new(Latch::default()));
+        b.acquire(LatchMode::Ex, 1, |_| {}).unwrap();
+        let second_waited = Arc::new(AtomicBool::new(false));
+        let first = {
+            let (a, b) = (a.clone(), b.clone());
+            job(move || {
+                a.acquire(LatchMode::Ex, 51, |_| {}).unwrap();
+                assert!(b.acquire(LatchMode::Sh, 51, |_| {}).unwrap().is_some(), "waited for B");
+                b.release(LatchMode::Sh, 51);
+                a.release(LatchMode::Ex, 51);
+            })
+        };
+        let second = {
+            let (a, second_waited) = (a.clone(), second_waited.clone());
+            job(move || {
+                let wait = a.acquire(LatchMode::Sh, 52, |_| {}).unwrap();
+                second_waited.store(wait.is_some(), Ordering::SeqCst);
+                a.release(LatchMode::Sh, 52);
+            })
+        };
+        let releaser = {
+            let (a, b) = (a.clone(), b.clone());
+            std::thread::spawn(move || {
+                while a.waiter_count() == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                b.release(LatchMode::Ex, 1);
+            })
+        };
+        run_within_a_minute(&schedulers, vec![first, second]);
+        releaser.join().unwrap();
+        assert!(second_waited.load(Ordering::SeqCst), "the second fiber waited for A");
+    }
+
+    /// The first fiber holds a mutex while it waits for a latch; the second asks for the
+    /// mutex. [`lock`] lets the first run again once its latch comes.
+    #[test]
+    fn a_fiber_asking_for_a_mutex_held_by_a_parked_fiber_lets_it_run() {
+        let schedulers = schedulers(1);
+        let mutex = Arc::new(Mutex::new(0));
+        let latch = Arc::new(Latch::default());
+        latch.acquire(LatchMode::Ex, 1, |_| {}).unwrap();
+        let first = {
+            let (mutex, latch) = (mutex.clone(), latch.clone());
+            job(move || {
+                let mut held = lock(&mutex);
+                latch.acquire(LatchMode::Sh, 51, |_| {}).unwrap();
+                *held += 1;
+                latch.release(LatchMode::Sh, 51);
+            })
+        };
+        let second = {
+            let mutex = mutex.clone();
+            job(move || *lock(&mutex) += 10)
+        };
+        let releaser = {
+            let latch = latch.clone();
+            std::thread::spawn(move || {
+                while latch.waiter_count() == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                latch.release(LatchMode::Ex, 1);
+            })
+        };
+        run_within_a_minute(&schedulers, vec![first, second]);
+        releaser.join().unwrap();
+        assert_eq!(*mutex.lock(), 11);
+    }
+
+    /// Fibers that park for a time wake after it, each with its own session id, trace flags
+    /// and latch-holder token, while the others ran on the same thread meanwhile.
+    #[test]
+    fn a_timed_park_wakes_after_its_time_and_each_fiber_keeps_its_own_state() {
+        let schedulers = schedulers(1);
+        let tokens = Arc::new(Mutex::new(Vec::new()));
+        let jobs = (0..3u16)
+            .map(|n| {
+                let tokens = tokens.clone();
+                job(move || {
+                    let spid = 60 + n;
+                    crate::instance::set_current_spid(spid);
+                    crate::traceflags::set_session_flags([3604 + n]);
+                    let latch = Latch::default();
+                    latch.acquire(LatchMode::Ex, spid, |_| {}).unwrap();
+                    let token = crate::latch::current_token_for_tests();
+                    let started = Instant::now();
+                    park_timeout(Duration::from_millis(20));
+                    assert!(started.elapsed() >= Duration::from_millis(20), "woke early");
+                    assert_eq!(crate::instance::current_spid(), spid);
+                    assert!(crate::traceflags::session_flag_for_tests(3604 + n));
+                    assert_eq!(crate::latch::current_token_for_tests(), token);
+                    latch.release(LatchMode::Ex, spid);
+                    tokens.lock().push(token);
+                })
+            })
+            .collect();
+        run_within_a_minute(&schedulers, jobs);
+        let mut tokens = tokens.lock().clone();
+        tokens.dedup();
+        assert_eq!(tokens.len(), 3, "three latch holders, one per fiber: {tokens:?}");
+    }
+}
