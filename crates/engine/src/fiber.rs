@@ -15,7 +15,9 @@
 //! thread only if it sleeps with nothing to run. State the engine keeps per thread and that
 //! belongs to a session (its open mini-transactions and transaction, its session id, its
 //! latch-holder token, its trace flags, its STATISTICS IO counts) is swapped in and out with
-//! each fiber ([`FiberLocals`]).
+//! each fiber ([`FiberLocals`]). What the engine caches per thread (frame hints, the
+//! ascending-key hint of `btree`, spare log buffers) stays with the thread: it changes no
+//! outcome, only how fast one is found.
 //!
 //! Deviations:
 //! - Only [`run`]'s jobs (`bench insert --lightweight-pooling`) are fibers; the server's
@@ -26,7 +28,9 @@
 //!   blocks the scheduler's other fibers too, as a preemptive call does in SQL Server. The
 //!   mutexes held across latch waits (an allocation unit's, file growth's) are taken with
 //!   [`lock`], which lets the other fibers run meanwhile: blocking on one whose holder is a
-//!   parked fiber of the same thread would never end.
+//!   parked fiber of the same thread would never end. So is a database's file and unit map
+//!   ([`read`], [`write`]): a checkpoint waiting to write it must not stop new readers of the
+//!   thread whose parked fiber holds it shared.
 //! - Fibers do not show in sys.dm_os_tasks, and the schedulers' DMV counters do not count
 //!   their switches; their waits count in sys.dm_os_wait_stats as in thread mode.
 //!
@@ -35,7 +39,7 @@
 //! 2. A parked fiber is in no runnable queue; a woken one is in exactly one, once.
 
 use crate::scheduler::Schedulers;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -245,6 +249,35 @@ pub fn lock<T>(mutex: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
     }
     loop {
         if let Some(guard) = mutex.try_lock() {
+            return guard;
+        }
+        yield_now();
+    }
+}
+
+/// Takes `lock` shared for a caller that may be a fiber. A fiber that cannot take it at once
+/// (a writer holds it, or waits for a reader that may be a parked fiber of the same thread)
+/// lets its scheduler's other fibers run until it can.
+pub fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    if !on_fiber() {
+        return lock.read();
+    }
+    loop {
+        if let Some(guard) = lock.try_read() {
+            return guard;
+        }
+        yield_now();
+    }
+}
+
+/// Takes `lock` exclusively for a caller that may be a fiber: a fiber lets its scheduler's
+/// other fibers run (a reader among them) until it can take it.
+pub fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    if !on_fiber() {
+        return lock.write();
+    }
+    loop {
+        if let Some(guard) = lock.try_write() {
             return guard;
         }
         yield_now();
@@ -542,6 +575,62 @@ mod tests {
         run_within_a_minute(&schedulers, vec![first, second]);
         releaser.join().unwrap();
         assert_eq!(*mutex.lock(), 11);
+    }
+
+    /// The first fiber holds a lock shared while it waits for a latch; a thread then waits to
+    /// write it, and the second fiber asks to read it. [`read`] lets the first run again once
+    /// its latch comes, and the second reads after the writer (a plain read would queue behind
+    /// the writer and stop the thread the first needs).
+    #[test]
+    fn a_fiber_asking_to_read_while_a_writer_waits_lets_the_parked_reader_run() {
+        let schedulers = schedulers(1);
+        let lock = Arc::new(RwLock::new(0));
+        let latch = Arc::new(Latch::default());
+        latch.acquire(LatchMode::Ex, 1, |_| {}).unwrap();
+        let writer_waits = Arc::new(AtomicBool::new(false));
+        let first = {
+            let (lock, latch) = (lock.clone(), latch.clone());
+            job(move || {
+                let shared = read(&lock);
+                latch.acquire(LatchMode::Sh, 51, |_| {}).unwrap();
+                assert_eq!(*shared, 0);
+                latch.release(LatchMode::Sh, 51);
+            })
+        };
+        let second = {
+            let (lock, writer_waits) = (lock.clone(), writer_waits.clone());
+            job(move || {
+                while !writer_waits.load(Ordering::SeqCst) {
+                    park_timeout(Duration::from_millis(1));
+                }
+                std::thread::sleep(Duration::from_millis(20)); // the writer queues meanwhile
+                assert_eq!(*read(&lock), 1, "read after the writer");
+            })
+        };
+        let writer = {
+            let (lock, latch, writer_waits) = (lock.clone(), latch.clone(), writer_waits.clone());
+            std::thread::spawn(move || {
+                while latch.waiter_count() == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                writer_waits.store(true, Ordering::SeqCst);
+                *lock.write() += 1;
+            })
+        };
+        let releaser = {
+            let latch = latch.clone();
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                // The first fiber's latch comes while the second asks to read.
+                std::thread::sleep(Duration::from_millis(100));
+                latch.release(LatchMode::Ex, 1);
+                drop(lock);
+            })
+        };
+        run_within_a_minute(&schedulers, vec![first, second]);
+        writer.join().unwrap();
+        releaser.join().unwrap();
+        assert_eq!(*lock.read(), 1);
     }
 
     /// Fibers that park for a time wake after it, each with its own session id, trace flags

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// A database of one data file and a clustered index on a uniqueidentifier key, with the log
-/// writer running (fibers leave their log flushes to it).
-fn database(lab: &common::Lab) -> (Arc<Database>, Arc<BTree>) {
+/// writer running (fibers leave their log flushes to it) unless `log_writer` is false.
+fn database_with(lab: &common::Lab, log_writer: bool) -> (Arc<Database>, Arc<BTree>) {
     let spec = DatabaseSpec {
         name: "Fibers".into(),
         primary: vec![FileSpec::new("d1", "d1.mdf").size(common::size("20MB"))],
@@ -24,13 +24,19 @@ fn database(lab: &common::Lab) -> (Arc<Database>, Arc<BTree>) {
         mixed_page_allocation: false,
     };
     let db = Arc::new(Database::create(&lab.instance, &spec).unwrap());
-    db.start_log_writer();
+    if log_writer {
+        db.start_log_writer();
+    }
     let columns = vec![
         Column::new("c1", SqlType::UniqueIdentifier, false),
         Column::new("c2", SqlType::Char(200), false),
     ];
     let tree = BTree::create(&db, "dbo.T", "PK_T", columns, vec![0], true, None).unwrap();
     (db, Arc::new(tree))
+}
+
+fn database(lab: &common::Lab) -> (Arc<Database>, Arc<BTree>) {
+    database_with(lab, true)
 }
 
 /// Runs `jobs` as fibers on another thread; panics if they have not all returned within a
@@ -136,4 +142,31 @@ fn a_fiber_waiting_for_a_key_lock_lets_the_holding_fiber_of_its_scheduler_run() 
         .map(|w| w.waiting_tasks_count)
         .sum();
     assert_eq!(lock_waits, 1, "the second fiber waited for the key lock once");
+}
+
+/// Without a log writer (embedded use that never starts one) a fiber writes its commit's log
+/// itself, as a thread-mode session does.
+#[test]
+fn fibers_commit_without_a_log_writer() {
+    let lab = lab_with(|config| config.schedulers = Some(1));
+    let (db, tree) = database_with(&lab, false);
+    let jobs: Vec<Box<dyn FnOnce() + Send>> = (0..3u64)
+        .map(|n| {
+            let (db, tree) = (db.clone(), tree.clone());
+            Box::new(move || {
+                let mut rng = Rng::seeded(n + 11);
+                for _ in 0..4 {
+                    db.begin_tran().unwrap();
+                    for _ in 0..50 {
+                        tree.insert(&db, &[Value::Guid(rng.guid()), Value::Text("a".into())])
+                            .unwrap();
+                    }
+                    db.commit_tran().unwrap();
+                }
+            }) as Box<dyn FnOnce() + Send>
+        })
+        .collect();
+    run_fibers(&lab, jobs);
+    assert_eq!(tree.check(&db), Ok(600));
+    assert!(db.log().stats().flushes >= 4, "the commits flushed the log");
 }

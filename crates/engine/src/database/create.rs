@@ -341,7 +341,7 @@ impl Database {
             closed: std::sync::atomic::AtomicBool::new(false),
             catalog: Mutex::new(None),
         };
-        let inner = db.inner.read();
+        let inner = crate::fiber::read(&db.inner);
         for fg_id in inner.filegroups.keys() {
             if !inner.filegroups[fg_id].members.is_empty() {
                 db.recalculate(&inner, *fg_id);
@@ -380,7 +380,7 @@ impl Database {
         to_filegroup: Option<&str>,
         is_log: bool,
     ) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let fg_id = match (is_log, to_filegroup) {
             (true, _) => 0,
             (false, Some(name)) => self.filegroup_by_name(&inner, name)?.id,
@@ -464,7 +464,7 @@ impl Database {
     /// ALTER DATABASE REMOVE FILE: the file must hold no data (5042); the primary data file and
     /// the primary log file cannot be removed (5020).
     pub fn remove_file(&self, logical_name: &str) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let data_id = inner
             .data_files
             .values()
@@ -514,7 +514,7 @@ impl Database {
 
     /// ALTER DATABASE ADD FILEGROUP.
     pub fn add_filegroup(&self, name: &str) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         if name.eq_ignore_ascii_case("DEFAULT") {
             return Err(SqlError::new(
                 5051,
@@ -554,7 +554,7 @@ impl Database {
 
     /// ALTER DATABASE REMOVE FILEGROUP: only an empty, non-default, non-PRIMARY filegroup.
     pub fn remove_filegroup(&self, name: &str) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let fg = self.filegroup_by_name(&inner, name)?;
         let (id, has_files) = (fg.id, !fg.members.is_empty());
         if has_files || id == PRIMARY_FILEGROUP_ID || fg.is_default {
@@ -569,7 +569,7 @@ impl Database {
 
     /// ALTER DATABASE MODIFY FILEGROUP fg DEFAULT. A filegroup needs a file first (5050).
     pub fn set_default_filegroup(&self, name: &str) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let id = self.filegroup_by_name(&inner, name)?.id;
         if inner.filegroups[&id].members.is_empty() {
             return Err(SqlError::new(
@@ -594,7 +594,7 @@ impl Database {
 
     /// ALTER DATABASE MODIFY FILEGROUP fg { AUTOGROW_SINGLE_FILE | AUTOGROW_ALL_FILES }.
     pub fn set_autogrow_all_files(&self, name: &str, all_files: bool) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let id = self.filegroup_by_name(&inner, name)?.id;
         let mut boot = inner.boot.clone();
         for entry in &mut boot.filegroups {
@@ -612,7 +612,7 @@ impl Database {
     /// backup, which extentdb does not have yet: the log grows and log_reuse_wait_desc says
     /// LOG_BACKUP.
     pub fn set_recovery_full(&self, full: bool) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let mut boot = inner.boot.clone();
         boot.full_recovery = full;
         self.save_boot(&mut inner, boot)
@@ -620,11 +620,11 @@ impl Database {
 
     /// recovery_model_desc: FULL or SIMPLE.
     pub fn recovery_model_desc(&self) -> &'static str {
-        if self.inner.read().boot.full_recovery { "FULL" } else { "SIMPLE" }
+        if crate::fiber::read(&self.inner).boot.full_recovery { "FULL" } else { "SIMPLE" }
     }
 
     pub fn set_mixed_page_allocation(&self, on: bool) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let mut boot = inner.boot.clone();
         boot.mixed_page_allocation = on;
         self.save_boot(&mut inner, boot)

@@ -62,7 +62,7 @@ impl Database {
 
     /// ALTER DATABASE MODIFY FILE (one property per statement, as in SQL Server).
     pub fn modify_file(&self, logical_name: &str, change: FileChange) -> SqlResult<()> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let found = inner
             .data_files
             .values()

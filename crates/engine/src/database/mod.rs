@@ -411,7 +411,7 @@ pub use shrink::FileShrink;
 impl Database {
     /// Space of every data file, in file-id order.
     pub fn file_space(&self) -> Vec<FileSpace> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         inner
             .data_files
             .values()
@@ -435,7 +435,7 @@ impl Database {
     /// what sys.database_files shows.
     pub fn database_files(&self) -> Vec<DatabaseFile> {
         let mut files: Vec<DatabaseFile> = {
-            let inner = self.inner.read();
+            let inner = crate::fiber::read(&self.inner);
             inner
                 .data_files
                 .values()
@@ -542,7 +542,7 @@ impl Database {
     /// The last checkpoint's LSNs, as the boot page records them: (checkpoint LSN, MinLSN),
     /// MinLSN being where recovery would start.
     pub fn checkpoint_lsns(&self) -> (crate::log::lsn::Lsn, crate::log::lsn::Lsn) {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         (inner.boot.checkpoint_lsn, inner.boot.min_lsn)
     }
 
@@ -562,7 +562,7 @@ impl Database {
 
     /// (id, name, is_default, autogrow_all_files, visit order) of every filegroup.
     pub fn filegroups(&self) -> Vec<(u16, String, bool, bool, Vec<u16>)> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         inner
             .filegroups
             .values()
@@ -574,7 +574,7 @@ impl Database {
 
     /// The current skip targets of a filegroup, in visit order (file id, skip target).
     pub fn skip_targets(&self, filegroup: &str) -> SqlResult<Vec<(u16, u32)>> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let fg = self.filegroup_by_name(&inner, filegroup)?;
         let state = fg.fill.snapshot();
         Ok(fg.member_ids().into_iter().zip(state.skip_targets().iter().copied()).collect())
@@ -632,12 +632,12 @@ impl Database {
     }
 
     pub fn mixed_page_allocation(&self) -> bool {
-        self.inner.read().boot.mixed_page_allocation
+        crate::fiber::read(&self.inner).boot.mixed_page_allocation
     }
 
     /// The physical path of a data or log file.
     pub fn file_path(&self, file_id: u16) -> Option<PathBuf> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         if let Some(file) = inner.data_files.get(&file_id) {
             return Some(file.path.clone());
         }
@@ -655,7 +655,7 @@ impl Database {
     /// dbi_dbccLastKnownGood: when DBCC CHECKDB last found no error in the database (local
     /// time); None if it never has.
     pub fn last_known_good(&self) -> Option<chrono::NaiveDateTime> {
-        let ms = self.inner.read().boot.last_known_good_ms;
+        let ms = crate::fiber::read(&self.inner).boot.last_known_good_ms;
         if ms == 0 {
             return None;
         }
@@ -664,7 +664,7 @@ impl Database {
 
     /// Records that DBCC CHECKDB found no error at `at` (local time), in the boot page at once.
     pub fn set_last_known_good(&self, at: chrono::NaiveDateTime) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let mut boot = inner.boot.clone();
         boot.last_known_good_ms = at.and_utc().timestamp_millis();
         self.save_boot(&mut inner, boot)
@@ -675,7 +675,7 @@ impl Database {
     /// reads a page the pool refused (824) this way, to say what is wrong with it. A page
     /// the pool holds may be newer than this.
     pub fn read_page_unverified(&self, page: PageId) -> SqlResult<Box<crate::page::PageBuf>> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let file = inner.data_files.get(&page.file_id).ok_or_else(|| {
             SqlError::new(
                 8968,
@@ -751,7 +751,7 @@ impl Database {
             self.log.append(&LogRecord::new(Operation::BeginCkpt, Context::Null, 0, vec![]))?;
         // Every page dirtied before `begin` is written (after its log records: the WAL rule).
         self.pool.flush(self.database_id, None)?;
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         self.flush_allocation_pages(&inner)?;
         let end = self.log.append(&LogRecord::new(
             Operation::EndCkpt,
@@ -821,7 +821,7 @@ impl Database {
     fn release_from_instance(&self) {
         self.closed.store(true, Ordering::Release);
         self.pool.unregister_log(self.database_id);
-        for file_id in self.inner.read().data_files.keys() {
+        for file_id in crate::fiber::read(&self.inner).data_files.keys() {
             self.pool.unregister_file(self.database_id, *file_id);
         }
         self.instance.unregister_database(&self.name);

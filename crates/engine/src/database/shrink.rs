@@ -51,7 +51,7 @@ impl Database {
     /// DBCC SHRINKFILE (file, target): `target_pages` None shrinks as far as the file allows.
     /// 8985 if the database has no such file.
     pub fn shrink_file(&self, file_id: u16, target_pages: Option<u32>) -> SqlResult<FileShrink> {
-        let data_file = self.inner.read().data_files.get(&file_id).cloned();
+        let data_file = crate::fiber::read(&self.inner).data_files.get(&file_id).cloned();
         match data_file {
             Some(file) => self.shrink_data_file(&file, target_pages),
             None if self.log.files().iter().any(|(id, _, _)| *id == file_id) => {
@@ -90,7 +90,7 @@ impl Database {
         for _ in 0..SHRINK_ATTEMPTS {
             let frees = file.alloc.frees();
             self.checkpoint()?;
-            let inner = self.inner.write();
+            let inner = crate::fiber::write(&self.inner);
             if file.alloc.frees() != frees {
                 continue; // a page freed since the checkpoint may have log records after it
             }

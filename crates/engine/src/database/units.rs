@@ -189,7 +189,7 @@ impl Database {
     /// None). It owns nothing until its first allocation creates its first IAM page.
     pub fn create_allocation_unit(&self, name: &str, filegroup: Option<&str>) -> SqlResult<u64> {
         let _autocommit = crate::log::mtr::autocommit();
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let fg_id = match filegroup {
             Some(fg) => self.filegroup_by_name(&inner, fg)?.id,
             None => self.default_filegroup(&inner).id,
@@ -234,13 +234,13 @@ impl Database {
 
     /// Every allocation unit: its id and name.
     pub fn allocation_units(&self) -> Vec<(u64, String)> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         inner.boot.units.iter().map(|u| (u.au_id, u.name.clone())).collect()
     }
 
     /// What an allocation unit holds.
     pub fn allocation_unit(&self, au_id: u64) -> Option<AllocUnitInfo> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let unit = crate::fiber::lock(inner.units.get(&au_id)?);
         Some(AllocUnitInfo {
             au_id,
@@ -254,7 +254,7 @@ impl Database {
 
     /// The name of the filegroup an allocation unit lives in.
     pub fn unit_filegroup_name(&self, au_id: u64) -> Option<String> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let fg_id = crate::fiber::lock(inner.units.get(&au_id)?).fg_id;
         inner.filegroups.get(&fg_id).map(|fg| fg.name.clone())
     }
@@ -263,7 +263,7 @@ impl Database {
     /// of its uniform extents in page order; each with its PFS ALLOCATED bit, read through the
     /// buffer pool.
     pub fn unit_pages(&self, au_id: u64) -> SqlResult<Vec<UnitPage>> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let unit = crate::fiber::lock(inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?);
         let first_iam = unit.iams.first().map(|iam| iam.page);
         let mut pages = Vec::new();
@@ -319,7 +319,7 @@ impl Database {
     /// The PFS byte of every page of a data file, read through the buffer pool (DBCC
     /// CHECKALLOC's per-file statistics). None if there is no such data file.
     pub fn pfs_bytes(&self, file_id: u16) -> SqlResult<Option<Vec<u8>>> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let Some(file) = inner.data_files.get(&file_id) else { return Ok(None) };
         let size = file.alloc.size_pages();
         let mut bytes = Vec::with_capacity(size as usize);
@@ -333,7 +333,7 @@ impl Database {
     /// if the file does not exist or the page is past its end.
     pub fn allocation_status(&self, page: PageId) -> SqlResult<Option<AllocationStatus>> {
         use crate::alloc::{MapKind, map_page, pfs_page_for};
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let Some(file) = inner.data_files.get(&page.file_id) else { return Ok(None) };
         let state = &file.alloc;
         if page.page_no >= state.size_pages() {
@@ -361,7 +361,7 @@ impl Database {
         au_id: u64,
         f: impl FnOnce(&DbInner, &mut AllocUnit) -> SqlResult<R>,
     ) -> SqlResult<R> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let unit = inner.units.get(&au_id).ok_or_else(|| {
             SqlError::new(
                 5204,
@@ -423,7 +423,7 @@ impl Database {
 
     fn allocate_page_in_unit(&self, au_id: u64) -> SqlResult<PageId> {
         let _autocommit = crate::log::mtr::autocommit();
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let unit = inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?;
         {
             let mut locked = crate::fiber::lock(unit);
@@ -708,7 +708,7 @@ impl Database {
             }
             Ok(())
         })?;
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         inner.units.remove(&au_id);
         self.first_iams.lock().remove(&au_id);
         let mut boot = inner.boot.clone();
@@ -739,7 +739,7 @@ impl Database {
 
     /// Records what a unit stores (its object's schema) in the boot page, for recovery.
     pub fn set_unit_descriptor(&self, au_id: u64, descriptor: Vec<u8>) -> SqlResult<()> {
-        let mut inner = self.inner.write();
+        let mut inner = crate::fiber::write(&self.inner);
         let mut boot = inner.boot.clone();
         let entry =
             boot.units.iter_mut().find(|u| u.au_id == au_id).ok_or_else(|| missing_unit(au_id))?;
@@ -749,7 +749,7 @@ impl Database {
 
     /// The descriptor a unit's object registered, if any.
     pub fn unit_descriptor(&self, au_id: u64) -> Option<Vec<u8>> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let entry = inner.boot.units.iter().find(|u| u.au_id == au_id)?;
         (!entry.descriptor.is_empty()).then(|| entry.descriptor.clone())
     }
@@ -762,7 +762,7 @@ impl Database {
     /// allocation with the transaction that made it.
     pub(super) fn free_orphaned_allocations(&self) -> SqlResult<(u32, u32)> {
         let _autocommit = crate::log::mtr::autocommit();
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let mut owned = BTreeSet::new();
         let mut used_single = BTreeSet::new();
         for unit in inner.units.values() {
@@ -908,7 +908,7 @@ impl Database {
     /// (empty when consistent). Run it on a quiet database: pages are latched one at a time,
     /// so concurrent allocations can show as transient problems.
     pub fn check_allocation(&self) -> Vec<SqlError> {
-        let inner = self.inner.read();
+        let inner = crate::fiber::read(&self.inner);
         let mut owners: BTreeMap<PageId, u32> = BTreeMap::new();
         let mut single_pages = BTreeSet::new();
         let mut iam_pages = BTreeSet::new();

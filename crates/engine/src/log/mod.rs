@@ -100,6 +100,9 @@ pub const LOG_BUFFERS: usize = 128;
 /// The log writer ([`LogManager::start_writer`]) is woken when this many sealed blocks wait:
 /// about 1 MB, one gathered write.
 pub const LOG_WRITER_BATCH_BLOCKS: usize = 16;
+/// How long a fiber waiting for the log writer's flush parks before it looks again at whether
+/// the writer still runs (it is woken as soon as a write ends).
+const FIBER_FLUSH_RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
 /// How often the log writer looks for a batch itself while blocks keep coming.
 pub const LOG_WRITER_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_micros(200);
 /// After this many looks that found no batch, the log writer sleeps until asked again.
@@ -1504,7 +1507,9 @@ impl LogManager {
                 flush.seal_requested = true;
                 drop(flush);
                 self.writer.request();
-                crate::fiber::park();
+                // Woken after the writer's next write; the timeout looks again should the
+                // writer have stopped meanwhile (the fiber then writes the log itself).
+                crate::fiber::park_timeout(FIBER_FLUSH_RECHECK);
                 flush = self.flush.lock();
                 continue;
             }
