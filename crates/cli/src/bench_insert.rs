@@ -123,6 +123,8 @@ struct Report {
     key: KeyKind,
     /// Trace flag 834: the buffer pool committed at startup in huge pages.
     large_pages: bool,
+    /// 'lightweight pooling': the sessions ran as fibers of one thread per scheduler.
+    lightweight_pooling: bool,
     rows: u64,
     seconds: f64,
     rows_per_s: f64,
@@ -559,6 +561,7 @@ fn build_report(
     Report {
         sessions: args.sessions,
         large_pages: !args.no_large_pages,
+        lightweight_pooling: args.lightweight_pooling,
         files: args.files,
         key: args.key,
         rows,
@@ -617,6 +620,9 @@ fn print_report(report: &Report) {
     }
     if report.large_pages {
         outln!("buffer pool: -T834, committed at startup in large pages");
+    }
+    if report.lightweight_pooling {
+        outln!("sessions: fibers ('lightweight pooling'), one thread per scheduler");
     }
     outln!("size on disk {:.1} MB, {:.1} MB used", report.size_on_disk_mb, report.used_mb);
     outln!(

@@ -61,6 +61,30 @@ fn guid_and_identity_loads_report_rows_waits_and_latch_resources() {
     }
 }
 
+/// Fiber mode: the same loads to a correct index (the command checks it before it reports),
+/// with the sessions' log waits counted as in thread mode.
+#[test]
+fn lightweight_pooling_runs_the_sessions_as_fibers_to_a_correct_index() {
+    for key in ["guid", "identity"] {
+        let args = ["--sessions", "16", "--files", "1", "--rows", "16000", "--key", key];
+        let report = run(&[&args[..], &["--lightweight-pooling"]].concat());
+        assert_eq!(report["rows"], 16000, "{report}");
+        assert_eq!(report["lightweight_pooling"], true);
+        let waits = report["waits"].as_array().unwrap();
+        let count = |wait_type: &str| {
+            waits
+                .iter()
+                .filter(|w| w["wait_type"] == wait_type)
+                .map(|w| w["waiting_tasks_count"].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        // Each session commits once; the last commit at least waits for the log writer.
+        assert!((1..=16).contains(&count("WRITELOG")), "{report}");
+    }
+    let threads = run(&["--sessions", "2", "--rows", "2000"]);
+    assert_eq!(threads["lightweight_pooling"], false);
+}
+
 #[test]
 fn no_large_pages_starts_the_pool_without_trace_flag_834() {
     let report = run(&["--sessions", "1", "--rows", "100", "--no-large-pages"]);
