@@ -340,6 +340,8 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
         per_scheduler[n % placements.len()].push(job);
     }
     let next_id = Arc::new(AtomicU64::new(1));
+    // A fiber starts as the caller's session, as a job run on the caller's thread would.
+    let spid = crate::instance::current_spid();
     let threads: Vec<_> = placements
         .into_iter()
         .zip(per_scheduler)
@@ -353,7 +355,7 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
                         crate::affinity::bind_current_thread(&[cpu]);
                     }
                     crate::session::run_as_worker();
-                    scheduler_loop(jobs, &next_id, waits);
+                    scheduler_loop(jobs, &next_id, spid, waits);
                 })
                 .expect("a scheduler thread")
         })
@@ -375,6 +377,7 @@ type Fiber = (generator::Generator<'static, (), ()>, FiberLocals);
 fn scheduler_loop(
     jobs: Vec<Box<dyn FnOnce() + Send>>,
     next_id: &AtomicU64,
+    spid: u16,
     waits: Arc<crate::waits::WaitStats>,
 ) {
     let queue = Arc::new(RunQueue {
@@ -393,7 +396,7 @@ fn scheduler_loop(
             signal_ns: AtomicU64::new(0),
         });
         let fiber = generator::Gn::<()>::new_opt(FIBER_STACK_BYTES / size_of::<usize>(), job);
-        fibers.insert(id, (fiber, FiberLocals::default()));
+        fibers.insert(id, (fiber, FiberLocals { spid, ..FiberLocals::default() }));
         queue.state.lock().runnable.push_back(handle);
     }
     let mut panic = None;
@@ -469,6 +472,17 @@ mod tests {
         if let Err(panic) = runner.join() {
             std::panic::resume_unwind(panic);
         }
+    }
+
+    /// A fiber starts as the session of the thread that ran [`run`].
+    #[test]
+    fn a_fiber_starts_as_the_callers_session() {
+        let schedulers = schedulers(1);
+        crate::instance::set_current_spid(77);
+        let seen = Arc::new(Mutex::new(0));
+        let job_seen = seen.clone();
+        run(&schedulers, vec![job(move || *job_seen.lock() = crate::instance::current_spid())]);
+        assert_eq!(*seen.lock(), 77);
     }
 
     #[test]
@@ -662,6 +676,7 @@ mod tests {
             .collect();
         run_within_a_minute(&schedulers, jobs);
         let mut tokens = tokens.lock().clone();
+        tokens.sort_unstable();
         tokens.dedup();
         assert_eq!(tokens.len(), 3, "three latch holders, one per fiber: {tokens:?}");
     }

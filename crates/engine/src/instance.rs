@@ -35,7 +35,7 @@ thread_local! {
     static CURRENT_SPID: Cell<u16> = const { Cell::new(51) };
 }
 
-/// Swaps the thread's session id with a fiber's (see [`crate::scheduler`]).
+/// Swaps the thread's session id with a fiber's (see [`crate::fiber`]).
 pub(crate) fn swap_fiber_spid(saved: &mut u16) {
     *saved = CURRENT_SPID.with(|cell| cell.replace(*saved));
 }

@@ -37,7 +37,7 @@ pub(crate) struct FiberIoCounts {
     counts: BTreeMap<(u16, u64), IoCounts>,
 }
 
-/// Swaps the thread's counting with a fiber's (see [`crate::scheduler`]).
+/// Swaps the thread's counting with a fiber's (see [`crate::fiber`]).
 pub(crate) fn swap_fiber_counts(saved: &mut FiberIoCounts) {
     saved.counting = COUNTING.with(|c| c.replace(saved.counting));
     COUNTS.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut saved.counts));

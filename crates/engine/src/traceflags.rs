@@ -38,7 +38,7 @@ pub(crate) fn session_flag_for_tests(flag: u16) -> bool {
     session_has(flag)
 }
 
-/// Swaps the thread's session-scope flags with a fiber's (see [`crate::scheduler`]).
+/// Swaps the thread's session-scope flags with a fiber's (see [`crate::fiber`]).
 pub(crate) fn swap_fiber_flags(saved: &mut BTreeSet<u16>) {
     SESSION_FLAGS.with(|set| std::mem::swap(&mut *set.borrow_mut(), saved));
 }

@@ -247,7 +247,7 @@ thread_local! {
 }
 
 /// A fiber's open transaction and undo state, kept off the thread while another fiber runs on
-/// it (see [`crate::scheduler`]).
+/// it (see [`crate::fiber`]).
 #[derive(Default)]
 pub(crate) struct FiberTransaction {
     current: Option<OpenXact>,

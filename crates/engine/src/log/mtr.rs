@@ -641,7 +641,7 @@ thread_local! {
 }
 
 /// A fiber's open mini-transactions, kept off the thread while another fiber runs on it (see
-/// [`crate::scheduler`]). The spare states and buffers stay with the thread: they hold nothing.
+/// [`crate::fiber`]). The spare states and buffers stay with the thread: they hold nothing.
 #[derive(Default)]
 pub(crate) struct FiberMtrs {
     stack: Vec<MtrState>,
