@@ -31,8 +31,9 @@
 //!   parked fiber of the same thread would never end. So is a database's file and unit map
 //!   ([`read`], [`write`]): a checkpoint waiting to write it must not stop new readers of the
 //!   thread whose parked fiber holds it shared.
-//! - Fibers do not show in sys.dm_os_tasks, and the schedulers' DMV counters do not count
-//!   their switches; their waits count in sys.dm_os_wait_stats as in thread mode.
+//! - Fibers do not show in sys.dm_os_tasks (nor in sys.dm_os_schedulers' worker counts);
+//!   its yield_count and context_switches_count do count their turns, and their waits count
+//!   in sys.dm_os_wait_stats as in thread mode.
 //!
 //! Invariants (owned here):
 //! 1. A fiber runs only on its scheduler's thread, and at most one fiber runs there at once.
@@ -347,7 +348,7 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
         .zip(per_scheduler)
         .filter(|(_, jobs)| !jobs.is_empty())
         .map(|((id, cpu), jobs)| {
-            let (next_id, waits) = (next_id.clone(), schedulers.waits().clone());
+            let (next_id, schedulers) = (next_id.clone(), schedulers.clone());
             std::thread::Builder::new()
                 .name(format!("extentdb-sched{id}"))
                 .spawn(move || {
@@ -355,7 +356,7 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
                         crate::affinity::bind_current_thread(&[cpu]);
                     }
                     crate::session::run_as_worker();
-                    scheduler_loop(jobs, &next_id, spid, waits);
+                    scheduler_loop(jobs, &next_id, spid, &schedulers, id);
                 })
                 .expect("a scheduler thread")
         })
@@ -378,12 +379,13 @@ fn scheduler_loop(
     jobs: Vec<Box<dyn FnOnce() + Send>>,
     next_id: &AtomicU64,
     spid: u16,
-    waits: Arc<crate::waits::WaitStats>,
+    schedulers: &Schedulers,
+    scheduler_id: usize,
 ) {
     let queue = Arc::new(RunQueue {
         state: Mutex::new(RunQueueState::default()),
         thread: std::thread::current(),
-        waits,
+        waits: schedulers.waits().clone(),
     });
     let mut fibers: HashMap<u64, Fiber> = HashMap::new();
     for job in jobs {
@@ -400,6 +402,7 @@ fn scheduler_loop(
         queue.state.lock().runnable.push_back(handle);
     }
     let mut panic = None;
+    let mut last_id = None;
     while !fibers.is_empty() {
         let handle = next_runnable(&queue);
         let woken_at = handle.woken_at_ns.load(Ordering::Relaxed);
@@ -412,10 +415,14 @@ fn scheduler_loop(
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fiber.resume()));
         locals.swap();
         CURRENT.with(|c| *c.borrow_mut() = None);
+        let ended = outcome.is_err() || fiber.is_done();
+        let took_over = last_id.is_some_and(|last| last != id);
+        schedulers.count_fiber_turn(scheduler_id, took_over, !ended);
+        last_id = Some(id);
         if let Err(payload) = outcome {
             panic.get_or_insert(payload);
-            fibers.remove(&id);
-        } else if fiber.is_done() {
+        }
+        if ended {
             fibers.remove(&id);
         }
     }
@@ -513,6 +520,11 @@ mod tests {
         assert!(most.load(Ordering::SeqCst) <= 2, "invariant 1: one fiber per scheduler at once");
         let yields = schedulers.waits().get(crate::scheduler::YIELD_WAIT_TYPE).expect("yields");
         assert!(yields.waiting_tasks_count >= 6, "quanta ended: {yields:?}");
+        // sys.dm_os_schedulers counts the fibers' turns: fibers gave their scheduler up at
+        // their quantum's end and took it over from one another.
+        let rows = schedulers.snapshot();
+        assert!(rows.iter().map(|r| r.yield_count).sum::<u64>() >= 1, "{rows:?}");
+        assert!(rows.iter().map(|r| r.context_switches_count).sum::<u64>() >= 1, "{rows:?}");
         assert!(!on_fiber(), "the test thread is no fiber");
     }
 

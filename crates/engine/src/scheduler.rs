@@ -223,6 +223,19 @@ impl Schedulers {
         crate::affinity::process_cpus().len()
     }
 
+    /// Counts a fiber's turn on scheduler `id` ([`crate::fiber`]): a switch out that is not its
+    /// end gave the scheduler up (yield_count), and a turn after another fiber's took it over
+    /// (context_switches_count).
+    pub(crate) fn count_fiber_turn(&self, id: usize, took_over: bool, gave_up: bool) {
+        let scheduler = &self.schedulers[id];
+        if took_over {
+            scheduler.context_switches.fetch_add(1, Ordering::Relaxed);
+        }
+        if gave_up {
+            scheduler.yield_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// The wait statistics the workers' waits go to.
     pub(crate) fn waits(&self) -> &Arc<WaitStats> {
         &self.waits
