@@ -327,8 +327,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
             move || -> Result<(), String> {
                 session.enter();
                 // The session's worker runs on a scheduler, as a SQL Server request does.
-                let _worker =
-                    (!engine::fiber::on_fiber()).then(|| engine::scheduler::attach(&schedulers));
+                let _worker = engine::scheduler::attach(&schedulers);
                 let mut rng = SplitMix64::new(seed);
                 let mut batch = 0;
                 db.begin_tran().map_err(|e| e.to_string())?;

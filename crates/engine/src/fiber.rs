@@ -60,7 +60,9 @@ const NOTIFIED: u8 = 2;
 struct RunQueue {
     state: Mutex<RunQueueState>,
     thread: Thread,
-    waits: Arc<crate::waits::WaitStats>,
+    /// The schedulers, and which of them this queue's thread is (its waits and DMV counts).
+    schedulers: Arc<Schedulers>,
+    scheduler_id: usize,
 }
 
 #[derive(Default)]
@@ -245,40 +247,30 @@ fn yield_now() {
 /// in a latch wait with the mutex held, and blocking the thread would stop it for good. A
 /// thread blocks as usual.
 pub fn lock<T>(mutex: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
-    if !on_fiber() {
-        return mutex.lock();
-    }
-    loop {
-        if let Some(guard) = mutex.try_lock() {
-            return guard;
-        }
-        yield_now();
-    }
+    take_yielding(|| mutex.lock(), || mutex.try_lock())
 }
 
 /// Takes `lock` shared for a caller that may be a fiber. A fiber that cannot take it at once
 /// (a writer holds it, or waits for a reader that may be a parked fiber of the same thread)
 /// lets its scheduler's other fibers run until it can.
 pub fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    if !on_fiber() {
-        return lock.read();
-    }
-    loop {
-        if let Some(guard) = lock.try_read() {
-            return guard;
-        }
-        yield_now();
-    }
+    take_yielding(|| lock.read(), || lock.try_read())
 }
 
 /// Takes `lock` exclusively for a caller that may be a fiber: a fiber lets its scheduler's
 /// other fibers run (a reader among them) until it can take it.
 pub fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    take_yielding(|| lock.write(), || lock.try_write())
+}
+
+/// [`lock`], [`read`] and [`write`]: a thread blocks in `block`; a fiber tries `try_take` and
+/// lets its scheduler's other fibers run between tries.
+fn take_yielding<G>(block: impl FnOnce() -> G, mut try_take: impl FnMut() -> Option<G>) -> G {
     if !on_fiber() {
-        return lock.write();
+        return block();
     }
     loop {
-        if let Some(guard) = lock.try_write() {
+        if let Some(guard) = try_take() {
             return guard;
         }
         yield_now();
@@ -318,7 +310,10 @@ pub fn yield_point() {
     }) else {
         return;
     };
-    let queued = if handle.queue.state.lock().runnable.is_empty() {
+    let queue = &handle.queue;
+    let queued = if queue.state.lock().runnable.is_empty() {
+        // Given up and taken straight back, as a lone thread-mode worker does.
+        queue.schedulers.count_fiber_turn(queue.scheduler_id, false, true);
         CURRENT.with(|c| c.borrow_mut().as_mut().map(|r| r.quantum_started = Instant::now()));
         Duration::ZERO
     } else {
@@ -327,7 +322,7 @@ pub fn yield_point() {
         switch_out();
         take_signal_time()
     };
-    handle.queue.waits.record(crate::scheduler::YIELD_WAIT_TYPE, queued, queued);
+    queue.schedulers.waits().record(crate::scheduler::YIELD_WAIT_TYPE, queued, queued);
 }
 
 /// Runs `jobs` as fibers on the online schedulers (round robin), one thread per scheduler
@@ -356,7 +351,7 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
                         crate::affinity::bind_current_thread(&[cpu]);
                     }
                     crate::session::run_as_worker();
-                    scheduler_loop(jobs, &next_id, spid, &schedulers, id);
+                    scheduler_loop(jobs, &next_id, spid, schedulers, id);
                 })
                 .expect("a scheduler thread")
         })
@@ -379,13 +374,14 @@ fn scheduler_loop(
     jobs: Vec<Box<dyn FnOnce() + Send>>,
     next_id: &AtomicU64,
     spid: u16,
-    schedulers: &Schedulers,
+    schedulers: Arc<Schedulers>,
     scheduler_id: usize,
 ) {
     let queue = Arc::new(RunQueue {
         state: Mutex::new(RunQueueState::default()),
         thread: std::thread::current(),
-        waits: schedulers.waits().clone(),
+        schedulers,
+        scheduler_id,
     });
     let mut fibers: HashMap<u64, Fiber> = HashMap::new();
     for job in jobs {
@@ -417,7 +413,7 @@ fn scheduler_loop(
         CURRENT.with(|c| *c.borrow_mut() = None);
         let ended = outcome.is_err() || fiber.is_done();
         let took_over = last_id.is_some_and(|last| last != id);
-        schedulers.count_fiber_turn(scheduler_id, took_over, !ended);
+        queue.schedulers.count_fiber_turn(scheduler_id, took_over, !ended);
         last_id = Some(id);
         if let Err(payload) = outcome {
             panic.get_or_insert(payload);
@@ -488,8 +484,40 @@ mod tests {
         crate::instance::set_current_spid(77);
         let seen = Arc::new(Mutex::new(0));
         let job_seen = seen.clone();
-        run(&schedulers, vec![job(move || *job_seen.lock() = crate::instance::current_spid())]);
+        let job_schedulers = schedulers.clone();
+        run(
+            &schedulers,
+            vec![job(move || {
+                *job_seen.lock() = crate::instance::current_spid();
+                // A fiber is its scheduler's worker already: attaching does nothing.
+                let _worker = crate::scheduler::attach(&job_schedulers);
+                assert!(!crate::scheduler::holds_scheduler());
+                assert_eq!(job_schedulers.snapshot()[0].current_workers_count, 0);
+            })],
+        );
         assert_eq!(*seen.lock(), 77);
+    }
+
+    /// A fiber alone on its scheduler still yields at each quantum's end, and
+    /// sys.dm_os_schedulers counts each yield, as it does for a lone thread-mode worker.
+    #[test]
+    fn a_lone_fiber_counts_each_quantum_end_as_a_yield() {
+        let schedulers = schedulers(1);
+        let job_schedulers = schedulers.clone();
+        run_within_a_minute(
+            &schedulers,
+            vec![job(move || {
+                let waits = job_schedulers.waits().clone();
+                let yields = || waits.get(crate::scheduler::YIELD_WAIT_TYPE);
+                let started = Instant::now();
+                while yields().map_or(0, |w| w.waiting_tasks_count) < 3 {
+                    assert!(started.elapsed() < Duration::from_secs(30), "no quantum ended");
+                    std::hint::spin_loop();
+                    crate::scheduler::yield_point();
+                }
+            })],
+        );
+        assert!(schedulers.snapshot()[0].yield_count >= 3, "{:?}", schedulers.snapshot());
     }
 
     #[test]

@@ -452,9 +452,11 @@ pub struct WorkerGuard {
 }
 
 /// Makes the calling thread a worker on the least-loaded scheduler and takes it (waiting in
-/// its runnable queue). A thread that is a worker already gets a guard that does nothing.
+/// its runnable queue). A thread that is a worker already, or a fiber, gets a guard that does
+/// nothing.
 pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
-    if WORKER.with(|w| w.borrow().is_some()) {
+    // A fiber runs on its scheduler's thread already ([`crate::fiber`]).
+    if crate::fiber::on_fiber() || WORKER.with(|w| w.borrow().is_some()) {
         return WorkerGuard { attached: false };
     }
     let worker = schedulers.next_worker.fetch_add(1, Ordering::Relaxed);
