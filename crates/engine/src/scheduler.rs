@@ -50,6 +50,8 @@
 //! 1. A scheduler runs at most one worker that holds it; a worker holds at most one.
 //! 2. Queued workers take the scheduler in arrival order.
 //! 3. A worker never queues for a scheduler while it holds one.
+//! 4. While workers only attach, the online schedulers' counts of attached workers differ by
+//!    at most one: each joins one with the fewest, counting those attaching at the same time.
 
 use crate::waits::WaitStats;
 use parking_lot::Mutex;
@@ -150,6 +152,13 @@ pub struct Schedulers {
     affinity_mask: AtomicI32,
     waits: Arc<WaitStats>,
     next_worker: AtomicU64,
+    /// Held while a worker chooses its scheduler and joins it ([`attach`]), so that workers
+    /// attaching at the same moment count each other (invariant 4).
+    placing: Mutex<()>,
+    /// Test seam: a pause in µs between choosing a scheduler and joining it, which widens the
+    /// window invariant 4's lock closes.
+    #[cfg(test)]
+    place_pause_us: AtomicU64,
     /// [`STALL_ADMIT`], or another limit for tests.
     stall_admit: Duration,
 }
@@ -191,6 +200,9 @@ impl Schedulers {
             affinity_mask: AtomicI32::new(0),
             waits,
             next_worker: AtomicU64::new(1),
+            placing: Mutex::new(()),
+            #[cfg(test)]
+            place_pause_us: AtomicU64::new(0),
             stall_admit,
         })
     }
@@ -304,6 +316,19 @@ impl Schedulers {
             (0..self.schedulers.len()).filter(|id| self.is_online(*id, mask)).collect();
         let ids = if online.is_empty() { (0..self.schedulers.len()).collect() } else { online };
         ids.into_iter().map(|id| (id, self.is_bound(id).then(|| self.cpu_of(id)))).collect()
+    }
+
+    /// Attaches `worker` (session `spid`) to the online scheduler with the fewest attached
+    /// workers and returns its id. Choosing and joining are one step under `placing`: chosen
+    /// apart, workers attaching together all saw the same counts and crowded onto the
+    /// lowest-id scheduler (two sessions of `bench insert` shared one CPU of two).
+    fn place(&self, worker: u64, spid: u16) -> usize {
+        let _placing = self.placing.lock();
+        let id = self.least_loaded();
+        #[cfg(test)]
+        std::thread::sleep(Duration::from_micros(self.place_pause_us.load(Ordering::Relaxed)));
+        self.schedulers[id].state.lock().attached.insert(worker, (spid, 0));
+        id
     }
 
     /// The online scheduler with the fewest attached workers (the lowest id on a tie); any
@@ -460,10 +485,8 @@ pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
         return WorkerGuard { attached: false };
     }
     let worker = schedulers.next_worker.fetch_add(1, Ordering::Relaxed);
-    let id = schedulers.least_loaded();
+    let id = schedulers.place(worker, crate::instance::current_spid());
     bind_to_scheduler(schedulers, id);
-    let spid = crate::instance::current_spid();
-    schedulers.schedulers[id].state.lock().attached.insert(worker, (spid, 0));
     let (_, holding) = schedulers.take(id, worker);
     let state = WorkerState {
         schedulers: schedulers.clone(),
@@ -617,6 +640,46 @@ mod tests {
             running.fetch_sub(1, Ordering::SeqCst);
             yield_point();
         }
+    }
+
+    /// Invariant 4: workers that attach at the same moment spread over the schedulers. They
+    /// used to choose before any of them had joined, so all saw the same counts and took
+    /// scheduler 0 (two `bench insert` sessions shared one CPU of two). The pause between
+    /// choosing and joining makes that window wide.
+    #[test]
+    fn workers_attaching_at_once_spread_over_the_schedulers() {
+        let (schedulers, _) = schedulers(2);
+        schedulers.place_pause_us.store(2_000, Ordering::Relaxed);
+        let barrier = Arc::new(std::sync::Barrier::new(6));
+        let go = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads: Vec<_> = (0..6)
+            .map(|_| {
+                let (schedulers, barrier, go) = (schedulers.clone(), barrier.clone(), go.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let _worker = attach(&schedulers);
+                    while !go.load(Ordering::SeqCst) {
+                        std::hint::spin_loop();
+                        yield_point();
+                    }
+                })
+            })
+            .collect();
+        let started = Instant::now();
+        let counts = loop {
+            let counts: Vec<u32> =
+                schedulers.snapshot().iter().map(|row| row.current_workers_count).collect();
+            if counts.iter().sum::<u32>() == 6 {
+                break counts;
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "not all attached: {counts:?}");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        go.store(true, Ordering::SeqCst);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(counts, vec![3, 3], "invariant 4: attached workers per scheduler");
     }
 
     #[test]
