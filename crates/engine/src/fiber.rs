@@ -17,7 +17,11 @@
 //! latch-holder token, its trace flags, its STATISTICS IO counts) is swapped in and out with
 //! each fiber ([`FiberLocals`]). What the engine caches per thread (frame hints, the
 //! ascending-key hint of `btree`, spare log buffers) stays with the thread: it changes no
-//! outcome, only how fast one is found.
+//! outcome, only how fast one is found. Each fiber is one of its scheduler's workers in
+//! sys.dm_os_schedulers and has its task in sys.dm_os_tasks ([`crate::scheduler::FiberTask`]):
+//! RUNNING while its thread runs it, RUNNABLE in the queue, SUSPENDED while parked; the
+//! scheduler's yield_count and context_switches_count count its turns, and its waits count in
+//! sys.dm_os_wait_stats as in thread mode.
 //!
 //! Deviations:
 //! - Only [`run`]'s jobs (`bench insert --lightweight-pooling`) are fibers; the server's
@@ -31,9 +35,6 @@
 //!   parked fiber of the same thread would never end. So is a database's file and unit map
 //!   ([`read`], [`write`]): a checkpoint waiting to write it must not stop new readers of the
 //!   thread whose parked fiber holds it shared.
-//! - Fibers do not show in sys.dm_os_tasks (nor in sys.dm_os_schedulers' worker counts);
-//!   its yield_count and context_switches_count do count their turns, and their waits count
-//!   in sys.dm_os_wait_stats as in thread mode.
 //!
 //! Invariants (owned here):
 //! 1. A fiber runs only on its scheduler's thread, and at most one fiber runs there at once.
@@ -44,7 +45,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -63,6 +64,8 @@ struct RunQueue {
     /// The schedulers, and which of them this queue's thread is (its waits and DMV counts).
     schedulers: Arc<Schedulers>,
     scheduler_id: usize,
+    /// The id of the fiber the thread runs now (0: none), for sys.dm_os_tasks.
+    running_id: AtomicU64,
 }
 
 #[derive(Default)]
@@ -109,6 +112,39 @@ pub struct FiberHandle {
     woken_at_ns: AtomicU64,
     /// Time spent runnable since the last [`take_signal_time`], in ns.
     signal_ns: AtomicU64,
+    /// The fiber's session id as it last set it (sys.dm_os_tasks.session_id).
+    spid: AtomicU16,
+    /// The times it took its scheduler over from another fiber (context_switches_count).
+    switches: AtomicU64,
+}
+
+impl crate::scheduler::FiberTask for FiberHandle {
+    fn session_id(&self) -> u16 {
+        self.spid.load(Ordering::Relaxed)
+    }
+
+    fn task_state(&self) -> &'static str {
+        if self.queue.running_id.load(Ordering::Relaxed) == self.id {
+            "RUNNING"
+        } else if self.state.load(Ordering::Acquire) == PARKED {
+            "SUSPENDED"
+        } else {
+            "RUNNABLE"
+        }
+    }
+
+    fn context_switches(&self) -> u64 {
+        self.switches.load(Ordering::Relaxed)
+    }
+}
+
+/// Notes the calling fiber's new session id for sys.dm_os_tasks (nothing on a thread).
+pub(crate) fn note_spid(spid: u16) {
+    CURRENT.with(|c| {
+        if let Some(running) = c.borrow().as_ref() {
+            running.handle.spid.store(spid, Ordering::Relaxed);
+        }
+    });
 }
 
 fn epoch() -> Instant {
@@ -367,7 +403,8 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
     }
 }
 
-type Fiber = (generator::Generator<'static, (), ()>, FiberLocals);
+/// A fiber, its session state while it does not run, and its worker id on its scheduler.
+type Fiber = (generator::Generator<'static, (), ()>, FiberLocals, u64);
 
 /// One scheduler's thread: runs its runnable fibers in FIFO order until all have returned.
 fn scheduler_loop(
@@ -382,6 +419,7 @@ fn scheduler_loop(
         thread: std::thread::current(),
         schedulers,
         scheduler_id,
+        running_id: AtomicU64::new(0),
     });
     let mut fibers: HashMap<u64, Fiber> = HashMap::new();
     for job in jobs {
@@ -392,9 +430,12 @@ fn scheduler_loop(
             queue: queue.clone(),
             woken_at_ns: AtomicU64::new(now_ns()),
             signal_ns: AtomicU64::new(0),
+            spid: AtomicU16::new(spid),
+            switches: AtomicU64::new(0),
         });
         let fiber = generator::Gn::<()>::new_opt(FIBER_STACK_BYTES / size_of::<usize>(), job);
-        fibers.insert(id, (fiber, FiberLocals { spid, ..FiberLocals::default() }));
+        let worker = queue.schedulers.attach_fiber(scheduler_id, handle.clone());
+        fibers.insert(id, (fiber, FiberLocals { spid, ..FiberLocals::default() }, worker));
         queue.state.lock().runnable.push_back(handle);
     }
     let mut panic = None;
@@ -404,21 +445,28 @@ fn scheduler_loop(
         let woken_at = handle.woken_at_ns.load(Ordering::Relaxed);
         handle.signal_ns.fetch_add(now_ns().saturating_sub(woken_at), Ordering::Relaxed);
         let id = handle.id;
-        let (fiber, locals) = fibers.get_mut(&id).expect("invariant 2: a queued fiber is live");
+        let (fiber, locals, worker) =
+            fibers.get_mut(&id).expect("invariant 2: a queued fiber is live");
+        let took_over = last_id.is_some_and(|last| last != id);
+        if took_over {
+            handle.switches.fetch_add(1, Ordering::Relaxed);
+        }
+        queue.running_id.store(id, Ordering::Relaxed);
         CURRENT
             .with(|c| *c.borrow_mut() = Some(Running { handle, quantum_started: Instant::now() }));
         locals.swap();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fiber.resume()));
         locals.swap();
         CURRENT.with(|c| *c.borrow_mut() = None);
+        queue.running_id.store(0, Ordering::Relaxed);
         let ended = outcome.is_err() || fiber.is_done();
-        let took_over = last_id.is_some_and(|last| last != id);
         queue.schedulers.count_fiber_turn(scheduler_id, took_over, !ended);
         last_id = Some(id);
         if let Err(payload) = outcome {
             panic.get_or_insert(payload);
         }
         if ended {
+            queue.schedulers.detach_fiber(scheduler_id, *worker);
             fibers.remove(&id);
         }
     }
@@ -492,7 +540,7 @@ mod tests {
                 // A fiber is its scheduler's worker already: attaching does nothing.
                 let _worker = crate::scheduler::attach(&job_schedulers);
                 assert!(!crate::scheduler::holds_scheduler());
-                assert_eq!(job_schedulers.snapshot()[0].current_workers_count, 0);
+                assert_eq!(job_schedulers.snapshot()[0].current_workers_count, 1);
             })],
         );
         assert_eq!(*seen.lock(), 77);
@@ -518,6 +566,69 @@ mod tests {
             })],
         );
         assert!(schedulers.snapshot()[0].yield_count >= 3, "{:?}", schedulers.snapshot());
+    }
+
+    /// sys.dm_os_tasks shows each fiber with its session, RUNNING (the one its scheduler runs),
+    /// RUNNABLE (queued behind it) or SUSPENDED (parked in a wait), and sys.dm_os_schedulers
+    /// counts them as its workers; a fiber that has returned leaves both.
+    #[test]
+    fn fibers_show_in_the_task_and_scheduler_views_with_their_state() {
+        let schedulers = schedulers(1);
+        let latch = Arc::new(Latch::default());
+        let (holding, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let seen = Arc::new(Mutex::new(None));
+        // Lets the scheduler's other fibers run until `flag` is set (the caller stays runnable).
+        fn yield_until(flag: &AtomicBool) {
+            let started = Instant::now();
+            while !flag.load(Ordering::SeqCst) {
+                assert!(started.elapsed() < Duration::from_secs(30), "the other fibers stalled");
+                yield_now();
+            }
+        }
+        let holder = {
+            let (latch, holding, done) = (latch.clone(), holding.clone(), done.clone());
+            job(move || {
+                crate::instance::set_current_spid(71);
+                latch.acquire(LatchMode::Ex, 71, |_| {}).unwrap();
+                holding.store(true, Ordering::SeqCst);
+                yield_until(&done);
+                latch.release(LatchMode::Ex, 71);
+            })
+        };
+        let waiter = {
+            let (latch, holding) = (latch.clone(), holding.clone());
+            job(move || {
+                crate::instance::set_current_spid(72);
+                yield_until(&holding);
+                assert!(latch.acquire(LatchMode::Sh, 72, |_| {}).unwrap().is_some(), "it waited");
+                latch.release(LatchMode::Sh, 72);
+            })
+        };
+        let observer = {
+            let (latch, done, seen, schedulers) =
+                (latch.clone(), done.clone(), seen.clone(), schedulers.clone());
+            job(move || {
+                crate::instance::set_current_spid(73);
+                let started = Instant::now();
+                while latch.waiter_count() == 0 {
+                    assert!(started.elapsed() < Duration::from_secs(30), "no fiber waited");
+                    yield_now();
+                }
+                let mut tasks: Vec<(u16, &str)> =
+                    schedulers.tasks().iter().map(|t| (t.session_id, t.task_state)).collect();
+                tasks.sort();
+                *seen.lock() = Some((tasks, schedulers.snapshot()[0].clone()));
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        run_within_a_minute(&schedulers, vec![holder, waiter, observer]);
+        let (tasks, row) = seen.lock().take().expect("the observer looked");
+        assert_eq!(tasks, vec![(71, "RUNNABLE"), (72, "SUSPENDED"), (73, "RUNNING")]);
+        assert_eq!(row.current_workers_count, 3);
+        assert_eq!((row.active_workers_count, row.runnable_tasks_count), (2, 1));
+        assert!(!row.is_idle);
+        assert!(schedulers.tasks().is_empty(), "returned fibers leave sys.dm_os_tasks");
+        assert_eq!(schedulers.snapshot()[0].current_workers_count, 0);
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub(crate) fn swap_fiber_spid(saved: &mut u16) {
 /// Sets the session id that this thread's errorlog lines carry.
 pub fn set_current_spid(spid: u16) {
     CURRENT_SPID.with(|cell| cell.set(spid));
+    crate::fiber::note_spid(spid);
 }
 
 /// The session id of the current thread.

@@ -90,6 +90,18 @@ struct SchedulerState {
     /// Workers attached to the scheduler (current_workers_count): each one's session id and
     /// the times it took the scheduler over from another worker (its context switches).
     attached: BTreeMap<u64, (u16, u64)>,
+    /// Fiber-mode workers on the scheduler ([`crate::fiber`]), which keep their own state.
+    fibers: BTreeMap<u64, Arc<dyn FiberTask>>,
+}
+
+/// What sys.dm_os_tasks and sys.dm_os_schedulers show of a fiber-mode worker: the fiber keeps
+/// its state itself, since its scheduler's thread, not this module, switches it.
+pub(crate) trait FiberTask: Send + Sync {
+    fn session_id(&self) -> u16;
+    /// RUNNING, RUNNABLE or SUSPENDED, as [`TaskRow::task_state`].
+    fn task_state(&self) -> &'static str;
+    /// The times it took its scheduler over from another fiber.
+    fn context_switches(&self) -> u64;
 }
 
 impl SchedulerState {
@@ -263,16 +275,18 @@ impl Schedulers {
         let mut rows = Vec::new();
         for (id, scheduler) in self.schedulers.iter().enumerate() {
             let state = scheduler.state.lock();
-            let runnable = state.runnable.len() as u32;
-            let running = u32::from(state.running.is_some());
+            let fiber_states: Vec<&str> = state.fibers.values().map(|f| f.task_state()).collect();
+            let count_fibers = |wanted: &str| fiber_states.iter().filter(|s| **s == wanted).count();
+            let runnable = (state.runnable.len() + count_fibers("RUNNABLE")) as u32;
+            let running = u32::from(state.running.is_some()) + count_fibers("RUNNING") as u32;
             let is_online = self.is_online(id, mask);
             rows.push(SchedulerRow {
                 scheduler_id: id as u32,
                 cpu_id: self.cpu_of(id) as u32,
                 status: if is_online { "VISIBLE ONLINE" } else { "VISIBLE OFFLINE" },
                 is_online,
-                is_idle: state.running.is_none() && runnable == 0,
-                current_workers_count: state.attached.len() as u32,
+                is_idle: running == 0 && runnable == 0,
+                current_workers_count: (state.attached.len() + state.fibers.len()) as u32,
                 active_workers_count: running + runnable,
                 runnable_tasks_count: runnable,
                 yield_count: scheduler.yield_count.load(Ordering::Relaxed),
@@ -304,8 +318,29 @@ impl Schedulers {
                     context_switches_count: *switches,
                 });
             }
+            for fiber in state.fibers.values() {
+                rows.push(TaskRow {
+                    session_id: fiber.session_id(),
+                    scheduler_id: id as u32,
+                    task_state: fiber.task_state(),
+                    context_switches_count: fiber.context_switches(),
+                });
+            }
         }
         rows
+    }
+
+    /// A fiber joins scheduler `id`'s workers until [`Schedulers::detach_fiber`]; returns its
+    /// worker id.
+    pub(crate) fn attach_fiber(&self, id: usize, fiber: Arc<dyn FiberTask>) -> u64 {
+        let worker = self.next_worker.fetch_add(1, Ordering::Relaxed);
+        self.schedulers[id].state.lock().fibers.insert(worker, fiber);
+        worker
+    }
+
+    /// A fiber that has returned leaves its scheduler's workers.
+    pub(crate) fn detach_fiber(&self, id: usize, worker: u64) {
+        self.schedulers[id].state.lock().fibers.remove(&worker);
     }
 
     /// Where fiber mode runs each online scheduler's fibers: (scheduler id, the CPU its thread is
