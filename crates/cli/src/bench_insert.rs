@@ -17,6 +17,7 @@ use engine::database::{Database, DatabaseSpec, FileSpec};
 use engine::instance::{Instance, InstanceConfig};
 use engine::record::{Column, SqlType, Value};
 use engine::rng::SplitMix64;
+use engine::scheduler::SchedulerRow;
 use engine::session::Session;
 use engine::units::{PageId, SizeSpec};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -159,6 +160,43 @@ struct Report {
     /// and their wait time: seed 001's allocation contention.
     pfs_waits: u64,
     pfs_wait_ms: f64,
+    /// The online schedulers (sys.dm_os_schedulers) during the run: the sessions each ran, and
+    /// its context switches and yields over the run.
+    schedulers: Vec<SchedulerJson>,
+}
+
+#[derive(Serialize)]
+struct SchedulerJson {
+    scheduler_id: u32,
+    cpu_id: u32,
+    /// The sessions whose worker (or fiber) ran on it.
+    sessions: u32,
+    context_switches_count: u64,
+    yield_count: u64,
+}
+
+/// The online schedulers' rows over the run: `before` and `after` are sys.dm_os_schedulers'
+/// rows at its start and end, `placed` the scheduler each session ran on.
+fn scheduler_rows(
+    before: &[SchedulerRow],
+    after: &[SchedulerRow],
+    placed: &[usize],
+) -> Vec<SchedulerJson> {
+    let mut rows = Vec::new();
+    for row in after.iter().filter(|row| row.is_online) {
+        let start = before.iter().find(|b| b.scheduler_id == row.scheduler_id);
+        let (switches, yields) =
+            start.map_or((0, 0), |b| (b.context_switches_count, b.yield_count));
+        let id = row.scheduler_id as usize;
+        rows.push(SchedulerJson {
+            scheduler_id: row.scheduler_id,
+            cpu_id: row.cpu_id,
+            sessions: placed.iter().filter(|p| **p == id).count() as u32,
+            context_switches_count: row.context_switches_count - switches,
+            yield_count: row.yield_count - yields,
+        });
+    }
+    rows
 }
 
 fn columns(key: KeyKind) -> Vec<Column> {
@@ -312,14 +350,22 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     let bar = progress(args.rows);
     let done = Arc::new(AtomicU64::new(0));
     let identity = Arc::new(AtomicI32::new(1));
+    let placed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let schedulers_before = instance.schedulers.snapshot();
     let cpu_before = crate::cpu_time::process_cpu_s();
     let started = Instant::now();
     let workers: Vec<_> = (0..args.sessions)
         .map(|n| {
             let share = args.rows / u64::from(args.sessions)
                 + u64::from(u64::from(n) < args.rows % u64::from(args.sessions));
-            let (db, tree, done, identity, bar) =
-                (db.clone(), tree.clone(), done.clone(), identity.clone(), bar.clone());
+            let (db, tree, done, identity, bar, placed) = (
+                db.clone(),
+                tree.clone(),
+                done.clone(),
+                identity.clone(),
+                bar.clone(),
+                placed.clone(),
+            );
             let session = Session::open(&instance);
             let schedulers = instance.schedulers.clone();
             let (key, seed) =
@@ -328,6 +374,9 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
                 session.enter();
                 // The session's worker runs on a scheduler, as a SQL Server request does.
                 let _worker = engine::scheduler::attach(&schedulers);
+                if let Some(id) = engine::scheduler::current_scheduler_id() {
+                    placed.lock().expect("no session panics holding it").push(id);
+                }
                 let mut rng = SplitMix64::new(seed);
                 let mut batch = 0;
                 db.begin_tran().map_err(|e| e.to_string())?;
@@ -379,6 +428,9 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     report.avg_log_flush_kb = flushed as f64 / 1024.0 / flushes.max(1) as f64;
     report.auto_checkpoints = db.auto_checkpoints() - checkpoints_before;
     report.page_writes = instance.buffer_pool.counters().page_writes - writes_before;
+    let placed = placed.lock().expect("the sessions are done").clone();
+    report.schedulers =
+        scheduler_rows(&schedulers_before, &instance.schedulers.snapshot(), &placed);
     Ok(Measured { report, _db: db, instance, _temp: temp })
 }
 
@@ -584,6 +636,7 @@ fn build_report(
         page_writes: 0,
         pfs_waits,
         pfs_wait_ms: pfs_wait_us as f64 / 1000.0,
+        schedulers: Vec::new(),
     }
 }
 
@@ -622,6 +675,16 @@ fn print_report(report: &Report) {
     }
     if report.lightweight_pooling {
         outln!("sessions: fibers ('lightweight pooling'), one thread per scheduler");
+    }
+    for row in &report.schedulers {
+        outln!(
+            "scheduler {} (CPU {}): {} sessions, {} context switches, {} yields",
+            row.scheduler_id,
+            row.cpu_id,
+            row.sessions,
+            row.context_switches_count,
+            row.yield_count
+        );
     }
     outln!("size on disk {:.1} MB, {:.1} MB used", report.size_on_disk_mb, report.used_mb);
     outln!(

@@ -85,6 +85,32 @@ fn lightweight_pooling_runs_the_sessions_as_fibers_to_a_correct_index() {
     assert_eq!(threads["lightweight_pooling"], false);
 }
 
+/// The report's schedulers (sys.dm_os_schedulers over the run): each session ran on one online
+/// scheduler, and sessions that start together spread over them. Two thread-mode sessions
+/// under 'affinity mask' 3 used to share scheduler 0: each chose before the other had joined,
+/// and the CPU binding in between made that window wide.
+#[test]
+fn the_sessions_spread_over_the_online_schedulers() {
+    let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    let mask: &[&str] = if two_cpus { &["--affinity-mask", "3"] } else { &[] };
+    for fibers in [false, true] {
+        let mut args = vec!["--sessions", "2", "--files", "1", "--rows", "20000"];
+        args.extend_from_slice(mask);
+        if fibers {
+            args.push("--lightweight-pooling");
+        }
+        let report = run(&args);
+        let rows = report["schedulers"].as_array().unwrap();
+        let sessions: Vec<u64> = rows.iter().map(|r| r["sessions"].as_u64().unwrap()).collect();
+        assert_eq!(sessions.iter().sum::<u64>(), 2, "{report}");
+        let (most, least) = (sessions.iter().max().unwrap(), sessions.iter().min().unwrap());
+        assert!(most - least <= 1, "fibers {fibers}: sessions per scheduler {sessions:?}");
+        for row in rows.iter().filter(|r| r["sessions"].as_u64().unwrap() > 0) {
+            assert!(row["yield_count"].as_u64().unwrap() > 0, "a busy scheduler yields: {row}");
+        }
+    }
+}
+
 #[test]
 fn no_large_pages_starts_the_pool_without_trace_flag_834() {
     let report = run(&["--sessions", "1", "--rows", "100", "--no-large-pages"]);

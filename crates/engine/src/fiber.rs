@@ -235,6 +235,11 @@ pub fn current() -> Option<Arc<FiberHandle>> {
     CURRENT.with(|c| c.borrow().as_ref().map(|running| running.handle.clone()))
 }
 
+/// The calling fiber's scheduler (None on a thread that is not running a fiber).
+pub(crate) fn current_scheduler_id() -> Option<usize> {
+    CURRENT.with(|c| c.borrow().as_ref().map(|running| running.handle.queue.scheduler_id))
+}
+
 /// Whether the caller is a fiber.
 pub fn on_fiber() -> bool {
     CURRENT.with(|c| c.borrow().is_some())

@@ -534,6 +534,13 @@ pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
     WorkerGuard { attached: true }
 }
 
+/// The scheduler the caller is a worker of: a thread's since it attached, a fiber's own; None
+/// for a thread that is no worker.
+pub fn current_scheduler_id() -> Option<usize> {
+    crate::fiber::current_scheduler_id()
+        .or_else(|| WORKER.with(|w| w.borrow().as_ref().map(|state| state.scheduler)))
+}
+
 /// Binds the calling thread to scheduler `id`'s CPU if the scheduler is bound, or gives a
 /// thread bound at an earlier attach every CPU back.
 fn bind_to_scheduler(schedulers: &Schedulers, id: usize) {
