@@ -64,7 +64,8 @@ struct RunQueue {
     /// The schedulers, and which of them this queue's thread is (its waits and DMV counts).
     schedulers: Arc<Schedulers>,
     scheduler_id: usize,
-    /// The id of the fiber the thread runs now (0: none), for sys.dm_os_tasks.
+    /// The id of the fiber the thread runs now (0: none; worker ids start at 1), for
+    /// sys.dm_os_tasks.
     running_id: AtomicU64,
 }
 
@@ -376,7 +377,6 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
     for (n, job) in jobs.into_iter().enumerate() {
         per_scheduler[n % placements.len()].push(job);
     }
-    let next_id = Arc::new(AtomicU64::new(1));
     // A fiber starts as the caller's session, as a job run on the caller's thread would.
     let spid = crate::instance::current_spid();
     let threads: Vec<_> = placements
@@ -384,7 +384,7 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
         .zip(per_scheduler)
         .filter(|(_, jobs)| !jobs.is_empty())
         .map(|((id, cpu), jobs)| {
-            let (next_id, schedulers) = (next_id.clone(), schedulers.clone());
+            let schedulers = schedulers.clone();
             std::thread::Builder::new()
                 .name(format!("extentdb-sched{id}"))
                 .spawn(move || {
@@ -392,7 +392,7 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
                         crate::affinity::bind_current_thread(&[cpu]);
                     }
                     crate::session::run_as_worker();
-                    scheduler_loop(jobs, &next_id, spid, schedulers, id);
+                    scheduler_loop(jobs, spid, schedulers, id);
                 })
                 .expect("a scheduler thread")
         })
@@ -408,13 +408,12 @@ pub fn run(schedulers: &Arc<Schedulers>, jobs: Vec<Box<dyn FnOnce() + Send>>) {
     }
 }
 
-/// A fiber, its session state while it does not run, and its worker id on its scheduler.
-type Fiber = (generator::Generator<'static, (), ()>, FiberLocals, u64);
+/// A fiber and its session state while it does not run.
+type Fiber = (generator::Generator<'static, (), ()>, FiberLocals);
 
 /// One scheduler's thread: runs its runnable fibers in FIFO order until all have returned.
 fn scheduler_loop(
     jobs: Vec<Box<dyn FnOnce() + Send>>,
-    next_id: &AtomicU64,
     spid: u16,
     schedulers: Arc<Schedulers>,
     scheduler_id: usize,
@@ -428,7 +427,8 @@ fn scheduler_loop(
     });
     let mut fibers: HashMap<u64, Fiber> = HashMap::new();
     for job in jobs {
-        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        // The fiber's id is its worker id on the scheduler (sys.dm_os_tasks).
+        let id = queue.schedulers.new_worker_id();
         let handle = Arc::new(FiberHandle {
             id,
             state: AtomicU8::new(RUNNING),
@@ -439,8 +439,8 @@ fn scheduler_loop(
             switches: AtomicU64::new(0),
         });
         let fiber = generator::Gn::<()>::new_opt(FIBER_STACK_BYTES / size_of::<usize>(), job);
-        let worker = queue.schedulers.attach_fiber(scheduler_id, handle.clone());
-        fibers.insert(id, (fiber, FiberLocals { spid, ..FiberLocals::default() }, worker));
+        queue.schedulers.attach_fiber(scheduler_id, id, handle.clone());
+        fibers.insert(id, (fiber, FiberLocals { spid, ..FiberLocals::default() }));
         queue.state.lock().runnable.push_back(handle);
     }
     let mut panic = None;
@@ -450,8 +450,7 @@ fn scheduler_loop(
         let woken_at = handle.woken_at_ns.load(Ordering::Relaxed);
         handle.signal_ns.fetch_add(now_ns().saturating_sub(woken_at), Ordering::Relaxed);
         let id = handle.id;
-        let (fiber, locals, worker) =
-            fibers.get_mut(&id).expect("invariant 2: a queued fiber is live");
+        let (fiber, locals) = fibers.get_mut(&id).expect("invariant 2: a queued fiber is live");
         let took_over = last_id.is_some_and(|last| last != id);
         if took_over {
             handle.switches.fetch_add(1, Ordering::Relaxed);
@@ -471,7 +470,7 @@ fn scheduler_loop(
             panic.get_or_insert(payload);
         }
         if ended {
-            queue.schedulers.detach_fiber(scheduler_id, *worker);
+            queue.schedulers.detach_fiber(scheduler_id, id);
             fibers.remove(&id);
         }
     }

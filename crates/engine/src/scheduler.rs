@@ -275,10 +275,15 @@ impl Schedulers {
         let mut rows = Vec::new();
         for (id, scheduler) in self.schedulers.iter().enumerate() {
             let state = scheduler.state.lock();
-            let fiber_states: Vec<&str> = state.fibers.values().map(|f| f.task_state()).collect();
-            let count_fibers = |wanted: &str| fiber_states.iter().filter(|s| **s == wanted).count();
-            let runnable = (state.runnable.len() + count_fibers("RUNNABLE")) as u32;
-            let running = u32::from(state.running.is_some()) + count_fibers("RUNNING") as u32;
+            let mut running = u32::from(state.running.is_some());
+            let mut runnable = state.runnable.len() as u32;
+            for fiber in state.fibers.values() {
+                match fiber.task_state() {
+                    "RUNNING" => running += 1,
+                    "RUNNABLE" => runnable += 1,
+                    _ => {}
+                }
+            }
             let is_online = self.is_online(id, mask);
             rows.push(SchedulerRow {
                 scheduler_id: id as u32,
@@ -330,12 +335,14 @@ impl Schedulers {
         rows
     }
 
-    /// A fiber joins scheduler `id`'s workers until [`Schedulers::detach_fiber`]; returns its
-    /// worker id.
-    pub(crate) fn attach_fiber(&self, id: usize, fiber: Arc<dyn FiberTask>) -> u64 {
-        let worker = self.next_worker.fetch_add(1, Ordering::Relaxed);
+    /// A new worker id, unique among the instance's workers (threads and fibers).
+    pub(crate) fn new_worker_id(&self) -> u64 {
+        self.next_worker.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Fiber `worker` joins scheduler `id`'s workers until [`Schedulers::detach_fiber`].
+    pub(crate) fn attach_fiber(&self, id: usize, worker: u64, fiber: Arc<dyn FiberTask>) {
         self.schedulers[id].state.lock().fibers.insert(worker, fiber);
-        worker
     }
 
     /// A fiber that has returned leaves its scheduler's workers.
@@ -519,7 +526,7 @@ pub fn attach(schedulers: &Arc<Schedulers>) -> WorkerGuard {
     if crate::fiber::on_fiber() || WORKER.with(|w| w.borrow().is_some()) {
         return WorkerGuard { attached: false };
     }
-    let worker = schedulers.next_worker.fetch_add(1, Ordering::Relaxed);
+    let worker = schedulers.new_worker_id();
     let id = schedulers.place(worker, crate::instance::current_spid());
     bind_to_scheduler(schedulers, id);
     let (_, holding) = schedulers.take(id, worker);
