@@ -406,7 +406,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
             }
         })
         .collect();
-    run_sessions(&instance, workers, args.lightweight_pooling)?;
+    crate::sessions::run(&instance, workers, args.lightweight_pooling)?;
     let seconds = started.elapsed().as_secs_f64();
     let cpu_seconds = cpu_before.zip(crate::cpu_time::process_cpu_s()).map(|(a, b)| b - a);
     bar.finish_and_clear();
@@ -432,38 +432,6 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     report.schedulers =
         scheduler_rows(&schedulers_before, &instance.schedulers.snapshot(), &placed);
     Ok(Measured { report, _db: db, instance, _temp: temp })
-}
-
-/// Runs each session's body as a thread, or as a fiber of its scheduler's thread in fiber mode;
-/// the first session error, if any.
-fn run_sessions<F>(instance: &Instance, sessions: Vec<F>, fibers: bool) -> Result<(), String>
-where
-    F: FnOnce() -> Result<(), String> + Send + 'static,
-{
-    if !fibers {
-        let threads: Vec<_> = sessions.into_iter().map(std::thread::spawn).collect();
-        for thread in threads {
-            thread.join().map_err(|_| "an inserting session panicked".to_string())??;
-        }
-        return Ok(());
-    }
-    let outcomes = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let jobs: Vec<Box<dyn FnOnce() + Send>> = sessions
-        .into_iter()
-        .map(|session| {
-            let outcomes = outcomes.clone();
-            Box::new(move || {
-                let outcome = session();
-                outcomes.lock().expect("no session panics holding it").push(outcome);
-            }) as Box<dyn FnOnce() + Send>
-        })
-        .collect();
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        engine::fiber::run(&instance.schedulers, jobs)
-    }));
-    ran.map_err(|_| "an inserting session panicked".to_string())?;
-    let outcomes = std::mem::take(&mut *outcomes.lock().expect("the fibers are done"));
-    outcomes.into_iter().collect()
 }
 
 /// The data file counts of seed 001's sweep that `extentdb examples seed001` runs.

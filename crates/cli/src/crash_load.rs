@@ -14,6 +14,11 @@
 //!
 //! The test computes the expected table from the acknowledged sequence numbers with the same
 //! rules (its `expected_rows`; keep both in step).
+//!
+//! With `--lightweight-pooling` the sessions run as fibers ([`engine::fiber::run`]: fiber
+//! mode, each scheduler's sessions on one thread), so that a kill also lands where a fiber is
+//! parked on a latch, a lock or its commit's log flush (WRITELOG), which the log writer then
+//! writes for it.
 
 use clap::Args;
 use engine::btree::BTree;
@@ -39,6 +44,9 @@ pub struct CrashLoadArgs {
     /// Buffer pool size: small, so that the lazy writer writes uncommitted pages.
     #[arg(long, default_value_t = 1)]
     max_server_memory_mb: u32,
+    /// 'lightweight pooling': the sessions run as fibers (fiber mode), not threads.
+    #[arg(long)]
+    lightweight_pooling: bool,
 }
 
 pub fn key(thread: u32, seq: u64, j: u64) -> i64 {
@@ -130,11 +138,11 @@ pub fn run(args: &CrashLoadArgs) -> Result<(), String> {
         Heap::create(&db, "dbo.Journal", journal_columns(), None).map_err(|e| e.to_string())?,
     );
     say(&format!("ready {} {}", tree.au_id, journal.au_id));
-    let workers: Vec<_> = (0..args.threads)
+    let sessions: Vec<_> = (0..args.threads)
         .map(|thread| {
             let (db, tree, journal) = (db.clone(), tree.clone(), journal.clone());
             let limit = args.transactions;
-            std::thread::spawn(move || -> Result<(), String> {
+            move || -> Result<(), String> {
                 let mut seq = 0;
                 let mut journal_rids = Vec::new();
                 while limit == 0 || seq < limit {
@@ -149,13 +157,10 @@ pub fn run(args: &CrashLoadArgs) -> Result<(), String> {
                     }
                 }
                 Ok(())
-            })
+            }
         })
         .collect();
-    for worker in workers {
-        worker.join().map_err(|_| "a load thread panicked".to_string())??;
-    }
-    Ok(())
+    crate::sessions::run(&instance, sessions, args.lightweight_pooling)
 }
 
 /// One line on stdout, flushed at once (the parent reads acknowledgements as they come).

@@ -45,6 +45,7 @@ mod examples;
 mod log_growth;
 mod plan;
 mod serve;
+mod sessions;
 mod sql;
 mod startup;
 

@@ -6,6 +6,9 @@
 //!   session may be either), so no uncommitted change is visible;
 //! - the B-tree is well formed and the allocation maps agree with the pages.
 //!
+//! The seed also picks each iteration's scheduling mode: the sessions run as threads, or as
+//! fibers (`--lightweight-pooling`, fiber mode), about half the kills each.
+//!
 //! Iterations: `EXTENTDB_CRASH_ITERATIONS` (default 100); `scripts/soak.sh` runs many more.
 //! A failing iteration prints its seed; `EXTENTDB_SEED` replays the run.
 
@@ -72,16 +75,17 @@ impl SplitMix {
     }
 }
 
-/// Runs the child, kills it after `delay`; returns the acknowledged commits per thread and
-/// the allocation units of the B-tree and of the journal heap.
-fn run_and_kill(dir: &std::path::Path, delay: Duration) -> (Vec<u64>, u64, u64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["crash-load", "--threads", &THREADS.to_string(), "--dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the child starts");
+/// Runs the child (its sessions as fibers if `fibers`), kills it after `delay`; returns the
+/// acknowledged commits per thread and the allocation units of the B-tree and of the journal
+/// heap.
+fn run_and_kill(dir: &std::path::Path, delay: Duration, fibers: bool) -> (Vec<u64>, u64, u64) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_extentdb"));
+    command.args(["crash-load", "--threads", &THREADS.to_string(), "--dir"]).arg(dir);
+    if fibers {
+        command.arg("--lightweight-pooling");
+    }
+    let mut child =
+        command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the child starts");
     let stdout = child.stdout.take().unwrap();
     let lines = Arc::new(Mutex::new(Vec::new()));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -211,27 +215,36 @@ fn killed_at_random_points_the_database_keeps_every_commit_and_nothing_else() {
                 as u64
         });
     let mut rng = SplitMix(seed);
-    let mut total_acked = 0;
-    let mut total_rolled_back = 0;
+    // Per mode (threads, fibers): kills, acknowledged commits, transactions rolled back.
+    let mut totals = [[0u64; 3]; 2];
     for iteration in 0..iterations {
         let dir = tempfile::tempdir().unwrap();
         let delay = Duration::from_millis(5 + rng.next() % 300);
-        let (acked, au_id, heap_au_id) = run_and_kill(dir.path(), delay);
-        total_acked += acked.iter().sum::<u64>();
+        let fibers = rng.next() % 2 == 1;
+        let (acked, au_id, heap_au_id) = run_and_kill(dir.path(), delay, fibers);
+        let mode = &mut totals[usize::from(fibers)];
+        mode[0] += 1;
+        mode[1] += acked.iter().sum::<u64>();
         match verify(dir.path(), &acked, au_id, heap_au_id) {
-            Ok(rolled_back) => total_rolled_back += rolled_back,
+            Ok(rolled_back) => mode[2] += rolled_back,
             Err(problem) => panic!(
-                "iteration {iteration} (EXTENTDB_SEED={seed}, killed after {delay:?}, \
-                 acknowledged {acked:?}): {problem}"
+                "iteration {iteration} (EXTENTDB_SEED={seed}, {}, killed after {delay:?}, \
+                 acknowledged {acked:?}): {problem}",
+                if fibers { "fibers" } else { "threads" }
             ),
         }
     }
-    eprintln!(
-        "{iterations} kills, {total_acked} acknowledged commits checked, {total_rolled_back} \
-         open transactions rolled back by recovery (seed {seed})"
-    );
-    assert!(total_acked > 0, "the child committed something before being killed");
-    if iterations >= 20 {
-        assert!(total_rolled_back > 0, "kills caught transactions in flight");
+    for (mode, [kills, acked, rolled_back]) in ["threads", "fibers"].iter().zip(totals) {
+        eprintln!(
+            "{mode}: {kills} kills, {acked} acknowledged commits checked, {rolled_back} open \
+             transactions rolled back by recovery (seed {seed})"
+        );
     }
+    for (mode, [kills, acked, rolled_back]) in ["threads", "fibers"].iter().zip(totals) {
+        if kills >= 10 {
+            assert!(acked > 0, "{mode}: the child committed something before being killed");
+            assert!(rolled_back > 0, "{mode}: kills caught transactions in flight");
+        }
+    }
+    assert!(totals.iter().map(|t| t[1]).sum::<u64>() > 0, "the child committed something");
 }

@@ -1,7 +1,9 @@
 //! Fiber mode ('lightweight pooling', `engine::fiber`): sessions run as fibers of one thread
 //! per scheduler. Asserted: sixteen fiber sessions with durable commits build a correct tree
 //! and keep their own session state; a fiber that waits for a key lock held by a fiber of its
-//! own scheduler lets that fiber run (a wait that blocked the thread would never end).
+//! own scheduler lets that fiber run (a wait that blocked the thread would never end); a log
+//! sync that fails while fibers wait for their commits' flush ends every one of those commits
+//! with 9001, and keeps every commit acknowledged before it.
 
 mod common;
 
@@ -9,8 +11,9 @@ use common::{Rng, lab_with};
 use engine::btree::BTree;
 use engine::database::{Database, DatabaseSpec, FileSpec};
 use engine::record::{Column, SqlType, Value};
-use std::sync::Arc;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A database of one data file and a clustered index on a uniqueidentifier key, with the log
@@ -169,4 +172,82 @@ fn fibers_commit_without_a_log_writer() {
     run_fibers(&lab, jobs);
     assert_eq!(tree.check(&db), Ok(600));
     assert!(db.log().stats().flushes >= 4, "the commits flushed the log");
+}
+
+/// Fibers leave their commits' log flushes to the log writer and park until it has written
+/// them (WRITELOG). When the writer's sync fails, each parked fiber must get the log's 9001
+/// and go on (a fiber left parked would hang its scheduler's other fibers too); no commit is
+/// acknowledged after the failure, and after a crash every acknowledged one is there.
+#[test]
+fn a_failed_log_sync_ends_the_waiting_fibers_commits_with_9001_and_keeps_every_acknowledged() {
+    let mut lab = lab_with(|config| config.schedulers = Some(2));
+    let (db, tree) = database(&lab);
+    lab.faults.lock().only_paths_ending = Some(".ldf".into());
+    lab.faults.lock().fail_sync_after = Some(6);
+    const SESSIONS: u64 = 8;
+    // (keys, commit outcome: None if acknowledged, else the error number).
+    let batches = Arc::new(Mutex::new(Vec::<(Vec<[u8; 16]>, Option<i32>)>::new()));
+    let jobs: Vec<Box<dyn FnOnce() + Send>> = (0..SESSIONS)
+        .map(|n| {
+            let (db, tree, batches) = (db.clone(), tree.clone(), batches.clone());
+            Box::new(move || {
+                let mut rng = Rng::seeded(n + 101);
+                for _ in 0..40 {
+                    let keys: Vec<[u8; 16]> = (0..20).map(|_| rng.guid()).collect();
+                    let outcome = db.begin_tran().and_then(|()| {
+                        for key in &keys {
+                            tree.insert(&db, &[Value::Guid(*key), Value::Text("a".into())])?;
+                        }
+                        db.commit_tran()
+                    });
+                    let failed = outcome.as_ref().err().map(|error| error.number);
+                    batches.lock().unwrap().push((keys, failed));
+                    if failed.is_some() {
+                        let _ = db.rollback_tran();
+                        break;
+                    }
+                }
+            }) as Box<dyn FnOnce() + Send>
+        })
+        .collect();
+    run_fibers(&lab, jobs);
+    let batches = std::mem::take(&mut *batches.lock().unwrap());
+    let failures: Vec<i32> = batches.iter().filter_map(|(_, failed)| *failed).collect();
+    assert_eq!(failures.len(), SESSIONS as usize, "every session met the stopped log once");
+    assert!(failures.iter().all(|number| *number == 9001), "{failures:?}");
+    assert!(!db.log().is_available());
+    let texts = lab.errorlog_texts();
+    assert_eq!(texts.iter().filter(|t| t.starts_with("Error: 17053")).count(), 1, "{texts:?}");
+    let acknowledged: BTreeSet<[u8; 16]> = batches
+        .iter()
+        .filter(|(_, failed)| failed.is_none())
+        .flat_map(|(k, _)| k.clone())
+        .collect();
+    let in_doubt: BTreeSet<[u8; 16]> = batches
+        .iter()
+        .filter(|(_, failed)| failed.is_some())
+        .flat_map(|(k, _)| k.clone())
+        .collect();
+    assert!(!acknowledged.is_empty(), "commits were acknowledged before the sync failed");
+    // A crash, then recovery: every acknowledged commit is there; a failed one may be (its
+    // commit record was written, its sync failed), and nothing else is.
+    let au_id = tree.au_id;
+    drop(tree);
+    Arc::try_unwrap(db).ok().expect("the fibers are done with the database").crash();
+    lab.restart();
+    let db = Database::open(&lab.instance, &lab.path("d1.mdf")).unwrap();
+    let descriptor = db.unit_descriptor(au_id).expect("the index's schema");
+    let tree = BTree::from_descriptor(au_id, &descriptor).unwrap();
+    let found: BTreeSet<[u8; 16]> = tree
+        .range(&db, None, None, false)
+        .unwrap()
+        .into_iter()
+        .map(|row| match row[0] {
+            Value::Guid(key) => key,
+            ref other => panic!("a key {other:?}"),
+        })
+        .collect();
+    assert!(found.is_superset(&acknowledged), "every acknowledged commit survived");
+    assert!(found.difference(&acknowledged).all(|key| in_doubt.contains(key)), "nothing else");
+    assert_eq!(tree.check(&db), Ok(found.len()));
 }
