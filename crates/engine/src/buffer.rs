@@ -59,7 +59,10 @@
 //! (the page left the pool, the frame holds another) falls back to the table.
 //!
 //! Deviations: reads and writes are synchronous pread/pwrite on the calling thread, not
-//! asynchronous I/O completed by another thread; the waits are the same time. A latch request
+//! asynchronous I/O completed by another thread; the waits are the same time. In fiber mode a
+//! read (and a read-ahead) runs on an I/O thread while the fiber parks in its PAGEIOLATCH wait
+//! ([`crate::fiber::io`]), so that its scheduler's other fibers run, as an asynchronous read
+//! lets SQL Server's; its page then costs one 8 KB copy into the frame. A latch request
 //! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
 //! at its 300 s latch timeout. SQL Server computes its hit ratio over the last few thousand
 //! lookups and estimates page life expectancy from the rate of buffer turnover; here the ratio
@@ -878,10 +881,15 @@ impl BufferPool {
                 Err(_) => break, // no free frame: read what was claimed
             }
         }
-        let mut bytes = vec![0u8; (hi - lo) as usize * crate::units::PAGE_SIZE];
         let offset = u64::from(lo) * crate::units::PAGE_SIZE as u64;
         let started = Instant::now();
-        let read = file.handle.read_at(&mut bytes, offset);
+        // A fiber's read runs on an I/O thread while it parks ([`crate::fiber::io`]).
+        let run_bytes = (hi - lo) as usize * crate::units::PAGE_SIZE;
+        let (bytes, read) = crate::fiber::io(move || {
+            let mut bytes = vec![0u8; run_bytes];
+            let read = file.handle.read_at(&mut bytes, offset);
+            (bytes, read)
+        });
         // Every page of the run took the run's read (as each of SQL Server's read-ahead
         // buffers records the whole I/O's time).
         let read_us = started.elapsed().as_micros() as u64;
@@ -972,8 +980,22 @@ impl BufferPool {
     }
 
     /// Reads a page into its frame's own buffer (allocated once, on the frame's first use).
+    /// A fiber's read runs on an I/O thread ([`crate::fiber::io`]) into a buffer of its own,
+    /// copied into the frame once done: its scheduler's other fibers run meanwhile.
     fn read_from_disk(&self, key: PageKey, frame: &Frame) -> SqlResult<()> {
         let file = self.file(key)?;
+        if crate::fiber::on_fiber() {
+            let page = crate::fiber::io(move || {
+                let mut page = crate::page::new_page_buf();
+                let handle = file.handle.as_ref();
+                file::read_page_into(handle, &mut page, key.page, key.database_id, &file.path)
+                    .map(|()| page)
+            })?;
+            let mut data = frame.data.write();
+            let buf = data.get_or_insert_with(|| self.new_buffer(frame));
+            buf.copy_from_slice(&page[..]);
+            return Ok(());
+        }
         let mut data = frame.data.write();
         let buf = data.get_or_insert_with(|| self.new_buffer(frame));
         file::read_page_into(file.handle.as_ref(), buf, key.page, key.database_id, &file.path)

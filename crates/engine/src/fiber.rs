@@ -28,8 +28,11 @@
 //!   sessions stay threads whatever the option says.
 //! - Waits that switch fibers: latches, locks, WRITELOG and quantum ends. A fiber's log flush
 //!   is written by the log writer (a thread-mode session may write the log itself). Anything
-//!   else that blocks in the OS (a page read, WAITFOR, a mutex the engine holds briefly)
-//!   blocks the scheduler's other fibers too, as a preemptive call does in SQL Server. The
+//!   else that blocks in the OS (WAITFOR, a mutex the engine holds briefly, a page write a
+//!   fiber makes itself) blocks the scheduler's other fibers too, as a preemptive call does in
+//!   SQL Server. A page read (and a read-ahead) is not among them: [`io`] hands it to an I/O
+//!   thread and the fiber parks in its PAGEIOLATCH wait, as SQL Server's asynchronous reads
+//!   leave the scheduler to its other workers. The
 //!   mutexes held across latch waits (an allocation unit's, file growth's) are taken with
 //!   [`lock`], which lets the other fibers run meanwhile: blocking on one whose holder is a
 //!   parked fiber of the same thread would never end. So is a database's file and unit map
@@ -365,6 +368,65 @@ pub fn yield_point() {
         take_signal_time()
     };
     queue.schedulers.waits().record(crate::scheduler::YIELD_WAIT_TYPE, queued, queued);
+}
+
+/// The I/O threads that do fibers' page reads ([`io`]): started at the first such read and kept
+/// for the process's life. A few, so that reads of several schedulers' fibers overlap.
+const IO_THREADS: usize = 4;
+
+type IoJob = Box<dyn FnOnce() + Send>;
+
+/// The queue of the I/O threads, started on first use.
+fn io_queue() -> &'static std::sync::mpsc::Sender<IoJob> {
+    static QUEUE: std::sync::OnceLock<std::sync::mpsc::Sender<IoJob>> = std::sync::OnceLock::new();
+    QUEUE.get_or_init(|| {
+        let (sender, receiver) = std::sync::mpsc::channel::<IoJob>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        for n in 0..IO_THREADS {
+            let receiver = receiver.clone();
+            std::thread::Builder::new()
+                .name(format!("extentdb-fiberio{n}"))
+                .spawn(move || {
+                    loop {
+                        // The guard goes at the end of the statement: one thread waits in recv,
+                        // the others for the lock, and a job runs with neither held.
+                        let job = receiver.lock().recv();
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                })
+                .expect("an I/O thread");
+        }
+        sender
+    })
+}
+
+/// Does an I/O (`work`) for a caller that may be a fiber, and returns its outcome. A fiber hands
+/// it to an I/O thread and parks until it is done, so that its scheduler's other fibers run in
+/// the meantime: SQL Server issues a page read asynchronously, and the worker waits on the
+/// page's latch (PAGEIOLATCH_*) while its scheduler runs the others. A thread does the I/O
+/// itself. A panic in `work` is raised again in the caller.
+pub fn io<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let Some(handle) = current() else { return work() };
+    let outcome = Arc::new(Mutex::new(None));
+    let job: IoJob = {
+        let outcome = outcome.clone();
+        Box::new(move || {
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            *outcome.lock() = Some(done);
+            handle.wake();
+        })
+    };
+    io_queue().send(job).expect("the I/O threads run for the process's life");
+    loop {
+        // A wake-up may be for an earlier wait: look again after each.
+        if let Some(done) = outcome.lock().take() {
+            return done.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        }
+        park();
+    }
 }
 
 /// Runs `jobs` as fibers on the online schedulers (round robin), one thread per scheduler

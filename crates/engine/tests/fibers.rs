@@ -3,7 +3,8 @@
 //! and keep their own session state; a fiber that waits for a key lock held by a fiber of its
 //! own scheduler lets that fiber run (a wait that blocked the thread would never end); a log
 //! sync that fails while fibers wait for their commits' flush ends every one of those commits
-//! with 9001, and keeps every commit acknowledged before it.
+//! with 9001, and keeps every commit acknowledged before it; a fiber whose page read is in
+//! flight lets the other fibers of its scheduler run.
 
 mod common;
 
@@ -250,4 +251,76 @@ fn a_failed_log_sync_ends_the_waiting_fibers_commits_with_9001_and_keeps_every_a
     assert!(found.is_superset(&acknowledged), "every acknowledged commit survived");
     assert!(found.difference(&acknowledged).all(|key| in_doubt.contains(key)), "nothing else");
     assert_eq!(tree.check(&db), Ok(found.len()));
+}
+
+/// A page read runs on an I/O thread while the fiber that needs the page parks in its
+/// PAGEIOLATCH_SH wait, so the other fibers of its scheduler run meanwhile, as SQL Server's
+/// asynchronous reads leave the scheduler to its other workers. Here the read is held at a gate
+/// that only the other fiber opens: a read made on the scheduler's thread would never end.
+#[test]
+fn a_fiber_whose_page_read_is_in_flight_lets_the_other_fibers_of_its_scheduler_run() {
+    let lab = lab_with(|config| config.schedulers = Some(1));
+    let (db, tree) = database(&lab);
+    let mut rng = Rng::seeded(5);
+    // Enough rows for an index of more than 16 pages, which a whole scan reads ahead.
+    let keys: Vec<[u8; 16]> = (0..1000).map(|_| rng.guid()).collect();
+    db.begin_tran().unwrap();
+    for key in &keys {
+        tree.insert(&db, &[Value::Guid(*key), Value::Text("on disk".into())]).unwrap();
+    }
+    db.commit_tran().unwrap();
+    db.checkpoint().unwrap();
+    // The index's pages leave the pool: the next seek reads its root from disk.
+    lab.instance.buffer_pool.discard(db.database_id, Some(tree.root.file_id), tree.root.page_no);
+    let gate = engine::io::ReadGate::closed();
+    lab.faults.lock().read_gate = Some(gate.clone());
+    lab.instance.waits.clear();
+    let reader = {
+        let (db, tree, key) = (db.clone(), tree.clone(), keys[7]);
+        Box::new(move || {
+            engine::instance::set_current_spid(51);
+            let row = tree.seek(&db, &[Value::Guid(key)]).unwrap().expect("the row");
+            assert!(matches!(&row[1], Value::Text(t) if t.trim_end() == "on disk"), "{row:?}");
+        }) as Box<dyn FnOnce() + Send>
+    };
+    let root = format!("{}:{}:{}", db.database_id, tree.root.file_id, tree.root.page_no);
+    let seen_waiting = Arc::new(AtomicBool::new(false));
+    let opener = {
+        let (gate, instance, seen_waiting) =
+            (gate.clone(), lab.instance.clone(), seen_waiting.clone());
+        Box::new(move || {
+            engine::instance::set_current_spid(52);
+            let started = Instant::now();
+            while gate.waiting() == 0 {
+                assert!(started.elapsed() < Duration::from_secs(30), "no read reached the gate");
+                engine::fiber::park_timeout(Duration::from_millis(1));
+            }
+            let tasks = instance.waiting_tasks.snapshot();
+            seen_waiting.store(
+                tasks.iter().any(|t| {
+                    t.session_id == 51
+                        && t.wait_type == "PAGEIOLATCH_SH"
+                        && t.resource_description == root
+                }),
+                Ordering::SeqCst,
+            );
+            gate.open();
+        }) as Box<dyn FnOnce() + Send>
+    };
+    run_fibers(&lab, vec![reader, opener]);
+    assert!(seen_waiting.load(Ordering::SeqCst), "the reader waited PAGEIOLATCH_SH on the root");
+    let io_waits = lab.instance.waits.get("PAGEIOLATCH_SH").expect("the reads' waits");
+    assert!(io_waits.waiting_tasks_count >= 1);
+    // A fiber's read-ahead goes through an I/O thread as well, and installs the same pages.
+    lab.instance.buffer_pool.discard(db.database_id, Some(tree.root.file_id), tree.root.page_no);
+    let read_ahead_before = lab.instance.buffer_pool.read_ahead_pages();
+    let scanner = {
+        let (db, tree) = (db.clone(), tree.clone());
+        Box::new(move || {
+            assert_eq!(tree.range(&db, None, None, false).unwrap().len(), 1000);
+        }) as Box<dyn FnOnce() + Send>
+    };
+    run_fibers(&lab, vec![scanner]);
+    assert!(lab.instance.buffer_pool.read_ahead_pages() > read_ahead_before, "the scan read ahead");
+    assert_eq!(tree.check(&db), Ok(1000));
 }
