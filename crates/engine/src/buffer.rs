@@ -61,7 +61,7 @@
 //! Deviations: reads and writes are synchronous pread/pwrite on the calling thread, not
 //! asynchronous I/O completed by another thread; the waits are the same time. In fiber mode a
 //! read (and a read-ahead) runs on an I/O thread while the fiber parks in its PAGEIOLATCH wait
-//! ([`crate::fiber::io`]), so that its scheduler's other fibers run, as an asynchronous read
+//! ([`crate::fiber::IoThreads`]), so that its scheduler's other fibers run, as an asynchronous read
 //! lets SQL Server's; its page then costs one 8 KB copy into the frame. A latch request
 //! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
 //! at its 300 s latch timeout. SQL Server computes its hit ratio over the last few thousand
@@ -354,6 +354,8 @@ pub struct BufferPool {
     /// each with whether its bytes are known to be zero.
     unused_buffers: Mutex<Vec<crate::pool_memory::Buffer>>,
     lazy_writer: (Mutex<bool>, Condvar),
+    /// The threads that read pages for fibers (fiber mode), on the 'affinity I/O mask' CPUs.
+    fiber_io: crate::fiber::IoThreads,
     /// Test seam: microseconds a PFS change sleeps while it holds the PFS page's UP latch,
     /// standing in for a slower CPU or a preempted latch holder (0 = none).
     pfs_latch_hold_us: AtomicU64,
@@ -484,6 +486,7 @@ impl BufferPool {
             committed_at_start: commit_now,
             unused_buffers: Mutex::new(buffers),
             lazy_writer: (Mutex::new(false), Condvar::new()),
+            fiber_io: crate::fiber::IoThreads::new(io_cpus.clone()),
         });
         let weak = Arc::downgrade(&pool);
         std::thread::Builder::new()
@@ -883,9 +886,9 @@ impl BufferPool {
         }
         let offset = u64::from(lo) * crate::units::PAGE_SIZE as u64;
         let started = Instant::now();
-        // A fiber's read runs on an I/O thread while it parks ([`crate::fiber::io`]).
+        // A fiber's read runs on an I/O thread while it parks ([`crate::fiber::IoThreads`]).
         let run_bytes = (hi - lo) as usize * crate::units::PAGE_SIZE;
-        let (bytes, read) = crate::fiber::io(move || {
+        let (bytes, read) = self.fiber_io.run(move || {
             let mut bytes = vec![0u8; run_bytes];
             let read = file.handle.read_at(&mut bytes, offset);
             (bytes, read)
@@ -980,12 +983,12 @@ impl BufferPool {
     }
 
     /// Reads a page into its frame's own buffer (allocated once, on the frame's first use).
-    /// A fiber's read runs on an I/O thread ([`crate::fiber::io`]) into a buffer of its own,
+    /// A fiber's read runs on an I/O thread ([`crate::fiber::IoThreads`]) into a buffer of its own,
     /// copied into the frame once done: its scheduler's other fibers run meanwhile.
     fn read_from_disk(&self, key: PageKey, frame: &Frame) -> SqlResult<()> {
         let file = self.file(key)?;
         if crate::fiber::on_fiber() {
-            let page = crate::fiber::io(move || {
+            let page = self.fiber_io.run(move || {
                 let mut page = crate::page::new_page_buf();
                 let handle = file.handle.as_ref();
                 file::read_page_into(handle, &mut page, key.page, key.database_id, &file.path)

@@ -30,7 +30,7 @@
 //!   is written by the log writer (a thread-mode session may write the log itself). Anything
 //!   else that blocks in the OS (WAITFOR, a mutex the engine holds briefly, a page write a
 //!   fiber makes itself) blocks the scheduler's other fibers too, as a preemptive call does in
-//!   SQL Server. A page read (and a read-ahead) is not among them: [`io`] hands it to an I/O
+//!   SQL Server. A page read (and a read-ahead) is not among them: [`IoThreads`] take it to an I/O
 //!   thread and the fiber parks in its PAGEIOLATCH wait, as SQL Server's asynchronous reads
 //!   leave the scheduler to its other workers. The
 //!   mutexes held across latch waits (an allocation unit's, file growth's) are taken with
@@ -370,62 +370,77 @@ pub fn yield_point() {
     queue.schedulers.waits().record(crate::scheduler::YIELD_WAIT_TYPE, queued, queued);
 }
 
-/// The I/O threads that do fibers' page reads ([`io`]): started at the first such read and kept
-/// for the process's life. A few, so that reads of several schedulers' fibers overlap.
+/// I/O threads for fibers ([`IoThreads::run`]): how many a pool starts, so that the reads of
+/// several fibers overlap.
 const IO_THREADS: usize = 4;
 
 type IoJob = Box<dyn FnOnce() + Send>;
 
-/// The queue of the I/O threads, started on first use.
-fn io_queue() -> &'static std::sync::mpsc::Sender<IoJob> {
-    static QUEUE: std::sync::OnceLock<std::sync::mpsc::Sender<IoJob>> = std::sync::OnceLock::new();
-    QUEUE.get_or_init(|| {
-        let (sender, receiver) = std::sync::mpsc::channel::<IoJob>();
-        let receiver = Arc::new(Mutex::new(receiver));
-        for n in 0..IO_THREADS {
-            let receiver = receiver.clone();
-            std::thread::Builder::new()
-                .name(format!("extentdb-fiberio{n}"))
-                .spawn(move || {
-                    loop {
-                        // The guard goes at the end of the statement: one thread waits in recv,
-                        // the others for the lock, and a job runs with neither held.
-                        let job = receiver.lock().recv();
-                        match job {
-                            Ok(job) => job(),
-                            Err(_) => return,
-                        }
-                    }
-                })
-                .expect("an I/O thread");
-        }
-        sender
-    })
+/// Threads that do I/O for fibers, so that a fiber waits for its I/O parked, not on its
+/// scheduler's thread. The buffer pool owns one set: started at the first fiber's read, bound
+/// to the 'affinity I/O mask' CPUs as its lazy writer is, and ended with the pool (their queue
+/// closes when it is dropped).
+pub struct IoThreads {
+    cpus: Vec<usize>,
+    queue: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<IoJob>>>,
 }
 
-/// Does an I/O (`work`) for a caller that may be a fiber, and returns its outcome. A fiber hands
-/// it to an I/O thread and parks until it is done, so that its scheduler's other fibers run in
-/// the meantime: SQL Server issues a page read asynchronously, and the worker waits on the
-/// page's latch (PAGEIOLATCH_*) while its scheduler runs the others. A thread does the I/O
-/// itself. A panic in `work` is raised again in the caller.
-pub fn io<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    let Some(handle) = current() else { return work() };
-    let outcome = Arc::new(Mutex::new(None));
-    let job: IoJob = {
-        let outcome = outcome.clone();
-        Box::new(move || {
-            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-            *outcome.lock() = Some(done);
-            handle.wake();
+impl IoThreads {
+    /// Threads to start on `cpus` (empty: where the OS places them) at the first use.
+    pub fn new(cpus: Vec<usize>) -> IoThreads {
+        IoThreads { cpus, queue: std::sync::OnceLock::new() }
+    }
+
+    fn queue(&self) -> &Mutex<std::sync::mpsc::Sender<IoJob>> {
+        self.queue.get_or_init(|| {
+            let (sender, receiver) = std::sync::mpsc::channel::<IoJob>();
+            let receiver = Arc::new(Mutex::new(receiver));
+            for n in 0..IO_THREADS {
+                let (receiver, cpus) = (receiver.clone(), self.cpus.clone());
+                std::thread::Builder::new()
+                    .name(format!("extentdb-fiberio{n}"))
+                    .spawn(move || {
+                        crate::affinity::bind_io_thread(&cpus);
+                        loop {
+                            // The guard goes at the end of the statement: one thread waits in
+                            // recv, the others for the lock, and a job runs with neither held.
+                            let job = receiver.lock().recv();
+                            match job {
+                                Ok(job) => job(),
+                                Err(_) => return, // the pool is gone
+                            }
+                        }
+                    })
+                    .expect("an I/O thread");
+            }
+            Mutex::new(sender)
         })
-    };
-    io_queue().send(job).expect("the I/O threads run for the process's life");
-    loop {
-        // A wake-up may be for an earlier wait: look again after each.
-        if let Some(done) = outcome.lock().take() {
-            return done.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    }
+
+    /// Does an I/O (`work`) for a caller that may be a fiber, and returns its outcome. A fiber
+    /// hands it to one of these threads and parks until it is done, so that its scheduler's
+    /// other fibers run in the meantime: SQL Server issues a page read asynchronously, and the
+    /// worker waits on the page's latch (PAGEIOLATCH_*) while its scheduler runs the others. A
+    /// thread does the I/O itself. A panic in `work` is raised again in the caller.
+    pub fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> T {
+        let Some(handle) = current() else { return work() };
+        let outcome = Arc::new(Mutex::new(None));
+        let job: IoJob = {
+            let outcome = outcome.clone();
+            Box::new(move || {
+                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+                *outcome.lock() = Some(done);
+                handle.wake();
+            })
+        };
+        self.queue().lock().send(job).expect("the I/O threads live as long as their pool");
+        loop {
+            // A wake-up may be for an earlier wait: look again after each.
+            if let Some(done) = outcome.lock().take() {
+                return done.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            }
+            park();
         }
-        park();
     }
 }
 

@@ -81,6 +81,21 @@ fn masks_bind_workers_to_their_schedulers_cpu_and_the_io_threads_to_the_io_cpus(
     // Back to 0: every scheduler online and nothing bound.
     instance.schedulers.set_affinity_mask(0);
     assert!(instance.schedulers.snapshot().iter().all(|r| r.is_online));
+
+    // A fiber's page read starts the pool's I/O threads for fibers, on the I/O CPUs too (its
+    // scheduler's thread is bound to nothing now, so they do not inherit a binding).
+    db.checkpoint().unwrap();
+    lab.instance.buffer_pool.discard(db.database_id, Some(1), 1);
+    let pfs = engine::buffer::PageKey::new(db.database_id, engine::units::PageId::new(1, 1));
+    let pool = instance.buffer_pool.clone();
+    let read: Box<dyn FnOnce() + Send> = Box::new(move || {
+        let guard = pool.fetch(pfs, engine::latch::LatchMode::Sh).expect("the PFS page");
+        assert_eq!(guard.key(), pfs);
+    });
+    engine::fiber::run(&instance.schedulers, vec![read]);
+    let found = threads_cpus();
+    assert_eq!(found.get("extentdb-fiberi"), Some(&wanted), "fiber I/O on the I/O CPUs: {found:?}");
+
     std::thread::spawn({
         let schedulers = instance.schedulers.clone();
         move || {
