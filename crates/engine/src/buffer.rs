@@ -60,9 +60,10 @@
 //!
 //! Deviations: reads and writes are synchronous pread/pwrite on the calling thread, not
 //! asynchronous I/O completed by another thread; the waits are the same time. In fiber mode a
-//! read (and a read-ahead) runs on an I/O thread while the fiber parks in its PAGEIOLATCH wait
-//! ([`crate::fiber::IoThreads`]), so that its scheduler's other fibers run, as an asynchronous read
-//! lets SQL Server's; its page then costs one 8 KB copy into the frame. A latch request
+//! read, a read-ahead and a write-back the fiber makes itself run on an I/O thread while the
+//! fiber parks ([`crate::fiber::IoThreads`]), so that its scheduler's other fibers run, as
+//! asynchronous I/O lets SQL Server's; each page then costs one more 8 KB copy (into the frame
+//! from the read's buffer, or from the frame into the write's). A latch request
 //! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
 //! at its 300 s latch timeout. SQL Server computes its hit ratio over the last few thousand
 //! lookups and estimates page life expectancy from the rate of buffer turnover; here the ratio
@@ -1488,20 +1489,27 @@ struct WriteRun<'a> {
 
 impl WriteRun<'_> {
     /// Writes the run's pages in one gathered write (unbuffered where the backend can, as SQL
-    /// Server's WriteFileGather on files opened without buffering) and marks them clean.
+    /// Server's WriteFileGather on files opened without buffering) and marks them clean. A
+    /// fiber's write goes out on an I/O thread from a copy of the pages ([`Self::copy`]) while
+    /// it parks, so that its scheduler's other fibers run (SQL Server's writes are
+    /// asynchronous too); the pages' UP latches keep them as copied until the run drops.
     fn write(self) -> SqlResult<usize> {
         let pool = self.pool;
         let file = pool.file(self.first)?;
         let offset = u64::from(self.first.page.page_no) * PAGE_SIZE_U64;
         let flushed = pool.log_of(self.first.database_id).map(|log| log.flushed_lsn());
-        {
+        if crate::fiber::on_fiber() {
+            let (bytes, pages) = self.copy(flushed);
+            pool.fiber_io.run(move || {
+                file.handle
+                    .write_gathered(&[&bytes[pages]], offset)
+                    .map_err(|err| SqlError::os_io_error(&err, true, offset, &file.path))
+            })?;
+        } else {
             let frames = self.frames.iter().map(|index| pool.frames[*index].data.read());
             let guards: SmallVec<[_; 8]> = frames.collect();
             for data in &guards {
-                let buf = data.as_ref().expect("a mapped frame");
-                let page_lsn = Lsn::from_bytes(&buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10]);
-                let durable = flushed.is_none_or(|flushed| page_lsn <= flushed);
-                assert!(durable, "WAL: a page of the run from {:?} before its log", self.first);
+                self.check_wal(data.as_ref().expect("a mapped frame"), flushed);
             }
             let bytes = guards.iter().map(|data| &data.as_ref().expect("a mapped frame")[..]);
             let parts: SmallVec<[&[u8]; 8]> = bytes.collect();
@@ -1514,6 +1522,30 @@ impl WriteRun<'_> {
         }
         pool.page_writes.fetch_add(self.frames.len() as u64, Ordering::Relaxed);
         Ok(self.frames.len())
+    }
+
+    /// The WAL rule at the write: the page's log records are durable (`flushed`).
+    fn check_wal(&self, buf: &PageBuf, flushed: Option<Lsn>) {
+        let page_lsn = Lsn::from_bytes(&buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10]);
+        let durable = flushed.is_none_or(|flushed| page_lsn <= flushed);
+        assert!(durable, "WAL: a page of the run from {:?} before its log", self.first);
+    }
+
+    /// The run's pages copied back to back into a buffer, and the range they fill, which starts
+    /// at a multiple of 4 KB so that an unbuffered write takes it as it is (no staging copy).
+    fn copy(&self, flushed: Option<Lsn>) -> (Vec<u8>, std::ops::Range<usize>) {
+        const ALIGN_BYTES: usize = 4096;
+        let len = self.frames.len() * crate::units::PAGE_SIZE;
+        let mut bytes = vec![0u8; len + ALIGN_BYTES];
+        let start = bytes.as_ptr().align_offset(ALIGN_BYTES);
+        for (n, index) in self.frames.iter().enumerate() {
+            let data = self.pool.frames[*index].data.read();
+            let buf = data.as_ref().expect("a mapped frame");
+            self.check_wal(buf, flushed);
+            let at = start + n * crate::units::PAGE_SIZE;
+            bytes[at..at + crate::units::PAGE_SIZE].copy_from_slice(&buf[..]);
+        }
+        (bytes, start..start + len)
     }
 }
 
