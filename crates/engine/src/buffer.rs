@@ -355,7 +355,8 @@ pub struct BufferPool {
     /// each with whether its bytes are known to be zero.
     unused_buffers: Mutex<Vec<crate::pool_memory::Buffer>>,
     lazy_writer: (Mutex<bool>, Condvar),
-    /// The threads that read pages for fibers (fiber mode), on the 'affinity I/O mask' CPUs.
+    /// The threads that read and write pages for fibers (fiber mode), on the 'affinity I/O
+    /// mask' CPUs.
     fiber_io: crate::fiber::IoThreads,
     /// Test seam: microseconds a PFS change sleeps while it holds the PFS page's UP latch,
     /// standing in for a slower CPU or a preempted latch holder (0 = none).

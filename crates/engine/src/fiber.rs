@@ -32,12 +32,11 @@
 //!   blocks the scheduler's other fibers too, as a preemptive call does in SQL Server. Page
 //!   reads, read-aheads and a fiber's own page write-backs are not among them: [`IoThreads`]
 //!   do them on I/O threads while the fiber parks, as SQL Server's asynchronous I/O leaves the
-//!   scheduler to its other workers. The
-//!   mutexes held across latch waits (an allocation unit's, file growth's) are taken with
-//!   [`lock`], which lets the other fibers run meanwhile: blocking on one whose holder is a
-//!   parked fiber of the same thread would never end. So is a database's file and unit map
-//!   ([`read`], [`write`]): a checkpoint waiting to write it must not stop new readers of the
-//!   thread whose parked fiber holds it shared.
+//!   scheduler to its other workers. The mutexes held across latch waits (an allocation
+//!   unit's, file growth's) are taken with [`lock`], which lets the other fibers run
+//!   meanwhile: blocking on one whose holder is a parked fiber of the same thread would never
+//!   end. So is a database's file and unit map ([`read`], [`write`]): a checkpoint waiting to
+//!   write it must not stop new readers of the thread whose parked fiber holds it shared.
 //!
 //! Invariants (owned here):
 //! 1. A fiber runs only on its scheduler's thread, and at most one fiber runs there at once.
@@ -421,8 +420,8 @@ impl IoThreads {
     /// hands it to one of these threads and parks until it is done, so that its scheduler's
     /// other fibers run in the meantime: SQL Server issues page reads and writes asynchronously,
     /// and a reading worker waits on the page's latch (PAGEIOLATCH_*) while its scheduler runs
-    /// the others. A
-    /// thread does the I/O itself. A panic in `work` is raised again in the caller.
+    /// the others. A thread does the I/O itself. A panic in `work` is raised again in the
+    /// caller.
     pub fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> T {
         let Some(handle) = current() else { return work() };
         let outcome = Arc::new(Mutex::new(None));
