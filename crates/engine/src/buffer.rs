@@ -60,10 +60,11 @@
 //!
 //! Deviations: reads and writes are synchronous pread/pwrite on the calling thread, not
 //! asynchronous I/O completed by another thread; the waits are the same time. In fiber mode a
-//! read, a read-ahead and a write-back the fiber makes itself run on an I/O thread while the
-//! fiber parks ([`crate::fiber::IoThreads`]), so that its scheduler's other fibers run, as
-//! asynchronous I/O lets SQL Server's; each page then costs one more 8 KB copy (into the frame
-//! from the read's buffer, or from the frame into the write's). A latch request
+//! read (and a read-ahead) runs on an I/O thread while the fiber parks in its PAGEIOLATCH wait
+//! ([`crate::fiber::IoThreads`]), so that its scheduler's other fibers run, as an asynchronous
+//! read lets SQL Server's; its page then costs one 8 KB copy into the frame. A fiber's own
+//! write-backs stay on its thread: moved to the I/O threads (from a copy of the pages) they
+//! cost more than the overlap gave (docs/benchmarks.md, thirty-second session). A latch request
 //! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
 //! at its 300 s latch timeout. SQL Server computes its hit ratio over the last few thousand
 //! lookups and estimates page life expectancy from the rate of buffer turnover; here the ratio
@@ -355,8 +356,7 @@ pub struct BufferPool {
     /// each with whether its bytes are known to be zero.
     unused_buffers: Mutex<Vec<crate::pool_memory::Buffer>>,
     lazy_writer: (Mutex<bool>, Condvar),
-    /// The threads that read and write pages for fibers (fiber mode), on the 'affinity I/O
-    /// mask' CPUs.
+    /// The threads that read pages for fibers (fiber mode), on the 'affinity I/O mask' CPUs.
     fiber_io: crate::fiber::IoThreads,
     /// Test seam: microseconds a PFS change sleeps while it holds the PFS page's UP latch,
     /// standing in for a slower CPU or a preempted latch holder (0 = none).
@@ -1490,27 +1490,20 @@ struct WriteRun<'a> {
 
 impl WriteRun<'_> {
     /// Writes the run's pages in one gathered write (unbuffered where the backend can, as SQL
-    /// Server's WriteFileGather on files opened without buffering) and marks them clean. A
-    /// fiber's write goes out on an I/O thread from a copy of the pages ([`Self::copy`]) while
-    /// it parks, so that its scheduler's other fibers run (SQL Server's writes are
-    /// asynchronous too); the pages' UP latches keep them as copied until the run drops.
+    /// Server's WriteFileGather on files opened without buffering) and marks them clean.
     fn write(self) -> SqlResult<usize> {
         let pool = self.pool;
         let file = pool.file(self.first)?;
         let offset = u64::from(self.first.page.page_no) * PAGE_SIZE_U64;
         let flushed = pool.log_of(self.first.database_id).map(|log| log.flushed_lsn());
-        if crate::fiber::on_fiber() {
-            let (bytes, pages) = self.copy(flushed);
-            pool.fiber_io.run(move || {
-                file.handle
-                    .write_gathered(&[&bytes[pages]], offset)
-                    .map_err(|err| SqlError::os_io_error(&err, true, offset, &file.path))
-            })?;
-        } else {
+        {
             let frames = self.frames.iter().map(|index| pool.frames[*index].data.read());
             let guards: SmallVec<[_; 8]> = frames.collect();
             for data in &guards {
-                self.check_wal(data.as_ref().expect("a mapped frame"), flushed);
+                let buf = data.as_ref().expect("a mapped frame");
+                let page_lsn = Lsn::from_bytes(&buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10]);
+                let durable = flushed.is_none_or(|flushed| page_lsn <= flushed);
+                assert!(durable, "WAL: a page of the run from {:?} before its log", self.first);
             }
             let bytes = guards.iter().map(|data| &data.as_ref().expect("a mapped frame")[..]);
             let parts: SmallVec<[&[u8]; 8]> = bytes.collect();
@@ -1523,30 +1516,6 @@ impl WriteRun<'_> {
         }
         pool.page_writes.fetch_add(self.frames.len() as u64, Ordering::Relaxed);
         Ok(self.frames.len())
-    }
-
-    /// The WAL rule at the write: the page's log records are durable (`flushed`).
-    fn check_wal(&self, buf: &PageBuf, flushed: Option<Lsn>) {
-        let page_lsn = Lsn::from_bytes(&buf[PAGE_LSN_OFFSET..PAGE_LSN_OFFSET + 10]);
-        let durable = flushed.is_none_or(|flushed| page_lsn <= flushed);
-        assert!(durable, "WAL: a page of the run from {:?} before its log", self.first);
-    }
-
-    /// The run's pages copied back to back into a buffer, and the range they fill, which starts
-    /// at a multiple of 4 KB so that an unbuffered write takes it as it is (no staging copy).
-    fn copy(&self, flushed: Option<Lsn>) -> (Vec<u8>, std::ops::Range<usize>) {
-        const ALIGN_BYTES: usize = 4096;
-        let len = self.frames.len() * crate::units::PAGE_SIZE;
-        let mut bytes = vec![0u8; len + ALIGN_BYTES];
-        let start = bytes.as_ptr().align_offset(ALIGN_BYTES);
-        for (n, index) in self.frames.iter().enumerate() {
-            let data = self.pool.frames[*index].data.read();
-            let buf = data.as_ref().expect("a mapped frame");
-            self.check_wal(buf, flushed);
-            let at = start + n * crate::units::PAGE_SIZE;
-            bytes[at..at + crate::units::PAGE_SIZE].copy_from_slice(&buf[..]);
-        }
-        (bytes, start..start + len)
     }
 }
 

@@ -28,15 +28,16 @@
 //!   sessions stay threads whatever the option says.
 //! - Waits that switch fibers: latches, locks, WRITELOG and quantum ends. A fiber's log flush
 //!   is written by the log writer (a thread-mode session may write the log itself). Anything
-//!   else that blocks in the OS (WAITFOR, a file's growth, a mutex the engine holds briefly)
-//!   blocks the scheduler's other fibers too, as a preemptive call does in SQL Server. Page
-//!   reads, read-aheads and a fiber's own page write-backs are not among them: [`IoThreads`]
-//!   do them on I/O threads while the fiber parks, as SQL Server's asynchronous I/O leaves the
-//!   scheduler to its other workers. The mutexes held across latch waits (an allocation
-//!   unit's, file growth's) are taken with [`lock`], which lets the other fibers run
-//!   meanwhile: blocking on one whose holder is a parked fiber of the same thread would never
-//!   end. So is a database's file and unit map ([`read`], [`write`]): a checkpoint waiting to
-//!   write it must not stop new readers of the thread whose parked fiber holds it shared.
+//!   else that blocks in the OS (WAITFOR, a file's growth, a page write a fiber makes itself,
+//!   a mutex the engine holds briefly) blocks the scheduler's other fibers too, as a
+//!   preemptive call does in SQL Server. Page reads and read-aheads are not among them:
+//!   [`IoThreads`] do them on I/O threads while the fiber parks in its PAGEIOLATCH wait, as
+//!   SQL Server's asynchronous reads leave the scheduler to its other workers. The mutexes held
+//!   across latch waits (an allocation unit's, file growth's) are taken with [`lock`], which
+//!   lets the other fibers run meanwhile: blocking on one whose holder is a parked fiber of the
+//!   same thread would never end. So is a database's file and unit map ([`read`], [`write`]):
+//!   a checkpoint waiting to write it must not stop new readers of the thread whose parked
+//!   fiber holds it shared.
 //!
 //! Invariants (owned here):
 //! 1. A fiber runs only on its scheduler's thread, and at most one fiber runs there at once.
@@ -376,7 +377,7 @@ const IO_THREADS: usize = 4;
 type IoJob = Box<dyn FnOnce() + Send>;
 
 /// Threads that do I/O for fibers, so that a fiber waits for its I/O parked, not on its
-/// scheduler's thread. The buffer pool owns one set: started at a fiber's first page I/O, bound
+/// scheduler's thread. The buffer pool owns one set: started at the first fiber's read, bound
 /// to the 'affinity I/O mask' CPUs as its lazy writer is, and ended with the pool (their queue
 /// closes when it is dropped).
 pub struct IoThreads {
@@ -418,10 +419,9 @@ impl IoThreads {
 
     /// Does an I/O (`work`) for a caller that may be a fiber, and returns its outcome. A fiber
     /// hands it to one of these threads and parks until it is done, so that its scheduler's
-    /// other fibers run in the meantime: SQL Server issues page reads and writes asynchronously,
-    /// and a reading worker waits on the page's latch (PAGEIOLATCH_*) while its scheduler runs
-    /// the others. A thread does the I/O itself. A panic in `work` is raised again in the
-    /// caller.
+    /// other fibers run in the meantime: SQL Server issues a page read asynchronously, and the
+    /// worker waits on the page's latch (PAGEIOLATCH_*) while its scheduler runs the others. A
+    /// thread does the I/O itself. A panic in `work` is raised again in the caller.
     pub fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> T {
         let Some(handle) = current() else { return work() };
         let outcome = Arc::new(Mutex::new(None));

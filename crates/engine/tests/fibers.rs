@@ -3,8 +3,8 @@
 //! and keep their own session state; a fiber that waits for a key lock held by a fiber of its
 //! own scheduler lets that fiber run (a wait that blocked the thread would never end); a log
 //! sync that fails while fibers wait for their commits' flush ends every one of those commits
-//! with 9001, and keeps every commit acknowledged before it; a fiber whose page read or page
-//! write is in flight lets the other fibers of its scheduler run.
+//! with 9001, and keeps every commit acknowledged before it; a fiber whose page read is in
+//! flight lets the other fibers of its scheduler run.
 
 mod common;
 
@@ -272,7 +272,7 @@ fn a_fiber_whose_page_read_is_in_flight_lets_the_other_fibers_of_its_scheduler_r
     db.checkpoint().unwrap();
     // The index's pages leave the pool: the next seek reads its root from disk.
     lab.instance.buffer_pool.discard(db.database_id, Some(tree.root.file_id), tree.root.page_no);
-    let gate = engine::io::IoGate::closed();
+    let gate = engine::io::ReadGate::closed();
     lab.faults.lock().read_gate = Some(gate.clone());
     lab.instance.waits.clear();
     let reader = {
@@ -323,51 +323,4 @@ fn a_fiber_whose_page_read_is_in_flight_lets_the_other_fibers_of_its_scheduler_r
     run_fibers(&lab, vec![scanner]);
     assert!(lab.instance.buffer_pool.read_ahead_pages() > read_ahead_before, "the scan read ahead");
     assert_eq!(tree.check(&db), Ok(1000));
-}
-
-/// A page write-back a fiber makes (a CHECKPOINT it runs, or a dirty page it evicts for a free
-/// frame) runs on an I/O thread from a copy of the pages while the fiber parks, so the other
-/// fibers of its scheduler run meanwhile. Here the write is held at a gate that only the other
-/// fiber opens: a write made on the scheduler's thread would never end.
-#[test]
-fn a_fiber_whose_page_write_is_in_flight_lets_the_other_fibers_of_its_scheduler_run() {
-    let mut lab = lab_with(|config| config.schedulers = Some(1));
-    let (db, tree) = database(&lab);
-    let mut rng = Rng::seeded(9);
-    let keys: Vec<[u8; 16]> = (0..300).map(|_| rng.guid()).collect();
-    db.begin_tran().unwrap();
-    for key in &keys {
-        tree.insert(&db, &[Value::Guid(*key), Value::Text("written".into())]).unwrap();
-    }
-    db.commit_tran().unwrap();
-    let gate = engine::io::IoGate::closed();
-    lab.faults.lock().only_paths_ending = Some(".mdf".into());
-    lab.faults.lock().write_gate = Some(gate.clone());
-    let checkpointer = {
-        let db = db.clone();
-        Box::new(move || db.checkpoint().unwrap()) as Box<dyn FnOnce() + Send>
-    };
-    let opener = {
-        let gate = gate.clone();
-        Box::new(move || {
-            let started = Instant::now();
-            while gate.waiting() == 0 {
-                assert!(started.elapsed() < Duration::from_secs(30), "no write reached the gate");
-                engine::fiber::park_timeout(Duration::from_millis(1));
-            }
-            gate.open();
-        }) as Box<dyn FnOnce() + Send>
-    };
-    run_fibers(&lab, vec![checkpointer, opener]);
-    // The pages went out whole: after a crash the index is all there.
-    let au_id = tree.au_id;
-    drop(tree);
-    Arc::try_unwrap(db).ok().expect("the fibers are done with the database").crash();
-    lab.restart();
-    let db = Database::open(&lab.instance, &lab.path("d1.mdf")).unwrap();
-    let tree = BTree::from_descriptor(au_id, &db.unit_descriptor(au_id).unwrap()).unwrap();
-    assert_eq!(tree.check(&db), Ok(keys.len()));
-    for key in keys.iter().step_by(37) {
-        assert!(tree.seek(&db, &[Value::Guid(*key)]).unwrap().is_some());
-    }
 }

@@ -38,24 +38,21 @@ pub struct FaultPlan {
     pub only_paths_ending: Option<String>,
     /// While set and closed, every page read waits for it to open: a read "in flight" that a
     /// test controls.
-    pub read_gate: Option<Arc<IoGate>>,
-    /// While set and closed, every write to a targeted file (`only_paths_ending`) waits for it
-    /// to open: a write in flight that a test controls.
-    pub write_gate: Option<Arc<IoGate>>,
+    pub read_gate: Option<Arc<ReadGate>>,
 }
 
-/// A gate that holds reads or writes back until it opens.
+/// A gate that holds reads back until it opens.
 #[derive(Debug, Default)]
-pub struct IoGate {
+pub struct ReadGate {
     open: Mutex<bool>,
     cond: parking_lot::Condvar,
     waiting: std::sync::atomic::AtomicUsize,
 }
 
-impl IoGate {
+impl ReadGate {
     /// A closed gate.
-    pub fn closed() -> Arc<IoGate> {
-        Arc::new(IoGate::default())
+    pub fn closed() -> Arc<ReadGate> {
+        Arc::new(ReadGate::default())
     }
 
     pub fn open(&self) {
@@ -190,13 +187,6 @@ impl IoFile for FaultFile {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        let gate = {
-            let plan = self.plan.lock();
-            plan.write_gate.clone().filter(|_| self.targeted(&plan))
-        };
-        if let Some(gate) = gate {
-            gate.pass();
-        }
         let mut plan = self.plan.lock();
         if !self.targeted(&plan) {
             plan.counters.writes += 1;

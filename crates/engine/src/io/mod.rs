@@ -21,7 +21,7 @@ mod fault;
 mod stats;
 mod std_io;
 
-pub use fault::{FaultIo, FaultPlan, IoCounters, IoGate};
+pub use fault::{FaultIo, FaultPlan, IoCounters, ReadGate};
 pub use stats::{FileIoCounters, FileIoRegistry, FileIoSnapshot, StatsIo};
 pub use std_io::StdIo;
 
