@@ -912,4 +912,43 @@ mod tests {
         tokens.dedup();
         assert_eq!(tokens.len(), 3, "three latch holders, one per fiber: {tokens:?}");
     }
+
+    /// IoThreads::run: a thread does the work itself; a fiber has an I/O thread do it, and the
+    /// other fibers of its scheduler run until it is done; a panic in the work comes back to
+    /// the fiber that asked.
+    #[test]
+    fn io_threads_do_a_fibers_work_elsewhere_and_a_threads_in_place() {
+        let io = Arc::new(IoThreads::new(Vec::new()));
+        let me = std::thread::current().id();
+        assert_eq!(io.run(move || std::thread::current().id()), me, "a thread's own work");
+        let schedulers = schedulers(1);
+        let other_ran = Arc::new(AtomicBool::new(false));
+        let asking = {
+            let (io, other_ran) = (io.clone(), other_ran.clone());
+            job(move || {
+                let fiber_thread = std::thread::current().id();
+                let (done_on, saw_other) = io.run(move || {
+                    // Held until the other fiber has run: only possible if this one parked.
+                    let started = Instant::now();
+                    while !other_ran.load(Ordering::SeqCst) {
+                        assert!(started.elapsed() < Duration::from_secs(30), "no other fiber ran");
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    (std::thread::current().id(), true)
+                });
+                assert_ne!(done_on, fiber_thread, "an I/O thread did the work");
+                assert!(saw_other);
+                let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    io.run(|| panic!("a failed I/O"));
+                }));
+                assert!(panicked.is_err(), "the work's panic came back to the fiber");
+            })
+        };
+        let other = {
+            let other_ran = other_ran.clone();
+            job(move || other_ran.store(true, Ordering::SeqCst))
+        };
+        run_within_a_minute(&schedulers, vec![asking, other]);
+        assert!(other_ran.load(Ordering::SeqCst));
+    }
 }
