@@ -60,9 +60,10 @@
 //!
 //! Deviations: reads and writes are synchronous pread/pwrite on the calling thread, not
 //! asynchronous I/O completed by another thread; the waits are the same time. In fiber mode a
-//! read (and a read-ahead) runs on an I/O thread while the fiber parks in its PAGEIOLATCH wait
-//! ([`crate::fiber::IoThreads`]), so that its scheduler's other fibers run, as an asynchronous
-//! read lets SQL Server's; its page then costs one 8 KB copy into the frame. A fiber's own
+//! read (and a read-ahead) that the OS cannot serve from its cache at once runs on an I/O
+//! thread while the fiber parks in its PAGEIOLATCH wait ([`crate::fiber::IoThreads`]), so that
+//! its scheduler's other fibers run, as an asynchronous read lets SQL Server's; its page then
+//! costs one 8 KB copy into the frame. A fiber's own
 //! write-backs stay on its thread: moved to the I/O threads (from a copy of the pages) they
 //! cost more than the overlap gave (docs/benchmarks.md, thirty-second session). A latch request
 //! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
@@ -888,13 +889,18 @@ impl BufferPool {
         }
         let offset = u64::from(lo) * crate::units::PAGE_SIZE as u64;
         let started = Instant::now();
-        // A fiber's read runs on an I/O thread while it parks ([`crate::fiber::IoThreads`]).
-        let run_bytes = (hi - lo) as usize * crate::units::PAGE_SIZE;
-        let (bytes, read) = self.fiber_io.run(move || {
-            let mut bytes = vec![0u8; run_bytes];
-            let read = file.handle.read_at(&mut bytes, offset);
-            (bytes, read)
-        });
+        // A fiber reads a run the OS has cached at once; any other fiber's read runs on an I/O
+        // thread while it parks ([`crate::fiber::IoThreads`]).
+        let mut bytes = vec![0u8; (hi - lo) as usize * crate::units::PAGE_SIZE];
+        let cached = crate::fiber::on_fiber() && file.handle.read_at_if_cached(&mut bytes, offset);
+        let (bytes, read) = if cached {
+            (bytes, Ok(()))
+        } else {
+            self.fiber_io.run(move || {
+                let read = file.handle.read_at(&mut bytes, offset);
+                (bytes, read)
+            })
+        };
         // Every page of the run took the run's read (as each of SQL Server's read-ahead
         // buffers records the whole I/O's time).
         let read_us = started.elapsed().as_micros() as u64;
@@ -985,11 +991,23 @@ impl BufferPool {
     }
 
     /// Reads a page into its frame's own buffer (allocated once, on the frame's first use).
-    /// A fiber's read runs on an I/O thread ([`crate::fiber::IoThreads`]) into a buffer of its own,
-    /// copied into the frame once done: its scheduler's other fibers run meanwhile.
+    /// A fiber reads a page the OS has cached at once, as an asynchronous read that completes
+    /// at once would; any other read runs on an I/O thread ([`crate::fiber::IoThreads`]) into a
+    /// buffer of its own, copied into the frame once done: its scheduler's other fibers run
+    /// meanwhile.
     fn read_from_disk(&self, key: PageKey, frame: &Frame) -> SqlResult<()> {
         let file = self.file(key)?;
         if crate::fiber::on_fiber() {
+            {
+                let mut data = frame.data.write();
+                let buf = data.get_or_insert_with(|| self.new_buffer(frame));
+                let handle = file.handle.as_ref();
+                let cached =
+                    file::read_cached_page_into(handle, buf, key.page, key.database_id, &file.path);
+                if let Some(verified) = cached {
+                    return verified;
+                }
+            }
             let page = self.fiber_io.run(move || {
                 let mut page = crate::page::new_page_buf();
                 let handle = file.handle.as_ref();

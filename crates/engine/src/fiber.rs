@@ -30,14 +30,14 @@
 //!   is written by the log writer (a thread-mode session may write the log itself). Anything
 //!   else that blocks in the OS (WAITFOR, a file's growth, a page write a fiber makes itself,
 //!   a mutex the engine holds briefly) blocks the scheduler's other fibers too, as a
-//!   preemptive call does in SQL Server. Page reads and read-aheads are not among them:
-//!   [`IoThreads`] do them on I/O threads while the fiber parks in its PAGEIOLATCH wait, as
-//!   SQL Server's asynchronous reads leave the scheduler to its other workers. The mutexes held
-//!   across latch waits (an allocation unit's, file growth's) are taken with [`lock`], which
-//!   lets the other fibers run meanwhile: blocking on one whose holder is a parked fiber of the
-//!   same thread would never end. So is a database's file and unit map ([`read`], [`write`]):
-//!   a checkpoint waiting to write it must not stop new readers of the thread whose parked
-//!   fiber holds it shared.
+//!   preemptive call does in SQL Server. Page reads and read-aheads are not among them: one
+//!   the OS cannot serve from its cache at once goes to [`IoThreads`] while the fiber parks in
+//!   its PAGEIOLATCH wait, as SQL Server's asynchronous reads leave the scheduler to its other
+//!   workers. The mutexes held across latch waits (an allocation unit's, file growth's) are
+//!   taken with [`lock`], which lets the other fibers run meanwhile: blocking on one whose
+//!   holder is a parked fiber of the same thread would never end. So is a database's file and
+//!   unit map ([`read`], [`write`]): a checkpoint waiting to write it must not stop new readers
+//!   of the thread whose parked fiber holds it shared.
 //!
 //! Invariants (owned here):
 //! 1. A fiber runs only on its scheduler's thread, and at most one fiber runs there at once.

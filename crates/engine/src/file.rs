@@ -165,6 +165,25 @@ pub fn read_page_into(
     let offset = u64::from(page_id.page_no) * PAGE_SIZE_U64;
     file.read_at(&mut buf[..], offset)
         .map_err(|err| SqlError::os_io_error(&err, false, offset, path))?;
+    verify_read_page(buf, page_id, database_id, path)
+}
+
+/// [`read_page_into`] if the page is in the OS page cache, so that no wait for the device is
+/// needed ([`IoFile::read_at_if_cached`]); None (nothing read) otherwise.
+pub fn read_cached_page_into(
+    file: &dyn IoFile,
+    buf: &mut PageBuf,
+    page_id: PageId,
+    database_id: u16,
+    path: &str,
+) -> Option<SqlResult<()>> {
+    let offset = u64::from(page_id.page_no) * PAGE_SIZE_U64;
+    file.read_at_if_cached(&mut buf[..], offset)
+        .then(|| verify_read_page(buf, page_id, database_id, path))
+}
+
+/// A page just read, checked (its id, checksum and header): 824 naming the page if it fails.
+fn verify_read_page(buf: &PageBuf, page_id: PageId, database_id: u16, path: &str) -> SqlResult<()> {
     page::verify(buf, page_id)
         .map_err(|bad| SqlError::logical_io_error(&bad.detail(), page_id, database_id, path))
 }

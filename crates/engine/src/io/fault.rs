@@ -186,6 +186,14 @@ impl IoFile for FaultFile {
         self.inner.read_at(buf, offset)
     }
 
+    /// A read held by a gate is never read this way: it waits at the gate in `read_at`.
+    fn read_at_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
+        if self.plan.lock().read_gate.is_some() {
+            return false;
+        }
+        self.inner.read_at_if_cached(buf, offset)
+    }
+
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut plan = self.plan.lock();
         if !self.targeted(&plan) {

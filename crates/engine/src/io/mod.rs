@@ -72,6 +72,15 @@ pub fn sync_parent_dirs<'p>(
 pub trait IoFile: Send + Sync {
     /// Reads exactly `buf.len()` bytes at `offset`.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Reads exactly `buf.len()` bytes at `offset` if no wait for the device is needed (the
+    /// bytes are in the OS page cache) and says whether it did. False (the read would wait, the
+    /// backend cannot tell, or it failed) leaves nothing in `buf` to rely on: the caller reads
+    /// with [`IoFile::read_at`], which reports any error. A fiber reads this way first and
+    /// hands only a read that would wait to an I/O thread. By default, false.
+    fn read_at_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
+        let _ = (buf, offset);
+        false
+    }
     /// Writes all of `buf` at `offset`.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// Writes `parts` back to back from `offset`, as one unbuffered write where the backend

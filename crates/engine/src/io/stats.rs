@@ -148,6 +148,14 @@ impl IoFile for CountedFile {
         self.counters.add_read(buf.len(), started);
         result
     }
+    fn read_at_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
+        let started = Instant::now();
+        let read = self.inner.read_at_if_cached(buf, offset);
+        if read {
+            self.counters.add_read(buf.len(), started);
+        }
+        read
+    }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let started = Instant::now();
         let result = self.inner.write_at(buf, offset);
