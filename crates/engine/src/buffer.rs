@@ -63,17 +63,17 @@
 //! read (and a read-ahead) that the OS cannot serve from its cache at once runs on an I/O
 //! thread while the fiber parks in its PAGEIOLATCH wait ([`crate::fiber::IoThreads`]), so that
 //! its scheduler's other fibers run, as an asynchronous read lets SQL Server's; its page then
-//! costs one 8 KB copy into the frame. A fiber's own
-//! write-backs stay on its thread: moved to the I/O threads (from a copy of the pages) they
-//! cost more than the overlap gave (docs/benchmarks.md, thirty-second session). A latch request
-//! that only the requester's own hold blocks is error 845 at once, where SQL Server's wait ends
-//! at its 300 s latch timeout. SQL Server computes its hit ratio over the last few thousand
-//! lookups and estimates page life expectancy from the rate of buffer turnover; here the ratio
-//! is over every lookup since the pool started, and the life expectancy is read off the clock
-//! hand. A fetch served by a frame hint takes no BUF_HASH spinlock, so BUF_HASH counts fewer
-//! acquisitions than SQL Server's table would (which, as far as is documented, is searched on
-//! every page access); the hint saves two sessions on two CPUs passing the bucket's line to
-//! each other for every root and index page of every descent.
+//! costs one 8 KB copy into the frame. A fiber's own write-backs stay on its thread: moved to
+//! the I/O threads (from a copy of the pages) they cost more than the overlap gave
+//! (docs/benchmarks.md, thirty-second session). A latch request that only the requester's own
+//! hold blocks is error 845 at once, where SQL Server's wait ends at its 300 s latch timeout.
+//! SQL Server computes its hit ratio over the last few thousand lookups and estimates page life
+//! expectancy from the rate of buffer turnover; here the ratio is over every lookup since the
+//! pool started, and the life expectancy is read off the clock hand. A fetch served by a frame
+//! hint takes no BUF_HASH spinlock, so BUF_HASH counts fewer acquisitions than SQL Server's
+//! table would (which, as far as is documented, is searched on every page access); the hint
+//! saves two sessions on two CPUs passing the bucket's line to each other for every root and
+//! index page of every descent.
 //!
 //! Latch order (to avoid latch deadlocks), owned here and followed by callers:
 //! 1. Allocation pages: at most PFS, then SGAM, then GAM of the same file, nested in that order.
@@ -889,8 +889,8 @@ impl BufferPool {
         }
         let offset = u64::from(lo) * crate::units::PAGE_SIZE as u64;
         let started = Instant::now();
-        // A fiber reads a run the OS has cached at once; any other fiber's read runs on an I/O
-        // thread while it parks ([`crate::fiber::IoThreads`]).
+        // A fiber reads a run the OS has cached at once, and has an I/O thread read any other
+        // while it parks ([`crate::fiber::IoThreads`]); a thread reads it itself.
         let mut bytes = vec![0u8; (hi - lo) as usize * crate::units::PAGE_SIZE];
         let cached = crate::fiber::on_fiber() && file.handle.read_at_if_cached(&mut bytes, offset);
         let (bytes, read) = if cached {
