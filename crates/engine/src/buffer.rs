@@ -997,31 +997,28 @@ impl BufferPool {
     /// meanwhile.
     fn read_from_disk(&self, key: PageKey, frame: &Frame) -> SqlResult<()> {
         let file = self.file(key)?;
-        if crate::fiber::on_fiber() {
-            {
-                let mut data = frame.data.write();
-                let buf = data.get_or_insert_with(|| self.new_buffer(frame));
-                let handle = file.handle.as_ref();
-                let cached =
-                    file::read_cached_page_into(handle, buf, key.page, key.database_id, &file.path);
-                if let Some(verified) = cached {
-                    return verified;
-                }
-            }
-            let page = self.fiber_io.run(move || {
-                let mut page = crate::page::new_page_buf();
-                let handle = file.handle.as_ref();
-                file::read_page_into(handle, &mut page, key.page, key.database_id, &file.path)
-                    .map(|()| page)
-            })?;
-            let mut data = frame.data.write();
-            let buf = data.get_or_insert_with(|| self.new_buffer(frame));
-            buf.copy_from_slice(&page[..]);
-            return Ok(());
-        }
+        let (handle, path) = (file.handle.as_ref(), file.path.as_str());
         let mut data = frame.data.write();
         let buf = data.get_or_insert_with(|| self.new_buffer(frame));
-        file::read_page_into(file.handle.as_ref(), buf, key.page, key.database_id, &file.path)
+        if !crate::fiber::on_fiber() {
+            return file::read_page_into(handle, buf, key.page, key.database_id, path);
+        }
+        if let Some(verified) =
+            file::read_cached_page_into(handle, buf, key.page, key.database_id, path)
+        {
+            return verified;
+        }
+        // Not held while the fiber parks: the frame's data lock is no fiber's to keep.
+        drop(data);
+        let page = self.fiber_io.run(move || {
+            let mut page = crate::page::new_page_buf();
+            let handle = file.handle.as_ref();
+            file::read_page_into(handle, &mut page, key.page, key.database_id, &file.path)
+                .map(|()| page)
+        })?;
+        let mut data = frame.data.write();
+        data.as_mut().expect("a frame keeps its buffer for life").copy_from_slice(&page[..]);
+        Ok(())
     }
 
     /// A frame's 8 KB buffer, allocated on the frame's first use and kept for its life.
