@@ -12,7 +12,10 @@ median ratio:
                  cores; rows/s is printed too).
 
 The command must accept --json and print one JSON object with rows_per_s (and cpu_us_per_row
-for --together), as `bench insert` and `bench tsql` do.
+for --together), as `bench insert` and `bench tsql` do. Where it also has vs_baseline (`bench
+insert`'s in-process baseline), each run prints it with the cache line's round trip between
+the CPUs, and --pairs also prints the median B/A of that ratio: each run measured against the
+machine of its own minute.
 
 Example, from the repository root, with the change uncommitted:
   d=$(mktemp -d)
@@ -50,16 +53,31 @@ def finish(process):
 def describe(result):
     cpu = result.get("cpu_us_per_row")
     cpu_text = f", {cpu:.2f} us CPU per row" if cpu is not None else ""
-    return f"{result['rows_per_s']:,.0f} rows/s{cpu_text}"
+    return f"{result['rows_per_s']:,.0f} rows/s{cpu_text}{describe_baseline(result)}"
+
+
+def describe_baseline(result):
+    """`bench insert`'s in-process baseline, where the run has one: the load's rate over the
+    baseline's, and a cache line's round trip between the CPUs before and after the load."""
+    ratio = result.get("vs_baseline")
+    if ratio is None:
+        return ""
+    baseline = result["baseline"]
+    trips = (baseline.get("round_trip_before_ns"), baseline.get("round_trip_after_ns"))
+    trip_text = f", round trip {trips[0]:.0f}/{trips[1]:.0f} ns" if None not in trips else ""
+    return f", {ratio:.3f} of the baseline{trip_text}"
 
 
 def pairs(a, b, rounds, command):
     ratios = []
+    baseline_ratios = []
     for round_no in range(rounds):
         order = ("a", "b") if round_no % 2 == 0 else ("b", "a")
         results = {name: run_one({"a": a, "b": b}[name], command) for name in order}
         ratio = results["b"]["rows_per_s"] / results["a"]["rows_per_s"]
         ratios.append(ratio)
+        if results["a"].get("vs_baseline") and results["b"].get("vs_baseline"):
+            baseline_ratios.append(results["b"]["vs_baseline"] / results["a"]["vs_baseline"])
         print(
             f"round {round_no + 1}: A {describe(results['a'])}; B {describe(results['b'])}; "
             f"rows/s B/A {ratio:.3f}",
@@ -67,6 +85,12 @@ def pairs(a, b, rounds, command):
         )
     wins = sum(r > 1 for r in ratios)
     print(f"median rows/s B/A {statistics.median(ratios):.3f} (B faster in {wins} of {rounds})")
+    if len(baseline_ratios) == rounds:
+        wins = sum(r > 1 for r in baseline_ratios)
+        print(
+            f"median of B/A of each run's rate over its own baseline "
+            f"{statistics.median(baseline_ratios):.3f} (B higher in {wins} of {rounds})"
+        )
 
 
 def together(a, b, rounds, command):

@@ -94,6 +94,11 @@ pub struct InsertBench {
     /// of one thread, switching in user mode when they wait.
     #[arg(long)]
     lightweight_pooling: bool,
+    /// Skip the in-process baseline (the same rows into a bare in-memory B-tree, timed before
+    /// and after the load, and a cache line's round trip between the CPUs; `vs_baseline` in
+    /// the report).
+    #[arg(long)]
+    no_baseline: bool,
     /// After the load, run this T-SQL script on the same instance (its waits, latches and
     /// files), e.g. examples/top_waits.sql.
     #[arg(long)]
@@ -163,6 +168,25 @@ struct Report {
     /// The online schedulers (sys.dm_os_schedulers) during the run: the sessions each ran, and
     /// its context switches and yields over the run.
     schedulers: Vec<SchedulerJson>,
+    /// The in-process baseline ([`crate::insert_baseline`]): the same rows inserted into one
+    /// bare in-memory B-tree per thread, timed just before the instance starts and just after
+    /// the load; its threads, each side's rows/s, their mean, and the load's rows/s over that
+    /// mean. Absent with `--no-baseline`.
+    baseline: Option<BaselineJson>,
+    vs_baseline: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct BaselineJson {
+    threads: usize,
+    before_rows_per_s: f64,
+    after_rows_per_s: f64,
+    rows_per_s: f64,
+    /// The two CPUs of [`crate::insert_baseline::cpu_round_trip_ns`] and a cache line's round
+    /// trip between them before and after the load, in ns (None: one CPU, or not measured).
+    cpu_pair: Option<(usize, usize)>,
+    round_trip_before_ns: Option<f64>,
+    round_trip_after_ns: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -312,10 +336,20 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
         .dir
         .clone()
         .unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default());
+    crate::bench::check_affinity_masks(args.affinity_mask, args.affinity_io_mask)?;
+    let process_cpus = engine::affinity::process_cpus();
+    let baseline_threads =
+        crate::insert_baseline::thread_count(args.sessions, args.affinity_mask, process_cpus.len());
+    let cpu_pair = crate::insert_baseline::cpu_pair(args.affinity_mask, process_cpus)
+        .filter(|_| baseline_threads > 1);
+    let run_baseline = || {
+        let run = crate::insert_baseline::run(args.rows, baseline_threads, args.key, args.seed, 3);
+        (run, cpu_pair.and_then(crate::insert_baseline::cpu_round_trip_ns))
+    };
+    let baseline_before = (!args.no_baseline).then(run_baseline);
     let mut config = InstanceConfig::new(&dir);
     config.max_server_memory_mb = Some(args.max_server_memory_mb);
     config.schedulers = args.schedulers.map(usize::from);
-    crate::bench::check_affinity_masks(args.affinity_mask, args.affinity_io_mask)?;
     config.affinity_mask = Some(args.affinity_mask);
     config.affinity_io_mask = Some(args.affinity_io_mask);
     if !args.no_large_pages {
@@ -414,6 +448,7 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     if counted as u64 != args.rows {
         return Err(format!("the index holds {counted} rows, {} were inserted", args.rows));
     }
+    let baseline_after = baseline_before.as_ref().map(|_| run_baseline());
     let log_after = db.log().stats();
     let flushes = log_after.flushes - log_before.flushes;
     let flushed = log_after.bytes_flushed - log_before.bytes_flushed;
@@ -431,6 +466,22 @@ fn measure(args: &InsertBench) -> Result<Measured, String> {
     let placed = placed.lock().expect("the sessions are done").clone();
     report.schedulers =
         scheduler_rows(&schedulers_before, &instance.schedulers.snapshot(), &placed);
+    if let (Some((before, trip_before)), Some((after, trip_after))) =
+        (baseline_before, baseline_after)
+    {
+        let (before, after) = (before.rows_per_s(), after.rows_per_s());
+        let mean = (before + after) / 2.0;
+        report.vs_baseline = Some(report.rows_per_s / mean);
+        report.baseline = Some(BaselineJson {
+            threads: baseline_threads,
+            before_rows_per_s: before,
+            after_rows_per_s: after,
+            rows_per_s: mean,
+            cpu_pair,
+            round_trip_before_ns: trip_before,
+            round_trip_after_ns: trip_after,
+        });
+    }
     Ok(Measured { report, _db: db, instance, _temp: temp })
 }
 
@@ -468,6 +519,7 @@ pub fn seed001_example(dir: &std::path::Path, rows: u64) -> Result<Vec<Seed001Ru
             affinity_mask: 0,
             affinity_io_mask: 0,
             lightweight_pooling: false,
+            no_baseline: false,
             sql: None,
         };
         let report = measure(&args)?.report; // the instance has shut down
@@ -605,6 +657,8 @@ fn build_report(
         pfs_waits,
         pfs_wait_ms: pfs_wait_us as f64 / 1000.0,
         schedulers: Vec::new(),
+        baseline: None,
+        vs_baseline: None,
     }
 }
 
@@ -637,6 +691,23 @@ fn print_report(report: &Report) {
         outln!(
             "cpu {cpu_s:.2} s over all threads ({busy:.0} % of {cpus} CPUs), {per_row:.2} us per row"
         );
+    }
+    if let (Some(baseline), Some(ratio)) = (&report.baseline, report.vs_baseline) {
+        outln!(
+            "baseline: the same rows into a bare in-memory B-tree, {} thread(s), in this process: \
+             {:.0} rows/s before the load, {:.0} after; the load ran at {ratio:.3} of their mean",
+            baseline.threads,
+            baseline.before_rows_per_s,
+            baseline.after_rows_per_s
+        );
+        if let (Some((a, b)), Some(before), Some(after)) =
+            (baseline.cpu_pair, baseline.round_trip_before_ns, baseline.round_trip_after_ns)
+        {
+            outln!(
+                "a cache line between CPUs {a} and {b}: {before:.0} ns a round trip before the \
+                 load, {after:.0} after"
+            );
+        }
     }
     if report.large_pages {
         outln!("buffer pool: -T834, committed at startup in large pages");

@@ -42,6 +42,7 @@ mod cpu_time;
 mod crash_load;
 mod example_charts;
 mod examples;
+mod insert_baseline;
 mod log_growth;
 mod plan;
 mod serve;

@@ -197,3 +197,40 @@ fn affinity_masks_are_checked_as_reconfigure_does_and_a_bound_run_completes() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("Msg 5834, Level 16"), "{stderr}");
 }
+
+/// The in-process baseline (the same rows into a bare in-memory B-tree, before and after the
+/// load): its threads are the sessions' CPUs, its rate is the mean of its two runs, and
+/// `vs_baseline` is the load's rate over it; with two CPUs a cache line's round trip between
+/// them is measured too. `--no-baseline` leaves all of it out.
+#[test]
+fn the_report_has_an_in_process_baseline_unless_told_not_to() {
+    let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    let mask: &[&str] = if two_cpus { &["--affinity-mask", "3"] } else { &[] };
+    let mut args = vec!["--sessions", "4", "--rows", "4000"];
+    args.extend_from_slice(mask);
+    let report = run(&args);
+    let baseline = &report["baseline"];
+    assert_eq!(baseline["threads"], if two_cpus { 2 } else { 1 }, "{report}");
+    let (before, after) = (
+        baseline["before_rows_per_s"].as_f64().unwrap(),
+        baseline["after_rows_per_s"].as_f64().unwrap(),
+    );
+    assert!(before > 0.0 && after > 0.0, "{report}");
+    let mean = baseline["rows_per_s"].as_f64().unwrap();
+    assert!((mean - (before + after) / 2.0).abs() <= 1e-9 * mean, "{report}");
+    let ratio = report["vs_baseline"].as_f64().unwrap();
+    let expected = report["rows_per_s"].as_f64().unwrap() / mean;
+    assert!((ratio - expected).abs() <= 1e-9 * expected, "{ratio} against {expected}");
+    if two_cpus {
+        assert_eq!(baseline["cpu_pair"], serde_json::json!([0, 1]), "{report}");
+        for field in ["round_trip_before_ns", "round_trip_after_ns"] {
+            assert!(baseline[field].as_f64().unwrap() > 0.0, "{field}: {report}");
+        }
+    }
+    // One session: one baseline thread, and no second CPU to measure a round trip to.
+    let one = run(&["--sessions", "1", "--rows", "1000"]);
+    assert_eq!(one["baseline"]["threads"], 1, "{one}");
+    assert!(one["baseline"]["round_trip_before_ns"].is_null(), "{one}");
+    let without = run(&["--sessions", "2", "--rows", "1000", "--no-baseline"]);
+    assert!(without["baseline"].is_null() && without["vs_baseline"].is_null(), "{without}");
+}

@@ -68,13 +68,16 @@ pub fn check_masks(
 }
 
 /// Binds the calling thread to `cpus` (an empty list: every CPU of [`process_cpus`], the
-/// operating system's choice again). False if the operating system refused or cannot bind;
-/// placement is never part of a result.
+/// operating system's choice again). False if the operating system refused or cannot bind,
+/// or a CPU number is beyond what a CPU set holds; placement is never part of a result.
 pub fn bind_current_thread(cpus: &[usize]) -> bool {
     #[cfg(target_os = "linux")]
     {
         let mut set = rustix::thread::CpuSet::new();
         for cpu in if cpus.is_empty() { process_cpus() } else { cpus } {
+            if *cpu >= rustix::thread::CpuSet::MAX_CPU {
+                return false;
+            }
             set.set(*cpu);
         }
         rustix::thread::sched_setaffinity(None, &set).is_ok()
@@ -161,7 +164,12 @@ mod tests {
             assert_eq!(current_thread_cpus(), Some(vec![all[0]]));
             assert_eq!(rustix::thread::sched_getcpu(), all[0]);
             assert!(bind_current_thread(&[]));
-            assert_eq!(current_thread_cpus(), Some(all), "every CPU back");
+            assert_eq!(current_thread_cpus(), Some(all.clone()), "every CPU back");
+            // A CPU the machine lacks, and one past what a CPU set can name: refused, the
+            // binding unchanged (the second used to panic inside the CPU set).
+            assert!(!bind_current_thread(&[1000]));
+            assert!(!bind_current_thread(&[rustix::thread::CpuSet::MAX_CPU + 1]));
+            assert_eq!(current_thread_cpus(), Some(all), "still every CPU");
         })
         .join()
         .expect("the bound thread");
