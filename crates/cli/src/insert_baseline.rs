@@ -14,15 +14,17 @@
 //! on top of the bare insert of the same data, measured in the same minutes.
 //!
 //! The leaves are allocated and written once before the clock starts, so the timed part
-//! neither calls the allocator nor faults in memory: a first version on `std`'s `BTreeMap`
-//! ran 8-20 % slower after the load than before it (the heap's state, not the machine).
-//! The baseline runs before the instance starts and after the load ends, never beside it.
+//! neither calls the allocator nor faults in memory. A first version on `std`'s `BTreeMap` ran
+//! 3-21 % slower after the load than before it, in five runs of five; this one shows no such
+//! skew, so that was the heap's state and its page faults, not the machine. The baseline runs
+//! before the instance starts and after the load ends, never beside it.
 //!
 //! The trees share nothing, so the baseline does not see what makes this VM's slow minutes:
 //! the time a cache line takes to go from one CPU to the other, which every shared line of the
 //! load pays (a latch word, the log's append, a lock-table bucket, a scheduler's queue). It
-//! is 55-110 ns a round trip here most of the time and 300-380 ns for seconds at a time (the
-//! host placing the two vCPUs far apart, as far as a guest can tell). [`cpu_round_trip_ns`]
+//! is 55-110 ns a round trip here most of the time, 300-380 ns for seconds at a time, and
+//! 206-241 ns for minutes at others (the host placing the two vCPUs apart, as far as a guest
+//! can tell; docs/benchmarks.md, thirty-third session). [`cpu_round_trip_ns`]
 //! measures it with two threads bound to the CPUs and one line passed back and forth, before
 //! and after the load, beside the baseline.
 
