@@ -22,9 +22,9 @@
 //! The trees share nothing, so the baseline does not see what makes this VM's slow minutes:
 //! the time a cache line takes to go from one CPU to the other, which every shared line of the
 //! load pays (a latch word, the log's append, a lock-table bucket, a scheduler's queue). It
-//! is 55-110 ns a round trip here most of the time, 300-380 ns for seconds at a time, and
-//! 206-241 ns for minutes at others (the host placing the two vCPUs apart, as far as a guest
-//! can tell; docs/benchmarks.md, thirty-third session). [`cpu_round_trip_ns`]
+//! is 55-110 ns a round trip here most of the time and 300-400 ns for seconds or minutes at a
+//! time (the host placing the two vCPUs apart, as far as a guest can tell; docs/benchmarks.md,
+//! thirty-third session). [`cpu_round_trip_ns`]
 //! measures it with two threads bound to the CPUs and one line passed back and forth, before
 //! and after the load, beside the baseline.
 
@@ -234,14 +234,19 @@ fn one_round_trip_measurement(cpus: (usize, usize)) -> Option<f64> {
                 return;
             }
             for _ in 0..ROUND_TRIPS {
-                // A swap, not a store: a GIVE_UP that the asker wrote meanwhile must stay.
-                while line.0.compare_exchange(PING, PONG, Ordering::AcqRel, Ordering::Acquire)
-                    != Ok(PING)
-                {
-                    if line.0.load(Ordering::Acquire) == GIVE_UP {
-                        return;
+                // Loads while waiting, as the asker's: a read-modify-write in the loop would
+                // pull the line away from the asker again and again, and time that instead.
+                loop {
+                    match line.0.load(Ordering::Acquire) {
+                        PING => break,
+                        GIVE_UP => return,
+                        _ => std::hint::spin_loop(),
                     }
-                    std::hint::spin_loop();
+                }
+                // Not a plain store: a GIVE_UP that the asker wrote meanwhile must stay.
+                if line.0.compare_exchange(PING, PONG, Ordering::AcqRel, Ordering::Acquire).is_err()
+                {
+                    return;
                 }
             }
         });
