@@ -10,7 +10,7 @@
 //!   `ADD FILEGROUP`, `REMOVE FILEGROUP`, `MODIFY FILEGROUP fg { DEFAULT | AUTOGROW_ALL_FILES |
 //!   AUTOGROW_SINGLE_FILE }`, `SET RECOVERY { FULL | SIMPLE | BULK_LOGGED }`,
 //!   `SET MIXED_PAGE_ALLOCATION { ON | OFF }`, `SET DELAYED_DURABILITY = { DISABLED | ALLOWED |
-//!   FORCED }`.
+//!   FORCED }`, `SET TARGET_RECOVERY_TIME = 0 { SECONDS | MINUTES }`.
 //!
 //! Deviations (docs/deviations.md):
 //! - A Windows path (`C:\Data\x.mdf`, or any name with a backslash) puts the file in the data
@@ -20,7 +20,8 @@
 //!   durability yet. FORCED makes every commit delayed.
 //! - `SET` options without storage meaning here (SINGLE_USER, MULTI_USER, `WITH ROLLBACK ...`,
 //!   AUTO_*, PAGE_VERIFY, ...) are accepted and have no effect; sys.databases (issue 6) will show
-//!   that. READ_ONLY filegroups, NEWNAME and moving files with FILENAME are refused with 40517.
+//!   that. READ_ONLY filegroups, NEWNAME and moving files with FILENAME are refused with 40517,
+//!   as is a TARGET_RECOVERY_TIME above 0 (indirect checkpoints are not built).
 
 use crate::front::{last_part, parse_word};
 use engine::SqlError;
@@ -406,6 +407,8 @@ fn parse_set_option(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError>
         AlterAction::State { online: true }
     } else if parse_word(parser, "MIXED_PAGE_ALLOCATION") {
         AlterAction::MixedPageAllocation(parse_on_off(parser)?)
+    } else if parse_word(parser, "TARGET_RECOVERY_TIME") {
+        parse_target_recovery_time(parser)?
     } else if parse_word(parser, "DELAYED_DURABILITY") {
         parser.expect_token(&Token::Eq)?;
         if parse_word(parser, "FORCED") {
@@ -422,6 +425,22 @@ fn parse_set_option(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError>
         parse_termination(parser)?;
     }
     Ok(action)
+}
+
+/// `TARGET_RECOVERY_TIME = n { SECONDS | MINUTES }`. 0 is what every database here does
+/// (automatic checkpoints, as SQL Server's databases before 2016); indirect checkpoints, any
+/// other value, are not built (40517 when the statement runs).
+fn parse_target_recovery_time(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError> {
+    parser.expect_token(&Token::Eq)?;
+    let amount = parser.parse_literal_uint()?;
+    if !parse_word(parser, "SECONDS") && !parse_word(parser, "MINUTES") {
+        return parser.expected("SECONDS or MINUTES", parser.peek_token());
+    }
+    Ok(if amount == 0 {
+        AlterAction::Ignored
+    } else {
+        AlterAction::Unsupported("TARGET_RECOVERY_TIME".into())
+    })
 }
 
 /// `ROLLBACK IMMEDIATE | ROLLBACK AFTER n [SECONDS] | NO_WAIT` after `SET ... WITH` (accepted:
@@ -570,6 +589,11 @@ mod tests {
                 AlterAction::State { online: false },
             ),
             ("ALTER DATABASE d SET ONLINE", AlterAction::State { online: true }),
+            ("ALTER DATABASE d SET TARGET_RECOVERY_TIME = 0 SECONDS", AlterAction::Ignored),
+            (
+                "ALTER DATABASE d SET TARGET_RECOVERY_TIME = 1 MINUTES",
+                AlterAction::Unsupported("TARGET_RECOVERY_TIME".into()),
+            ),
             ("ALTER DATABASE d SET MULTI_USER WITH ROLLBACK AFTER 5 SECONDS", AlterAction::Ignored),
             ("ALTER DATABASE d REMOVE FILE f3", AlterAction::RemoveFile("f3".into())),
         ];

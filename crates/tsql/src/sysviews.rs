@@ -126,6 +126,7 @@ impl Session {
             "is_mixed_page_allocation_on",
             "delayed_durability_desc",
             "log_reuse_wait_desc",
+            "target_recovery_time_in_seconds",
         ]);
         let mut rows: Vec<(Option<u16>, Vec<Value>)> = self
             .server
@@ -141,6 +142,9 @@ impl Session {
                     Value::Bit(db.mixed_page_allocation()),
                     text(if db.delayed_durability() { "FORCED" } else { "DISABLED" }),
                     text(db.log_reuse_wait_desc()),
+                    // Every database checkpoints as SQL Server's with TARGET_RECOVERY_TIME 0
+                    // (automatic checkpoints; indirect ones are not built).
+                    Value::Int(0),
                 ];
                 (Some(db.database_id), row)
             })
@@ -152,7 +156,7 @@ impl Session {
             let id = closed.database_id.map_or(Value::Null, |id| Value::Int(i32::from(id)));
             let state = Value::TinyInt(closed.state.number());
             let mut row = vec![text(&closed.name), id, state, text(closed.state.desc())];
-            row.extend([Value::Null, Value::Null, Value::Null, Value::Null]);
+            row.extend([Value::Null, Value::Null, Value::Null, Value::Null, Value::Null]);
             rows.push((closed.database_id, row));
         }
         rows.sort_by_key(|(id, _)| id.unwrap_or(u16::MAX));

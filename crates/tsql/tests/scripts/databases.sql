@@ -33,7 +33,10 @@ ALTER DATABASE PF SET RECOVERY FULL
 ALTER DATABASE PF SET MIXED_PAGE_ALLOCATION ON
 ALTER DATABASE PF SET SINGLE_USER WITH ROLLBACK IMMEDIATE
 ALTER DATABASE PF SET MULTI_USER
-SELECT name, recovery_model_desc, is_mixed_page_allocation_on FROM sys.databases WHERE name = 'PF'
+-- TARGET_RECOVERY_TIME 0 is how every database checkpoints here (automatic checkpoints).
+ALTER DATABASE PF SET TARGET_RECOVERY_TIME = 0 SECONDS
+SELECT name, recovery_model_desc, is_mixed_page_allocation_on, target_recovery_time_in_seconds
+FROM sys.databases WHERE name = 'PF'
 SELECT name FROM sys.database_files WHERE type_desc = 'LOG'
 -- DATABASEPROPERTYEX: 'Version' is SQL Server 2022's internal database version (scripts test
 -- it to see whether a database exists); NULL for a database that does not.
@@ -51,6 +54,8 @@ ALTER DATABASE PF REMOVE FILEGROUP [PRIMARY]
 ALTER DATABASE Nope SET RECOVERY SIMPLE
 ALTER DATABASE PF MODIFY FILE (NAME = PF_2, NEWNAME = PF_two)
 ALTER DATABASE PF MODIFY FILEGROUP FG2 READ_ONLY
+-- Indirect checkpoints are not built.
+ALTER DATABASE PF SET TARGET_RECOVERY_TIME = 60 SECONDS
 GO
 -- Sizes are whole numbers: a syntax error, so the batch does not run.
 ALTER DATABASE PF MODIFY FILE (NAME = PF_2, SIZE = 1.5GB)
