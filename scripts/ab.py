@@ -15,7 +15,9 @@ The command must accept --json and print one JSON object with rows_per_s (and cp
 for --together), as `bench insert` and `bench tsql` do. Where it also has vs_baseline (`bench
 insert`'s in-process baseline), each run prints it with the cache line's round trip between
 the CPUs, and --pairs also prints the median B/A of that ratio: each run measured against the
-machine of its own minute.
+machine of its own minute. Each build compiles the baseline into its own binary, where code
+placement can move it by a few per cent (docs/benchmarks.md, thirty-third session): decide
+between builds by rows/s and CPU per row.
 
 Example, from the repository root, with the change uncommitted:
   d=$(mktemp -d)
