@@ -391,16 +391,21 @@ impl IoThreads {
         IoThreads { cpus, queue: std::sync::OnceLock::new() }
     }
 
+    /// The threads' queue, starting them at the first call. It returns once every thread has
+    /// bound itself to its CPUs, so that no I/O thread is ever seen, or runs a job, unbound
+    /// (the first caller waits for the threads' start, once).
     fn queue(&self) -> &Mutex<std::sync::mpsc::Sender<IoJob>> {
         self.queue.get_or_init(|| {
             let (sender, receiver) = std::sync::mpsc::channel::<IoJob>();
             let receiver = Arc::new(Mutex::new(receiver));
+            let bound = Arc::new(std::sync::Barrier::new(IO_THREADS + 1));
             for n in 0..IO_THREADS {
-                let (receiver, cpus) = (receiver.clone(), self.cpus.clone());
+                let (receiver, cpus, bound) = (receiver.clone(), self.cpus.clone(), bound.clone());
                 std::thread::Builder::new()
                     .name(format!("extentdb-fiberio{n}"))
                     .spawn(move || {
                         crate::affinity::bind_io_thread(&cpus);
+                        bound.wait();
                         loop {
                             // The guard goes at the end of the statement: one thread waits in
                             // recv, the others for the lock, and a job runs with neither held.
@@ -413,6 +418,7 @@ impl IoThreads {
                     })
                     .expect("an I/O thread");
             }
+            bound.wait();
             Mutex::new(sender)
         })
     }
