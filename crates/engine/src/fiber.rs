@@ -382,7 +382,7 @@ type IoJob = Box<dyn FnOnce() + Send>;
 /// closes when it is dropped).
 pub struct IoThreads {
     cpus: Vec<usize>,
-    queue: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<IoJob>>>,
+    queue: std::sync::OnceLock<std::sync::mpsc::Sender<IoJob>>,
 }
 
 impl IoThreads {
@@ -394,7 +394,7 @@ impl IoThreads {
     /// The threads' queue, starting them at the first call. It returns once every thread has
     /// bound itself to its CPUs, so that no I/O thread is ever seen, or runs a job, unbound
     /// (the first caller waits for the threads' start, once).
-    fn queue(&self) -> &Mutex<std::sync::mpsc::Sender<IoJob>> {
+    fn queue(&self) -> &std::sync::mpsc::Sender<IoJob> {
         self.queue.get_or_init(|| {
             let (sender, receiver) = std::sync::mpsc::channel::<IoJob>();
             let receiver = Arc::new(Mutex::new(receiver));
@@ -419,7 +419,7 @@ impl IoThreads {
                     .expect("an I/O thread");
             }
             bound.wait();
-            Mutex::new(sender)
+            sender
         })
     }
 
@@ -439,7 +439,7 @@ impl IoThreads {
                 handle.wake();
             })
         };
-        self.queue().lock().send(job).expect("the I/O threads live as long as their pool");
+        self.queue().send(job).expect("the I/O threads live as long as their pool");
         loop {
             // A wake-up may be for an earlier wait: look again after each.
             if let Some(done) = outcome.lock().take() {
