@@ -3,7 +3,10 @@
 //! `tests/scripts/NAME.out`. `UPDATE_GOLDEN=1 cargo test -p extentdb-tsql --test golden`
 //! rewrites the expected files; review the diff.
 //!
-//! The data directory's path shows as `$DIR` in the output. A script whose first line is
+//! The data directory's path shows as `$DIR` in the output. Its length still shapes the output
+//! (sqlcmd pads a column to its widest value, and `sp_helpfile` shows full file names), so the
+//! directory is made where its path has the same length on every machine ([`data_dir`]). A
+//! script whose first line is
 //! `-- golden: mask-times` also has every `yyyy-mm-dd hh:mm:ss.fff` datetime shown as
 //! `<datetime>` (errorlog lines, login times), so that its output is the same on every run.
 
@@ -34,7 +37,7 @@ fn golden_scripts() {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut failures = Vec::new();
     for script in scripts {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = data_dir();
         let text = std::fs::read_to_string(&script).expect("script");
         let actual = run(&text, dir.path());
         let actual = actual.replace(&dir.path().display().to_string(), "$DIR");
@@ -54,6 +57,36 @@ fn golden_scripts() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A fresh data directory whose path is as long on every machine: `/tmp/.tmpXXXXXX`, not
+/// under `$TMPDIR`, which may be set to any path (a RAM disk, a per-user `/tmp/user/1000`).
+/// The expected files were made with this length; a longer path widens the columns that show
+/// file names. Falls back to the usual temporary directory where `/tmp` cannot be written.
+fn data_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/tmp").or_else(|_| tempfile::tempdir()).expect("temp dir")
+}
+
+/// The golden outputs do not depend on `$TMPDIR`: the golden test, run again in a child
+/// process whose `TMPDIR` is a longer path, still passes. (It failed on `sp_helpfile`'s and
+/// `DBCC SHOWFILESTATS`' widened file-name columns when the data directory followed `TMPDIR`.)
+#[test]
+fn golden_outputs_do_not_follow_tmpdir() {
+    let longer = tempfile::tempdir().expect("temp dir");
+    let tmpdir = longer.path().join("a-longer-temporary-directory-than-tmp");
+    std::fs::create_dir(&tmpdir).expect("the longer TMPDIR");
+    let child = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["golden_scripts", "--exact", "--test-threads", "1"])
+        .env("TMPDIR", &tmpdir)
+        .env_remove("UPDATE_GOLDEN")
+        .output()
+        .expect("the golden test in a child process");
+    assert!(
+        child.status.success(),
+        "golden scripts with TMPDIR={}:\n{}",
+        tmpdir.display(),
+        String::from_utf8_lossy(&child.stdout)
+    );
 }
 
 /// Replaces each `dddd-dd-dd dd:dd:dd.d...` with `<datetime>`.
