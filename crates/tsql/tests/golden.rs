@@ -5,10 +5,11 @@
 //!
 //! The data directory's path shows as `$DIR` in the output. Its length still shapes the output
 //! (sqlcmd pads a column to its widest value, and `sp_helpfile` shows full file names), so the
-//! directory is made where its path has the same length on every machine ([`data_dir`]). A
-//! script whose first line is
-//! `-- golden: mask-times` also has every `yyyy-mm-dd hh:mm:ss.fff` datetime shown as
-//! `<datetime>` (errorlog lines, login times), so that its output is the same on every run.
+//! directory is made where its path has the same length on every machine ([`data_dir`]).
+//!
+//! A script whose first line is `-- golden: mask-times` also has every
+//! `yyyy-mm-dd hh:mm:ss.fff` datetime shown as `<datetime>` (errorlog lines, login times), so
+//! that its output is the same on every run.
 
 use engine::instance::InstanceConfig;
 use std::path::Path;
