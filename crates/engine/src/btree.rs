@@ -12,6 +12,11 @@
 //!   root with EX latches, releasing the ancestors of any page that can take one more entry
 //!   without splitting ("safe"), and split bottom-up. So the root is latched EX only when a
 //!   split climbs that high;
+//! - after a session split the last leaf for an ascending key, its next insert into the index
+//!   latches that split's parent EX directly, without the root, when the parent still shows it
+//!   is the last page of level 1 and the key is at or past its last entry
+//!   ([`BTree::append_parent`]): the path of seed 002's identity key, which splits at every
+//!   row;
 //! - a delete, which keeps the tree's shape, descends as the optimistic insert does: SH down to
 //!   the leaves' parent, EX on the leaf only.
 //!
@@ -33,7 +38,10 @@
 //! as a nullable varbinary(4) big-endian (NULL for 0, so the first row of a key stores nothing,
 //! as in SQL Server, where it is a 4-byte int in the variable section). Nonclustered indexes are
 //! trees of (index key, row locator) rows on index pages; keeping them in step with their table
-//! is the caller's job until tables exist in the catalog (the T-SQL issue).
+//! is the caller's job until tables exist in the catalog (the T-SQL issue). An insert that
+//! follows its session's ascending split skips the root (above): SQL Server's descent order is
+//! undocumented, and every descent there is assumed to start at the root, so such an insert
+//! here takes one SH latch on the root and one logical read fewer.
 //!
 //! Invariants (checked by [`BTree::check`]):
 //! 1. Keys ascend within every page and across each level's page chain.
@@ -95,6 +103,13 @@ thread_local! {
     /// outcome, only how many descents an insert makes; SQL Server's own order is not
     /// documented.
     static LAST_SPLIT_AU: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The level-1 page that took the entry of this thread's last ascending split of a leaf,
+    /// with its index's allocation unit ((0, null): none, or that split's parent split too).
+    /// The next insert into that index latches it directly ([`BTree::append_parent`]) instead
+    /// of descending from the root, when the page still shows it is the leaves' parent for
+    /// the key.
+    static APPEND_PARENT: std::cell::Cell<(u64, PageId)> =
+        const { std::cell::Cell::new((0, PageId::NULL)) };
     /// The buffer this thread encodes its inserted rows into, kept from row to row: an
     /// nchar(2048) row would otherwise be a 4 KB allocation and free each time.
     static ROW_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
@@ -895,7 +910,12 @@ impl BTree {
         split_under_parent: bool,
     ) -> SqlResult<bool> {
         let parent_mode = if split_under_parent { LatchMode::Ex } else { LatchMode::Sh };
-        let Some((parent, slot, child)) = self.leaf_parent(db, key, parent_mode)? else {
+        let hinted = if split_under_parent { self.append_parent(db, key)? } else { None };
+        let found = match hinted {
+            Some(found) => Some(found),
+            None => self.leaf_parent(db, key, parent_mode)?,
+        };
+        let Some((parent, slot, child)) = found else {
             return Ok(false);
         };
         let leaf = db.buffer_pool().fetch(Self::key(db, child), LatchMode::Ex)?;
@@ -913,6 +933,46 @@ impl BTree {
         }
         self.split_leaf(db, leaf, key, record, smallvec::smallvec![(parent, slot)])?;
         Ok(true)
+    }
+
+    /// The level-1 page that took this thread's last ascending split's entry in this index
+    /// ([`APPEND_PARENT`]), latched EX, and its last entry (slot, child), when `key` belongs
+    /// there: the page is this index's, at level 1 and the last of its level, and its last
+    /// entry's key (a real key: entry 0 is minus infinity) is at most `key`. Every key at or
+    /// past an entry of the last page of a level belongs to that page, whatever the levels
+    /// above it hold, so the descent from the root is skipped. None (the caller descends) when
+    /// there is no such page, it is not in the buffer pool (no read is made for a hint), or it
+    /// no longer answers all of these: another session split it, the root split, or the page
+    /// went to another use.
+    fn append_parent<'p>(
+        &self,
+        db: &'p Database,
+        key: &[Value],
+    ) -> SqlResult<Option<(PageGuard<'p>, u16, PageId)>> {
+        let (au_id, page) = APPEND_PARENT.with(std::cell::Cell::get);
+        if au_id != self.au_id || page.is_null() {
+            return Ok(None);
+        }
+        let Some(parent) = db.buffer_pool().fetch_if_cached(Self::key(db, page), LatchMode::Ex)?
+        else {
+            return Ok(None);
+        };
+        let entry = parent.read(|buf| {
+            let header = PageHeader::read(&buf[..]);
+            let still_the_parent = header.page_id == page
+                && header.page_type == PageType::Index as u8
+                && header.allocation_unit_id() == self.au_id
+                && header.level == 1
+                && header.next_page.is_null();
+            if !still_the_parent {
+                return Ok(None);
+            }
+            match self.past_last_entry(db, page, buf, key)? {
+                Some(last) => self.entry_at(db, page, buf, last).map(Some),
+                None => Ok(None),
+            }
+        })?;
+        Ok(entry.map(|(slot, child)| (parent, slot, child)))
     }
 
     /// The level-1 page whose subtree holds `key`, latched in `mode`, reached with SH coupling,
@@ -1042,7 +1102,8 @@ impl BTree {
         let append =
             header.level == 0 && usize::from(slot) == old_count && header.next_page.is_null();
         let copy: Box<PageBuf>;
-        let halves = if append && page_id != self.root {
+        let ascending = append && page_id != self.root;
+        let halves = if ascending {
             // An ascending key: the new record alone moves; the page's records are not read.
             // The next insert into this index most likely splits the new last page in turn.
             LAST_SPLIT_AU.with(|last| last.set(self.au_id));
@@ -1128,6 +1189,10 @@ impl BTree {
         drop(page);
         let (parent, child_slot) = path.pop().expect("the parent of an unsafe page stays latched");
         let placed = parent.insert_record(child_slot + 1, &entry)?;
+        if ascending {
+            let hint = if placed { (self.au_id, parent.key().page) } else { (0, PageId::NULL) };
+            APPEND_PARENT.with(|parent| parent.set(hint));
+        }
         let result = if placed {
             Ok(())
         } else {

@@ -639,6 +639,21 @@ impl BufferPool {
         Err(insufficient_memory())
     }
 
+    /// [`BufferPool::fetch`] of a page that is cached; None, with no read, when it is not (a
+    /// hint's page: the caller has another way to it).
+    pub fn fetch_if_cached(
+        &self,
+        key: PageKey,
+        mode: LatchMode,
+    ) -> SqlResult<Option<PageGuard<'_>>> {
+        self.count_lookup();
+        let guard = self.fetch_cached(key, mode)?;
+        if let Some(guard) = &guard {
+            Self::count_read(guard, false);
+        }
+        Ok(guard)
+    }
+
     /// SET STATISTICS IO's counts ([`crate::iostats`]): a logical read of the fetched page,
     /// and a physical one if the fetch read it from disk.
     fn count_read(guard: &PageGuard<'_>, physical: bool) {

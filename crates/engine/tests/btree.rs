@@ -136,6 +136,118 @@ fn a_key_below_the_last_after_an_ascending_split_finds_its_own_leaf() {
     assert_eq!(int_ids(&db, &tree), (1..=12_000).collect::<Vec<_>>());
 }
 
+/// Rows of 5,011 bytes: one fills a leaf, so every ascending insert splits the last leaf, as
+/// seed 002's nchar(2048) rows do.
+fn wide_columns() -> Vec<Column> {
+    vec![Column::new("id", SqlType::Int, false), Column::new("pad", SqlType::Char(5000), false)]
+}
+
+fn wide_row(id: i32) -> Vec<Value> {
+    vec![Value::Int(id), Value::Text(format!("row {id}"))]
+}
+
+/// Pages of `tree` that one insert of `id`, on this thread, read through the buffer pool.
+fn pages_read_by_insert(db: &Database, tree: &BTree, id: i32) -> u64 {
+    engine::iostats::start();
+    tree.insert(db, &wide_row(id)).unwrap();
+    let counts = engine::iostats::take();
+    counts.get(&(db.database_id, tree.au_id)).map_or(0, |c| c.logical_reads)
+}
+
+/// After a session's ascending split of the last leaf, its next insert into the index latches
+/// the level-1 page that took the split's entry directly, not through the root: two pages
+/// read (that parent and the full leaf), against at least three for a descent from a level-2
+/// root.
+#[test]
+fn after_an_ascending_split_the_next_insert_skips_the_descent_from_the_root() {
+    let lab = lab();
+    let db = lab.company();
+    let tree = BTree::create(&db, "dbo.W", "PK_W", wide_columns(), vec![0], true, None).unwrap();
+    // About 426 entries fit a level-1 page: 600 leaves make a level-2 root.
+    for id in 1..=600 {
+        tree.insert(&db, &wide_row(id)).unwrap();
+    }
+    let root = PageHeader::read(&db.page_copy(tree.root).unwrap()[..]);
+    assert_eq!(root.level, 2, "a root above the leaves' parents");
+    assert_eq!(pages_read_by_insert(&db, &tree, 601), 2, "the parent and the leaf");
+    // Another thread has no hint: it descends from the root (its first attempt, under SH
+    // latches, finds the leaf full; its second splits it).
+    let other = std::thread::scope(|scope| {
+        scope.spawn(|| pages_read_by_insert(&db, &tree, 602)).join().unwrap()
+    });
+    assert!(other >= 3, "root, parent and leaf at least: {other}");
+    // This thread's hint names the parent that took 601's split; 602's split went there too.
+    assert_eq!(pages_read_by_insert(&db, &tree, 603), 2);
+    // A key below the parent's last entry is not taken by the hint: a descent finds its leaf.
+    tree.delete(&db, &[Value::Int(300)]).unwrap();
+    tree.insert(&db, &wide_row(300)).unwrap();
+    assert_eq!(tree.check(&db), Ok(603));
+    assert_eq!(int_ids(&db, &tree), (1..=603).collect::<Vec<_>>());
+    assert!(db.check_allocation().is_empty());
+}
+
+/// A hint that no longer holds is not used: another session split the hinted parent (it is no
+/// longer the last page of its level), or the root the hint names split and is no longer at
+/// level 1. Each time the insert descends from the root and every row lands in order.
+#[test]
+fn an_ascending_insert_descends_again_when_its_parent_split_since() {
+    let lab = lab();
+    let db = lab.company();
+    let tree = BTree::create(&db, "dbo.W", "PK_W", wide_columns(), vec![0], true, None).unwrap();
+    for id in 1..=10 {
+        tree.insert(&db, &wide_row(id)).unwrap();
+    }
+    // The root is the leaves' parent, and this thread's hint names it.
+    assert_eq!(PageHeader::read(&db.page_copy(tree.root).unwrap()[..]).level, 1);
+    // Another session fills the root until it splits: it is now at level 2.
+    let mut next = 11;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                while PageHeader::read(&db.page_copy(tree.root).unwrap()[..]).level == 1 {
+                    tree.insert(&db, &wide_row(next)).unwrap();
+                    next += 1;
+                }
+            })
+            .join()
+            .unwrap()
+    });
+    let reads = pages_read_by_insert(&db, &tree, next);
+    assert!(reads >= 3, "a descent: the hint named the root ({reads} pages read)");
+    next += 1;
+    // The hint now names the last level-1 page. Another session appends until that page
+    // splits: a new last page takes the level's next entries.
+    let hinted = last_level_one_page(&db, &tree);
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                while last_level_one_page(&db, &tree) == hinted {
+                    tree.insert(&db, &wide_row(next)).unwrap();
+                    next += 1;
+                }
+            })
+            .join()
+            .unwrap()
+    });
+    let reads = pages_read_by_insert(&db, &tree, next);
+    assert!(reads >= 3, "a descent: the hinted page split ({reads} pages read)");
+    assert_eq!(pages_read_by_insert(&db, &tree, next + 1), 2, "the new hint holds");
+    let rows = usize::try_from(next + 1).unwrap();
+    assert_eq!(tree.check(&db), Ok(rows));
+    assert_eq!(int_ids(&db, &tree), (1..=next + 1).collect::<Vec<_>>());
+    assert!(db.check_allocation().is_empty());
+}
+
+/// The last page of level 1 of a tree whose root is at level 2.
+fn last_level_one_page(db: &Database, tree: &BTree) -> PageId {
+    let root = db.page_copy(tree.root).unwrap();
+    assert_eq!(PageHeader::read(&root[..]).level, 2);
+    let count = engine::datapage::slot_count(&root);
+    let last = engine::datapage::record(&root, count - 1).unwrap();
+    let fixed_end = usize::from(u16::from_le_bytes([last[2], last[3]]));
+    PageId::from_bytes(&last[fixed_end - 6..fixed_end])
+}
+
 #[test]
 fn random_guids_split_in_the_middle_and_scan_in_sql_server_order() {
     let lab = lab();
