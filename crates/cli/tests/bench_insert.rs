@@ -158,9 +158,12 @@ fn bad_arguments_are_refused() {
 }
 
 /// The standard top-waits query (examples/top_waits.sql) runs unmodified on the instance of a
-/// `bench insert` load and lists the load's PAGELATCH or WRITELOG waits.
+/// `bench insert` load and lists the load's PAGELATCH or WRITELOG waits. On a machine with one
+/// CPU, sixteen sessions share one scheduler and yield to each other at the end of every
+/// quantum: SOS_SCHEDULER_YIELD alone can then make the query's top 95 %.
 #[test]
 fn the_top_waits_query_runs_after_a_load_and_lists_its_waits() {
+    let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
     let dir = tempfile::tempdir().unwrap();
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/top_waits.sql");
@@ -179,7 +182,10 @@ fn the_top_waits_query_runs_after_a_load_and_lists_its_waits() {
     assert!(table.lines().nth(1).is_some_and(|l| l.starts_with("----")), "{table}");
     let listed: Vec<&str> =
         table.lines().skip(2).filter_map(|l| l.split_whitespace().next()).collect();
-    assert!(listed.iter().any(|w| w.starts_with("PAGELATCH_") || *w == "WRITELOG"), "{table}");
+    let the_loads = |w: &&str| {
+        w.starts_with("PAGELATCH_") || *w == "WRITELOG" || (one_cpu && *w == "SOS_SCHEDULER_YIELD")
+    };
+    assert!(listed.iter().any(the_loads), "{table}");
 }
 
 #[test]
