@@ -152,6 +152,7 @@ pub struct BTree {
 pub const DESCRIPTOR_BTREE: u8 = 1;
 
 /// Where a key falls in a leaf.
+#[derive(Clone, Copy)]
 enum LeafSlot {
     /// A live row with this key.
     Found(u16),
@@ -931,7 +932,7 @@ impl BTree {
         if !parent.read(|buf| datapage::fits(buf, self.max_entry_bytes)) {
             return Ok(false);
         }
-        self.split_leaf(db, leaf, key, record, smallvec::smallvec![(parent, slot)])?;
+        self.split_leaf(db, leaf, leaf_slot, key, record, smallvec::smallvec![(parent, slot)])?;
         Ok(true)
     }
 
@@ -1017,17 +1018,20 @@ impl BTree {
         }
     }
 
-    /// Splits a full, EX-latched leaf to add `record`; `path` holds the latched ancestors.
+    /// Splits a full, EX-latched leaf to add `record` where `leaf_slot` (the leaf's search for
+    /// `key`, made under the same latch: the leaf has not changed since) places it; `path`
+    /// holds the latched ancestors.
     fn split_leaf<'p>(
         &self,
         db: &'p Database,
         leaf: PageGuard<'p>,
+        leaf_slot: LeafSlot,
         key: &[Value],
         record: &[u8],
         mut path: LatchPath<'p>,
     ) -> SqlResult<()> {
         let page = leaf.key().page;
-        let slot = match leaf.read(|buf| self.find_in_leaf(db, page, buf, key))? {
+        let slot = match leaf_slot {
             LeafSlot::Absent(slot) => slot,
             LeafSlot::Ghost(slot) => {
                 leaf.write(|buf| datapage::delete(buf, slot))?
