@@ -943,8 +943,8 @@ impl BTree {
     /// past an entry of the last page of a level belongs to that page, whatever the levels
     /// above it hold, so the descent from the root is skipped. None (the caller descends) when
     /// there is no such page, it is not in the buffer pool (no read is made for a hint), or it
-    /// no longer answers all of these: another session split it, the root split, or the page
-    /// went to another use.
+    /// no longer answers all of these (another session split it, the root split, or the page
+    /// went to another use; the hint is then dropped).
     fn append_parent<'p>(
         &self,
         db: &'p Database,
@@ -973,6 +973,10 @@ impl BTree {
                 None => Ok(None),
             }
         })?;
+        if entry.is_none() {
+            // A stale hint is dropped: the session's next ascending split sets a new one.
+            APPEND_PARENT.with(|cell| cell.set((0, PageId::NULL)));
+        }
         Ok(entry.map(|(slot, child)| (parent, slot, child)))
     }
 
@@ -1195,7 +1199,7 @@ impl BTree {
         let placed = parent.insert_record(child_slot + 1, &entry)?;
         if ascending {
             let hint = if placed { (self.au_id, parent.key().page) } else { (0, PageId::NULL) };
-            APPEND_PARENT.with(|parent| parent.set(hint));
+            APPEND_PARENT.with(|cell| cell.set(hint));
         }
         let result = if placed {
             Ok(())
