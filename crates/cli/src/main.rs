@@ -44,6 +44,7 @@ mod example_charts;
 mod examples;
 mod insert_baseline;
 mod log_growth;
+mod open_files;
 mod plan;
 mod serve;
 mod sessions;
@@ -88,6 +89,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Servers and benchmarks hold many sockets and files (see the module's header).
+    open_files::raise_soft_limit();
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
         Command::Log(args) => log_growth::run(&args),

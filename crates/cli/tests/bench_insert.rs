@@ -194,9 +194,11 @@ fn affinity_masks_are_checked_as_reconfigure_does_and_a_bound_run_completes() {
         run(&["--sessions", "2", "--files", "1", "--rows", "2000", "--affinity-mask", "1"]);
     assert_eq!(report["rows"], 2000, "{report}");
     let _alone = ONE_BENCH_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
         .args(["bench", "insert", "--rows", "100", "--affinity-mask", "1"])
-        .args(["--affinity-io-mask", "1"])
+        .args(["--affinity-io-mask", "1", "--dir"])
+        .arg(dir.path())
         .output()
         .unwrap();
     assert!(!output.status.success());

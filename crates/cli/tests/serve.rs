@@ -109,3 +109,91 @@ fn the_shell_speaks_tds_and_runs_a_seed_example_over_it() {
     let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
     let _ = server.wait();
 }
+
+/// Sends SIGTERM and waits for a clean exit; the server's standard error.
+fn stop(served: common::Served) -> String {
+    let common::Served { mut child, stderr, .. } = served;
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(exit.success(), "{stderr}");
+    stderr
+}
+
+/// Out of file descriptors (a hard limit of 64, which the server cannot raise), the listener
+/// neither spins nor floods its errorlog: clients it cannot accept wait in the backlog, the
+/// errorlog says so once, and when connections close it accepts again and serves queries.
+#[test]
+fn out_of_file_descriptors_the_listener_waits_and_logs_once() {
+    let mut served = common::serve_under_ulimit("Str0ng!Passw0rd", "-n 64");
+    let port = served.port;
+    let errorlog_path = served.dir.path().join("ERRORLOG");
+    let errorlog = || std::fs::read_to_string(&errorlog_path).unwrap();
+    let clients: Vec<std::net::TcpStream> =
+        (0..40).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !errorlog().contains("TDS: accept failed") {
+        assert!(Instant::now() < deadline, "40 clients never used up 64 descriptors");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Ten retries' time at least: each retry would have been a line before.
+    std::thread::sleep(Duration::from_millis(1500));
+    let failure_lines = errorlog().matches("TDS: accept failed").count();
+    if failure_lines != 1 {
+        // A server that logs each retry fills the disk: it is stopped before the test fails.
+        let _ = served.child.kill();
+    }
+    assert_eq!(failure_lines, 1, "accept failures logged {failure_lines} times in 1.5 s");
+    drop(clients);
+    while !errorlog().contains("TDS: accepting connections again after") {
+        assert!(Instant::now() < deadline, "no accept after the clients left: {}", errorlog());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (ok, out) = shell(port, &["-Q", "SELECT 40 + 2 AS answer"], None);
+    assert!(ok && out.contains("42"), "{out}");
+    stop(served);
+}
+
+/// The server raises its soft limit on open files to the hard limit at start (a login
+/// session's soft 1,024 ran out near 200 connections).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_server_raises_its_soft_open_file_limit_to_the_hard_limit() {
+    let served = common::serve_under_ulimit("Str0ng!Passw0rd", "-Sn 200");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", served.child.id())).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).unwrap();
+    let figures: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+    let (soft, hard) = (figures[0], figures[1]);
+    // An unlimited hard limit gives the kernel's default nr_open (1,048,576).
+    let wanted = if hard == "unlimited" { "1048576" } else { hard };
+    assert!(soft == wanted && soft != "200", "{line}");
+    stop(served);
+}
+
+/// A logged-in connection holds at most three of the server's file descriptors (its socket,
+/// the handle that closes it at shutdown, the one its ATTENTION watcher peeks at), so a
+/// default soft limit of 1,024 would still serve 300 connections; it held five.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_connection_holds_at_most_three_of_the_servers_file_descriptors() {
+    let mut served = common::serve("Str0ng!Passw0rd");
+    let fd_dir = format!("/proc/{}/fd", served.child.id());
+    let open_files = || std::fs::read_dir(&fd_dir).unwrap().count();
+    let address = format!("127.0.0.1:{}", served.port);
+    let connect = || tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master");
+    // One connection first, so that what a first session sets up once is not counted.
+    let first = connect().unwrap();
+    let before = open_files();
+    let clients: Vec<_> = (0..40).map(|_| connect().unwrap()).collect();
+    let opened = open_files() - before;
+    // A few descriptors the server has open for a moment (a file being written) may be counted.
+    let most = 3 * clients.len() + 4;
+    if opened > most {
+        let _ = served.child.kill();
+    }
+    assert!(opened <= most, "{opened} more descriptors for {} connections", clients.len());
+    drop(clients);
+    drop(first);
+    stop(served);
+}

@@ -10,6 +10,12 @@
 //! Errorlog lines: the listening address at start, every failed login (18456 with SQL Server's
 //! state: 5 no such login, 8 wrong password), closed connections, and shutdown.
 //!
+//! A failed accept (the process out of file descriptors, say) leaves the client waiting in
+//! the listen backlog: the listener tries again after [`ACCEPT_RETRY`], and the errorlog gets
+//! the run of failures' first line and at most one a minute after it, with a count
+//! ([`AcceptFailures`]), then a line when accepts work again. Retried at once and logged each
+//! time, one pending client once wrote 900,000 errorlog lines (82 MB) in two seconds.
+//!
 //! SHUTDOWN from a session ends the listener after that session; the databases are
 //! checkpointed and closed by the session's SHUTDOWN.
 //!
@@ -101,6 +107,53 @@ pub struct Listener {
     open: Arc<parking_lot::Mutex<std::collections::BTreeMap<u64, TcpStream>>>,
     next_connection: u64,
     tls: Option<Arc<rustls::ServerConfig>>,
+    accept_failures: AcceptFailures,
+}
+
+/// How long the listener waits after a failed accept before it tries again.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// The least time between two errorlog lines about the same run of failed accepts.
+const ACCEPT_FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A run of failed accepts, and what the errorlog has been told of it.
+#[derive(Default)]
+struct AcceptFailures {
+    /// Failed accepts since the last one that worked.
+    failed: u64,
+    /// Failed accepts since the last errorlog line.
+    unlogged: u64,
+    last_logged: Option<std::time::Instant>,
+}
+
+impl AcceptFailures {
+    /// Counts a failed accept; returns the errorlog line due, if one is.
+    fn failed(&mut self, error: &std::io::Error, now: std::time::Instant) -> Option<String> {
+        self.failed += 1;
+        let due =
+            self.last_logged.is_none_or(|at| now.duration_since(at) >= ACCEPT_FAILURE_LOG_INTERVAL);
+        if !due {
+            self.unlogged += 1;
+            return None;
+        }
+        self.last_logged = Some(now);
+        Some(match std::mem::take(&mut self.unlogged) {
+            0 => format!("TDS: accept failed: {error}"),
+            more => {
+                format!("TDS: accept failed: {error} ({more} more failures since the last line)")
+            }
+        })
+    }
+
+    /// Notes an accept that worked; returns the line that ends a run of failures, if any.
+    fn succeeded(&mut self) -> Option<String> {
+        if self.failed == 0 {
+            return None;
+        }
+        let line =
+            format!("TDS: accepting connections again after {} failed accepts.", self.failed);
+        *self = AcceptFailures::default();
+        Some(line)
+    }
 }
 
 fn error_text(error: impl std::fmt::Display) -> String {
@@ -141,6 +194,7 @@ impl Listener {
             open: Arc::new(parking_lot::Mutex::new(std::collections::BTreeMap::new())),
             next_connection: 0,
             tls,
+            accept_failures: AcceptFailures::default(),
         })
     }
 
@@ -158,11 +212,29 @@ impl Listener {
     pub fn run(mut self) -> Result<(), String> {
         while !self.stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
-                Ok((stream, peer)) => self.start_connection(stream, peer),
+                Ok((stream, peer)) => {
+                    if let Some(line) = self.accept_failures.succeeded() {
+                        self.log(&line);
+                    }
+                    self.start_connection(stream, peer)
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                Err(e) => self.log(&format!("TDS: accept failed: {e}")),
+                Err(e) => {
+                    if let Some(line) = self.accept_failures.failed(&e, std::time::Instant::now()) {
+                        self.log(&line);
+                    }
+                    // A client gone before its accept costs no wait; a lack of descriptors
+                    // or memory lasts, and is not tried again at once.
+                    let transient = matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::Interrupted
+                    );
+                    if !transient {
+                        std::thread::sleep(ACCEPT_RETRY);
+                    }
+                }
             }
         }
         // Idle connections are closed; a running batch finishes first.
@@ -253,9 +325,9 @@ impl Listener {
         let spawned = std::thread::Builder::new().name(format!("tds-{peer}")).spawn(move || {
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_nodelay(true);
-            let closer = stream.try_clone();
             // An internal error (a panic) ends this connection only: the client sees the
-            // connection close, the errorlog says why, the server and other sessions go on.
+            // connection close (through the shutdown handle in `open`), the errorlog says why,
+            // the server and other sessions go on.
             let served =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection.serve(stream)));
             if let Err(panic) = served {
@@ -268,7 +340,7 @@ impl Listener {
                     "Server",
                     &format!("TDS: connection from {peer} closed by an internal error: {what}"),
                 );
-                if let Ok(socket) = closer {
+                if let Some(socket) = open.lock().get(&id) {
                     let _ = socket.shutdown(Shutdown::Both);
                 }
             }
@@ -608,7 +680,9 @@ fn transaction_tokens(
 /// the reply, as over plain TCP.
 pub struct AttentionWatch {
     shared: Arc<WatchShared>,
-    socket: TcpStream,
+    /// The connection's socket, one descriptor shared with the watcher thread (which peeks
+    /// at it): a descriptor each cost a connection one more of the process's open files.
+    socket: Arc<TcpStream>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -670,8 +744,8 @@ impl AttentionWatch {
             Transport::Plain(_) => Framing::Tds,
             Transport::Tls(_) => Framing::Tls,
         };
-        let socket = stream.tcp().try_clone().ok()?;
-        let peek = socket.try_clone().ok()?;
+        let socket = Arc::new(stream.tcp().try_clone().ok()?);
+        let peek = socket.clone();
         let shared = Arc::new(WatchShared {
             state: std::sync::Mutex::new(WatchState {
                 phase: WatchPhase::Idle,
@@ -1040,4 +1114,34 @@ fn proc_end(
     let status = if failed { DONE_ERROR } else { DONE_FINAL };
     tokens.extend(token::done_token(token::DONEPROC, status, 0));
     tokens
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// A run of failed accepts is one errorlog line, then one a minute with the count of those
+    /// not logged, and a line when an accept works again; the next run starts afresh.
+    #[test]
+    fn a_run_of_failed_accepts_is_logged_once_a_minute_with_a_count() {
+        let mut failures = AcceptFailures::default();
+        let error = std::io::Error::from_raw_os_error(24);
+        let start = Instant::now();
+        assert_eq!(failures.succeeded(), None, "no run of failures to end");
+        let first = failures.failed(&error, start).expect("a run's first failure is logged");
+        assert!(first.starts_with("TDS: accept failed: Too many open files"), "{first}");
+        for tenth in 1..600 {
+            let at = start + Duration::from_millis(100 * tenth);
+            assert_eq!(failures.failed(&error, at), None, "logged again {tenth} tries later");
+        }
+        let minute = failures.failed(&error, start + Duration::from_secs(60)).unwrap();
+        assert!(minute.ends_with("(599 more failures since the last line)"), "{minute}");
+        assert_eq!(
+            failures.succeeded().as_deref(),
+            Some("TDS: accepting connections again after 601 failed accepts.")
+        );
+        let again = failures.failed(&error, start + Duration::from_secs(61)).unwrap();
+        assert!(!again.contains("more failures"), "{again}");
+    }
 }

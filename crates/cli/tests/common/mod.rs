@@ -19,13 +19,27 @@ pub struct Served {
 /// Starts `extentdb serve --port 0` in a new directory with sa's password `password`.
 pub fn serve(password: &str) -> Served {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["serve", "--port", "0", "--dir"])
-        .arg(dir.path())
-        .env("EXTENTDB_SA_PASSWORD", password)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_extentdb"));
+    command.args(["serve", "--port", "0", "--dir"]).arg(dir.path());
+    start(command, dir, password)
+}
+
+/// [`serve`] without TLS, under a shell that first runs `ulimit` with `ulimit_args` (`-n 64`,
+/// say): the server then starts with those resource limits.
+pub fn serve_under_ulimit(password: &str, ulimit_args: &str) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        format!("ulimit {ulimit_args} && exec \"$0\" serve --no-tls --port 0 --dir \"$1\"");
+    let mut command = Command::new("bash");
+    command.args(["-c", &script]).arg(env!("CARGO_BIN_EXE_extentdb")).arg(dir.path());
+    start(command, dir, password)
+}
+
+/// Spawns the server. Its standard output goes nowhere: a server left running by a failed test
+/// must not hold the test binary's output pipe open (cargo test would wait for it).
+fn start(mut command: Command, dir: tempfile::TempDir, password: &str) -> Served {
+    command.env("EXTENTDB_SA_PASSWORD", password).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let port = listening_port(&mut stderr);
     let stderr = std::thread::spawn(move || {
