@@ -1,11 +1,11 @@
 //! The process's limit on open files (RLIMIT_NOFILE), raised at startup from its soft value to
 //! its hard one, as servers do (the Go runtime does it for every program).
 //!
-//! Why: a TDS connection holds five descriptors on the server's side (its socket and the
-//! clones that stop, close and watch it for ATTENTION) and two on a client's, so the soft
-//! limit most login sessions start with (1,024) ran out near 200 connections, short of
-//! `serve`'s default of 256 and of `bench tds`'s 200 idle ones, though the hard limit (often
-//! 1,048,576) allows far more. SQL Server on Linux runs under systemd with a high limit.
+//! Why: a TDS connection holds three descriptors on the server's side (its socket, the handle
+//! that closes it at shutdown, the one its ATTENTION watcher peeks at; five until the
+//! thirty-fifth session) and two on a client's. With five, the soft limit most login sessions
+//! start with (1,024) ran out near 200 connections, short of `serve`'s default of 256 and of
+//! `bench tds`'s 200 idle ones, though the hard limit usually allows far more.
 //!
 //! A hard limit of "unlimited" is capped at 1,048,576, the kernel's default `nr_open`: the
 //! kernel refuses a soft limit above `nr_open`. Nothing is raised where the call is refused.
