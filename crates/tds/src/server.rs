@@ -14,7 +14,8 @@
 //! the listen backlog: the listener tries again after [`ACCEPT_RETRY`], and the errorlog gets
 //! the run of failures' first line and at most one a minute after it, with a count
 //! ([`AcceptFailures`]), then a line when accepts work again. Retried at once and logged each
-//! time, one pending client once wrote 900,000 errorlog lines (82 MB) in two seconds.
+//! time, clients left in the backlog (one is enough) made the listener write 900,000 errorlog
+//! lines (82 MB) in two seconds.
 //!
 //! SHUTDOWN from a session ends the listener after that session; the databases are
 //! checkpointed and closed by the session's SHUTDOWN.
