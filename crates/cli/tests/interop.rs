@@ -22,27 +22,26 @@ fn repo(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
-/// Starts `extentdb serve` in a new directory; returns it, its port and its directory.
-fn serve() -> (std::process::Child, u16, tempfile::TempDir) {
-    let served = common::serve("Str0ng!Passw0rd");
-    (served.child, served.port, served.dir)
+/// Starts `extentdb serve` in a new directory (killed if a test fails before [`stop`]).
+fn serve() -> common::Served {
+    common::serve("Str0ng!Passw0rd")
 }
 
-fn stop(mut server: std::process::Child) {
-    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
-    let exit = server.wait().unwrap();
+fn stop(mut served: common::Served) {
+    let (exit, _) = served.stop();
     assert!(exit.success(), "the server stops cleanly after the clients");
 }
 
 fn run_client(client: &str) {
-    let (server, port, dir) = serve();
+    let server = serve();
+    let (port, dir) = (server.port, server.dir.path());
     for tls in ["plain", "tls"] {
         let output = Command::new(python())
             .arg(repo("tests/interop/python_clients.py"))
             .args(["127.0.0.1", &port.to_string(), "Str0ng!Passw0rd"])
             .arg(repo("examples/seed004_create_drop.sql"))
             .args([client, tls])
-            .arg(dir.path().join("tds_cert.pem"))
+            .arg(dir.join("tds_cert.pem"))
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -66,12 +65,13 @@ fn run_client(client: &str) {
 #[test]
 #[ignore = "needs FreeTDS tsql, which scripts/test.sh installs"]
 fn freetds_tsql_plain_and_tls() {
-    let (server, port, dir) = serve();
+    let server = serve();
+    let (port, dir) = (server.port, server.dir.path());
     let example = std::fs::read_to_string(repo("examples/seed004_create_drop.sql")).unwrap();
     let checks = "EXEC sp_executesql N'SELECT @p + 1 AS n', N'@p int', @p = 41\ngo\n\
         BEGIN TRAN\nCREATE TABLE r (id int)\nINSERT r VALUES (1)\nROLLBACK\nSELECT OBJECT_ID('r') AS gone\ngo\n\
         SELECT * FROM no_such_table\ngo\nexit\n";
-    let conf = dir.path().join("freetds.conf");
+    let conf = dir.join("freetds.conf");
     std::fs::write(&conf, "[global]\n\tencryption = require\n").unwrap();
     for tls in [false, true] {
         let mut command = Command::new("tsql");
@@ -129,7 +129,8 @@ fn pymssql_plain_and_tls() {
 
 /// Runs a client program for plain and TLS and checks its report lines.
 fn run_program(label: &str, program: &mut dyn FnMut(&str, u16) -> std::process::Output) {
-    let (server, port, _dir) = serve();
+    let server = serve();
+    let port = server.port;
     for tls in ["plain", "tls"] {
         let output = program(tls, port);
         let stdout = String::from_utf8_lossy(&output.stdout);

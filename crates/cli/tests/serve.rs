@@ -24,22 +24,24 @@ fn a_weak_sa_password_is_refused_at_first_start() {
 
 #[test]
 fn sigterm_stops_the_server_cleanly_with_an_idle_client_connected() {
-    let common::Served { mut child, port, dir, stderr } = common::serve("Str0ng!Passw0rd");
+    let mut served = common::serve("Str0ng!Passw0rd");
+    let (port, dir) = (served.port, served.dir.path().to_path_buf());
     let idle = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let pid = served.child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(status.success());
     let deadline = Instant::now() + Duration::from_secs(30);
     let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
+        if let Some(exit) = served.child.try_wait().unwrap() {
             break exit;
         }
         assert!(Instant::now() < deadline, "the server did not stop on SIGTERM");
         std::thread::sleep(Duration::from_millis(50));
     };
-    let stderr = stderr.join().unwrap();
+    let stderr = served.stderr.take().unwrap().join().unwrap();
     assert!(exit.success(), "{stderr}");
     drop(idle);
-    let errorlog = std::fs::read_to_string(dir.path().join("ERRORLOG")).unwrap();
+    let errorlog = std::fs::read_to_string(dir.join("ERRORLOG")).unwrap();
     assert!(
         errorlog.contains(&format!("Server is listening on [ 127.0.0.1 <ipv4> {port}].")),
         "{errorlog}"
@@ -48,14 +50,8 @@ fn sigterm_stops_the_server_cleanly_with_an_idle_client_connected() {
         errorlog.contains("SQL Server is terminating because of a system shutdown."),
         "{errorlog}"
     );
-    let logins = std::fs::read_to_string(dir.path().join("logins")).unwrap();
+    let logins = std::fs::read_to_string(dir.join("logins")).unwrap();
     assert!(logins.starts_with("sa\t$argon2id$") && !logins.contains("Str0ng!Passw0rd"));
-}
-
-/// Starts `extentdb serve`; returns the child, its port and its directory.
-fn serve() -> (std::process::Child, u16, tempfile::TempDir) {
-    let served = common::serve("Str0ng!Passw0rd");
-    (served.child, served.port, served.dir)
 }
 
 fn shell(port: u16, extra: &[&str], stdin: Option<&str>) -> (bool, String) {
@@ -78,7 +74,8 @@ fn shell(port: u16, extra: &[&str], stdin: Option<&str>) -> (bool, String) {
 
 #[test]
 fn the_shell_speaks_tds_and_runs_a_seed_example_over_it() {
-    let (mut server, port, _dir) = serve();
+    let mut served = common::serve("Str0ng!Passw0rd");
+    let port = served.port;
     let (ok, out) = shell(port, &["-Q", "SELECT 1 AS one; PRINT 'printed'", "-b"], None);
     assert!(ok, "{out}");
     assert!(out.contains("one\n---\n1\n") && out.contains("printed"), "{out}");
@@ -106,17 +103,12 @@ fn the_shell_speaks_tds_and_runs_a_seed_example_over_it() {
     let (ok, out) = shell(port, &["-b"], Some(&script));
     assert!(ok, "{out}");
     assert!(out.contains("files4        f4_data4"), "{out}");
-    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
-    let _ = server.wait();
+    served.stop();
 }
 
 /// Sends SIGTERM and waits for a clean exit; the server's standard error.
-fn stop(served: common::Served) -> String {
-    let common::Served { mut child, stderr, .. } = served;
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-    let exit = child.wait().unwrap();
-    let stderr = stderr.join().unwrap();
+fn stop(mut served: common::Served) -> String {
+    let (exit, stderr) = served.stop();
     assert!(exit.success(), "{stderr}");
     stderr
 }
@@ -126,7 +118,7 @@ fn stop(served: common::Served) -> String {
 /// errorlog says so once, and when connections close it accepts again and serves queries.
 #[test]
 fn out_of_file_descriptors_the_listener_waits_and_logs_once() {
-    let mut served = common::serve_under_ulimit("Str0ng!Passw0rd", "-n 64");
+    let served = common::serve_under_ulimit("Str0ng!Passw0rd", "-n 64");
     let port = served.port;
     let errorlog_path = served.dir.path().join("ERRORLOG");
     let errorlog = || std::fs::read_to_string(&errorlog_path).unwrap();
@@ -140,10 +132,7 @@ fn out_of_file_descriptors_the_listener_waits_and_logs_once() {
     // Ten retries' time at least: each retry would have been a line before.
     std::thread::sleep(Duration::from_millis(1500));
     let failure_lines = errorlog().matches("TDS: accept failed").count();
-    if failure_lines != 1 {
-        // A server that logs each retry fills the disk: it is stopped before the test fails.
-        let _ = served.child.kill();
-    }
+    // A server that logs each retry would fill the disk: `served` kills it if this fails.
     assert_eq!(failure_lines, 1, "accept failures logged {failure_lines} times in 1.5 s");
     drop(clients);
     while !errorlog().contains("TDS: accepting connections again after") {
@@ -177,7 +166,7 @@ fn the_server_raises_its_soft_open_file_limit_to_the_hard_limit() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_connection_holds_at_most_three_of_the_servers_file_descriptors() {
-    let mut served = common::serve("Str0ng!Passw0rd");
+    let served = common::serve("Str0ng!Passw0rd");
     let fd_dir = format!("/proc/{}/fd", served.child.id());
     let open_files = || std::fs::read_dir(&fd_dir).unwrap().count();
     let address = format!("127.0.0.1:{}", served.port);
@@ -189,9 +178,6 @@ fn a_connection_holds_at_most_three_of_the_servers_file_descriptors() {
     let opened = open_files() - before;
     // A few descriptors the server has open for a moment (a file being written) may be counted.
     let most = 3 * clients.len() + 4;
-    if opened > most {
-        let _ = served.child.kill();
-    }
     assert!(opened <= most, "{opened} more descriptors for {} connections", clients.len());
     drop(clients);
     drop(first);

@@ -8,12 +8,36 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStderr, Command, Stdio};
 
 /// A started server: its process, port and data directory, and the rest of its standard
-/// error (drained by a thread, so the server never blocks on a full pipe).
+/// error (drained by a thread, so the server never blocks on a full pipe). Dropped while the
+/// server still runs (a test that failed before it stopped the server), it kills the server:
+/// no test leaves one behind.
 pub struct Served {
     pub child: Child,
     pub port: u16,
     pub dir: tempfile::TempDir,
-    pub stderr: std::thread::JoinHandle<String>,
+    /// Taken by [`Served::stop`] (or by a test that reads it itself).
+    pub stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Served {
+    /// Stops the server with SIGTERM, as a service manager does, and waits for it; its exit
+    /// status and the rest of its standard error.
+    pub fn stop(&mut self) -> (std::process::ExitStatus, String) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let exit = self.child.wait().unwrap();
+        let stderr = self.stderr.take().map(|drain| drain.join().unwrap()).unwrap_or_default();
+        (exit, stderr)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// Starts `extentdb serve --port 0` in a new directory with sa's password `password`.
@@ -47,7 +71,7 @@ fn start(mut command: Command, dir: tempfile::TempDir, password: &str) -> Served
         let _ = stderr.read_to_string(&mut rest);
         rest
     });
-    Served { child, port, dir, stderr }
+    Served { child, port, dir, stderr: Some(stderr) }
 }
 
 /// Reads standard error up to "extentdb: listening on 127.0.0.1:PORT (...)"; its PORT.
