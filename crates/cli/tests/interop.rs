@@ -22,18 +22,8 @@ fn repo(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
-/// Starts `extentdb serve` in a new directory (killed if a test fails before [`stop`]).
-fn serve() -> common::Served {
-    common::serve("Str0ng!Passw0rd")
-}
-
-fn stop(mut served: common::Served) {
-    let (exit, _) = served.stop();
-    assert!(exit.success(), "the server stops cleanly after the clients");
-}
-
 fn run_client(client: &str) {
-    let server = serve();
+    let server = common::serve("Str0ng!Passw0rd");
     let (port, dir) = (server.port, server.dir.path());
     for tls in ["plain", "tls"] {
         let output = Command::new(python())
@@ -56,7 +46,7 @@ fn run_client(client: &str) {
             );
         }
     }
-    stop(server);
+    server.stop_cleanly();
 }
 
 /// FreeTDS `tsql` (apt: freetds-bin), plain and with `encryption = require` from a private
@@ -65,7 +55,7 @@ fn run_client(client: &str) {
 #[test]
 #[ignore = "needs FreeTDS tsql, which scripts/test.sh installs"]
 fn freetds_tsql_plain_and_tls() {
-    let server = serve();
+    let server = common::serve("Str0ng!Passw0rd");
     let (port, dir) = (server.port, server.dir.path());
     let example = std::fs::read_to_string(repo("examples/seed004_create_drop.sql")).unwrap();
     let checks = "EXEC sp_executesql N'SELECT @p + 1 AS n', N'@p int', @p = 41\ngo\n\
@@ -112,7 +102,7 @@ fn freetds_tsql_plain_and_tls() {
         assert!(out.contains("gone\nNULL\n"), "tls {tls}: rollback\n{out}");
         assert!(out.contains("Msg 208 (severity 16, state 1)"), "tls {tls}: error 208\n{out}");
     }
-    stop(server);
+    server.stop_cleanly();
 }
 
 #[test]
@@ -129,7 +119,7 @@ fn pymssql_plain_and_tls() {
 
 /// Runs a client program for plain and TLS and checks its report lines.
 fn run_program(label: &str, program: &mut dyn FnMut(&str, u16) -> std::process::Output) {
-    let server = serve();
+    let server = common::serve("Str0ng!Passw0rd");
     let port = server.port;
     for tls in ["plain", "tls"] {
         let output = program(tls, port);
@@ -145,7 +135,7 @@ fn run_program(label: &str, program: &mut dyn FnMut(&str, u16) -> std::process::
             );
         }
     }
-    stop(server);
+    server.stop_cleanly();
 }
 
 /// go-mssqldb v1.11.2 (Go module proxy): tests/interop/go, built here.

@@ -106,13 +106,6 @@ fn the_shell_speaks_tds_and_runs_a_seed_example_over_it() {
     served.stop();
 }
 
-/// Sends SIGTERM and waits for a clean exit; the server's standard error.
-fn stop(mut served: common::Served) -> String {
-    let (exit, stderr) = served.stop();
-    assert!(exit.success(), "{stderr}");
-    stderr
-}
-
 /// Out of file descriptors (a hard limit of 64, which the server cannot raise), the listener
 /// neither spins nor floods its errorlog: clients it cannot accept wait in the backlog, the
 /// errorlog says so once, and when connections close it accepts again and serves queries.
@@ -141,7 +134,7 @@ fn out_of_file_descriptors_the_listener_waits_and_logs_once() {
     }
     let (ok, out) = shell(port, &["-Q", "SELECT 40 + 2 AS answer"], None);
     assert!(ok && out.contains("42"), "{out}");
-    stop(served);
+    served.stop_cleanly();
 }
 
 /// The server raises its soft limit on open files to the hard limit at start (a login
@@ -157,7 +150,7 @@ fn the_server_raises_its_soft_open_file_limit_to_the_hard_limit() {
     // An unlimited hard limit gives the kernel's default nr_open (1,048,576).
     let wanted = if hard == "unlimited" { "1048576" } else { hard };
     assert!(soft == wanted && soft != "200", "{line}");
-    stop(served);
+    served.stop_cleanly();
 }
 
 /// A logged-in connection holds at most three of the server's file descriptors (its socket,
@@ -181,5 +174,5 @@ fn a_connection_holds_at_most_three_of_the_servers_file_descriptors() {
     assert!(opened <= most, "{opened} more descriptors for {} connections", clients.len());
     drop(clients);
     drop(first);
-    stop(served);
+    served.stop_cleanly();
 }

@@ -29,6 +29,12 @@ impl Served {
         let stderr = self.stderr.take().map(|drain| drain.join().unwrap()).unwrap_or_default();
         (exit, stderr)
     }
+
+    /// [`Served::stop`], asserting that the server exits cleanly.
+    pub fn stop_cleanly(mut self) {
+        let (exit, stderr) = self.stop();
+        assert!(exit.success(), "the server stops cleanly:\n{stderr}");
+    }
 }
 
 impl Drop for Served {
