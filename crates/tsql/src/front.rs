@@ -12,7 +12,9 @@
 //!   not allow (10710, 10711), which sqlparser would report as syntax errors;
 //! - WAITFOR's literal that is not a time string (148), found before the batch runs;
 //! - `BEGIN TRAN[SACTION] name [WITH MARK]` (sqlparser reads only the unnamed form), and a
-//!   name over 32 characters (103), found before the batch runs.
+//!   name over 32 characters (103), found before the batch runs;
+//! - a variable declared twice in a batch or procedure (134), found before the batch runs
+//!   ([`check_declarations`]).
 //!
 //! Syntax errors are SQL Server's 102 ("Incorrect syntax near 'x'.") or 156 (near a keyword),
 //! with the line; the whole batch then does not run, as in SQL Server.
@@ -526,9 +528,12 @@ pub fn parse_batch(sql: &str) -> Result<Vec<Parsed>, (SqlError, u64)> {
             return Err((crate::procs::not_first_in_batch(), tokens[at].span.start.line));
         }
         let parsed = parse_tokens(tokens, &removed, true)?;
+        check_declarations(&parsed, [])?;
         return Ok(parsed.into_iter().map(|p| with_definition(p, sql)).collect());
     }
-    parse_tokens(tokens, &removed, false)
+    let parsed = parse_tokens(tokens, &removed, false)?;
+    check_declarations(&parsed, [])?;
+    Ok(parsed)
 }
 
 /// A CREATE PROCEDURE keeps the batch's text as its definition, as SQL Server does.
@@ -563,6 +568,68 @@ fn parse_tokens(
     }
     out.extend(parse_rest(&mut parser, removed)?);
     Ok(out)
+}
+
+/// 134: a variable declared twice in one batch or procedure.
+pub(crate) fn already_declared(name: &str) -> SqlError {
+    SqlError::new(
+        134,
+        15,
+        1,
+        format!(
+            "The variable name '{name}' has already been declared. Variable names must be unique \
+             within a query batch or stored procedure."
+        ),
+    )
+}
+
+/// The compile-time check of a batch's or a procedure's DECLAREs, as SQL Server compiles a
+/// batch before running any of it: a variable name declared twice (in any block, branch or
+/// loop), or declared again after `declared` (a procedure's parameters, sp_executesql's), is
+/// error 134 at the second declaration's line. One DECLARE inside a loop is one declaration,
+/// however often the loop runs it. Names compare without case.
+pub fn check_declarations<'n>(
+    body: &[Parsed],
+    declared: impl IntoIterator<Item = &'n str>,
+) -> Result<(), (SqlError, u64)> {
+    let mut names: std::collections::HashSet<String> =
+        declared.into_iter().map(str::to_lowercase).collect();
+    check_declarations_in(body, &mut names)
+}
+
+fn check_declarations_in(
+    body: &[Parsed],
+    names: &mut std::collections::HashSet<String>,
+) -> Result<(), (SqlError, u64)> {
+    for parsed in body {
+        match &parsed.stmt {
+            Stmt::Sql(statement) => {
+                if let Statement::Declare { stmts } = statement.as_ref() {
+                    for name in stmts.iter().flat_map(|declare| &declare.names) {
+                        let is_variable = name.value.starts_with('@');
+                        if is_variable && !names.insert(name.value.to_lowercase()) {
+                            return Err((already_declared(&name.value), parsed.line));
+                        }
+                    }
+                }
+            }
+            Stmt::If { then, otherwise, .. } => {
+                check_declarations_in(then, names)?;
+                check_declarations_in(otherwise, names)?;
+            }
+            Stmt::While { body, .. } | Stmt::Block(body) => check_declarations_in(body, names)?,
+            Stmt::TryCatch { try_body, catch_body } => {
+                check_declarations_in(try_body, names)?;
+                check_declarations_in(catch_body, names)?;
+            }
+            Stmt::CreateProcedure(def) => {
+                let params = def.params.iter().map(|param| param.name.as_str());
+                check_declarations(&def.body, params)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The statements from the parser's position to the end of the batch.

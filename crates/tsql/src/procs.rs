@@ -268,11 +268,6 @@ fn parse_param_declarations(text: &str) -> Result<Vec<ProcParam>, SqlError> {
     Ok(params)
 }
 
-/// Errors SQL Server raises when it compiles a statement.
-fn is_compile_error(number: i32) -> bool {
-    matches!(number, 102 | 156 | 137 | 207 | 208 | 209 | 4104)
-}
-
 fn could_not_find(name: &str) -> SqlError {
     SqlError::new(2812, 16, 62, format!("Could not find stored procedure '{name}'."))
 }
@@ -510,9 +505,18 @@ impl Session {
         self.nest_level += 1;
         self.module_stack.push(module);
         self.return_status = 0;
-        let result = self.run_parsed_block(body, out).map_err(|mut failure| {
+        // The body's DECLAREs against its parameters (a dynamic batch's are not checked when
+        // it is parsed: sp_executesql's parameters come with the call).
+        let parameters = self.variables.keys().map(String::as_str);
+        let result = match crate::front::check_declarations(body, parameters) {
+            Err((error, error_line)) => Err(self.fail(error, error_line)),
+            Ok(()) => self.run_parsed_block(body, out),
+        };
+        let result = result.map_err(|mut failure| {
             // A compile error (a name or syntax error) ends its own scope, not the caller's.
-            if is_compile_error(failure.error.number) && failure.nest_level == self.nest_level {
+            if crate::session::is_compile_error(failure.error.number)
+                && failure.nest_level == self.nest_level
+            {
                 failure.abort_batch = self.set_options().1;
             }
             failure

@@ -133,15 +133,12 @@ const DATABASE_VERSION: i32 = 957;
 
 /// Errors SQL Server raises when it compiles a statement (here some are found when it runs):
 /// SET XACT_ABORT does not roll the transaction back for them.
-fn is_compile_error(number: i32) -> bool {
-    matches!(number, 208 | 207 | 137 | 4104 | 209 | 102 | 156)
+pub(crate) fn is_compile_error(number: i32) -> bool {
+    matches!(number, 208 | 207 | 137 | 134 | 4104 | 209 | 102 | 156)
 }
 
 fn aborts_batch(number: i32) -> bool {
-    matches!(
-        number,
-        245 | 8114 | 8169 | 241 | 208 | 207 | 137 | 1205 | 4104 | 209 | 102 | 156 | 217 | CANCELLED
-    )
+    is_compile_error(number) || matches!(number, 245 | 8114 | 8169 | 241 | 1205 | 217 | CANCELLED)
 }
 
 /// A transaction of the session began or ended (by its id, which the TDS layer sends as the
@@ -561,6 +558,11 @@ impl Session {
                 "SQL Server parse and compile time: \n   CPU time = {cpu_ms} ms, elapsed time = {elapsed_ms} ms."
             )));
         }
+        // Variables that come with the batch (an RPC's parameters) are declared before it.
+        let parsed = parsed.and_then(|parsed| {
+            crate::front::check_declarations(&parsed, self.variables.keys().map(String::as_str))
+                .map(|()| parsed)
+        });
         let parsed = match parsed {
             Ok(parsed) => parsed,
             Err((error, line)) => {
@@ -1236,13 +1238,12 @@ impl Session {
                     })?;
                     let sql_type = sql_type_of(data_type).map_err(|e| self.fail(e, line))?;
                     for name in &declare.names {
+                        // A DECLARE that runs again (in a loop) keeps the variable's value;
+                        // only its initial value, if any, is assigned again, as in SQL Server.
+                        // Two DECLAREs of a name are 134 before the batch runs
+                        // (front::check_declarations).
                         let key = name.value.to_lowercase();
-                        if self.variables.contains_key(&key)
-                            || self.temp.made_in_scope(&name.value, self.nest_level)
-                        {
-                            return Err(self.fail(SqlError::new(134, 15, 1, format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", name.value)), line));
-                        }
-                        self.variables.insert(key, (sql_type, Value::Null));
+                        self.variables.entry(key).or_insert((sql_type, Value::Null));
                         if let Some(assignment) = &declare.assignment {
                             let expr = match assignment {
                                 sqlparser::ast::DeclareAssignment::Expr(e)
@@ -2150,17 +2151,10 @@ impl Session {
         name: &str,
         columns: &[sqlparser::ast::ColumnDef],
     ) -> Result<()> {
-        if self.variables.contains_key(&name.to_lowercase())
-            || self.temp.made_in_scope(name, self.nest_level)
-        {
-            return Err(SqlError::new(
-                134,
-                15,
-                1,
-                format!(
-                    "The variable name '{name}' has already been declared. Variable names must be unique within a query batch or stored procedure."
-                ),
-            ));
+        // Run again (in a loop), the DECLARE keeps the table variable, rows and all, as in SQL
+        // Server. Two DECLAREs of a name are 134 before the batch runs (front::check_declarations).
+        if self.temp.made_in_scope(name, self.nest_level) {
+            return Ok(());
         }
         let definitions: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
         let sql = format!("CREATE TABLE [{}] ({})", name, definitions.join(", "));

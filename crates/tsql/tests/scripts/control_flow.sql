@@ -62,3 +62,29 @@ DECLARE @day datetime = '2026-01-01 00:00:01';
 SELECT 'printed' AS x;
 WAITFOR DELAY @day;
 GO
+-- A DECLARE inside a loop is one declaration (the batch is compiled before it runs): run again,
+-- it keeps the variable's value and assigns only its initial value; a table variable keeps its
+-- rows. (It was 134 at the loop's second round.)
+SET NOCOUNT ON;
+DECLARE @round int = 0;
+WHILE @round < 3
+BEGIN
+    DECLARE @kept int;
+    DECLARE @reset int = 10;
+    DECLARE @rows TABLE (round_no int);
+    SET @kept = COALESCE(@kept, 0) + 1;
+    SET @reset += 1;
+    INSERT @rows VALUES (@round);
+    SET @round += 1;
+END
+SELECT @kept AS kept, @reset AS reset, (SELECT COUNT(*) FROM @rows) AS table_rows;
+SET NOCOUNT OFF;
+GO
+-- Two DECLAREs of one name anywhere in a batch are 134 at the second, before anything runs.
+SELECT 'not printed' AS x;
+WHILE 1 = 0
+BEGIN
+    DECLARE @twice int;
+END
+IF 1 = 0 DECLARE @TWICE varchar(10);
+GO

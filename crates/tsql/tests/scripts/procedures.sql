@@ -93,3 +93,14 @@ EXEC ClosesOne
 SELECT @@TRANCOUNT AS after_closing
 DROP PROCEDURE OpensOne, ClosesOne
 GO
+-- A body's DECLARE of a parameter's name is 134: at CREATE PROCEDURE, and for sp_executesql
+-- when it is called (the caller's batch goes on).
+CREATE PROCEDURE redeclares @p int AS
+DECLARE @P int;
+SELECT @p;
+GO
+SELECT COUNT(*) AS procedure_created FROM sys.objects WHERE name = 'redeclares';
+GO
+EXEC sp_executesql N'DECLARE @p int = 2; SELECT @p AS p', N'@p int', @p = 1;
+SELECT 'the caller goes on' AS x;
+GO
