@@ -42,6 +42,7 @@ mod cpu_time;
 mod crash_load;
 mod example_charts;
 mod examples;
+mod file_size_limit;
 mod insert_baseline;
 mod log_growth;
 mod open_files;
@@ -91,6 +92,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Servers and benchmarks hold many sockets and files (see the module's header).
     open_files::raise_soft_limit();
+    // A write past `ulimit -f` is an error the engine answers, not a kill (see the module).
+    file_size_limit::catch_file_size_signal();
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
         Command::Log(args) => log_growth::run(&args),

@@ -50,7 +50,7 @@ impl SqlError {
                  Complete a full database consistency check (DBCC CHECKDB). This error can be caused \
                  by many factors; for more information, see SQL Server Books Online.",
                 err.raw_os_error().unwrap_or(0),
-                err
+                os_error_text(err)
             ),
         )
     }
@@ -277,7 +277,7 @@ impl SqlError {
                 "CREATE FILE encountered operating system error {}({}) while attempting to open or \
                  create the physical file '{path}'.",
                 err.raw_os_error().unwrap_or(0),
-                err
+                os_error_text(err)
             ),
         )
     }
@@ -291,7 +291,7 @@ impl SqlError {
                 "MODIFY FILE encountered operating system error {}({}) while attempting to expand \
                  the physical file '{path}'.",
                 err.raw_os_error().unwrap_or(0),
-                err
+                os_error_text(err)
             ),
         )
     }
@@ -443,7 +443,7 @@ pub struct RedoFailure<'a> {
 
 /// An OS error's text without the "(os error N)" that std appends (SQL Server prints the
 /// number before the text in parentheses).
-fn os_error_text(err: &std::io::Error) -> String {
+pub(crate) fn os_error_text(err: &std::io::Error) -> String {
     let text = err.to_string();
     match text.rfind(" (os error ") {
         Some(at) => text[..at].to_string(),

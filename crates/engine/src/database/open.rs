@@ -226,8 +226,9 @@ fn open_error(err: &std::io::Error, path: &str) -> SqlError {
         16,
         101,
         format!(
-            "Unable to open the physical file \"{path}\". Operating system error {}: \"{err}\".",
-            err.raw_os_error().unwrap_or(0)
+            "Unable to open the physical file \"{path}\". Operating system error {}: \"{}\".",
+            err.raw_os_error().unwrap_or(0),
+            crate::error::os_error_text(err)
         ),
     )
 }

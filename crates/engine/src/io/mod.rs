@@ -11,6 +11,10 @@
 //! - [`StatsIo`]: wraps the instance's backend and counts each file's reads, writes and stall
 //!   time for sys.dm_io_virtual_file_stats.
 //!
+//! Errors are the operating system's: a full disk is ENOSPC, a write past the process's
+//! file-size limit is EFBIG, but only where the process catches or ignores SIGXFSZ, whose
+//! default action ends it (the `extentdb` binary catches it; an embedding program chooses).
+//!
 //! Durability contract: a write is durable only after `sync_data` returns Ok on that file; a
 //! file's existence (its creation or renaming) only after `sync_dir` returns Ok on its
 //! directory ([`sync_parent_dirs`]: database creation and ADD FILE do it before the boot page
