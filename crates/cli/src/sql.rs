@@ -51,7 +51,7 @@ pub struct ShellArgs {
     /// Password for -S (sqlcmd -P); else EXTENTDB_SA_PASSWORD.
     #[arg(short = 'P')]
     pub password: Option<String>,
-    /// The database to start in, for -S (sqlcmd -d).
+    /// The database to start in (sqlcmd -d).
     #[arg(short = 'd', default_value = "master")]
     pub database: String,
     /// The embedded engine's startup options (not used with -S).
@@ -131,6 +131,11 @@ pub fn shell(args: &ShellArgs) -> Result<(), String> {
     }
     let server = start(&args.dir, "2022", &args.startup)?;
     let mut session = Session::new(&server);
+    if let Err(message) = use_start_database(&mut session, &server, &args.database) {
+        drop(session);
+        server.shutdown().map_err(|e| e.to_string())?;
+        return Err(message);
+    }
     let ok = match &args.query {
         Some(query) => {
             tsql::sqlcmd::run_script(&mut session, query, args.stop_on_error, &mut print)
@@ -139,6 +144,35 @@ pub fn shell(args: &ShellArgs) -> Result<(), String> {
     };
     drop(session);
     finish(&server, ok, args.stop_on_error)
+}
+
+/// sqlcmd's -d on the embedded engine: the session starts in that database, as a TDS login's
+/// does (silently), or the shell ends with the login's error 4060 when there is none.
+fn use_start_database(
+    session: &mut Session,
+    server: &Server,
+    database: &str,
+) -> Result<(), String> {
+    if database.eq_ignore_ascii_case("master") {
+        return Ok(());
+    }
+    if server.database(database).is_none() {
+        return Err(format!(
+            "Msg 4060, Level 11, State 1\nCannot open database \"{database}\" requested by the \
+             login. The login failed."
+        ));
+    }
+    let use_database = format!("USE [{}]", database.replace(']', "]]"));
+    let mut failure = None;
+    session.execute(&use_database, &mut |output| {
+        if let tsql::server::Output::Error { error, .. } = output {
+            failure = Some(format!(
+                "Msg {}, Level {}, State {}\n{}",
+                error.number, error.severity, error.state, error.message
+            ));
+        }
+    });
+    failure.map_or(Ok(()), Err)
 }
 
 /// The interactive loop over any batch runner (the embedded session or a TDS connection).

@@ -60,3 +60,77 @@ fn a_max_server_memory_below_sql_servers_minimum_is_refused() {
     assert!(stderr.contains("64 is not in 128.."), "{stderr}");
     assert!(!dir.path().join("ERRORLOG").exists(), "nothing started");
 }
+
+/// A relative `--dir` is made absolute before anything is created in it: the physical names
+/// (sys.database_files, the instance's `databases` file) are absolute, as SQL Server's are, so
+/// the instance starts again from another working directory. (They were relative to the
+/// working directory of the first start, and a start from anywhere else failed with 5120 on
+/// master's file.)
+#[test]
+fn a_relative_data_directory_is_kept_absolute_and_starts_from_anywhere() {
+    let work = tempfile::tempdir().unwrap();
+    let create = "CREATE DATABASE rel; \
+                  EXEC('USE rel; CREATE TABLE t (a int); INSERT t VALUES (7)'); \
+                  SELECT physical_name FROM rel.sys.database_files";
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .current_dir(work.path())
+        .args(["shell", "--dir", "relative-data", "-b", "-Q", create])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let dir = work.path().join("relative-data");
+    assert!(stdout.contains(&format!("{}/rel.mdf", dir.display())), "{stdout}");
+    let databases = std::fs::read_to_string(dir.join("databases")).unwrap();
+    assert!(databases.contains(&format!("\t{}/master_data.mdf", dir.display())), "{databases}");
+
+    // From another working directory, by its absolute path.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .current_dir(elsewhere.path())
+        .arg("shell")
+        .arg("--dir")
+        .arg(&dir)
+        .args(["-d", "rel", "-b", "-Q", "SELECT a AS found FROM t"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("found\n-----\n7\n"), "{stdout}");
+}
+
+/// A data directory whose path is not Unicode is refused before anything is made (its files'
+/// names would be stored with U+FFFD for the bad bytes, and name no file at the next start).
+#[test]
+fn a_data_directory_whose_path_is_not_unicode_is_refused_and_not_made() {
+    use std::os::unix::ffi::OsStrExt;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join(std::ffi::OsStr::from_bytes(b"not-\xffunicode"));
+    let output = shell(&dir, &[], "SELECT 1");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("Msg 5123, Level 16, State 1"), "{stderr}");
+    assert!(stderr.contains("is not a valid Unicode path"), "{stderr}");
+    assert!(!dir.exists(), "nothing is made");
+}
+
+/// The embedded shell's -d (sqlcmd's): the session starts in that database (it was taken only
+/// with -S, and the embedded shell started in master whatever it said), or the shell ends with
+/// the login's 4060 when there is no such database.
+#[test]
+fn the_shells_d_option_starts_the_embedded_session_in_that_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = shell(dir.path(), &[], "CREATE DATABASE start_here");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = shell(dir.path(), &["-d", "start_here"], "SELECT DB_NAME() AS db");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("start_here"), "{stdout}");
+    assert!(!stdout.contains("Changed database context"), "silent, as a login's: {stdout}");
+    let output = shell(dir.path(), &["-d", "not_there"], "SELECT 1");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Msg 4060, Level 11, State 1\nCannot open database \"not_there\" requested by the login. The login failed."),
+        "{stderr}"
+    );
+}

@@ -128,6 +128,24 @@ pub struct Instance {
     open_databases: Mutex<BTreeSet<String>>,
 }
 
+/// The data directory as the instance keeps it: absolute, so that the physical file names made
+/// in it (sys.database_files, the `databases` file) are absolute, as SQL Server's are; a relative
+/// one named other files, or none, when the instance was started again from another working
+/// directory. Its path must be Unicode (physical names are nvarchar): one that is not is
+/// refused before anything is made.
+pub fn data_directory(dir: &Path) -> std::io::Result<PathBuf> {
+    let absolute = std::path::absolute(dir)?;
+    if absolute.to_str().is_none() {
+        let text = format!(
+            "The data directory \"{}\" is not a valid Unicode path: SQL Server's file names are \
+             Unicode text.",
+            absolute.display()
+        );
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, text));
+    }
+    Ok(absolute)
+}
+
 impl Instance {
     /// Starts an instance on the real backend and clock.
     pub fn start(config: InstanceConfig) -> std::io::Result<Arc<Instance>> {
@@ -140,6 +158,8 @@ impl Instance {
         io: Arc<dyn Io>,
         clock: Arc<dyn Clock>,
     ) -> std::io::Result<Arc<Instance>> {
+        let mut config = config;
+        config.dir = data_directory(&config.dir)?;
         let file_io = Arc::new(crate::io::FileIoRegistry::default());
         let io: Arc<dyn Io> = Arc::new(crate::io::StatsIo::new(io, file_io.clone()));
         let errorlog = ErrorLog::open(&config.dir, io.clone(), clock.clone())?;

@@ -13,8 +13,8 @@
 //! - WAITFOR's literal that is not a time string (148), found before the batch runs;
 //! - `BEGIN TRAN[SACTION] name [WITH MARK]` (sqlparser reads only the unnamed form), and a
 //!   name over 32 characters (103), found before the batch runs;
-//! - a variable declared twice in a batch or procedure (134), found before the batch runs
-//!   ([`check_declarations`]).
+//! - a variable declared twice in a batch or procedure (134), and a USE in a procedure's body
+//!   (154), found before the batch runs ([`check_declarations`]).
 //!
 //! Syntax errors are SQL Server's 102 ("Incorrect syntax near 'x'.") or 156 (near a keyword),
 //! with the line; the whole batch then does not run, as in SQL Server.
@@ -587,44 +587,63 @@ pub(crate) fn already_declared(name: &str) -> SqlError {
 /// batch before running any of it: a variable name declared twice (in any block, branch or
 /// loop), or declared again after `declared` (a procedure's parameters, sp_executesql's), is
 /// error 134 at the second declaration's line. One DECLARE inside a loop is one declaration,
-/// however often the loop runs it. Names compare without case.
+/// however often the loop runs it. Names compare without case. A CREATE PROCEDURE's body is
+/// checked against its parameters, and for USE (154).
 pub fn check_declarations<'n>(
     body: &[Parsed],
     declared: impl IntoIterator<Item = &'n str>,
 ) -> Result<(), (SqlError, u64)> {
     let mut names: std::collections::HashSet<String> =
         declared.into_iter().map(str::to_lowercase).collect();
-    check_declarations_in(body, &mut names)
-}
-
-fn check_declarations_in(
-    body: &[Parsed],
-    names: &mut std::collections::HashSet<String>,
-) -> Result<(), (SqlError, u64)> {
-    for parsed in body {
-        match &parsed.stmt {
-            Stmt::Sql(statement) => {
-                if let Statement::Declare { stmts } = statement.as_ref() {
-                    for name in stmts.iter().flat_map(|declare| &declare.names) {
-                        let is_variable = name.value.starts_with('@');
-                        if is_variable && !names.insert(name.value.to_lowercase()) {
-                            return Err((already_declared(&name.value), parsed.line));
-                        }
+    visit_statements(body, &mut |parsed| match &parsed.stmt {
+        Stmt::Sql(statement) => match statement.as_ref() {
+            Statement::Declare { stmts } => {
+                for name in stmts.iter().flat_map(|declare| &declare.names) {
+                    let is_variable = name.value.starts_with('@');
+                    if is_variable && !names.insert(name.value.to_lowercase()) {
+                        return Err((already_declared(&name.value), parsed.line));
                     }
                 }
+                Ok(())
             }
+            _ => Ok(()),
+        },
+        Stmt::CreateProcedure(def) => check_procedure_body(def),
+        _ => Ok(()),
+    })
+}
+
+/// A procedure body's compile-time checks: its DECLAREs against its parameters, and no USE.
+fn check_procedure_body(def: &crate::procs::ProcedureDef) -> Result<(), (SqlError, u64)> {
+    check_declarations(&def.body, def.params.iter().map(|param| param.name.as_str()))?;
+    visit_statements(&def.body, &mut |parsed| match &parsed.stmt {
+        Stmt::Sql(statement) if matches!(statement.as_ref(), Statement::Use(_)) => {
+            let text =
+                "a USE database statement is not allowed in a procedure, function or trigger.";
+            Err((SqlError::new(154, 15, 1, text), parsed.line))
+        }
+        _ => Ok(()),
+    })
+}
+
+/// Calls `visit` on each statement of `body` in text order, and on those inside its blocks,
+/// branches, loops and TRY/CATCH (not inside a CREATE PROCEDURE's body); stops at the first
+/// error.
+fn visit_statements<E>(
+    body: &[Parsed],
+    visit: &mut impl FnMut(&Parsed) -> Result<(), E>,
+) -> Result<(), E> {
+    for parsed in body {
+        visit(parsed)?;
+        match &parsed.stmt {
             Stmt::If { then, otherwise, .. } => {
-                check_declarations_in(then, names)?;
-                check_declarations_in(otherwise, names)?;
+                visit_statements(then, visit)?;
+                visit_statements(otherwise, visit)?;
             }
-            Stmt::While { body, .. } | Stmt::Block(body) => check_declarations_in(body, names)?,
+            Stmt::While { body, .. } | Stmt::Block(body) => visit_statements(body, visit)?,
             Stmt::TryCatch { try_body, catch_body } => {
-                check_declarations_in(try_body, names)?;
-                check_declarations_in(catch_body, names)?;
-            }
-            Stmt::CreateProcedure(def) => {
-                let params = def.params.iter().map(|param| param.name.as_str());
-                check_declarations(&def.body, params)?;
+                visit_statements(try_body, visit)?;
+                visit_statements(catch_body, visit)?;
             }
             _ => {}
         }

@@ -501,6 +501,8 @@ impl Session {
             return Err(self.fail(SqlError::new(217, 16, 1, format!("Maximum stored procedure, function, trigger, or view nesting level exceeded (limit {MAX_NEST_LEVEL}).")), line));
         }
         let caller_variables = std::mem::replace(&mut self.variables, bound.variables);
+        // A USE inside EXEC (string) lasts until the end of the EXEC, as SQL Server documents.
+        let caller_database = self.db.clone();
         let caller_options = self.set_options();
         self.nest_level += 1;
         self.module_stack.push(module);
@@ -537,6 +539,7 @@ impl Session {
         let ended = self.temp_objects_mut().take_scope(level, false);
         crate::session::drop_temporary(ended);
         self.variables = caller_variables;
+        self.db = caller_database;
         self.restore_set_options(caller_options);
         result?;
         for (target, value) in outputs {

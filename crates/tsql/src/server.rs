@@ -229,6 +229,10 @@ impl Server {
     /// Starts the instance in `config.dir`, opens every registered database and creates
     /// `master` if there is none.
     pub fn start(config: InstanceConfig) -> Result<Arc<Server>> {
+        let mut config = config;
+        // Checked before the directory is made: a path the instance refuses leaves nothing.
+        config.dir = engine::instance::data_directory(&config.dir)
+            .map_err(|e| io_error("Instance start", e))?;
         std::fs::create_dir_all(&config.dir).map_err(|e| io_error("CREATE DIRECTORY", e))?;
         let instance = Instance::start(config).map_err(|e| io_error("Instance start", e))?;
         Server::start_on(instance)

@@ -165,7 +165,7 @@ pub(crate) struct InsertTarget {
 pub struct Session {
     pub server: Arc<Server>,
     pub spid: u16,
-    db: Arc<Database>,
+    pub(crate) db: Arc<Database>,
     /// The open transaction between requests (on the request's thread while one runs).
     transaction: Option<engine::xact::DetachedTransaction>,
     /// The variables of the running batch, procedure or dynamic SQL.

@@ -104,3 +104,17 @@ GO
 EXEC sp_executesql N'DECLARE @p int = 2; SELECT @p AS p', N'@p int', @p = 1;
 SELECT 'the caller goes on' AS x;
 GO
+-- A USE inside EXEC (string) lasts until the end of the EXEC; in a procedure's body it is 154
+-- when the procedure is created.
+CREATE DATABASE exec_use;
+GO
+EXEC('USE exec_use; SELECT DB_NAME() AS inside_exec');
+SELECT DB_NAME() AS after_exec;
+GO
+CREATE PROCEDURE uses_another AS
+SELECT 1 AS one;
+IF 1 = 1
+    USE exec_use;
+GO
+DROP DATABASE exec_use;
+GO
