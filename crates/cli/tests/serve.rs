@@ -176,3 +176,36 @@ fn a_connection_holds_at_most_three_of_the_servers_file_descriptors() {
     drop(first);
     served.stop_cleanly();
 }
+
+/// While a server runs on a data directory, another extentdb process on it (here the embedded
+/// shell) is refused before it touches a file, naming the server's process; once the server
+/// has stopped, the directory is free. Two processes on one directory each wrote pages and
+/// log that the other did not know of.
+#[test]
+fn a_second_process_on_a_served_data_directory_is_refused_until_the_server_stops() {
+    let mut served = common::serve("Str0ng!Passw0rd");
+    let dir = served.dir.path().to_path_buf();
+    let errorlog_before = std::fs::read_to_string(dir.join("ERRORLOG")).unwrap();
+    let embedded = |query: &str| {
+        Command::new(env!("CARGO_BIN_EXE_extentdb"))
+            .args(["shell", "-b", "-Q", query, "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let output = embedded("CREATE DATABASE second_writer");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("because it is being used by another process"), "{stderr}");
+    assert!(stderr.contains(&format!("extentdb process {}", served.child.id())), "{stderr}");
+    let errorlog_after = std::fs::read_to_string(dir.join("ERRORLOG")).unwrap();
+    assert_eq!(errorlog_after, errorlog_before, "the refused process wrote nothing");
+
+    // Stopped, not dropped: the directory (the served one's TempDir) stays.
+    let (exit, server_stderr) = served.stop();
+    assert!(exit.success(), "{server_stderr}");
+    let output = embedded("SELECT name FROM sys.databases");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("master"), "{stdout}");
+}

@@ -126,6 +126,9 @@ pub struct Instance {
     pub io_affinity_cpus: Vec<usize>,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
+    /// The open lock file that keeps other instances out of the data directory
+    /// ([`lock_data_directory`]); None once released at shutdown.
+    data_directory_lock: Mutex<Option<Box<dyn io::IoFile>>>,
 }
 
 /// The data directory as the instance keeps it: absolute, so that the physical file names made
@@ -146,6 +149,34 @@ pub fn data_directory(dir: &Path) -> std::io::Result<PathBuf> {
     Ok(absolute)
 }
 
+/// The file of the data directory whose lock an instance holds while it runs.
+pub const LOCK_FILE_NAME: &str = "extentdb.lock";
+
+/// Keeps other instances, in this process or another, out of the data directory while this one
+/// runs: an exclusive lock (flock) on its `extentdb.lock`, which holds the process id of the
+/// holder. SQL Server opens its files for exclusive use, and a second instance on the same
+/// files gets OS error 32; two extentdb processes on one directory each wrote pages and log the
+/// other did not know of. The lock goes with the process however it ends (no stale lock after
+/// a kill), and with [`Instance::release_data_directory`] at shutdown.
+fn lock_data_directory(io: &dyn Io, dir: &Path) -> std::io::Result<Box<dyn io::IoFile>> {
+    io.create_dir_all(dir)?;
+    let path = dir.join(LOCK_FILE_NAME);
+    let Some(file) = io.lock_exclusive(&path)? else {
+        let holder = io.read_to_string(&path).unwrap_or_default();
+        let text = format!(
+            "The process cannot access the file \"{}\" because it is being used by another \
+             process (extentdb process {} holds the data directory).",
+            path.display(),
+            holder.trim()
+        );
+        return Err(std::io::Error::new(std::io::ErrorKind::ResourceBusy, text));
+    };
+    let holder = format!("{}\n", std::process::id());
+    file.set_len(0)?;
+    file.write_at(holder.as_bytes(), 0)?;
+    Ok(file)
+}
+
 impl Instance {
     /// Starts an instance on the real backend and clock.
     pub fn start(config: InstanceConfig) -> std::io::Result<Arc<Instance>> {
@@ -160,6 +191,7 @@ impl Instance {
     ) -> std::io::Result<Arc<Instance>> {
         let mut config = config;
         config.dir = data_directory(&config.dir)?;
+        let data_directory_lock = lock_data_directory(io.as_ref(), &config.dir)?;
         let file_io = Arc::new(crate::io::FileIoRegistry::default());
         let io: Arc<dyn Io> = Arc::new(crate::io::StatsIo::new(io, file_io.clone()));
         let errorlog = ErrorLog::open(&config.dir, io.clone(), clock.clone())?;
@@ -206,6 +238,7 @@ impl Instance {
             io_affinity_cpus,
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),
+            data_directory_lock: Mutex::new(Some(data_directory_lock)),
         };
         for line in instance.banner() {
             instance.errorlog.write("Server", &line);
@@ -275,6 +308,12 @@ impl Instance {
 
     pub fn dir(&self) -> &Path {
         &self.config.dir
+    }
+
+    /// Lets another instance use the data directory (at shutdown, once the databases are
+    /// closed; dropping the instance does it too).
+    pub fn release_data_directory(&self) {
+        self.data_directory_lock.lock().take();
     }
 
     /// sp_cycle_errorlog.

@@ -41,6 +41,8 @@ pub fn lab() -> Lab {
 impl Lab {
     /// Restarts the instance on the same directory (a new process, as after a restart).
     pub fn restart(&mut self) {
+        // The old process is gone: so is its lock on the data directory.
+        self.instance.release_data_directory();
         let config = self.instance.config.clone();
         let fault_io = FaultIo::new(engine::io::std_io());
         self.faults = fault_io.plan();
@@ -76,11 +78,12 @@ impl Lab {
     }
 
     /// Files in the instance directory (names), sorted.
+    /// The files in the data directory, but for the errorlogs and the instance's lock file.
     pub fn files_on_disk(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(self.dir.path())
             .expect("dir")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.starts_with("ERRORLOG"))
+            .filter(|n| !n.starts_with("ERRORLOG") && n != engine::instance::LOCK_FILE_NAME)
             .collect();
         names.sort();
         names

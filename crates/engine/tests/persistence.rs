@@ -251,3 +251,28 @@ fn new_files_have_their_directories_synced() {
         .expect("add file");
     assert_eq!(lab.faults.lock().counters.dir_syncs - before, 1);
 }
+
+/// One instance at a time in a data directory: a second start there, in this process or
+/// another, is refused (OS error 32's text, with the holder's process id) before it touches a
+/// file, and it works once the first instance has released the directory. Two instances on one
+/// directory each wrote pages and log that the other did not know of.
+#[test]
+fn a_second_instance_on_the_same_data_directory_is_refused_until_the_first_releases_it() {
+    let lab = lab();
+    let db = lab.company();
+    let errorlog_before = std::fs::read_to_string(lab.path("ERRORLOG")).unwrap();
+    let config = lab.instance.config.clone();
+    let error = engine::instance::Instance::start(config.clone()).err().expect("refused");
+    assert_eq!(error.kind(), std::io::ErrorKind::ResourceBusy, "{error}");
+    let text = error.to_string();
+    assert!(text.contains("because it is being used by another process"), "{text}");
+    assert!(text.contains(&format!("extentdb process {}", std::process::id())), "{text}");
+    let errorlog_after = std::fs::read_to_string(lab.path("ERRORLOG")).unwrap();
+    assert_eq!(errorlog_after, errorlog_before, "the refused start wrote nothing");
+
+    db.close().unwrap();
+    lab.instance.release_data_directory();
+    let second = engine::instance::Instance::start(config).expect("starts once released");
+    let db = Database::open(&second, &lab.path("Company_data.mdf")).expect("opens");
+    assert!(db.check_allocation().is_empty());
+}

@@ -696,6 +696,7 @@ impl Server {
                 db.close()?;
             }
         }
+        self.instance.release_data_directory();
         Ok(())
     }
 
@@ -716,6 +717,7 @@ impl Server {
                 Err(db) => db.checkpoint()?,
             }
         }
+        self.instance.release_data_directory();
         Ok(())
     }
 

@@ -51,6 +51,11 @@ pub trait Io: Send + Sync {
     /// or removed in it survives a crash only once its directory is synced, whatever was
     /// synced of the file itself.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Opens a file, creating it if needed, and takes an exclusive lock on it (flock), held
+    /// while the returned file is open and released by the operating system when the process
+    /// ends, however it ends. None: another open of the file holds the lock (another process,
+    /// or this one).
+    fn lock_exclusive(&self, path: &Path) -> io::Result<Option<Box<dyn IoFile>>>;
 }
 
 /// Syncs the directory of each path, each directory once (the files of a new database, say).

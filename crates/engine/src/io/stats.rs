@@ -127,6 +127,9 @@ impl Io for StatsIo {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir_all(path)
     }
+    fn lock_exclusive(&self, path: &Path) -> io::Result<Option<Box<dyn IoFile>>> {
+        self.inner.lock_exclusive(path)
+    }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.inner.sync_dir(dir)
     }

@@ -200,6 +200,16 @@ impl Io for StdIo {
         File::open(dir)?.sync_all()
     }
 
+    fn lock_exclusive(&self, path: &Path) -> io::Result<Option<Box<dyn IoFile>>> {
+        let file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Box::new(StdFile::new(file)))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(err)) => Err(err),
+        }
+    }
+
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         std::fs::read_to_string(path)
     }
