@@ -134,3 +134,20 @@ fn the_shells_d_option_starts_the_embedded_session_in_that_database() {
         "{stderr}"
     );
 }
+
+/// A data directory that cannot be made names itself and the operating system's error, as SQL
+/// Server prints one (it was "CREATE DIRECTORY: File exists (os error 17)", with no path).
+#[test]
+fn a_data_directory_that_cannot_be_made_is_named_with_the_os_error() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let output = shell(&file, &[], "SELECT 1");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let expected = format!(
+        "Msg 5123, Level 16, State 1\nCREATE DIRECTORY \"{}\": operating system error 17(File exists)",
+        file.display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+}

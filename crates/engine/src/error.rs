@@ -443,7 +443,7 @@ pub struct RedoFailure<'a> {
 
 /// An OS error's text without the "(os error N)" that std appends (SQL Server prints the
 /// number before the text in parentheses).
-pub(crate) fn os_error_text(err: &std::io::Error) -> String {
+pub fn os_error_text(err: &std::io::Error) -> String {
     let text = err.to_string();
     match text.rfind(" (os error ") {
         Some(at) => text[..at].to_string(),

@@ -221,8 +221,17 @@ fn database_in_use(name: &str) -> SqlError {
     )
 }
 
-fn io_error(context: &str, error: std::io::Error) -> SqlError {
-    SqlError::new(5123, 16, 1, format!("{context}: {error}"))
+/// An operating system error of the instance's own files (its directory, the database
+/// registry) as 5123: what was being done, on which path, and the error as SQL Server prints
+/// one ("operating system error 13(Permission denied)").
+fn io_error(context: &str, path: &std::path::Path, error: std::io::Error) -> SqlError {
+    let os_error = match error.raw_os_error() {
+        Some(number) => {
+            format!("operating system error {number}({})", engine::error::os_error_text(&error))
+        }
+        None => error.to_string(),
+    };
+    SqlError::new(5123, 16, 1, format!("{context} \"{}\": {os_error}", path.display()))
 }
 
 impl Server {
@@ -232,9 +241,11 @@ impl Server {
         let mut config = config;
         // Checked before the directory is made: a path the instance refuses leaves nothing.
         config.dir = engine::instance::data_directory(&config.dir)
-            .map_err(|e| io_error("Instance start", e))?;
-        std::fs::create_dir_all(&config.dir).map_err(|e| io_error("CREATE DIRECTORY", e))?;
-        let instance = Instance::start(config).map_err(|e| io_error("Instance start", e))?;
+            .map_err(|e| io_error("Instance start in", &config.dir, e))?;
+        let dir = config.dir.clone();
+        std::fs::create_dir_all(&dir).map_err(|e| io_error("CREATE DIRECTORY", &dir, e))?;
+        let instance =
+            Instance::start(config).map_err(|e| io_error("Instance start in", &dir, e))?;
         Server::start_on(instance)
     }
 
@@ -309,7 +320,7 @@ impl Server {
         let text = match std::fs::read_to_string(self.registry_path()) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("read the database registry", e)),
+            Err(e) => return Err(io_error("read the database registry", &self.registry_path(), e)),
         };
         let mut entries = Vec::new();
         for line in text.lines() {
@@ -360,17 +371,18 @@ impl Server {
             text.push_str(&line);
         }
         let temporary = self.instance.dir().join(format!("{REGISTRY}.new"));
-        std::fs::write(&temporary, text).map_err(|e| io_error("write the database registry", e))?;
+        std::fs::write(&temporary, text)
+            .map_err(|e| io_error("write the database registry", &temporary, e))?;
         std::fs::File::open(&temporary)
             .and_then(|f| f.sync_all())
-            .map_err(|e| io_error("sync the database registry", e))?;
+            .map_err(|e| io_error("sync the database registry", &temporary, e))?;
         std::fs::rename(&temporary, self.registry_path())
-            .map_err(|e| io_error("rename the database registry", e))?;
+            .map_err(|e| io_error("rename the database registry", &temporary, e))?;
         // The rename is durable only once the directory is synced.
         self.instance
             .io
             .sync_dir(self.instance.dir())
-            .map_err(|e| io_error("sync the data directory", e))
+            .map_err(|e| io_error("sync the data directory", self.instance.dir(), e))
     }
 
     /// An open database by name (case-insensitive).
