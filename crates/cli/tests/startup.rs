@@ -99,19 +99,26 @@ fn a_relative_data_directory_is_kept_absolute_and_starts_from_anywhere() {
     assert!(stdout.contains("found\n-----\n7\n"), "{stdout}");
 }
 
-/// A data directory whose path is not Unicode is refused before anything is made (its files'
-/// names would be stored with U+FFFD for the bad bytes, and name no file at the next start).
+/// A data directory whose path is not Unicode, or holds a control character, is refused
+/// before anything is made: the files' names would be stored with U+FFFD for the bad bytes, or
+/// break the `databases` file's lines, and name no file at the next start.
 #[test]
-fn a_data_directory_whose_path_is_not_unicode_is_refused_and_not_made() {
+fn a_data_directory_whose_path_is_not_unicode_or_has_a_line_break_is_refused_and_not_made() {
     use std::os::unix::ffi::OsStrExt;
     let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join(std::ffi::OsStr::from_bytes(b"not-\xffunicode"));
-    let output = shell(&dir, &[], "SELECT 1");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{stderr}");
-    assert!(stderr.contains("Msg 5123, Level 16, State 1"), "{stderr}");
-    assert!(stderr.contains("is not a valid Unicode path"), "{stderr}");
-    assert!(!dir.exists(), "nothing is made");
+    let cases: [(&[u8], &str); 2] = [
+        (b"not-\xffunicode", "is not a valid Unicode path"),
+        (b"line\nbreak", "holds a control character"),
+    ];
+    for (name, expected) in cases {
+        let dir = work.path().join(std::ffi::OsStr::from_bytes(name));
+        let output = shell(&dir, &[], "SELECT 1");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(stderr.contains("Msg 5123, Level 16, State 1"), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(!dir.exists(), "nothing is made");
+    }
 }
 
 /// The embedded shell's -d (sqlcmd's): the session starts in that database (it was taken only

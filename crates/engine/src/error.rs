@@ -282,6 +282,21 @@ impl SqlError {
         )
     }
 
+    /// 5123 for a physical name Windows would refuse (a control character in it): OS error 123,
+    /// with Windows' text, as SQL Server reports it.
+    pub fn invalid_file_name(path: &str) -> SqlError {
+        SqlError::new(
+            5123,
+            16,
+            1,
+            format!(
+                "CREATE FILE encountered operating system error 123(The filename, directory name, \
+                 or volume label syntax is incorrect.) while attempting to open or create the \
+                 physical file '{path}'."
+            ),
+        )
+    }
+
     pub fn expand_file_os_error(err: &std::io::Error, path: &str) -> SqlError {
         SqlError::new(
             5149,

@@ -134,10 +134,19 @@ pub struct Instance {
 /// The data directory as the instance keeps it: absolute, so that the physical file names made
 /// in it (sys.database_files, the `databases` file) are absolute, as SQL Server's are; a relative
 /// one named other files, or none, when the instance was started again from another working
-/// directory. Its path must be Unicode (physical names are nvarchar): one that is not is
-/// refused before anything is made.
+/// directory. Its path must be Unicode (physical names are nvarchar) without control characters
+/// (the `databases` file keeps a path per line): one that is not is refused before anything is
+/// made.
 pub fn data_directory(dir: &Path) -> std::io::Result<PathBuf> {
     let absolute = std::path::absolute(dir)?;
+    if absolute.to_str().is_some_and(|text| text.chars().any(char::is_control)) {
+        let text = format!(
+            "The data directory \"{}\" holds a control character, which SQL Server's file \
+             names cannot (Windows' operating system error 123).",
+            absolute.display().to_string().escape_debug()
+        );
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, text));
+    }
     if absolute.to_str().is_none() {
         let text = format!(
             "The data directory \"{}\" is not a valid Unicode path: SQL Server's file names are \

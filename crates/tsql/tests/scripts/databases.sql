@@ -77,3 +77,13 @@ DROP DATABASE Sales
 DROP DATABASE PF
 SELECT name FROM sys.databases
 GO
+-- A physical name with a control character (a tab, a line break) is 5123 with Windows' OS error
+-- 123, and nothing is made: such a database was SUSPECT at the next start (the registry of
+-- databases keeps one tab-separated line per database).
+CREATE DATABASE Tabbed ON (NAME = Tabbed, FILENAME = 'Tab	bed.mdf', SIZE = 8MB)
+GO
+CREATE DATABASE Broken ON (NAME = Broken, FILENAME = 'Broken.mdf') LOG ON (NAME = Broken_log, FILENAME = 'Broken
+log.ldf')
+GO
+SELECT name FROM sys.databases WHERE name IN ('Tabbed', 'Broken')
+GO
