@@ -221,6 +221,52 @@ fn database_in_use(name: &str) -> SqlError {
     )
 }
 
+/// A database's name and primary file as the registry writes them: tab-separated fields on one
+/// line, so a backslash, tab, line feed or carriage return in either is escaped (`\\`, `\t`,
+/// `\n`, `\r`). A delimited name may hold any of them (`CREATE DATABASE [a<TAB>b]`); unescaped,
+/// such a database named no file at the next start.
+fn registry_fields(name: &str, path: &Path) -> (String, String) {
+    (escape_registry_field(name), escape_registry_field(&path.display().to_string()))
+}
+
+fn escape_registry_field(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '\t' => escaped.push_str("\\t"),
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// The inverse of [`escape_registry_field`]; a backslash before any other character is kept
+/// as it is (registries written before the escaping had unescaped backslashes).
+fn unescape_registry_field(field: &str) -> String {
+    let mut text = String::with_capacity(field.len());
+    let mut chars = field.chars().peekable();
+    while let Some(c) = chars.next() {
+        let escaped = match (c, chars.peek()) {
+            ('\\', Some('\\')) => Some('\\'),
+            ('\\', Some('t')) => Some('\t'),
+            ('\\', Some('n')) => Some('\n'),
+            ('\\', Some('r')) => Some('\r'),
+            _ => None,
+        };
+        match escaped {
+            Some(unescaped) => {
+                chars.next();
+                text.push(unescaped);
+            }
+            None => text.push(c),
+        }
+    }
+    text
+}
+
 /// An operating system error of the instance's own files (its directory, the database
 /// registry) as 5123: what was being done, on which path, and the error as SQL Server prints
 /// one ("operating system error 13(Permission denied)").
@@ -315,7 +361,7 @@ impl Server {
 
     /// The registered databases: one line each, `name TAB path [TAB database_id [TAB
     /// OFFLINE]]` (the id is what keeps a closed database's id its own; older registries lack
-    /// it).
+    /// it), the name and path escaped ([`registry_fields`]).
     fn registry(&self) -> Result<Vec<RegistryEntry>> {
         let text = match std::fs::read_to_string(self.registry_path()) {
             Ok(text) => text,
@@ -326,14 +372,10 @@ impl Server {
         for line in text.lines() {
             let mut fields = line.split('\t');
             let (Some(name), Some(path)) = (fields.next(), fields.next()) else { continue };
+            let (name, path) = (unescape_registry_field(name), unescape_registry_field(path));
             let database_id = fields.next().and_then(|id| id.parse().ok());
             let offline = fields.next() == Some("OFFLINE");
-            entries.push(RegistryEntry {
-                name: name.to_string(),
-                path: PathBuf::from(path),
-                database_id,
-                offline,
-            });
+            entries.push(RegistryEntry { name, path: PathBuf::from(path), database_id, offline });
         }
         Ok(entries)
     }
@@ -352,21 +394,17 @@ impl Server {
         let mut text = String::new();
         for db in databases.values().chain(shut_down.values()) {
             let path = db.file_path(1).unwrap_or_default();
-            text.push_str(&format!("{}\t{}\t{}\n", db.name, path.display(), db.database_id));
+            let (name, path) = registry_fields(&db.name, &path);
+            text.push_str(&format!("{name}\t{path}\t{}\n", db.database_id));
         }
         for closed in self.closed.read().values() {
             let id = closed.database_id.map(|id| id.to_string()).unwrap_or_default();
+            let (name, path) = registry_fields(&closed.name, &closed.path);
             let line = match closed.state {
                 // The id field stays (empty if unknown), so that OFFLINE is the fourth field.
-                ClosedState::Offline => {
-                    format!("{}\t{}\t{id}\tOFFLINE\n", closed.name, closed.path.display())
-                }
-                ClosedState::Suspect if id.is_empty() => {
-                    format!("{}\t{}\n", closed.name, closed.path.display())
-                }
-                ClosedState::Suspect => {
-                    format!("{}\t{}\t{id}\n", closed.name, closed.path.display())
-                }
+                ClosedState::Offline => format!("{name}\t{path}\t{id}\tOFFLINE\n"),
+                ClosedState::Suspect if id.is_empty() => format!("{name}\t{path}\n"),
+                ClosedState::Suspect => format!("{name}\t{path}\t{id}\n"),
             };
             text.push_str(&line);
         }

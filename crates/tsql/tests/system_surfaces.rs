@@ -413,3 +413,39 @@ fn dbcc_opentran_shows_the_name_begin_tran_gave() {
     drop(session);
     server.shutdown().expect("shutdown");
 }
+
+/// A database whose delimited name holds a tab, a line break or a backslash (SQL Server allows
+/// them) is there again after a restart, ONLINE; its registry line keeps them escaped. Before,
+/// the registry's tab-separated line broke and the database was gone or SUSPECT.
+#[test]
+fn a_database_named_with_a_tab_line_break_or_backslash_survives_a_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let names = ["tab\there", "line\nbreak", "back\\slash"];
+    {
+        let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+        let mut session = Session::new(&server);
+        for (n, name) in names.iter().enumerate() {
+            let create = format!(
+                "CREATE DATABASE [{name}] ON (NAME = f{n}, FILENAME = 'f{n}.mdf') \
+                 LOG ON (NAME = f{n}_log, FILENAME = 'f{n}.ldf')"
+            );
+            let (errors, text) = run(&mut session, &create);
+            assert!(errors.is_empty(), "{errors:?} {text}");
+        }
+        drop(session);
+        server.shutdown().expect("shutdown");
+    }
+    let registry = std::fs::read_to_string(dir.path().join("databases")).unwrap();
+    assert_eq!(registry.lines().count(), 4, "master and one line each:\n{registry}");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server restarts");
+    let mut session = Session::new(&server);
+    for name in names {
+        let query = format!(
+            "SELECT state_desc FROM sys.databases WHERE name = N'{}'",
+            name.replace('\'', "''")
+        );
+        assert_eq!(rows(&mut session, &query), vec![vec!["ONLINE".to_string()]], "{name:?}");
+    }
+    drop(session);
+    server.shutdown().expect("shutdown");
+}
