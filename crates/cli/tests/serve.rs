@@ -209,3 +209,34 @@ fn a_second_process_on_a_served_data_directory_is_refused_until_the_server_stops
     assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("master"), "{stdout}");
 }
+
+/// A port another process listens on: the server says so on standard error, writes SQL
+/// Server's 26023 to the errorlog, closes its databases and exits with 1.
+#[test]
+fn a_port_already_in_use_is_26023_in_the_errorlog_and_the_server_exits() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["serve", "--no-tls", "--port", &port, "--dir"])
+        .arg(dir.path())
+        .env("EXTENTDB_SA_PASSWORD", "Str0ng!Passw0rd")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("could not listen on 127.0.0.1:{port}")), "{stderr}");
+    let errorlog = std::fs::read_to_string(dir.path().join("ERRORLOG")).unwrap();
+    let expected = [
+        "Error: 26023, Severity: 16, State: 1.".to_string(),
+        format!(
+            "Server TCP provider failed to listen on [ 127.0.0.1 <ipv4> {port}]. Tcp port is \
+             already in use."
+        ),
+    ];
+    for text in expected {
+        assert!(errorlog.lines().any(|line| line.ends_with(&text)), "{text}\n{errorlog}");
+    }
+    drop(taken);
+}

@@ -161,6 +161,25 @@ fn error_text(error: impl std::fmt::Display) -> String {
     error.to_string()
 }
 
+/// The errorlog's record of an address the server cannot listen on: 26023 when another
+/// process has the port, else 26024 with the error number (Linux's errno here, where SQL Server
+/// prints a Windows error).
+fn listen_failure(address: &str, port: u16, error: &std::io::Error) -> engine::SqlError {
+    if error.kind() == std::io::ErrorKind::AddrInUse {
+        let text = format!(
+            "Server TCP provider failed to listen on [ {address} <ipv4> {port}]. Tcp port is \
+             already in use."
+        );
+        return engine::SqlError::new(26023, 16, 1, text);
+    }
+    let number = error.raw_os_error().unwrap_or(0);
+    let text = format!(
+        "Server failed to listen on {address} <ipv4> {port}. Error: {number:#x}. To proceed, \
+         notify your system administrator."
+    );
+    engine::SqlError::new(26024, 16, 1, text)
+}
+
 impl Listener {
     /// Starts the instance (creating it on first start, with `sa`) and binds the address.
     pub fn bind(config: ServeConfig) -> Result<Listener, String> {
@@ -176,9 +195,18 @@ impl Listener {
         };
         let instance = InstanceConfig { dir: config.dir.clone(), ..config.instance.clone() };
         let server = Server::start(instance).map_err(error_text)?;
-        let listener = TcpListener::bind((config.address.as_str(), config.port)).map_err(|e| {
-            format!("TDS: could not listen on {}:{}: {e}", config.address, config.port)
-        })?;
+        let listener = match TcpListener::bind((config.address.as_str(), config.port)) {
+            Ok(listener) => listener,
+            Err(e) => {
+                let error = listen_failure(&config.address, config.port, &e);
+                server.instance.errorlog.write_error("Server", &error);
+                let _ = server.shutdown();
+                return Err(format!(
+                    "TDS: could not listen on {}:{}: {e}",
+                    config.address, config.port
+                ));
+            }
+        };
         listener.set_nonblocking(true).map_err(error_text)?;
         let local = listener.local_addr().map_err(error_text)?;
         server.instance.errorlog.write(
