@@ -47,6 +47,7 @@ mod insert_baseline;
 mod log_growth;
 mod open_files;
 mod plan;
+mod script_file;
 mod serve;
 mod sessions;
 mod sql;

@@ -96,8 +96,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let mut session = Session::new(&server);
     let mut ok = true;
     for file in &args.files {
-        let script = std::fs::read_to_string(file)
-            .map_err(|e| format!("Sqlcmd: '{}': Invalid filename. ({e})", file.display()))?;
+        let script = crate::script_file::read_script(file)?;
         ok &= tsql::sqlcmd::run_script(&mut session, &script, args.stop_on_error, &mut print);
         if !ok && args.stop_on_error {
             break;
@@ -183,9 +182,14 @@ fn repl(session: &mut dyn tsql::sqlcmd::BatchRunner, stop_on_error: bool) -> Res
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
     let mut stdin = std::io::stdin().lock();
     let mut number = 1;
+    // The lines of a script read by `:r`, taken before the next typed line, as if typed: a GO
+    // in the script runs its batch there (it used to wait for one typed after).
+    let mut included: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     loop {
         let prompt = format!("{number}> ");
-        let line = if interactive {
+        let line = if let Some(line) = included.pop_front() {
+            line
+        } else if interactive {
             match editor.readline(&prompt) {
                 Ok(line) => {
                     let _ = editor.add_history_entry(line.as_str());
@@ -207,11 +211,16 @@ fn repl(session: &mut dyn tsql::sqlcmd::BatchRunner, stop_on_error: bool) -> Res
             break;
         }
         if let Some(path) = trimmed.strip_prefix(":r ").or_else(|| trimmed.strip_prefix(":R ")) {
-            match std::fs::read_to_string(path.trim().trim_matches('"')) {
-                Ok(text) => pending.push_str(&text),
-                Err(e) => eprintln!("Sqlcmd: '{}': Invalid filename. ({e})", path.trim()),
+            let path = std::path::Path::new(path.trim().trim_matches('"'));
+            match crate::script_file::read_script(path) {
+                Ok(text) => {
+                    let lines = text.lines().map(str::to_string);
+                    for (at, line) in lines.enumerate() {
+                        included.insert(at, line);
+                    }
+                }
+                Err(message) => eprintln!("{message}"),
             }
-            pending.push('\n');
             continue;
         }
         pending.push_str(&line);
