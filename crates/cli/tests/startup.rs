@@ -158,3 +158,31 @@ fn a_data_directory_that_cannot_be_made_is_named_with_the_os_error() {
     );
     assert!(stderr.contains(&expected), "{stderr}");
 }
+
+/// SQL Server's own default of 'max server memory (MB)', 2147483647, starts an instance whose
+/// pool is 80 % of the machine's memory (SQL Server on Linux's default limit); it aborted the
+/// process, asking for 2 PB of frames, and 1000000 (1 TB) was killed by the kernel. The
+/// errorlog says how much memory it detected, as SQL Server's does.
+#[test]
+fn a_max_server_memory_above_the_machine_is_capped_at_80_percent_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let query = "SELECT physical_memory_kb, committed_target_kb FROM sys.dm_os_sys_info";
+    let output = shell(dir.path(), &["--max-server-memory-mb", "2147483647"], query);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let values: Vec<u64> = stdout
+        .lines()
+        .nth(2)
+        .expect(&stdout)
+        .split_whitespace()
+        .map(|value| value.parse().unwrap())
+        .collect();
+    let (physical_kb, target_kb) = (values[0], values[1]);
+    let physical_mb = physical_kb / 1024;
+    assert_eq!(target_kb, (physical_mb * 80 / 100).max(128) * 1024, "{stdout}");
+    let errorlog = std::fs::read_to_string(dir.path().join("ERRORLOG")).unwrap();
+    let detected = format!(
+        "Detected {physical_mb} MB of RAM. This is an informational message; no user action is required."
+    );
+    assert!(errorlog.contains(&detected), "{errorlog}");
+}

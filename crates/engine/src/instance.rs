@@ -158,6 +158,40 @@ pub fn data_directory(dir: &Path) -> std::io::Result<PathBuf> {
     Ok(absolute)
 }
 
+/// The share of the machine's memory SQL Server on Linux takes at most by default (mssql-conf's
+/// memory.memorylimitmb: 80 % of the physical memory).
+const MEMORY_LIMIT_PERCENT: u64 = 80;
+
+/// The machine's memory in MB, as SQL Server on Linux detects it: /proc/meminfo's MemTotal, or
+/// a container's smaller cgroup limit (v2 `memory.max`, v1 `memory.limit_in_bytes`). None
+/// where MemTotal cannot be read.
+pub fn physical_memory_mb() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let total_kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    let limits = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"];
+    let cgroup_bytes = limits
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok())
+        .min();
+    let cgroup_mb = cgroup_bytes.map_or(u64::MAX, |bytes| bytes / (1024 * 1024));
+    Some((total_kb / 1024).min(cgroup_mb))
+}
+
+/// The buffer pool's size in MB: 'max server memory (MB)', but no more than SQL Server on
+/// Linux's default memory limit, 80 % of `physical_mb` (never under the option's minimum,
+/// 128). The option's own default in SQL Server, 2147483647, means "as much as the machine
+/// has"; taken as frames, it asked for 2 PB at startup, and 1 TB was killed by the kernel
+/// after 50 s of allocating frame descriptors.
+fn buffer_pool_mb(configured_mb: u64, physical_mb: Option<u64>) -> u64 {
+    let Some(physical_mb) = physical_mb else { return configured_mb };
+    let limit_mb = (physical_mb * MEMORY_LIMIT_PERCENT / 100).max(MIN_MAX_SERVER_MEMORY_MB);
+    configured_mb.min(limit_mb)
+}
+
+/// 'max server memory (MB)''s minimum.
+const MIN_MAX_SERVER_MEMORY_MB: u64 = 128;
+
 /// The file of the data directory whose lock an instance holds while it runs.
 pub const LOCK_FILE_NAME: &str = "extentdb.lock";
 
@@ -214,8 +248,10 @@ impl Instance {
         let io_affinity_cpus = crate::affinity::cpus_of_mask(
             configuration.value_in_use(configuration::AFFINITY_IO_MASK),
         );
-        let memory_mb = configuration.value_in_use(configuration::MAX_SERVER_MEMORY_MB);
-        let frames = usize::try_from(memory_mb).expect("at least 128") * PAGES_PER_MB as usize;
+        let configured_mb = configuration.value_in_use(configuration::MAX_SERVER_MEMORY_MB);
+        let configured_mb = u64::try_from(configured_mb).expect("at least 128");
+        let memory_mb = buffer_pool_mb(configured_mb, physical_memory_mb());
+        let frames = usize::try_from(memory_mb * u64::from(PAGES_PER_MB)).expect("fits in memory");
         let large_pages =
             config.startup_trace_flags.contains(&traceflags::TF_LARGE_PAGE_BUFFER_POOL);
         let scheduler_count =
@@ -284,6 +320,12 @@ impl Instance {
         }
         if let Some(schedulers) = self.config.schedulers {
             lines.push(format!("\t -P {schedulers}"));
+        }
+        if let Some(physical_mb) = physical_memory_mb() {
+            lines.push(format!(
+                "Detected {physical_mb} MB of RAM. This is an informational message; no user \
+                 action is required."
+            ));
         }
         let state = if self.ifi_enabled() { "enabled" } else { "disabled" };
         lines.push(format!(
@@ -384,4 +426,20 @@ fn apply_affinity_overrides(
     configuration.override_in_use(configuration::AFFINITY_MASK, 0);
     configuration.override_in_use(configuration::AFFINITY_IO_MASK, 0);
     Some(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 'max server memory (MB)' sizes the pool up to 80 % of the machine's memory, and never
+    /// below the option's minimum; without a reading of the machine, as configured.
+    #[test]
+    fn the_pool_is_max_server_memory_capped_at_80_percent_of_the_machine() {
+        assert_eq!(buffer_pool_mb(512, Some(24_105)), 512);
+        assert_eq!(buffer_pool_mb(2_147_483_647, Some(24_105)), 19_284);
+        assert_eq!(buffer_pool_mb(20_000, Some(24_105)), 19_284);
+        assert_eq!(buffer_pool_mb(1_024, Some(100)), 128, "the option's minimum");
+        assert_eq!(buffer_pool_mb(2_147_483_647, None), 2_147_483_647);
+    }
 }

@@ -608,9 +608,10 @@ impl Session {
     }
 
     /// sys.dm_os_sys_info: the machine and the buffer pool's memory. committed_target_kb is
-    /// 'max server memory (MB)' (the pool's frames), committed_kb the 8 KB buffers the pool
-    /// has taken (all of them at startup under trace flag 834, whose sql_memory_model is
-    /// LARGE_PAGES). physical_memory_kb is /proc/meminfo's MemTotal (NULL without it).
+    /// the pool's frames ('max server memory (MB)', capped at 80 % of the machine's memory),
+    /// committed_kb the 8 KB buffers the pool has taken (all of them at startup under trace
+    /// flag 834, whose sql_memory_model is LARGE_PAGES). physical_memory_kb is /proc/meminfo's
+    /// MemTotal, or a smaller cgroup limit (NULL without MemTotal).
     pub(crate) fn dm_os_sys_info(&self) -> ViewRows {
         let cols = columns(&[
             "cpu_count",
@@ -1151,9 +1152,8 @@ impl Session {
     }
 }
 
-/// MemTotal of /proc/meminfo, in KB.
+/// The machine's memory as the instance detected it ([`engine::instance::physical_memory_mb`]),
+/// in KB.
 fn physical_memory_kb() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    engine::instance::physical_memory_mb().map(|mb| mb * 1024)
 }
