@@ -214,9 +214,9 @@ fn repl(session: &mut dyn tsql::sqlcmd::BatchRunner, stop_on_error: bool) -> Res
             let path = std::path::Path::new(path.trim().trim_matches('"'));
             match crate::script_file::read_script(path) {
                 Ok(text) => {
-                    let lines = text.lines().map(str::to_string);
-                    for (at, line) in lines.enumerate() {
-                        included.insert(at, line);
+                    // Ahead of what is left of an enclosing `:r`'s script, in their order.
+                    for line in text.lines().rev() {
+                        included.push_front(line.to_string());
                     }
                 }
                 Err(message) => eprintln!("{message}"),

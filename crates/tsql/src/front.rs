@@ -571,7 +571,7 @@ fn parse_tokens(
 }
 
 /// 134: a variable declared twice in one batch or procedure.
-pub(crate) fn already_declared(name: &str) -> SqlError {
+fn already_declared(name: &str) -> SqlError {
     SqlError::new(
         134,
         15,
