@@ -629,7 +629,7 @@ fn check_procedure_body(def: &crate::procs::ProcedureDef) -> Result<(), (SqlErro
 /// Calls `visit` on each statement of `body` in text order, and on those inside its blocks,
 /// branches, loops and TRY/CATCH (not inside a CREATE PROCEDURE's body); stops at the first
 /// error.
-fn visit_statements<E>(
+pub(crate) fn visit_statements<E>(
     body: &[Parsed],
     visit: &mut impl FnMut(&Parsed) -> Result<(), E>,
 ) -> Result<(), E> {

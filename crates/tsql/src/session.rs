@@ -856,6 +856,10 @@ impl Session {
             Stmt::If { condition, then, otherwise } => {
                 let take = is_true(&self.eval_stmt(condition, line)?);
                 self.last_error = 0;
+                if !take {
+                    // The ELSE branch comes after the THEN branch's DECLAREs.
+                    self.declare_skipped(then);
+                }
                 self.run_parsed_block(if take { then } else { otherwise }, out)
             }
             Stmt::While { condition, body } => {
@@ -1373,14 +1377,19 @@ impl Session {
         statements: &[Parsed],
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
-        for Parsed { stmt, line } in statements {
+        for (index, Parsed { stmt, line }) in statements.iter().enumerate() {
             // Between statements the worker's quantum may end (SOS_SCHEDULER_YIELD).
             engine::scheduler::yield_point();
             if let Err(error) = self.check_cancel() {
                 return Err(self.fail(error, *line));
             }
             self.error_noted = false;
-            match self.run(stmt, *line, out) {
+            let result = self.run(stmt, *line, out);
+            if !resets_error(stmt) {
+                // What follows a compound statement sees every variable declared in it.
+                self.declare_skipped(std::slice::from_ref(&statements[index]));
+            }
+            match result {
                 Ok(Flow::Next) => {
                     // @@ERROR is 0 after a statement that succeeded (a DBCC that reported
                     // errors keeps them). IF and WHILE clear it when they test their
@@ -2142,6 +2151,31 @@ impl Session {
         };
         self.temp.add(&name, object);
         Ok(table)
+    }
+
+    /// Declares, with NULL, each scalar variable DECLAREd in `statements` that is not declared
+    /// yet: one whose DECLARE did not run (a branch not taken, a loop body not entered, the
+    /// rest of a block after BREAK or an error). SQL Server declares variables when it compiles
+    /// the batch, so a statement after such a DECLARE in the text sees the variable, NULL,
+    /// where it was 137 here. Deviation: a table variable whose DECLARE did not run is still
+    /// unknown (1087).
+    fn declare_skipped(&mut self, statements: &[Parsed]) {
+        let _ = front::visit_statements(statements, &mut |parsed| {
+            let Stmt::Sql(statement) = &parsed.stmt else { return Ok::<(), ()>(()) };
+            let Statement::Declare { stmts } = statement.as_ref() else { return Ok(()) };
+            for declare in stmts {
+                let Some(data_type) = &declare.data_type else { continue };
+                if matches!(data_type, sqlparser::ast::DataType::Table(_)) {
+                    continue;
+                }
+                let Ok(sql_type) = sql_type_of(data_type) else { continue };
+                for name in declare.names.iter().filter(|name| name.value.starts_with('@')) {
+                    let key = name.value.to_lowercase();
+                    self.variables.entry(key).or_insert((sql_type, Value::Null));
+                }
+            }
+            Ok(())
+        });
     }
 
     /// `DECLARE @name TABLE (columns)`: a table variable, as a table of the current database

@@ -88,3 +88,24 @@ BEGIN
 END
 IF 1 = 0 DECLARE @TWICE varchar(10);
 GO
+-- A variable DECLAREd where the DECLARE does not run (a branch not taken, a loop not entered)
+-- is declared all the same, as SQL Server declares variables when it compiles the batch: NULL
+-- in what follows, the ELSE branch included. (It was 137.)
+IF 1 = 0
+BEGIN
+    DECLARE @never int = 5;
+END
+ELSE
+    SET @never = 7;
+SELECT @never AS set_in_else;
+IF 1 = 0
+BEGIN
+    DECLARE @skipped varchar(10) = 'x';
+END
+WHILE 1 = 0
+BEGIN
+    DECLARE @in_loop int;
+END
+SET @in_loop = 3;
+SELECT @skipped AS skipped, @in_loop AS in_loop;
+GO
