@@ -1377,7 +1377,8 @@ impl Session {
         statements: &[Parsed],
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
-        for (index, Parsed { stmt, line }) in statements.iter().enumerate() {
+        for parsed in statements {
+            let Parsed { stmt, line } = parsed;
             // Between statements the worker's quantum may end (SOS_SCHEDULER_YIELD).
             engine::scheduler::yield_point();
             if let Err(error) = self.check_cancel() {
@@ -1387,7 +1388,7 @@ impl Session {
             let result = self.run(stmt, *line, out);
             if !resets_error(stmt) {
                 // What follows a compound statement sees every variable declared in it.
-                self.declare_skipped(std::slice::from_ref(&statements[index]));
+                self.declare_skipped(std::slice::from_ref(parsed));
             }
             match result {
                 Ok(Flow::Next) => {
