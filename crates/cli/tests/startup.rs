@@ -153,7 +153,7 @@ fn a_data_directory_that_cannot_be_made_is_named_with_the_os_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     let expected = format!(
-        "Msg 5123, Level 16, State 1\nCREATE DIRECTORY \"{}\": operating system error 17(File exists)",
+        "Msg 5123, Level 16, State 1\nInstance start in \"{}\": operating system error 17(File exists)",
         file.display()
     );
     assert!(stderr.contains(&expected), "{stderr}");

@@ -137,7 +137,7 @@ pub struct Instance {
 /// directory. Its path must be Unicode (physical names are nvarchar) without control characters
 /// (the `databases` file keeps a path per line): one that is not is refused before anything is
 /// made.
-pub fn data_directory(dir: &Path) -> std::io::Result<PathBuf> {
+fn data_directory(dir: &Path) -> std::io::Result<PathBuf> {
     let absolute = std::path::absolute(dir)?;
     if absolute.to_str().is_some_and(|text| text.chars().any(char::is_control)) {
         let text = format!(

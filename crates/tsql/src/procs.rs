@@ -476,7 +476,12 @@ impl Session {
         line: u64,
         out: &mut dyn FnMut(Output),
     ) -> Result<i32, Failure> {
-        let parsed = match crate::front::parse_batch(text) {
+        // Its DECLAREs against sp_executesql's parameters too, which come with the call.
+        let parameters = bound.variables.keys().map(String::as_str);
+        let compiled = crate::front::parse_batch(text).and_then(|parsed| {
+            crate::front::check_declarations(&parsed, parameters).map(|()| parsed)
+        });
+        let parsed = match compiled {
             Ok(parsed) => parsed,
             Err((error, error_line)) => {
                 let mut failure = self.fail(error, error_line);
@@ -507,14 +512,7 @@ impl Session {
         self.nest_level += 1;
         self.module_stack.push(module);
         self.return_status = 0;
-        // The body's DECLAREs against its parameters (a dynamic batch's are not checked when
-        // it is parsed: sp_executesql's parameters come with the call).
-        let parameters = self.variables.keys().map(String::as_str);
-        let result = match crate::front::check_declarations(body, parameters) {
-            Err((error, error_line)) => Err(self.fail(error, error_line)),
-            Ok(()) => self.run_parsed_block(body, out),
-        };
-        let result = result.map_err(|mut failure| {
+        let result = self.run_parsed_block(body, out).map_err(|mut failure| {
             // A compile error (a name or syntax error) ends its own scope, not the caller's.
             if crate::session::is_compile_error(failure.error.number)
                 && failure.nest_level == self.nest_level

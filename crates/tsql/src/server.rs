@@ -284,12 +284,8 @@ impl Server {
     /// Starts the instance in `config.dir`, opens every registered database and creates
     /// `master` if there is none.
     pub fn start(config: InstanceConfig) -> Result<Arc<Server>> {
-        let mut config = config;
-        // Checked before the directory is made: a path the instance refuses leaves nothing.
-        config.dir = engine::instance::data_directory(&config.dir)
-            .map_err(|e| io_error("Instance start in", &config.dir, e))?;
+        // The instance checks the directory's path, then makes it (nothing for a path it refuses).
         let dir = config.dir.clone();
-        std::fs::create_dir_all(&dir).map_err(|e| io_error("CREATE DIRECTORY", &dir, e))?;
         let instance =
             Instance::start(config).map_err(|e| io_error("Instance start in", &dir, e))?;
         Server::start_on(instance)
