@@ -10,7 +10,10 @@
 //! fibers (`--lightweight-pooling`, fiber mode), about half the kills each.
 //!
 //! Iterations: `EXTENTDB_CRASH_ITERATIONS` (default 100); `scripts/soak.sh` runs many more.
-//! A failing iteration prints its seed; `EXTENTDB_SEED` replays the run.
+//! Sessions: `EXTENTDB_CRASH_THREADS` (default 4).
+//! A failing iteration prints its seed (`EXTENTDB_SEED` replays the choices, not the timing),
+//! which state each of the index and the journal matches, the first keys that differ, and keeps
+//! a copy of the files as the kill left them (before recovery) for inspection.
 
 use engine::btree::BTree;
 use engine::database::Database;
@@ -22,7 +25,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const THREADS: u32 = 4;
+/// The child's sessions: 4, or `EXTENTDB_CRASH_THREADS` (the soak's stress runs).
+fn threads() -> u32 {
+    std::env::var("EXTENTDB_CRASH_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(4)
+}
 
 /// The child's key rule (crates/cli/src/crash_load.rs).
 fn key(thread: u32, seq: u64, j: u64) -> i64 {
@@ -80,7 +86,7 @@ impl SplitMix {
 /// heap.
 fn run_and_kill(dir: &std::path::Path, delay: Duration, fibers: bool) -> (Vec<u64>, u64, u64) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_extentdb"));
-    command.args(["crash-load", "--threads", &THREADS.to_string(), "--dir"]).arg(dir);
+    command.args(["crash-load", "--threads", &threads().to_string(), "--dir"]).arg(dir);
     if fibers {
         command.arg("--lightweight-pooling");
     }
@@ -108,7 +114,7 @@ fn run_and_kill(dir: &std::path::Path, delay: Duration, fibers: bool) -> (Vec<u6
     reader.join().unwrap();
     let au_id: u64 = ready.split_whitespace().nth(1).unwrap().parse().unwrap();
     let heap_au_id: u64 = ready.split_whitespace().nth(2).unwrap().parse().unwrap();
-    let mut acked = vec![0u64; THREADS as usize];
+    let mut acked = vec![0u64; threads() as usize];
     for line in lines.lock().unwrap().iter() {
         let parts: Vec<&str> = line.split_whitespace().collect();
         if parts.first() == Some(&"ack") {
@@ -140,6 +146,44 @@ fn check_units(db: &Database, tree: &BTree, au_id: u64, heap_au_id: u64) -> Resu
     Ok(())
 }
 
+/// What a session's rows differ in from the states after `done` and `done + 1` commits: which
+/// state each of the index and the journal matches, and the first keys that differ.
+fn explain(
+    thread: u32,
+    done: u64,
+    rows: &BTreeMap<i64, i64>,
+    heap_rows: &BTreeMap<i64, i64>,
+) -> String {
+    let matches = |actual: &BTreeMap<i64, i64>, expected: fn(u32, u64) -> BTreeMap<i64, i64>| {
+        (done.saturating_sub(3)..done + 3).find(|state| *actual == expected(thread, *state))
+    };
+    let differences = |actual: &BTreeMap<i64, i64>, expected: &BTreeMap<i64, i64>| {
+        let mut found = Vec::new();
+        for (k, v) in expected {
+            if actual.get(k) != Some(v) {
+                found.push(format!("{k}: {:?} not {v}", actual.get(k)));
+            }
+        }
+        for (k, v) in actual {
+            if !expected.contains_key(k) {
+                found.push(format!("{k}: {v} not absent"));
+            }
+        }
+        found.truncate(6);
+        found
+    };
+    format!(
+        "index matches state {:?}, journal matches state {:?}; index differs from state {done} \
+         at {:?} and from state {} at {:?}; journal differs from state {done} at {:?}",
+        matches(rows, expected_rows),
+        matches(heap_rows, expected_journal),
+        differences(rows, &expected_rows(thread, done)),
+        done + 1,
+        differences(rows, &expected_rows(thread, done + 1)),
+        differences(heap_rows, &expected_journal(thread, done)),
+    )
+}
+
 /// Opens the killed child's database and checks it against the acknowledgements; returns how
 /// many transactions recovery rolled back (from the errorlog line).
 fn verify(
@@ -166,7 +210,7 @@ fn verify(
         return Err(format!("allocation: {problems:?}"));
     }
     check_units(&db, &tree, au_id, heap_au_id)?;
-    let mut actual: Vec<BTreeMap<i64, i64>> = vec![BTreeMap::new(); THREADS as usize];
+    let mut actual: Vec<BTreeMap<i64, i64>> = vec![BTreeMap::new(); threads() as usize];
     for row in tree.range(&db, None, None, false).map_err(|e| e.to_string())? {
         let (Value::BigInt(k), Value::BigInt(v)) = (&row[0], &row[1]) else {
             return Err(format!("unexpected row {row:?}"));
@@ -177,14 +221,14 @@ fn verify(
         db.unit_descriptor(heap_au_id).ok_or("the heap's descriptor is missing")?;
     let heap =
         engine::heap::Heap::from_descriptor(heap_au_id, &heap_descriptor).ok_or("bad heap")?;
-    let mut journal: Vec<BTreeMap<i64, i64>> = vec![BTreeMap::new(); THREADS as usize];
+    let mut journal: Vec<BTreeMap<i64, i64>> = vec![BTreeMap::new(); threads() as usize];
     for (_, row) in heap.scan(&db).map_err(|e| e.to_string())? {
         let (Value::BigInt(k), Value::BigInt(v)) = (&row[0], &row[1]) else {
             return Err(format!("unexpected journal row {row:?}"));
         };
         journal[(*k / 1_000_000_000) as usize].insert(*k, *v);
     }
-    for thread in 0..THREADS {
+    for thread in 0..threads() {
         let done = acked[thread as usize];
         let (rows, heap_rows) = (&actual[thread as usize], &journal[thread as usize]);
         // The index and the heap must both show the same committed prefix.
@@ -194,15 +238,26 @@ fn verify(
         if !consistent {
             return Err(format!(
                 "session {thread}: {} rows and {} journal rows, not the state after {done} or {} \
-                 commits",
+                 commits; {}",
                 rows.len(),
                 heap_rows.len(),
-                done + 1
+                done + 1,
+                explain(thread, done, rows, heap_rows)
             ));
         }
     }
     db.close().map_err(|e| e.to_string())?;
     Ok(rolled_back)
+}
+
+/// Copies the files of directory `from` into directory `to`.
+fn copy_files(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
 }
 
 #[test]
@@ -225,12 +280,17 @@ fn killed_at_random_points_the_database_keeps_every_commit_and_nothing_else() {
         let mode = &mut totals[usize::from(fibers)];
         mode[0] += 1;
         mode[1] += acked.iter().sum::<u64>();
+        // The files as the kill left them, before recovery changes them: kept if the check fails.
+        let killed = tempfile::tempdir().unwrap();
+        copy_files(dir.path(), killed.path());
         match verify(dir.path(), &acked, au_id, heap_au_id) {
             Ok(rolled_back) => mode[2] += rolled_back,
             Err(problem) => panic!(
                 "iteration {iteration} (EXTENTDB_SEED={seed}, {}, killed after {delay:?}, \
-                 acknowledged {acked:?}): {problem}",
-                if fibers { "fibers" } else { "threads" }
+                 acknowledged {acked:?}, index au {au_id}, journal au {heap_au_id}, files as \
+                 killed kept in {}): {problem}",
+                if fibers { "fibers" } else { "threads" },
+                killed.keep().display()
             ),
         }
     }

@@ -14,7 +14,7 @@
 //! | next_file_id, next_fg_id| u16, u16                                                     |
 //! | next_au_seq             | u32                                                          |
 //! | checkpoint LSN          | 10 bytes: where recovery's redo starts (null: the log's start) |
-//! | MinLSN                  | 10 bytes: where recovery's analysis starts (the oldest open transaction's begin, or the checkpoint) |
+//! | MinLSN                  | 10 bytes: where recovery's analysis starts (the oldest open transaction's begin at the checkpoint's begin record, or that record) |
 //! | name                    | u8 len + UTF-8                                               |
 //! | filegroups              | u16 count, then {id u16, flags u8 (1 DEFAULT, 2 AUTOGROW_ALL_FILES, 4 READ_ONLY), name} |
 //! | files                   | u16 count, then {file_id u16, type u8, path (u16 len + UTF-8)} |
@@ -71,7 +71,8 @@ pub struct BootInfo {
     pub next_au_seq: u32,
     /// The LSN of the last checkpoint's begin record: recovery redoes from here.
     pub checkpoint_lsn: crate::log::lsn::Lsn,
-    /// MinLSN at that checkpoint: the oldest open transaction's begin, or the checkpoint's.
+    /// MinLSN at that checkpoint: the oldest begin of the transactions open at its begin record
+    /// (log invariant 4), or the checkpoint's.
     pub min_lsn: crate::log::lsn::Lsn,
     pub name: String,
     pub filegroups: Vec<FilegroupEntry>,

@@ -10,7 +10,7 @@ use engine::buffer::PageKey;
 use engine::database::Database;
 use engine::datapage;
 use engine::error::SqlError;
-use engine::io::ReadGate;
+use engine::io::IoGate;
 use engine::latch::LatchMode;
 use engine::page::{PageHeader, PageType};
 use engine::record::{Column, Layout, RecordType, SqlType, Value, encode};
@@ -268,7 +268,7 @@ fn a_second_reader_of_a_page_being_read_waits_pageiolatch_sh() {
     write_data_page(&lab, db.database_id, page, 42);
     db.checkpoint().unwrap();
     lab.instance.buffer_pool.discard(db.database_id, Some(page.file_id), page.page_no);
-    let gate = ReadGate::closed();
+    let gate = IoGate::closed();
     lab.faults.lock().read_gate = Some(gate.clone());
     lab.instance.waits.clear();
     let key = PageKey::new(db.database_id, page);
@@ -319,7 +319,7 @@ fn a_reader_waiting_on_a_read_that_fails_reads_again_and_gets_824() {
     let db = Arc::new(lab.company());
     let (page, raw, offset) = corrupt_page_on_disk(&lab, &db, 42);
     let free_before = lab.instance.buffer_pool.free_frames();
-    let gate = ReadGate::closed();
+    let gate = IoGate::closed();
     lab.faults.lock().read_gate = Some(gate.clone());
     let key = PageKey::new(db.database_id, page);
     let reader = |spid: u16| {

@@ -272,7 +272,7 @@ fn a_fiber_whose_page_read_is_in_flight_lets_the_other_fibers_of_its_scheduler_r
     db.checkpoint().unwrap();
     // The index's pages leave the pool: the next seek reads its root from disk.
     lab.instance.buffer_pool.discard(db.database_id, Some(tree.root.file_id), tree.root.page_no);
-    let gate = engine::io::ReadGate::closed();
+    let gate = engine::io::IoGate::closed();
     lab.faults.lock().read_gate = Some(gate.clone());
     lab.instance.waits.clear();
     let reader = {

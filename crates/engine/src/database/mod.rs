@@ -747,8 +747,14 @@ impl Database {
     /// the database lock to allocate); then, under the database write lock, so that no
     /// allocation creates an IAM page meanwhile, the allocation pages and the boot page.
     pub fn checkpoint(&self) -> SqlResult<()> {
-        let begin =
-            self.log.append(&LogRecord::new(Operation::BeginCkpt, Context::Null, 0, vec![]))?;
+        // MinLSN: the oldest begin of the transactions open at the BEGIN record (log
+        // invariant 4), never of those still open at the end.
+        let (begin, oldest) = self.log.append_checkpoint_begin(&LogRecord::new(
+            Operation::BeginCkpt,
+            Context::Null,
+            0,
+            vec![],
+        ))?;
         // Every page dirtied before `begin` is written (after its log records: the WAL rule).
         self.pool.flush(self.database_id, None)?;
         let mut inner = crate::fiber::write(&self.inner);
@@ -762,7 +768,6 @@ impl Database {
         self.log.flush_to(end)?;
         // The boot page last: it must never point at an IAM page that is not on disk yet, and
         // its checkpoint LSN is where recovery starts.
-        let oldest = self.oldest_active_begin();
         let min_lsn = oldest.map_or(begin, |oldest| oldest.min(begin));
         let full_recovery = inner.boot.full_recovery;
         let mut boot = inner.boot.clone();

@@ -9,10 +9,11 @@
 //! never committed). Redo changes pages without logging: the log is not registered with the
 //! buffer pool until recovery ends, and the database's open then takes a checkpoint.
 //!
-//! Phases: analysis reads from MinLSN (the oldest open transaction's begin at the checkpoint)
-//! and builds the transaction table; redo replays page changes from the checkpoint; undo rolls
-//! back every transaction that never ended, newest change first, through the indexes' logical
-//! undo, logging compensation records ([`crate::xact`]), and ends each with LOP_ABORT_XACT.
+//! Phases: analysis reads from MinLSN (the oldest begin of the transactions open at the
+//! checkpoint's begin record, log invariant 4) and builds the transaction table; redo replays
+//! page changes from the checkpoint; undo rolls back every transaction that never ended, newest
+//! change first, through the indexes' logical undo, logging compensation records
+//! ([`crate::xact`]), and ends each with LOP_ABORT_XACT.
 
 use super::*;
 use crate::log::lsn::Lsn;

@@ -38,21 +38,24 @@ pub struct FaultPlan {
     pub only_paths_ending: Option<String>,
     /// While set and closed, every page read waits for it to open: a read "in flight" that a
     /// test controls.
-    pub read_gate: Option<Arc<ReadGate>>,
+    pub read_gate: Option<Arc<IoGate>>,
+    /// While set and closed, every sync of a targeted file waits for it to open: a sync "in
+    /// flight" (a log flush, say) during which a test runs another session's work.
+    pub sync_gate: Option<Arc<IoGate>>,
 }
 
-/// A gate that holds reads back until it opens.
+/// A gate that holds reads (or syncs) back until it opens.
 #[derive(Debug, Default)]
-pub struct ReadGate {
+pub struct IoGate {
     open: Mutex<bool>,
     cond: parking_lot::Condvar,
     waiting: std::sync::atomic::AtomicUsize,
 }
 
-impl ReadGate {
+impl IoGate {
     /// A closed gate.
-    pub fn closed() -> Arc<ReadGate> {
-        Arc::new(ReadGate::default())
+    pub fn closed() -> Arc<IoGate> {
+        Arc::new(IoGate::default())
     }
 
     pub fn open(&self) {
@@ -60,7 +63,7 @@ impl ReadGate {
         self.cond.notify_all();
     }
 
-    /// Reads waiting at the gate now.
+    /// Reads (or syncs) waiting at the gate now.
     pub fn waiting(&self) -> usize {
         self.waiting.load(std::sync::atomic::Ordering::Acquire)
     }
@@ -231,6 +234,13 @@ impl IoFile for FaultFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        let gate = {
+            let plan = self.plan.lock();
+            plan.sync_gate.clone().filter(|_| self.targeted(&plan))
+        };
+        if let Some(gate) = gate {
+            gate.pass();
+        }
         let mut plan = self.plan.lock();
         if self.targeted(&plan) && fires(&mut plan.fail_sync_after) {
             return Err(eio());

@@ -25,7 +25,7 @@ mod fault;
 mod stats;
 mod std_io;
 
-pub use fault::{FaultIo, FaultPlan, IoCounters, ReadGate};
+pub use fault::{FaultIo, FaultPlan, IoCounters, IoGate};
 pub use stats::{FileIoCounters, FileIoRegistry, FileIoSnapshot, StatsIo};
 pub use std_io::StdIo;
 

@@ -54,6 +54,14 @@
 //! 1. Every record with LSN <= `flushed_lsn` is durable (fdatasync returned after its write).
 //! 2. The current VLF is never reusable; VLFs between MinLSN's and the current one are active.
 //! 3. FSeqNos of used VLFs are distinct, and the VLF with FSeqNo n + 1 follows n in the log.
+//! 4. A checkpoint's MinLSN is at or before the BEGIN of every transaction open when its own
+//!    BEGIN record was appended. It is read under the append lock with that record: a
+//!    transaction's BEGIN is registered under that lock, and its end is unregistered only
+//!    after its end record is appended, so a transaction missing from the table then either
+//!    had not begun or had its end record before the checkpoint's (made durable by the
+//!    checkpoint's own flush). Read later, a transaction whose commit was appended but not yet
+//!    durable could drop out: analysis from MinLSN never saw its BEGIN, and recovery kept its
+//!    changes though its commit was lost.
 
 pub mod block;
 pub mod lsn;
@@ -1324,6 +1332,14 @@ impl LogManager {
                 OpenTransaction { xact_id: record.xact_id, begin_lsn: lsn, spid, name, begin_time };
             self.open_transactions.lock().insert(record.xact_id, open);
         })
+    }
+
+    /// Appends a checkpoint's BEGIN record and returns its LSN with the begin LSN of the oldest
+    /// transaction open at that moment, read in the same critical section (invariant 4).
+    pub fn append_checkpoint_begin(&self, record: &LogRecord) -> SqlResult<(Lsn, Option<Lsn>)> {
+        let mut oldest = None;
+        let lsn = self.append_then(record, |_| oldest = self.oldest_open_transaction())?;
+        Ok((lsn, oldest))
     }
 
     pub fn note_transaction_end(&self, xact_id: u64) {
