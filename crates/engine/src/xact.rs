@@ -21,6 +21,15 @@
 //!   LSN, so an undo is never undone and a rollback cut short by a crash resumes where it was.
 //! - Recovery undoes every transaction the log shows begun but not ended, the same way.
 //!
+//! Invariants:
+//! 1. A mini-transaction carries at most one logical record of a transaction: a record's
+//!    Previous LSN is the transaction's last LSN when the record is made, so a second record in
+//!    the same group would point past the first, and recovery, which walks the chain backwards,
+//!    would never undo the first.
+//! 2. A loser's chain is whole from its last record back to its LOP_BEGIN_XACT in the records
+//!    analysis read from MinLSN (log invariant 4); recovery's undo reports a missing link as
+//!    9004 rather than ending the rollback there.
+//!
 //! Deviations: row operations made outside a transaction are logged and redone but never undone,
 //! and take no locks (the T-SQL layer wraps every statement in a transaction, as SQL Server's
 //! autocommit does);
@@ -319,7 +328,10 @@ pub fn log_row_op(db: &Database, op: RowOp) -> SqlResult<()> {
         Some(record)
     });
     if let Some(record) = record {
-        mtr::with_top(|m| m.extra.push((record, op)));
+        mtr::with_top(|m| {
+            assert!(m.extra.is_empty(), "one logical record per mini-transaction (invariant 1)");
+            m.extra.push((record, op))
+        });
     }
     Ok(())
 }

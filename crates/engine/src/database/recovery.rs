@@ -166,7 +166,11 @@ pub(super) fn undo(db: &Database, report: &mut RedoReport) -> SqlResult<u64> {
     for (xact_id, last) in &losers {
         let mut chain_last = *last;
         let mut next = *last;
-        while let Some(record) = report.loser_records.get(&next) {
+        loop {
+            // A link missing before the BEGIN: the chain is broken (xact invariant 2).
+            let Some(record) = report.loser_records.get(&next) else {
+                return Err(SqlError::log_corrupt(&db.name, 5));
+            };
             if record.operation == Operation::BeginXact {
                 break;
             }
@@ -307,4 +311,54 @@ pub(super) fn report(db: &Database, report: &RedoReport, rolled_back: u64) {
 
 fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::database::{DatabaseSpec, FileSpec};
+    use crate::instance::InstanceConfig;
+
+    /// Xact invariant 2: a loser whose chain breaks before its BEGIN is 9004, not a rollback
+    /// that quietly stops at the gap (leaving the older changes in place).
+    #[test]
+    fn a_loser_whose_chain_breaks_before_its_begin_is_9004() {
+        let dir = tempfile::tempdir().unwrap();
+        let instance = Instance::start(InstanceConfig::new(dir.path())).unwrap();
+        let spec = DatabaseSpec {
+            name: "Chain".into(),
+            primary: vec![FileSpec::new("chain_data", "chain.mdf")],
+            filegroups: Vec::new(),
+            logs: vec![FileSpec::new("chain_log", "chain.ldf")],
+            mixed_page_allocation: false,
+        };
+        let db = Database::create(&instance, &spec).unwrap();
+        let (begin, missing, last) = (Lsn::new(5, 0, 1), Lsn::new(5, 0, 2), Lsn::new(5, 0, 3));
+        let mut report = RedoReport {
+            groups_redone: 0,
+            pages_changed: 0,
+            analysis_ms: 0,
+            redo_ms: 0,
+            undo_ms: 0,
+            committed: 0,
+            losers: BTreeMap::from([(7, last)]),
+            loser_records: BTreeMap::new(),
+        };
+        let mut first = LogRecord::new(Operation::BeginXact, Context::Null, 7, Vec::new());
+        first.prev_lsn = Lsn::NULL;
+        // A record of the transaction that is no row change, whose predecessor was never read.
+        let mut record = LogRecord::new(Operation::BeginCkpt, Context::Null, 7, Vec::new());
+        record.prev_lsn = missing;
+        report.loser_records.insert(begin, first);
+        report.loser_records.insert(last, record.clone());
+        let error = undo(&db, &mut report).expect_err("a broken chain is an error");
+        assert_eq!((error.number, error.severity, error.state), (9004, 21, 5), "{error}");
+        // With the link there, the walk reaches the BEGIN and ends the transaction.
+        let mut linked = record;
+        linked.prev_lsn = begin;
+        report.losers = BTreeMap::from([(7, last)]);
+        report.loser_records.insert(last, linked);
+        assert_eq!(undo(&db, &mut report).unwrap(), 1);
+        db.close().unwrap();
+    }
 }
