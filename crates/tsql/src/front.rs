@@ -214,6 +214,90 @@ pub(crate) fn syntax_error(near: &Token, line: u64) -> (SqlError, u64) {
     (error, line)
 }
 
+/// What a batch leaves open at its end: a string or quoted name (from its opening line, with
+/// the text after the opening mark), or a block comment (from its opening line).
+#[derive(Debug, PartialEq, Eq)]
+enum Unclosed {
+    Quote { line: u64, rest: String },
+    Comment { line: u64 },
+}
+
+/// 105: a string, a [name] or a "name" the batch never closes.
+fn unclosed_quotation(rest: &str) -> SqlError {
+    let text = format!("Unclosed quotation mark after the character string '{rest}'.");
+    SqlError::new(105, 15, 1, text)
+}
+
+/// Scans a batch as SQL Server's lexer delimits it: 'strings', [names] and "names" (a doubled
+/// closing mark stays inside), -- line comments and /* block comments */, which nest. Returns
+/// what is still open at the end of the batch.
+fn unclosed_delimiter(sql: &str) -> Option<Unclosed> {
+    unclosed_delimiter_at(sql).map(|(unclosed, _)| unclosed)
+}
+
+/// [`unclosed_delimiter`], with the byte offset of the mark that opened it.
+fn unclosed_delimiter_at(sql: &str) -> Option<(Unclosed, usize)> {
+    let chars: Vec<char> = sql.chars().collect();
+    let byte_offset = |at: usize| sql.char_indices().nth(at).map_or(sql.len(), |(i, _)| i);
+    let mut line: u64 = 1;
+    let mut at = 0;
+    while at < chars.len() {
+        let next = chars.get(at + 1).copied();
+        match chars[at] {
+            '\n' => line += 1,
+            '-' if next == Some('-') => {
+                while at + 1 < chars.len() && chars[at + 1] != '\n' {
+                    at += 1;
+                }
+            }
+            '/' if next == Some('*') => {
+                let (opened, opened_at) = (line, at);
+                let mut depth = 0;
+                loop {
+                    let pair = (chars.get(at).copied(), chars.get(at + 1).copied());
+                    match pair {
+                        (None, _) => {
+                            let unclosed = Unclosed::Comment { line: opened };
+                            return Some((unclosed, byte_offset(opened_at)));
+                        }
+                        (Some('/'), Some('*')) => (depth, at) = (depth + 1, at + 1),
+                        (Some('*'), Some('/')) => (depth, at) = (depth - 1, at + 1),
+                        (Some('\n'), _) => line += 1,
+                        _ => {}
+                    }
+                    at += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                continue;
+            }
+            open @ ('\'' | '"' | '[') => {
+                let close = if open == '[' { ']' } else { open };
+                let (opened, start) = (line, at + 1);
+                at += 1;
+                loop {
+                    match chars.get(at) {
+                        None => {
+                            let rest = chars[start..].iter().collect();
+                            let unclosed = Unclosed::Quote { line: opened, rest };
+                            return Some((unclosed, byte_offset(start - 1)));
+                        }
+                        Some(&c) if c == close && chars.get(at + 1) == Some(&close) => at += 1,
+                        Some(&c) if c == close => break,
+                        Some('\n') => line += 1,
+                        Some(_) => {}
+                    }
+                    at += 1;
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
 /// Kept tokens, and the words taken out (position in the kept tokens, word).
 type TokensAndRemoved = (Vec<TokenWithSpan>, Vec<(usize, String)>);
 
@@ -221,10 +305,19 @@ type TokensAndRemoved = (Vec<TokenWithSpan>, Vec<(usize, String)>);
 /// ROWGUIDCOL taken out: (kept tokens, removed (position in kept, word)).
 fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
     let dialect = TsqlDialect::default();
-    let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| {
-        let line = e.location.line;
-        (SqlError::new(102, 15, 1, format!("Incorrect syntax near '{}'.", e.message)), line)
-    })?;
+    let tokens =
+        Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(
+            |e| match unclosed_delimiter(sql) {
+                Some(Unclosed::Quote { line, rest }) => (unclosed_quotation(&rest), line),
+                Some(Unclosed::Comment { line }) => {
+                    (SqlError::new(113, 15, 1, "Missing end comment mark '*/'."), line)
+                }
+                None => {
+                    let text = format!("Incorrect syntax near '{}'.", e.message);
+                    (SqlError::new(102, 15, 1, text), e.location.line)
+                }
+            },
+        )?;
     let mut kept: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
     let mut removed = Vec::new();
     // An OPTION (...) clause being taken out: its text and parenthesis depth.
@@ -534,6 +627,31 @@ pub fn parse_batch(sql: &str) -> Result<Vec<Parsed>, (SqlError, u64)> {
     let parsed = parse_tokens(tokens, &removed, false)?;
     check_declarations(&parsed, [])?;
     Ok(parsed)
+}
+
+/// The procedure a CREATE or ALTER PROCEDURE batch defines (the last part of its name), which
+/// SQL Server names in the batch's compile errors ("Procedure p, Line 4"), since it is
+/// compiling that procedure ("Msg 102, Level 15, State 1, Procedure sp_BlitzWho, Line 1148",
+/// BrentOzarULTD/SQL-Server-First-Responder-Kit pull request 2914). None for another batch, a
+/// header that is not the batch's first statement (111), or a header that does not parse (a
+/// CREATE OR ALTER that SQL Server 2012 cannot parse gets no procedure name there either).
+pub fn defined_procedure(sql: &str) -> Option<String> {
+    // A batch left open (105, 113) still names its procedure: its text before the opening.
+    let closed = match unclosed_delimiter_at(sql) {
+        Some((_, opened_at)) => &sql[..opened_at],
+        None => sql,
+    };
+    let (tokens, _) = tokens_of(closed).ok()?;
+    let header_at = crate::procs::procedure_header_at(&tokens)?;
+    if header_at != 0 {
+        return None;
+    }
+    let name_at =
+        tokens.iter().position(|t| is_word(&t.token, "PROC") || is_word(&t.token, "PROCEDURE"))?;
+    let dialect = TsqlDialect::default();
+    let mut parser =
+        Parser::new(&dialect).with_tokens_with_locations(tokens[name_at + 1..].to_vec());
+    parser.parse_object_name(false).ok().map(|name| last_part(&name))
 }
 
 /// A CREATE PROCEDURE keeps the batch's text as its definition, as SQL Server does.
@@ -1442,6 +1560,37 @@ fn create_table_extras(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_batch_leaves_open_is_found_where_it_opens() {
+        let quote = |line, rest: &str| Some(Unclosed::Quote { line, rest: rest.to_string() });
+        assert_eq!(unclosed_delimiter("SELECT 'abc"), quote(1, "abc"));
+        assert_eq!(unclosed_delimiter("SELECT 'it''s'\nSELECT [a]]b\nc"), quote(2, "a]]b\nc"));
+        assert_eq!(unclosed_delimiter("SELECT \"x"), quote(1, "x"));
+        // Marks inside comments and strings do not open anything.
+        assert_eq!(unclosed_delimiter("SELECT 1 -- it's\nSELECT '/*' /* ' */"), None);
+        assert_eq!(unclosed_delimiter("SELECT 'it''s' AS [a]]b]"), None);
+        // Block comments nest, as SQL Server's do.
+        assert_eq!(unclosed_delimiter("/* a /* b */ c */ SELECT 1"), None);
+        assert_eq!(
+            unclosed_delimiter("SELECT 1\n/* a /* b */ c\n"),
+            Some(Unclosed::Comment { line: 2 })
+        );
+        assert_eq!(unclosed_delimiter("/*/"), Some(Unclosed::Comment { line: 1 }));
+        // Through parse_batch: SQL Server's numbers and texts.
+        let (error, line) = parse_batch("SELECT 1\nSELECT 'abc").unwrap_err();
+        assert_eq!((error.number, error.severity, error.state, line), (105, 15, 1, 2));
+        assert_eq!(error.message, "Unclosed quotation mark after the character string 'abc'.");
+        let (error, line) = parse_batch("SELECT 1 /* open").unwrap_err();
+        assert_eq!((error.number, line), (113, 1));
+        assert_eq!(error.message, "Missing end comment mark '*/'.");
+        // The procedure a batch defines, left open or not; none for other batches.
+        let defined = |sql| defined_procedure(sql);
+        assert_eq!(defined("CREATE PROC dbo.[p q] AS SELECT 'open"), Some("p q".to_string()));
+        assert_eq!(defined("ALTER PROCEDURE p AS SELECT 1 +"), Some("p".to_string()));
+        assert_eq!(defined("SELECT 1\nCREATE PROC p AS SELECT 1"), None);
+        assert_eq!(defined("SELECT 'CREATE PROC p AS"), None);
+    }
 
     #[test]
     fn statements_need_no_semicolons_and_carry_their_lines() {

@@ -134,7 +134,7 @@ const DATABASE_VERSION: i32 = 957;
 /// Errors SQL Server raises when it compiles a statement (here some are found when it runs):
 /// SET XACT_ABORT does not roll the transaction back for them.
 pub(crate) fn is_compile_error(number: i32) -> bool {
-    matches!(number, 208 | 207 | 137 | 134 | 4104 | 209 | 102 | 156)
+    matches!(number, 208 | 207 | 137 | 134 | 4104 | 209 | 102 | 105 | 113 | 156)
 }
 
 fn aborts_batch(number: i32) -> bool {
@@ -571,7 +571,9 @@ impl Session {
             Ok(parsed) => parsed,
             Err((error, line)) => {
                 self.last_error = error.number;
-                out(Output::Error { error, line, procedure: None });
+                // A CREATE PROCEDURE's compile errors name the procedure.
+                let procedure = crate::front::defined_procedure(sql);
+                out(Output::Error { error, line, procedure });
                 return false;
             }
         };

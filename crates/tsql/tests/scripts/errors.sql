@@ -85,3 +85,19 @@ SELECT id AS x FROM EmptyOne ORDER BY x
 SELECT COUNT(*) AS n, MAX(id) AS highest FROM EmptyOne
 SELECT id FROM EmptyOne WHERE id IN (SELECT id FROM EmptyOne)
 GO
+-- A batch that leaves a string, a quoted name or a comment open: 105 and 113, at the line
+-- where it opens (dynamic SQL here, so that the script's own batches stay closed).
+EXEC ('SELECT 1 AS one
+SELECT ''it''''s'' AS closed, ''open')
+EXEC ('SELECT [open')
+EXEC ('SELECT 1 /* an /* inner */ comment left open')
+SELECT 'the batch goes on' AS after_unclosed
+GO
+-- They are compile errors: XACT_ABORT ON does not roll the transaction back for them.
+SET XACT_ABORT ON
+BEGIN TRAN
+EXEC ('SELECT ''open')
+SELECT @@TRANCOUNT AS trancount_after_105
+ROLLBACK
+SET XACT_ABORT OFF
+GO

@@ -118,3 +118,25 @@ IF 1 = 1
 GO
 DROP DATABASE exec_use;
 GO
+-- A CREATE or ALTER PROCEDURE's compile errors name the procedure being compiled (its name
+-- without the schema); the procedure is not created.
+CREATE PROCEDURE dbo.[broken body] @x INT AS
+SELECT @x AS x
+SELECT 1 +
+GO
+SELECT COUNT(*) AS broken_created FROM sys.objects WHERE name = 'broken body';
+GO
+CREATE PROC fine AS SELECT 1 AS one
+GO
+ALTER PROC fine AS
+DECLARE @a INT;
+DECLARE @A INT;
+GO
+EXEC fine
+GO
+-- A procedure's text left open names the procedure too (105 at the line the string opens).
+-- The last batch of this script: an open string runs to the end of the script, GO included,
+-- as sqlcmd's and SSMS's batch splitters read it.
+CREATE PROCEDURE left_open AS
+SELECT 'open
+GO
