@@ -7,7 +7,8 @@
 //!   allowed, then an optional count, then an optional `--` comment; the word is case-blind.
 //! - A `GO` line inside a block comment (`/* … */`, which nests in T-SQL) or inside a string
 //!   literal or a delimited identifier that spans lines is part of the batch, not a separator.
-//! - Empty batches (only blanks and comments) are not sent.
+//! - Empty batches (only blanks and comments) are not sent; one that ends inside a block
+//!   comment is, so that the server answers it (113, "Missing end comment mark '*/'.").
 //! - The batch's first line number is kept, for error messages (`Msg 102, Level 15, State 1,
 //!   Line 3`, counted from the batch's first line).
 
@@ -187,7 +188,8 @@ fn has_code(text: &str) -> bool {
             return true;
         }
     }
-    false
+    // A comment left open is sent: the server answers it with 113.
+    matches!(carry, Carry::Comment(_))
 }
 
 #[cfg(test)]
@@ -226,6 +228,11 @@ mod tests {
             vec![("\nSELECT 2\n".to_string(), 1, 3)]
         );
         assert!(texts("GO 0\n").is_empty());
+        // A comment never closed is sent, for the server's 113.
+        assert_eq!(
+            texts("/* open /* inner */\nGO\n"),
+            vec![("/* open /* inner */\nGO\n".to_string(), 1, 1)]
+        );
         assert_eq!(texts("SELECT 1\nGO 0\nSELECT 2"), vec![("SELECT 2\n".to_string(), 1, 3)]);
     }
 

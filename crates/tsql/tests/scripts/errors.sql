@@ -101,3 +101,6 @@ SELECT @@TRANCOUNT AS trancount_after_105
 ROLLBACK
 SET XACT_ABORT OFF
 GO
+-- The script's last batch leaves a comment open: it is sent, and the answer is 113.
+SELECT 'not run' AS x /* a comment never closed
+GO
