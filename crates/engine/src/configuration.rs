@@ -55,6 +55,8 @@ pub const AFFINITY_IO_MASK: i32 = 1536;
 pub const SHOW_ADVANCED_OPTIONS: i32 = 518;
 pub const MAX_DEGREE_OF_PARALLELISM: i32 = 1539;
 pub const MAX_SERVER_MEMORY_MB: i32 = 1544;
+/// 'max server memory (MB)'s minimum (the buffer pool is never sized below it).
+pub const MAX_SERVER_MEMORY_MINIMUM_MB: i32 = 128;
 
 /// The options, in sp_configure's order (by name).
 pub const OPTIONS: [ConfigOption; 6] = [
@@ -91,7 +93,7 @@ pub const OPTIONS: [ConfigOption; 6] = [
     ConfigOption {
         configuration_id: MAX_SERVER_MEMORY_MB,
         name: "max server memory (MB)",
-        minimum: 128,
+        minimum: MAX_SERVER_MEMORY_MINIMUM_MB,
         maximum: i32::MAX,
         default: crate::instance::DEFAULT_MAX_SERVER_MEMORY_MB as i32,
         is_dynamic: false,

@@ -124,6 +124,9 @@ pub struct Instance {
     pub configuration: Configuration,
     /// The CPUs of the I/O threads ('affinity I/O mask' at startup; empty: no binding).
     pub io_affinity_cpus: Vec<usize>,
+    /// The machine's memory in MB as detected at startup ([`detect_physical_memory_mb`]): the
+    /// errorlog's "Detected N MB of RAM", sys.dm_os_sys_info.physical_memory_kb.
+    pub physical_memory_mb: Option<u64>,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
     /// The open lock file that keeps other instances out of the data directory
@@ -165,7 +168,7 @@ const MEMORY_LIMIT_PERCENT: u64 = 80;
 /// The machine's memory in MB, as SQL Server on Linux detects it: /proc/meminfo's MemTotal, or
 /// a container's smaller cgroup limit (v2 `memory.max`, v1 `memory.limit_in_bytes`). None
 /// where MemTotal cannot be read.
-pub fn physical_memory_mb() -> Option<u64> {
+fn detect_physical_memory_mb() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = meminfo.lines().find(|line| line.starts_with("MemTotal:"))?;
     let total_kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -185,12 +188,10 @@ pub fn physical_memory_mb() -> Option<u64> {
 /// after 50 s of allocating frame descriptors.
 fn buffer_pool_mb(configured_mb: u64, physical_mb: Option<u64>) -> u64 {
     let Some(physical_mb) = physical_mb else { return configured_mb };
-    let limit_mb = (physical_mb * MEMORY_LIMIT_PERCENT / 100).max(MIN_MAX_SERVER_MEMORY_MB);
+    let minimum_mb = configuration::MAX_SERVER_MEMORY_MINIMUM_MB as u64;
+    let limit_mb = (physical_mb * MEMORY_LIMIT_PERCENT / 100).max(minimum_mb);
     configured_mb.min(limit_mb)
 }
-
-/// 'max server memory (MB)''s minimum.
-const MIN_MAX_SERVER_MEMORY_MB: u64 = 128;
 
 /// The file of the data directory whose lock an instance holds while it runs.
 pub const LOCK_FILE_NAME: &str = "extentdb.lock";
@@ -250,7 +251,8 @@ impl Instance {
         );
         let configured_mb = configuration.value_in_use(configuration::MAX_SERVER_MEMORY_MB);
         let configured_mb = u64::try_from(configured_mb).expect("at least 128");
-        let memory_mb = buffer_pool_mb(configured_mb, physical_memory_mb());
+        let physical_memory_mb = detect_physical_memory_mb();
+        let memory_mb = buffer_pool_mb(configured_mb, physical_memory_mb);
         let frames = usize::try_from(memory_mb * u64::from(PAGES_PER_MB)).expect("fits in memory");
         let large_pages =
             config.startup_trace_flags.contains(&traceflags::TF_LARGE_PAGE_BUFFER_POOL);
@@ -281,6 +283,7 @@ impl Instance {
             counters: crate::perfcounters::InstanceCounters::default(),
             configuration,
             io_affinity_cpus,
+            physical_memory_mb,
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),
             data_directory_lock: Mutex::new(Some(data_directory_lock)),
@@ -321,7 +324,7 @@ impl Instance {
         if let Some(schedulers) = self.config.schedulers {
             lines.push(format!("\t -P {schedulers}"));
         }
-        if let Some(physical_mb) = physical_memory_mb() {
+        if let Some(physical_mb) = self.physical_memory_mb {
             lines.push(format!(
                 "Detected {physical_mb} MB of RAM. This is an informational message; no user \
                  action is required."

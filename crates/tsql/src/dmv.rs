@@ -610,8 +610,9 @@ impl Session {
     /// sys.dm_os_sys_info: the machine and the buffer pool's memory. committed_target_kb is
     /// the pool's frames ('max server memory (MB)', capped at 80 % of the machine's memory),
     /// committed_kb the 8 KB buffers the pool has taken (all of them at startup under trace
-    /// flag 834, whose sql_memory_model is LARGE_PAGES). physical_memory_kb is /proc/meminfo's
-    /// MemTotal, or a smaller cgroup limit (NULL without MemTotal).
+    /// flag 834, whose sql_memory_model is LARGE_PAGES). physical_memory_kb is the machine's
+    /// memory the instance detected at its start (/proc/meminfo's MemTotal, or a smaller cgroup
+    /// limit; NULL without MemTotal).
     pub(crate) fn dm_os_sys_info(&self) -> ViewRows {
         let cols = columns(&[
             "cpu_count",
@@ -631,7 +632,7 @@ impl Session {
         let row = vec![
             Value::Int(cpus as i32),
             Value::Int(instance.schedulers.count() as i32),
-            physical_memory_kb().map_or(Value::Null, big),
+            instance.physical_memory_mb.map_or(Value::Null, |mb| big(mb * 1024)),
             big(pool.committed_bytes() / 1024),
             big(pool.frame_count() as u64 * 8),
             crate::functions::current_time("SYSDATETIME", instance.start_time),
@@ -1150,10 +1151,4 @@ impl Session {
             .collect();
         Ok((cols, rows))
     }
-}
-
-/// The machine's memory as the instance detected it ([`engine::instance::physical_memory_mb`]),
-/// in KB.
-fn physical_memory_kb() -> Option<u64> {
-    engine::instance::physical_memory_mb().map(|mb| mb * 1024)
 }

@@ -23,6 +23,7 @@ use crate::log::record::FLAG_GROUP_CONTINUES;
 use crate::log::record::{Context, Operation};
 
 /// What recovery found and did, for undo, the errorlog and tests.
+#[derive(Default)]
 pub(super) struct RedoReport {
     /// Mini-transaction groups with at least one page change applied.
     pub groups_redone: u64,
@@ -48,16 +49,7 @@ pub(super) fn redo(
     file_sizes: &BTreeMap<u16, u32>,
 ) -> SqlResult<RedoReport> {
     let started = Instant::now();
-    let mut report = RedoReport {
-        groups_redone: 0,
-        pages_changed: 0,
-        analysis_ms: 0,
-        redo_ms: 0,
-        undo_ms: 0,
-        committed: 0,
-        losers: BTreeMap::new(),
-        loser_records: BTreeMap::new(),
-    };
+    let mut report = RedoReport::default();
     analyse(&records, boot.checkpoint_lsn, log, &mut report);
     report.analysis_ms = elapsed_ms(started);
     let redo_started = Instant::now();
@@ -334,16 +326,8 @@ mod tests {
         };
         let db = Database::create(&instance, &spec).unwrap();
         let (begin, missing, last) = (Lsn::new(5, 0, 1), Lsn::new(5, 0, 2), Lsn::new(5, 0, 3));
-        let mut report = RedoReport {
-            groups_redone: 0,
-            pages_changed: 0,
-            analysis_ms: 0,
-            redo_ms: 0,
-            undo_ms: 0,
-            committed: 0,
-            losers: BTreeMap::from([(7, last)]),
-            loser_records: BTreeMap::new(),
-        };
+        let mut report =
+            RedoReport { losers: BTreeMap::from([(7, last)]), ..RedoReport::default() };
         let mut first = LogRecord::new(Operation::BeginXact, Context::Null, 7, Vec::new());
         first.prev_lsn = Lsn::NULL;
         // A record of the transaction that is no row change, whose predecessor was never read.
