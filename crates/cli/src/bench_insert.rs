@@ -560,7 +560,7 @@ impl Seed001Run {
 /// Runs a T-SQL script in a session of a server over the benchmark's instance.
 fn run_script_on(instance: &Arc<Instance>, script: &std::path::Path) -> Result<(), String> {
     let text = crate::script_file::read_script(script)?;
-    let server = tsql::server::Server::start_on(instance.clone()).map_err(|e| e.to_string())?;
+    let server = tsql::server::Server::attach(instance).map_err(|e| e.to_string())?;
     let mut session = tsql::session::Session::new(&server);
     let ok = tsql::sqlcmd::run_script(&mut session, &text, false, &mut |t| crate::write_stdout(t));
     drop(session);

@@ -227,17 +227,11 @@ impl Configuration {
                 text.push_str(&format!("{}\t{value}\n", option.configuration_id));
             }
         }
-        let path = self.dir.join(CONFIGURATION_FILE);
-        let temporary = self.dir.join(format!("{CONFIGURATION_FILE}.new"));
-        if self.io.exists(&temporary) {
-            self.io.remove(&temporary)?;
-        }
-        let file = self.io.create_new(&temporary)?;
-        file.write_at(text.as_bytes(), 0)?;
-        file.sync_data()?;
-        drop(file);
-        self.io.rename(&temporary, &path)?;
-        self.io.sync_dir(&self.dir)
+        crate::io::replace_file(
+            self.io.as_ref(),
+            &self.dir.join(CONFIGURATION_FILE),
+            text.as_bytes(),
+        )
     }
 }
 

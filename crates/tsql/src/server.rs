@@ -3,8 +3,11 @@
 //! A data directory holds the instance (errorlog) and the databases. `master` is created in it
 //! on first start; every database is listed in the registry file `databases` (one
 //! `name<TAB>primary file path<TAB>database_id` per line, rewritten whole and renamed into
-//! place), so that a restart opens them all (SQL Server keeps this list in master's
-//! sys.databases; deviation). A database other than master that fails to open at startup (a
+//! place through the engine's I/O seam: `engine::io::replace_file`), so that a restart opens
+//! them all (SQL Server keeps this list in master's sys.databases; deviation). The registry's
+//! write is what makes a CREATE or DROP DATABASE take effect: a CREATE whose write fails is
+//! undone, files and all, and a DROP whose write fails leaves the database open and whole (its
+//! files go only once the registry no longer names it). A database other than master that fails to open at startup (a
 //! damaged boot page or IAM chain) is SUSPECT, as in SQL Server: its error and 3414 go to the
 //! errorlog, the instance starts without it, USE gives error 926, sys.databases lists it with
 //! state 4 and the id the registry kept for it (no new database takes that id), and DROP
@@ -101,6 +104,9 @@ pub struct Server {
     shut_down: parking_lot::Mutex<BTreeMap<String, Arc<Database>>>,
     /// Parsed batches by their text (the ad hoc plan cache's role).
     pub batch_cache: crate::cache::BatchCache,
+    /// Whether shutting down releases the instance's data directory lock: not for a server
+    /// attached to an instance its caller goes on using ([`Server::attach`]).
+    releases_data_directory: bool,
 }
 
 /// A registered database that is not open: SUSPECT or OFFLINE.
@@ -291,10 +297,24 @@ impl Server {
         Server::start_on(instance)
     }
 
-    /// A server over an instance that is already running (a benchmark's, whose waits and
-    /// files a T-SQL script then reads): its registered databases are opened and `master` is
-    /// created in its directory if there is none.
+    /// A server over an instance started on its own (a fault-injecting backend's, say), which it
+    /// takes over: its registered databases are opened and `master` is created in its directory
+    /// if there is none, and shutting down releases the instance's directory lock.
     pub fn start_on(instance: Arc<Instance>) -> Result<Arc<Server>> {
+        Server::open_registered(instance, true)
+    }
+
+    /// A server over an instance its caller goes on using (a benchmark's, whose waits and files
+    /// a T-SQL script then reads), opened as [`Server::start_on`] opens one; shutting it down
+    /// closes its databases and leaves the instance's directory lock with the caller.
+    pub fn attach(instance: &Arc<Instance>) -> Result<Arc<Server>> {
+        Server::open_registered(instance.clone(), false)
+    }
+
+    fn open_registered(
+        instance: Arc<Instance>,
+        releases_data_directory: bool,
+    ) -> Result<Arc<Server>> {
         let server = Arc::new(Server {
             instance,
             databases: RwLock::new(BTreeMap::new()),
@@ -302,6 +322,7 @@ impl Server {
             shut_down: parking_lot::Mutex::new(BTreeMap::new()),
             sessions: parking_lot::Mutex::new(BTreeMap::new()),
             batch_cache: crate::cache::BatchCache::default(),
+            releases_data_directory,
         });
         let registry = server.registry()?;
         let ids_missing = registry.iter().any(|entry| entry.database_id.is_none());
@@ -359,7 +380,7 @@ impl Server {
     /// OFFLINE]]` (the id is what keeps a closed database's id its own; older registries lack
     /// it), the name and path escaped ([`registry_fields`]).
     fn registry(&self) -> Result<Vec<RegistryEntry>> {
-        let text = match std::fs::read_to_string(self.registry_path()) {
+        let text = match self.instance.io.read_to_string(&self.registry_path()) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error("read the database registry", &self.registry_path(), e)),
@@ -404,19 +425,9 @@ impl Server {
             };
             text.push_str(&line);
         }
-        let temporary = self.instance.dir().join(format!("{REGISTRY}.new"));
-        std::fs::write(&temporary, text)
-            .map_err(|e| io_error("write the database registry", &temporary, e))?;
-        std::fs::File::open(&temporary)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| io_error("sync the database registry", &temporary, e))?;
-        std::fs::rename(&temporary, self.registry_path())
-            .map_err(|e| io_error("rename the database registry", &temporary, e))?;
-        // The rename is durable only once the directory is synced.
-        self.instance
-            .io
-            .sync_dir(self.instance.dir())
-            .map_err(|e| io_error("sync the data directory", self.instance.dir(), e))
+        let path = self.registry_path();
+        engine::io::replace_file(self.instance.io.as_ref(), &path, text.as_bytes())
+            .map_err(|e| io_error("write the database registry", &path, e))
     }
 
     /// An open database by name (case-insensitive).
@@ -517,9 +528,20 @@ impl Server {
         }
         let db = Arc::new(Database::create(&self.instance, spec)?);
         start_system_tasks(&db);
-        db.catalog()?;
+        if let Err(error) = db.catalog() {
+            discard_new_database(&self.instance, db);
+            return Err(error);
+        }
+        let shut_down = self.shut_down.lock();
         self.databases.write().insert(key(&spec.name), db.clone());
-        self.save_registry()?;
+        if let Err(error) = self.write_registry(&shut_down) {
+            // Not registered, it would be gone at the next start with its files left behind:
+            // the creation is undone instead, as SQL Server undoes a CREATE DATABASE that fails.
+            self.databases.write().remove(&key(&spec.name));
+            drop(shut_down);
+            discard_new_database(&self.instance, db);
+            return Err(error);
+        }
         Ok(db)
     }
 
@@ -692,10 +714,15 @@ impl Server {
 
     /// DROP DATABASE: closes it and deletes its files.
     pub fn drop_database(&self, name: &str) -> Result<()> {
-        if self.closed.write().remove(&key(name)).is_some() {
+        let closed = self.closed.write().remove(&key(name));
+        if let Some(closed) = closed {
             // Its files stay where they are (a SUSPECT one's could not be opened, and SQL Server
             // leaves an OFFLINE one's on disk too); only its entry goes.
-            return self.save_registry();
+            let saved = self.save_registry();
+            if saved.is_err() {
+                self.closed.write().insert(key(name), closed);
+            }
+            return saved;
         }
         let Some(db) = self.databases.write().remove(&key(name)) else {
             return Err(SqlError::new(
@@ -707,14 +734,10 @@ impl Server {
                 ),
             ));
         };
-        let data_ids = db.file_space().into_iter().map(|f| f.file_id);
-        let log_ids = db.log_files().into_iter().map(|(file_id, _, _)| file_id);
-        let paths: Vec<PathBuf> =
-            data_ids.chain(log_ids).filter_map(|file_id| db.file_path(file_id)).collect();
         // The system tasks hold the database while they work: stop them first.
         db.stop_background_tasks();
-        match Arc::try_unwrap(db) {
-            Ok(db) => db.close()?,
+        let db = match Arc::try_unwrap(db) {
+            Ok(db) => db,
             Err(db) => {
                 start_system_tasks(&db);
                 self.databases.write().insert(key(name), db);
@@ -725,11 +748,19 @@ impl Server {
                     format!("Cannot drop database \"{name}\" because it is currently in use."),
                 ));
             }
+        };
+        // The registry forgets it before its files go: a registry that cannot be written (a
+        // full disk) leaves the database as it was, open and whole.
+        if let Err(error) = self.save_registry() {
+            let db = Arc::new(db);
+            start_system_tasks(&db);
+            self.databases.write().insert(key(name), db);
+            return Err(error);
         }
-        for path in paths {
-            let _ = std::fs::remove_file(path);
-        }
-        self.save_registry()
+        let paths = database_file_paths(&db);
+        db.close()?;
+        remove_database_files(&self.instance, &paths);
+        Ok(())
     }
 
     /// Closes every database (checkpointing each).
@@ -742,7 +773,9 @@ impl Server {
                 db.close()?;
             }
         }
-        self.instance.release_data_directory();
+        if self.releases_data_directory {
+            self.instance.release_data_directory();
+        }
         Ok(())
     }
 
@@ -763,7 +796,9 @@ impl Server {
                 Err(db) => db.checkpoint()?,
             }
         }
-        self.instance.release_data_directory();
+        if self.releases_data_directory {
+            self.instance.release_data_directory();
+        }
         Ok(())
     }
 
@@ -791,6 +826,36 @@ fn drop_leftover_temporary_tables(db: &Arc<Database>) {
                 let _ = db.rollback_tran();
             }
         }
+    }
+}
+
+/// The paths of a database's data and log files.
+fn database_file_paths(db: &Database) -> Vec<PathBuf> {
+    let data_ids = db.file_space().into_iter().map(|f| f.file_id);
+    let log_ids = db.log_files().into_iter().map(|(file_id, _, _)| file_id);
+    data_ids.chain(log_ids).filter_map(|file_id| db.file_path(file_id)).collect()
+}
+
+/// Deletes a dropped database's files, and syncs their directories so that a crash does not
+/// bring them back (a file left behind would refuse the next CREATE DATABASE of that name with
+/// 5170). A file that cannot be deleted stays, as SQL Server leaves one it cannot delete.
+fn remove_database_files(instance: &Instance, paths: &[PathBuf]) {
+    let io = instance.io.as_ref();
+    for path in paths {
+        let _ = io.remove(path);
+    }
+    let _ = engine::io::sync_parent_dirs(io, paths.iter().map(PathBuf::as_path));
+}
+
+/// Undoes a CREATE DATABASE that failed after its files were made: the database is dropped
+/// without a write (nothing of it is worth keeping) and its files deleted. A session that
+/// found it in the moment it was listed may still hold it: then its files stay, unregistered.
+fn discard_new_database(instance: &Instance, db: Arc<Database>) {
+    db.stop_background_tasks();
+    let paths = database_file_paths(&db);
+    if let Ok(db) = Arc::try_unwrap(db) {
+        db.crash();
+        remove_database_files(instance, &paths);
     }
 }
 

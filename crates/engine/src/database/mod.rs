@@ -802,7 +802,8 @@ impl Database {
         Ok(())
     }
 
-    /// Drops the in-memory state without writing anything, as a crash would (tests).
+    /// Drops the in-memory state without writing anything, as a crash would: tests, and a
+    /// CREATE DATABASE undone (its files are deleted next).
     pub fn crash(self) {
         self.release_from_instance();
     }

@@ -1,5 +1,6 @@
 //! The one I/O seam. Every byte the engine reads or writes on disk goes through [`Io`] and
-//! [`IoFile`]; no other module touches `std::fs` for database files or the errorlog.
+//! [`IoFile`]; no other module touches `std::fs` for database files, the errorlog or the
+//! instance's own small files (the configuration, the database registry: [`replace_file`]).
 //!
 //! Backends:
 //! - [`StdIo`]: the real one (pread/pwrite, `fallocate`, `fdatasync`).
@@ -19,7 +20,8 @@
 //! file's existence (its creation or renaming) only after `sync_dir` returns Ok on its
 //! directory ([`sync_parent_dirs`]: database creation and ADD FILE do it before the boot page
 //! names the new files). Removing a file does not sync its directory: a removed file that a
-//! crash brings back is named by nothing.
+//! crash brings back is named by nothing (DROP DATABASE syncs the directories after deleting a
+//! database's files all the same, so that the name is free for a new database after a crash).
 
 mod fault;
 mod stats;
@@ -75,6 +77,29 @@ pub fn sync_parent_dirs<'p>(
         }
     }
     Ok(())
+}
+
+/// Replaces a small file of the instance's own (the configuration, the database registry)
+/// whole and durably: the bytes go to `<name>.new` beside it, which is synced and renamed over
+/// `path`, and then the directory is synced. A crash at any point leaves the old file or the new
+/// one, never a mix; a failure (a full disk, say) leaves the old one and returns the error.
+pub fn replace_file(io: &dyn Io, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut temporary_name = path.file_name().unwrap_or_default().to_os_string();
+    temporary_name.push(".new");
+    let temporary = path.with_file_name(temporary_name);
+    if io.exists(&temporary) {
+        io.remove(&temporary)?;
+    }
+    let file = io.create_new(&temporary)?;
+    file.write_at(bytes, 0)?;
+    file.sync_data()?;
+    drop(file);
+    io.rename(&temporary, path)?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    io.sync_dir(dir)
 }
 
 /// Operations on one open file.
