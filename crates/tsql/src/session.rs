@@ -790,6 +790,8 @@ impl Session {
             return Err(failure);
         }
         self.last_error = failure.error.number;
+        // The CATCH block comes after the TRY block's DECLAREs, run or not.
+        self.declare_skipped(try_body)?;
         self.catch_stack.push(CaughtError {
             error: failure.error,
             line: failure.line,
@@ -864,7 +866,7 @@ impl Session {
                 self.last_error = 0;
                 if !take {
                     // The ELSE branch comes after the THEN branch's DECLAREs.
-                    self.declare_skipped(then);
+                    self.declare_skipped(then)?;
                 }
                 self.run_parsed_block(if take { then } else { otherwise }, out)
             }
@@ -1391,10 +1393,13 @@ impl Session {
                 return Err(self.fail(error, *line));
             }
             self.error_noted = false;
-            let result = self.run(stmt, *line, out);
+            let mut result = self.run(stmt, *line, out);
             if !resets_error(stmt) {
                 // What follows a compound statement sees every variable declared in it.
-                self.declare_skipped(std::slice::from_ref(parsed));
+                let declared = self.declare_skipped(std::slice::from_ref(parsed));
+                if let (Ok(_), Err(failure)) = (&result, declared) {
+                    result = Err(failure);
+                }
             }
             match result {
                 Ok(Flow::Next) => {
@@ -2160,29 +2165,36 @@ impl Session {
         Ok(table)
     }
 
-    /// Declares, with NULL, each scalar variable DECLAREd in `statements` that is not declared
-    /// yet: one whose DECLARE did not run (a branch not taken, a loop body not entered, the
-    /// rest of a block after BREAK or an error). SQL Server declares variables when it compiles
-    /// the batch, so a statement after such a DECLARE in the text sees the variable, NULL,
-    /// where it was 137 here. Deviation: a table variable whose DECLARE did not run is still
-    /// unknown (1087).
-    fn declare_skipped(&mut self, statements: &[Parsed]) {
-        let _ = front::visit_statements(statements, &mut |parsed| {
-            let Stmt::Sql(statement) = &parsed.stmt else { return Ok::<(), ()>(()) };
+    /// Declares each variable DECLAREd in `statements` that is not declared yet: one whose
+    /// DECLARE did not run (a branch not taken, a loop body not entered, the rest of a block
+    /// after BREAK or an error). SQL Server declares variables when it compiles the batch, so a
+    /// statement after such a DECLARE in the text sees a scalar variable, NULL, and a table
+    /// variable, empty (it was 137 or 1087 here). A table variable is made here, when the
+    /// compound statement that skipped its DECLARE ends, where SQL Server makes it as the batch
+    /// starts: nothing can see the difference but the moment its table appears in tempdb.
+    fn declare_skipped(&mut self, statements: &[Parsed]) -> std::result::Result<(), Failure> {
+        front::visit_statements(statements, &mut |parsed| {
+            let Stmt::Sql(statement) = &parsed.stmt else { return Ok(()) };
             let Statement::Declare { stmts } = statement.as_ref() else { return Ok(()) };
             for declare in stmts {
                 let Some(data_type) = &declare.data_type else { continue };
-                if matches!(data_type, sqlparser::ast::DataType::Table(_)) {
+                let names = declare.names.iter().filter(|name| name.value.starts_with('@'));
+                if let sqlparser::ast::DataType::Table(columns) = data_type {
+                    let Some(columns) = columns else { continue };
+                    for name in names {
+                        let name = name.value.clone();
+                        self.atomic(parsed.line, |s| s.declare_table_variable(&name, columns))?;
+                    }
                     continue;
                 }
                 let Ok(sql_type) = sql_type_of(data_type) else { continue };
-                for name in declare.names.iter().filter(|name| name.value.starts_with('@')) {
+                for name in names {
                     let key = name.value.to_lowercase();
                     self.variables.entry(key).or_insert((sql_type, Value::Null));
                 }
             }
             Ok(())
-        });
+        })
     }
 
     /// `DECLARE @name TABLE (columns)`: a table variable, as a table of the current database

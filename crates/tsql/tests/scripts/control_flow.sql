@@ -109,3 +109,33 @@ END
 SET @in_loop = 3;
 SELECT @skipped AS skipped, @in_loop AS in_loop;
 GO
+-- A table variable too: made, empty, for what follows a DECLARE that did not run (it was 1087).
+IF 1 = 0
+    DECLARE @not_taken TABLE (a int);
+ELSE
+    INSERT @not_taken VALUES (1);
+WHILE 1 = 0
+BEGIN
+    DECLARE @not_entered TABLE (b varchar(5) PRIMARY KEY);
+END
+INSERT @not_entered VALUES ('x'), ('y');
+WHILE 1 = 1
+BEGIN
+    BREAK;
+    DECLARE @after_break TABLE (c int);
+END
+SELECT (SELECT COUNT(*) FROM @not_taken) AS not_taken,
+       (SELECT COUNT(*) FROM @not_entered) AS not_entered,
+       (SELECT COUNT(*) FROM @after_break) AS after_break;
+GO
+-- The CATCH block sees the TRY block's DECLAREs that the error skipped.
+BEGIN TRY
+    RAISERROR('stop here', 16, 1);
+    DECLARE @in_try int = 5;
+    DECLARE @try_rows TABLE (a int);
+END TRY
+BEGIN CATCH
+    INSERT @try_rows VALUES (ERROR_SEVERITY());
+    SELECT @in_try AS in_try, a AS severity FROM @try_rows;
+END CATCH
+GO
