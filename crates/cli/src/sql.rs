@@ -156,9 +156,10 @@ fn use_start_database(
         return Ok(());
     }
     if server.database(database).is_none() {
+        let error = tsql::server::login_database_unavailable(database);
         return Err(format!(
-            "Msg 4060, Level 11, State 1\nCannot open database \"{database}\" requested by the \
-             login. The login failed."
+            "Msg {}, Level {}, State {}\n{}",
+            error.number, error.severity, error.state, error.message
         ));
     }
     let use_database = format!("USE [{}]", database.replace(']', "]]"));

@@ -506,14 +506,12 @@ impl Connection {
         let mut session = Session::new(&self.server);
         if !login.database.is_empty() && !login.database.eq_ignore_ascii_case("master") {
             if self.server.database(&login.database).is_none() {
+                let error = tsql::server::login_database_unavailable(&login.database);
                 let mut reply = token::message(
-                    4060,
-                    1,
-                    11,
-                    &format!(
-                        "Cannot open database \"{}\" requested by the login. The login failed.",
-                        login.database
-                    ),
+                    error.number,
+                    error.state,
+                    error.severity,
+                    &error.message,
                     "",
                     1,
                 );

@@ -81,6 +81,21 @@ fn batches_over_tds_return_what_they_return_in_process() {
         panic!("a refused login")
     };
     assert!(refused.contains("Msg 18456, Level 14, State 1"), "{refused}");
+    // A login's database: taken when it is there, 4060 when it is not.
+    let other = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "other").unwrap();
+    assert_eq!(other.database, "other");
+    drop(other);
+    let Err(refused) = tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "nowhere")
+    else {
+        panic!("a login to a database that is not there")
+    };
+    assert!(
+        refused.contains(
+            "Msg 4060, Level 11, State 1\nCannot open database \"nowhere\" requested by the \
+             login. The login failed."
+        ),
+        "{refused}"
+    );
     drop(client);
     server.stop();
 }

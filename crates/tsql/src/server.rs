@@ -214,6 +214,17 @@ pub(crate) fn cannot_alter(name: &str) -> SqlError {
     )
 }
 
+/// 4060: the database a login asks for (TDS LOGIN7's database, sqlcmd's -d) is not there or
+/// not open; the login fails.
+pub fn login_database_unavailable(name: &str) -> SqlError {
+    SqlError::new(
+        4060,
+        11,
+        1,
+        format!("Cannot open database \"{name}\" requested by the login. The login failed."),
+    )
+}
+
 /// 5070: SET OFFLINE while sessions use the database (SQL Server follows it with 5069, which
 /// the session adds).
 fn database_in_use(name: &str) -> SqlError {
