@@ -5,9 +5,10 @@
 //! `name<TAB>primary file path<TAB>database_id` per line, rewritten whole and renamed into
 //! place through the engine's I/O seam: `engine::io::replace_file`), so that a restart opens
 //! them all (SQL Server keeps this list in master's sys.databases; deviation). The registry's
-//! write is what makes a CREATE or DROP DATABASE take effect: a CREATE whose write fails is
-//! undone, files and all, and a DROP whose write fails leaves the database open and whole (its
-//! files go only once the registry no longer names it). A database other than master that fails to open at startup (a
+//! write is what makes a CREATE or DROP DATABASE, or a SET OFFLINE or ONLINE, take effect: a
+//! CREATE whose write fails is undone, files and all; a DROP whose write fails leaves the
+//! database open and whole (its files go only once the registry no longer names it); a SET
+//! OFFLINE or ONLINE whose write fails leaves the database open or closed, as it was. A database other than master that fails to open at startup (a
 //! damaged boot page or IAM chain) is SUSPECT, as in SQL Server: its error and 3414 go to the
 //! errorlog, the instance starts without it, USE gives error 926, sys.databases lists it with
 //! state 4 and the id the registry kept for it (no new database takes that id), and DROP
@@ -628,44 +629,57 @@ impl Server {
             return Err(SqlError::new(5058, 16, 1, text));
         }
         let shut_down = self.shut_down.lock();
-        let mut closed_result = Ok(());
         let already_closed = self.closed.read().get(&key(name)).map(|c| (c.state, c.name.clone()));
-        let shown_name = if let Some((state, shown_name)) = already_closed {
+        if let Some((state, shown_name)) = already_closed {
             if state == ClosedState::Offline {
                 return Ok(()); // nothing changes
             }
-            let mut closed = self.closed.write();
-            closed.get_mut(&key(name)).expect("listed above").state = ClosedState::Offline;
-            shown_name
-        } else {
-            let Some(db) = self.databases.write().remove(&key(name)) else {
-                return Err(cannot_alter(name));
-            };
-            db.stop_background_tasks();
-            let db = match Arc::try_unwrap(db) {
-                Ok(db) => db,
-                Err(db) => {
-                    start_system_tasks(&db);
-                    self.databases.write().insert(key(name), db);
-                    return Err(database_in_use(name));
-                }
-            };
-            let entry = ClosedDatabase {
-                name: db.name.clone(),
-                path: db.file_path(1).unwrap_or_default(),
-                database_id: Some(db.database_id),
-                state: ClosedState::Offline,
-            };
-            // A checkpoint that fails leaves the database OFFLINE all the same: its log holds
-            // every commit, and SET ONLINE runs recovery.
-            closed_result = db.close();
-            let shown_name = entry.name.clone();
-            self.closed.write().insert(key(name), entry);
-            shown_name
+            self.set_closed_state(name, ClosedState::Offline);
+            if let Err(error) = self.write_registry(&shut_down) {
+                self.set_closed_state(name, state);
+                return Err(error);
+            }
+            self.log_option_set(&shown_name, "OFFLINE");
+            return Ok(());
+        }
+        let Some(db) = self.databases.write().remove(&key(name)) else {
+            return Err(cannot_alter(name));
         };
-        self.write_registry(&shut_down)?;
+        db.stop_background_tasks();
+        let db = match Arc::try_unwrap(db) {
+            Ok(db) => db,
+            Err(db) => {
+                start_system_tasks(&db);
+                self.databases.write().insert(key(name), db);
+                return Err(database_in_use(name));
+            }
+        };
+        let entry = ClosedDatabase {
+            name: db.name.clone(),
+            path: db.file_path(1).unwrap_or_default(),
+            database_id: Some(db.database_id),
+            state: ClosedState::Offline,
+        };
+        let shown_name = entry.name.clone();
+        self.closed.write().insert(key(name), entry);
+        // The registry says OFFLINE before the database closes: one that cannot be written (a
+        // full disk) leaves the database open, as it was.
+        if let Err(error) = self.write_registry(&shut_down) {
+            self.closed.write().remove(&key(name));
+            self.bring_online(db);
+            return Err(error);
+        }
         self.log_option_set(&shown_name, "OFFLINE");
-        closed_result
+        // A checkpoint that fails leaves the database OFFLINE all the same: its log holds
+        // every commit, and SET ONLINE runs recovery.
+        db.close()
+    }
+
+    /// Sets the state of a registered database that is not open.
+    fn set_closed_state(&self, name: &str, state: ClosedState) {
+        if let Some(closed) = self.closed.write().get_mut(&key(name)) {
+            closed.state = state;
+        }
     }
 
     /// ALTER DATABASE name SET ONLINE: opens an OFFLINE or SUSPECT database again, running
@@ -683,7 +697,11 @@ impl Server {
             Ok(db) => {
                 self.bring_online(db);
                 self.closed.write().remove(&key(name));
-                self.write_registry(&shut_down)?;
+                if let Err(error) = self.write_registry(&shut_down) {
+                    // Still OFFLINE (or SUSPECT) on disk: so it stays, closed again.
+                    self.close_again(name, closed);
+                    return Err(error);
+                }
                 self.log_option_set(&closed.name, "ONLINE");
                 Ok(())
             }
@@ -692,6 +710,24 @@ impl Server {
                 self.mark_suspect(suspect, &error, &engine::instance::current_process_info());
                 self.write_registry(&shut_down)?;
                 Err(error)
+            }
+        }
+    }
+
+    /// Undoes a SET ONLINE whose registry write failed: the database closes again (a session
+    /// that found it open in the meantime keeps it open until the next start) and is listed
+    /// as it was.
+    fn close_again(&self, name: &str, closed: ClosedDatabase) {
+        let Some(db) = self.databases.write().remove(&key(name)) else { return };
+        db.stop_background_tasks();
+        match Arc::try_unwrap(db) {
+            Ok(db) => {
+                let _ = db.close();
+                self.closed.write().insert(key(name), closed);
+            }
+            Err(db) => {
+                start_system_tasks(&db);
+                self.databases.write().insert(key(name), db);
             }
         }
     }

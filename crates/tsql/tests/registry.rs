@@ -1,6 +1,7 @@
 //! The database registry (the instance's list of databases, SQL Server's sys.databases rows in
 //! master) on a disk that fills: it is written through the engine's I/O seam, and a CREATE or
-//! DROP DATABASE whose registry write fails leaves everything as it was, files included.
+//! DROP DATABASE, or an ALTER DATABASE SET OFFLINE or ONLINE, whose registry write fails leaves
+//! everything as it was, files included.
 //! Also: a server attached to an instance its caller goes on using leaves the instance's
 //! directory lock alone when it shuts down.
 
@@ -123,6 +124,47 @@ USE master";
     // With room on the disk, DROP DATABASE deletes the files.
     assert_eq!(run(&mut session, "DROP DATABASE sales").0, Vec::<i32>::new());
     assert_eq!(names_of_files(dir.path(), "sales"), Vec::<String>::new());
+    drop(session);
+    server.shutdown().expect("shutdown");
+}
+
+#[test]
+fn set_offline_and_set_online_take_effect_only_once_the_registry_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (plan, server) = server_on_faults(dir.path());
+    let mut session = Session::new(&server);
+    let setup = "CREATE DATABASE sales
+USE sales
+CREATE TABLE t (id INT PRIMARY KEY)
+INSERT t VALUES (1), (2)
+USE master";
+    assert_eq!(run(&mut session, setup).0, Vec::<i32>::new());
+    let state_of_sales = "SELECT state_desc FROM sys.databases WHERE name = 'sales'";
+
+    fill_the_disk_for_the_registry(&plan);
+    let errors = run(&mut session, "ALTER DATABASE sales SET OFFLINE").0;
+    assert_eq!(errors.first(), Some(&5123), "{errors:?}");
+    assert_eq!(rows(&mut session, state_of_sales), [["ONLINE"]]);
+    assert_eq!(rows(&mut session, "USE sales SELECT COUNT(*) FROM t USE master"), [["2"]]);
+
+    plan.lock().enospc_after_bytes = None;
+    assert_eq!(run(&mut session, "ALTER DATABASE sales SET OFFLINE").0, Vec::<i32>::new());
+    plan.lock().enospc_after_bytes = Some(0);
+    let errors = run(&mut session, "ALTER DATABASE sales SET ONLINE").0;
+    assert_eq!(errors.first(), Some(&5123), "{errors:?}");
+    assert_eq!(rows(&mut session, state_of_sales), [["OFFLINE"]]);
+    assert_eq!(run(&mut session, "USE sales").0, [942]);
+
+    // A restart finds it as the registry last said: OFFLINE; SET ONLINE then opens it whole.
+    plan.lock().enospc_after_bytes = None;
+    drop(session);
+    server.shutdown().expect("shutdown");
+    drop(server);
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("restart");
+    let mut session = Session::new(&server);
+    assert_eq!(rows(&mut session, state_of_sales), [["OFFLINE"]]);
+    assert_eq!(run(&mut session, "ALTER DATABASE sales SET ONLINE").0, Vec::<i32>::new());
+    assert_eq!(rows(&mut session, "USE sales SELECT COUNT(*) FROM t USE master"), [["2"]]);
     drop(session);
     server.shutdown().expect("shutdown");
 }
