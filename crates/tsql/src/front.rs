@@ -746,8 +746,15 @@ fn check_procedure_body(def: &crate::procs::ProcedureDef) -> Result<(), (SqlErro
 
 /// Calls `visit` on each statement of `body` in text order, and on those inside its blocks,
 /// branches, loops and TRY/CATCH (not inside a CREATE PROCEDURE's body); stops at the first
-/// error.
+/// error. Each level has its stack room (nesting invariant 1).
 pub(crate) fn visit_statements<E>(
+    body: &[Parsed],
+    visit: &mut impl FnMut(&Parsed) -> Result<(), E>,
+) -> Result<(), E> {
+    crate::nesting::with_stack_room(|| visit_statements_here(body, visit))
+}
+
+fn visit_statements_here<E>(
     body: &[Parsed],
     visit: &mut impl FnMut(&Parsed) -> Result<(), E>,
 ) -> Result<(), E> {
@@ -1144,6 +1151,14 @@ fn parse_alter_column(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
 }
 
 fn parse_one(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
+    let Some(_level) = crate::nesting::ParseLevel::enter() else {
+        return Err(ParserError::RecursionLimitExceeded);
+    };
+    crate::nesting::with_stack_room(|| parse_one_here(parser))
+}
+
+/// One statement, at a nesting level [`parse_one`] has entered.
+fn parse_one_here(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     let first = parser.peek_token().token;
     if is_word(&first, "IF") {
         parser.next_token();

@@ -11,6 +11,7 @@
 //! - [`dbddl`]: CREATE DATABASE and ALTER DATABASE (file specs, filegroups, options).
 //! - [`dialect`]: MsSqlDialect with T-SQL's reserved words kept out of aliases.
 //! - [`procs`]: stored procedures, EXEC, dynamic SQL and sp_executesql.
+//! - [`nesting`]: how deep a batch may nest (191), and stack room for each level.
 //! - [`server`]: the instance, its databases and the registry of them in the data directory.
 //! - [`session`]: statements, variables, transactions and SQL Server's error behaviour.
 //! - [`query`]: SELECT and expression evaluation.
@@ -38,6 +39,7 @@ pub mod format;
 pub mod front;
 pub mod functions;
 pub mod merge;
+pub mod nesting;
 pub mod output;
 pub mod perfcounters;
 pub mod procs;

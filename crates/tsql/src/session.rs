@@ -1385,6 +1385,16 @@ impl Session {
         statements: &[Parsed],
         out: &mut dyn FnMut(Output),
     ) -> std::result::Result<Flow, Failure> {
+        // A block in a block (in a procedure...) recurses: each level has its stack room
+        // (nesting invariant 1).
+        crate::nesting::with_stack_room(|| self.run_block_here(statements, out))
+    }
+
+    fn run_block_here(
+        &mut self,
+        statements: &[Parsed],
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
         for parsed in statements {
             let Parsed { stmt, line } = parsed;
             // Between statements the worker's quantum may end (SOS_SCHEDULER_YIELD).
