@@ -671,8 +671,10 @@ fn parse_tokens(
     let options = ParserOptions::new().with_trailing_commas(false);
     let mut options = options;
     options.require_semicolon_stmt_delimiter = false;
-    let mut parser =
-        Parser::new(&dialect).with_options(options).with_tokens_with_locations(tokens.clone());
+    let mut parser = Parser::new(&dialect)
+        .with_recursion_limit(crate::nesting::MAX_PARSER_RECURSION)
+        .with_options(options)
+        .with_tokens_with_locations(tokens.clone());
     BATCH_TOKENS.with(|context| *context.borrow_mut() = Some((tokens.clone(), removed.to_vec())));
     let mut out = Vec::new();
     if procedure {

@@ -12,8 +12,9 @@
 //!
 //! How:
 //! - The parser counts the statements it is inside; past [`MAX_STATEMENT_NESTING`] it stops
-//!   with sqlparser's recursion error, which the front end reports as 191 (sqlparser's own
-//!   limit, 50, gives the same error for nested expressions and subqueries).
+//!   with sqlparser's recursion error, which the front end reports as 191. sqlparser's own
+//!   limit, [`MAX_PARSER_RECURSION`], gives the same error for nested expressions and
+//!   subqueries.
 //! - Each level of parsing and of running a block goes through [`with_stack_room`]: when less
 //!   than [`STACK_RED_ZONE_BYTES`] is left on the stack, the level runs on a new stack segment
 //!   of [`STACK_SEGMENT_BYTES`] (the `stacker` crate, which sqlparser uses for its own
@@ -29,6 +30,10 @@ use std::cell::Cell;
 /// The deepest a statement may sit inside IF, WHILE, BEGIN...END and TRY...CATCH statements in
 /// one batch (an ELSE IF chain nests one level per branch).
 pub const MAX_STATEMENT_NESTING: u32 = 512;
+
+/// sqlparser's recursion limit for a batch (its default is 50): a nested subquery takes about
+/// two of it, and SQL Server takes 32 nested subqueries.
+pub const MAX_PARSER_RECURSION: usize = 100;
 
 /// Stack left below which a level moves to a new segment: enough for the deepest work done
 /// between two levels (one statement's evaluation, in a debug build).

@@ -85,3 +85,28 @@ fn procedures_nested_32_deep_each_with_deep_blocks_run_on_a_small_stack() {
     assert_eq!(results[2].0, [217]);
     server.shutdown().expect("shutdown");
 }
+
+#[test]
+fn subqueries_nested_32_deep_and_more_evaluate_on_a_small_stack() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let nested = |depth: usize, innermost: &str| {
+        format!("SELECT {}{innermost}{} AS x", "(SELECT ".repeat(depth), ")".repeat(depth))
+    };
+    let batches = vec![
+        "CREATE TABLE t (a INT PRIMARY KEY)".into(),
+        "INSERT t VALUES (7), (8)".into(),
+        nested(32, "MAX(a) FROM t"),
+        nested(40, "MIN(a) FROM t"),
+        format!("SELECT {}1{} AS x", "(".repeat(90), ")".repeat(90)),
+        nested(60, "1"),
+    ];
+    let results = run_on_small_stack(&server, batches);
+    assert_eq!(results[2].0, Vec::<i32>::new(), "{}", results[2].1);
+    assert!(results[2].1.contains('8'), "{}", results[2].1);
+    assert_eq!(results[3].0, Vec::<i32>::new(), "{}", results[3].1);
+    assert!(results[3].1.contains('7'), "{}", results[3].1);
+    assert_eq!(results[4].0, Vec::<i32>::new(), "{}", results[4].1);
+    assert_eq!(results[5].0, [191]);
+    server.shutdown().expect("shutdown");
+}

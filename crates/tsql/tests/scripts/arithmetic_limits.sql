@@ -53,8 +53,11 @@ SELECT ROUND(123.456, 1, 1) AS truncated, ROUND(123.456, 1) AS rounded,
 GO
 SELECT UPPER(N'ßaé') AS upper_keeps_length, LOWER(N'ÀB') AS lower_text
 GO
--- Nesting past the parser's 50 levels is 191 (deviation: SQL Server's limit is higher).
+-- 60 nested parentheses parse; 120 are past the parser's recursion limit (100), 191
+-- (deviation: SQL Server's limit is its stack).
 SELECT ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) AS deep
+GO
+SELECT ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) AS too_deep
 GO
 -- A number too long for a string type: an integer is '*' in char and varchar (CAST's
 -- documented truncation), error 8115 in nvarchar; a decimal or float is 8115 in any string.
