@@ -8,12 +8,14 @@
 //! write is what makes a CREATE or DROP DATABASE, or a SET OFFLINE or ONLINE, take effect: a
 //! CREATE whose write fails is undone, files and all; a DROP whose write fails leaves the
 //! database open and whole (its files go only once the registry no longer names it); a SET
-//! OFFLINE or ONLINE whose write fails leaves the database open or closed, as it was. A database other than master that fails to open at startup (a
-//! damaged boot page or IAM chain) is SUSPECT, as in SQL Server: its error and 3414 go to the
-//! errorlog, the instance starts without it, USE gives error 926, sys.databases lists it with
-//! state 4 and the id the registry kept for it (no new database takes that id), and DROP
-//! DATABASE removes its entry (deviations: its files are kept; its options are NULL in
-//! sys.databases, since they live in its own files).
+//! OFFLINE or ONLINE whose write fails leaves the database open or closed, as it was.
+//!
+//! A database other than master that fails to open at startup (a damaged boot page or IAM
+//! chain) is SUSPECT, as in SQL Server: its error and 3414 go to the errorlog, the instance
+//! starts without it, USE gives error 926, sys.databases lists it with state 4 and the id the
+//! registry kept for it (no new database takes that id), and DROP DATABASE removes its entry
+//! (deviations: its files are kept; its options are NULL in sys.databases, since they live in
+//! its own files).
 //!
 //! Output follows the TDS model that the server issue will send: result sets, informational
 //! messages (PRINT, severity <= 10 RAISERROR), row counts ("(n rows affected)") and errors with
@@ -759,7 +761,7 @@ impl Server {
         );
     }
 
-    /// DROP DATABASE: closes it and deletes its files.
+    /// DROP DATABASE: forgets it and deletes its files.
     pub fn drop_database(&self, name: &str) -> Result<()> {
         let closed = self.closed.write().remove(&key(name));
         if let Some(closed) = closed {
@@ -804,8 +806,9 @@ impl Server {
             self.databases.write().insert(key(name), db);
             return Err(error);
         }
+        // Dropped: nothing of it is written any more (no checkpoint), its files just go.
         let paths = database_file_paths(&db);
-        db.close()?;
+        db.crash();
         remove_database_files(&self.instance, &paths);
         Ok(())
     }

@@ -803,7 +803,7 @@ impl Database {
     }
 
     /// Drops the in-memory state without writing anything, as a crash would: tests, and a
-    /// CREATE DATABASE undone (its files are deleted next).
+    /// database whose files are deleted next (DROP DATABASE, a CREATE DATABASE undone).
     pub fn crash(self) {
         self.release_from_instance();
     }
