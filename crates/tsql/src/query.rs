@@ -756,21 +756,7 @@ impl Session {
         outer: Option<&Env<'_>>,
     ) -> Result<CteBinding> {
         let name = cte.alias.name.value.clone();
-        let aliases: Vec<String> = cte.alias.columns.iter().map(|c| c.name.value.clone()).collect();
-        let named = |result: &QueryResult| -> Result<Vec<String>> {
-            if aliases.is_empty() {
-                return Ok(result.columns.clone());
-            }
-            if aliases.len() != result.columns.len() {
-                return Err(SqlError::new(
-                    8158,
-                    16,
-                    1,
-                    format!("'{name}' has more columns than were specified in the column list."),
-                ));
-            }
-            Ok(aliases.clone())
-        };
+        let named = |result: &QueryResult| aliased_columns(&cte.alias, &result.columns);
         let recursive = match cte.query.body.as_ref() {
             SetExpr::SetOperation {
                 left,
@@ -1122,11 +1108,9 @@ impl Session {
             TableFactor::Derived { subquery, alias, .. } => {
                 let result = self.run_query(subquery, outer)?;
                 let qualifier = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_default();
-                let names: Vec<String> = match alias {
-                    Some(a) if !a.columns.is_empty() => {
-                        a.columns.iter().map(|c| c.name.value.clone()).collect()
-                    }
-                    _ => result.columns.clone(),
+                let names = match alias {
+                    Some(alias) => aliased_columns(alias, &result.columns)?,
+                    None => result.columns.clone(),
                 };
                 let cols = names
                     .into_iter()
@@ -2472,6 +2456,35 @@ fn escaped_pattern(pattern: &str, escape: &Value) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// The column names a derived table or common table expression shows: its alias's column list
+/// when it has one, which must name every column of the query (`columns`), as SQL Server
+/// requires: 8158 when the query has more columns than names, 8159 when it has fewer. A name
+/// followed by a type (`AS t (a int)`, which sqlparser takes for other dialects) is T-SQL's
+/// syntax error near the type.
+pub(crate) fn aliased_columns(
+    alias: &sqlparser::ast::TableAlias,
+    columns: &[String],
+) -> Result<Vec<String>> {
+    if alias.columns.is_empty() {
+        return Ok(columns.to_vec());
+    }
+    if let Some(data_type) = alias.columns.iter().find_map(|c| c.data_type.as_ref()) {
+        let near = data_type.to_string();
+        return Err(SqlError::new(102, 15, 1, format!("Incorrect syntax near '{near}'.")));
+    }
+    let name = &alias.name.value;
+    let more_or_fewer = match alias.columns.len().cmp(&columns.len()) {
+        std::cmp::Ordering::Less => (8158, "more"),
+        std::cmp::Ordering::Greater => (8159, "fewer"),
+        std::cmp::Ordering::Equal => {
+            return Ok(alias.columns.iter().map(|c| c.name.value.clone()).collect());
+        }
+    };
+    let (number, comparison) = more_or_fewer;
+    let text = format!("'{name}' has {comparison} columns than were specified in the column list.");
+    Err(SqlError::new(number, 16, 1, text))
 }
 
 #[cfg(test)]

@@ -19,6 +19,22 @@ GO
 WITH Forever AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM Forever)
 SELECT MAX(n) FROM Forever
 GO
+-- A column list names every column of its query: 8158 for more columns than names, 8159 for
+-- fewer, in a CTE, a derived table or a VALUES table alike; a name with a type is 102.
+WITH Two (a) AS (SELECT 1 AS x, 2 AS y) SELECT * FROM Two
+GO
+WITH One (a, b) AS (SELECT 1 AS x) SELECT * FROM One
+GO
+SELECT * FROM (SELECT 1 AS x, 2 AS y) AS d (a)
+GO
+SELECT * FROM (SELECT 1 AS x) AS d (a, b)
+GO
+SELECT * FROM (VALUES (1, 2), (3, 4)) AS v (a)
+GO
+SELECT * FROM (SELECT 1 AS x, 2 AS y) AS d (a b)
+GO
+SELECT a, b FROM (VALUES (1, 2), (3, 4)) AS v (a, b) ORDER BY a DESC
+GO
 -- Ranking, running totals and offsets.
 SELECT region, rep, amount,
        ROW_NUMBER() OVER (PARTITION BY region ORDER BY amount DESC) AS rn,

@@ -55,3 +55,7 @@ MERGE stock USING incoming ON stock.id = incoming.id WHEN NOT MATCHED AND incomi
 GO
 MERGE stock USING incoming ON stock.id = incoming.id WHEN NOT MATCHED BY SOURCE THEN INSERT VALUES (1, 1, 'x');
 GO
+-- A source whose column list does not name each of its columns is 8158 (it panicked: the
+-- source's rows were wider than its columns).
+MERGE stock USING (SELECT 2 AS id, 5 AS qty) AS s (id) ON stock.id = s.id WHEN MATCHED THEN DELETE;
+GO
