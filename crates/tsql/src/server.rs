@@ -813,43 +813,50 @@ impl Server {
         Ok(())
     }
 
-    /// Closes every database (checkpointing each).
+    /// Closes every database (checkpointing each). A database that does not close cleanly (a
+    /// checkpoint that fails: a full log, a failed write) stops nothing: the others close, the
+    /// directory lock goes, and the first such error is returned; its log holds every commit,
+    /// and recovery runs at the next start.
     pub fn shutdown(&self) -> Result<()> {
         let databases: Vec<Arc<Database>> =
             std::mem::take(&mut *self.databases.write()).into_values().collect();
+        let mut first_error = None;
         for db in databases {
             db.stop_background_tasks();
             if let Ok(db) = Arc::try_unwrap(db) {
-                db.close()?;
+                first_error = first_error.or(db.close().err());
             }
         }
         if self.releases_data_directory {
             self.instance.release_data_directory();
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// SHUTDOWN from a session (which holds its current database): every database is
     /// checkpointed, unless `nowait`, and forgotten; the log makes committed work durable either
-    /// way, and a NOWAIT shutdown leaves it to recovery at the next start, as in SQL Server.
+    /// way, and a NOWAIT shutdown leaves it to recovery at the next start, as in SQL Server. As
+    /// in [`Server::shutdown`], one database's failure stops none of the others.
     pub fn shutdown_from_session(&self, nowait: bool) -> Result<()> {
         let databases: Vec<Arc<Database>> =
             std::mem::take(&mut *self.databases.write()).into_values().collect();
+        let mut first_error = None;
         for db in databases {
             db.stop_background_tasks();
-            if nowait {
-                db.log().flush_all()?;
-                continue;
-            }
-            match Arc::try_unwrap(db) {
-                Ok(db) => db.close()?,
-                Err(db) => db.checkpoint()?,
-            }
+            let closed = if nowait {
+                db.log().flush_all()
+            } else {
+                match Arc::try_unwrap(db) {
+                    Ok(db) => db.close(),
+                    Err(db) => db.checkpoint(),
+                }
+            };
+            first_error = first_error.or(closed.err());
         }
         if self.releases_data_directory {
             self.instance.release_data_directory();
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// The data directory.

@@ -151,6 +151,33 @@ fn the_restart_waits_for_every_session_and_a_log_still_failing_leaves_it_suspect
     server.shutdown().expect("shutdown");
 }
 
+/// A database whose shutdown checkpoint fails (its log's sync fails) stops no other database
+/// from closing, and the data directory is released: before, the shutdown returned at the
+/// first failure and kept the directory's lock while the server lived.
+#[test]
+fn a_database_that_fails_to_close_stops_no_other_and_the_directory_is_released() {
+    let (dir, plan, server, mut session) = bank();
+    let setup = "CREATE DATABASE other
+USE other
+CREATE TABLE u (id INT PRIMARY KEY)
+INSERT u VALUES (1), (2)
+USE master";
+    assert_eq!(run(&mut session, setup).0, Vec::<i32>::new());
+    fail_next_log_sync(&mut session, &plan);
+    drop(session);
+    assert!(server.shutdown().is_err(), "bank's checkpoint fails");
+
+    // The first server still lives: its directory is free all the same, and every database
+    // opens, each with its commits.
+    let restarted = Server::start(InstanceConfig::new(dir.path())).expect("the directory is free");
+    let mut session = Session::new(&restarted);
+    assert_eq!(rows(&mut session, "USE bank SELECT COUNT(*) FROM t"), [["50"]]);
+    assert_eq!(rows(&mut session, "USE other SELECT COUNT(*) FROM u"), [["2"]]);
+    drop(session);
+    restarted.shutdown().expect("shutdown");
+    drop(server);
+}
+
 /// Sessions of the seeded load, and rows per transaction.
 const LOAD_SESSIONS: u64 = 4;
 const ROWS_PER_TRANSACTION: u64 = 10;
