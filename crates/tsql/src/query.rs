@@ -1014,6 +1014,11 @@ impl Session {
                     rows.push(out);
                 }
                 let width = rows.first().map_or(0, Vec::len);
+                if rows.iter().any(|row| row.len() != width) {
+                    let text = "The number of columns for each row in a table value constructor \
+                                must be the same.";
+                    return Err(SqlError::new(10709, 16, 1, text));
+                }
                 Ok(QueryResult {
                     columns: vec![String::new(); width],
                     types: vec![None; width],

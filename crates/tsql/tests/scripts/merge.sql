@@ -59,3 +59,8 @@ GO
 -- source's rows were wider than its columns).
 MERGE stock USING (SELECT 2 AS id, 5 AS qty) AS s (id) ON stock.id = s.id WHEN MATCHED THEN DELETE;
 GO
+-- A VALUES source whose rows differ in width is 10709 (it panicked too).
+MERGE stock USING (VALUES (1, 5), (2)) AS s (id, delta) ON stock.id = s.id WHEN MATCHED THEN DELETE;
+GO
+SELECT * FROM (VALUES (1, 2), (3)) AS v (a, b)
+GO
