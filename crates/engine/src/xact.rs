@@ -218,6 +218,8 @@ struct OpenXact {
     ddl: Option<Vec<u64>>,
     /// Its name for DBCC OPENTRAN ([`name_current_transaction`]).
     name: Arc<str>,
+    /// Uncommittable ([`doom_current`]): it logs nothing more but its rollback.
+    doomed: bool,
 }
 
 impl OpenXact {
@@ -245,6 +247,7 @@ impl OpenXact {
             on_commit: Vec::new(),
             ddl: None,
             name: Arc::from(UNNAMED_TRANSACTION),
+            doomed: false,
         }
     }
 }
@@ -289,6 +292,29 @@ pub fn attach(transaction: DetachedTransaction) {
     });
 }
 
+/// 3930: a change, or a COMMIT, in a transaction that can only be rolled back.
+pub fn uncommittable() -> SqlError {
+    let text = "The current transaction cannot be committed and cannot support operations that \
+                write to the log file. Roll back the transaction.";
+    SqlError::new(3930, 16, 1, text)
+}
+
+/// Makes this thread's open transaction uncommittable, as SQL Server dooms one when an error
+/// under XACT_ABORT ON is caught by a CATCH block: it stays open (XACT_STATE() -1) and keeps its
+/// locks, every change it would log is 3930, and only its rollback ends it.
+pub fn doom_current() {
+    CURRENT.with(|c| {
+        if let Some(xact) = c.borrow_mut().as_mut() {
+            xact.doomed = true;
+        }
+    });
+}
+
+/// Whether this thread's open transaction is uncommittable ([`doom_current`]).
+pub fn is_doomed() -> bool {
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|x| x.doomed))
+}
+
 /// Whether this thread is undoing a change (its log records may use the rollback reserve).
 pub fn compensating() -> bool {
     COMPENSATING.with(|c| c.borrow().is_some())
@@ -319,15 +345,18 @@ pub fn log_row_op(db: &Database, op: RowOp) -> SqlResult<()> {
     let record = CURRENT.with(|c| {
         let current = c.borrow();
         let xact = current.as_ref().filter(|x| x.database_id == db.database_id)?;
+        if xact.doomed && compensating.is_none() {
+            return Some(Err(uncommittable()));
+        }
         let (operation, context) = op.operation();
         let mut record = LogRecord::new(operation, context, xact.xact_id, op.payload(compensating));
         record.prev_lsn = xact.last_lsn;
         if compensating.is_some() {
             record.flags |= FLAG_CLR;
         }
-        Some(record)
+        Some(Ok(record))
     });
-    if let Some(record) = record {
+    if let Some(record) = record.transpose()? {
         mtr::with_top(|m| {
             // Checked in debug builds (every test, the crash soak in CI): a release build with
             // the check used about 2 % more CPU per row in the 16-session insert bench
@@ -474,6 +503,11 @@ impl Database {
     /// is on); an inner one only counts down @@TRANCOUNT.
     pub fn commit_tran(&self) -> SqlResult<()> {
         let mut xact = self.take_open_xact(3902)?;
+        if xact.doomed {
+            // Uncommittable, at any depth: it stays open for its rollback.
+            CURRENT.with(|c| *c.borrow_mut() = Some(xact));
+            return Err(uncommittable());
+        }
         if xact.depth > 1 {
             xact.depth -= 1;
             CURRENT.with(|c| *c.borrow_mut() = Some(xact));

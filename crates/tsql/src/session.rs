@@ -15,9 +15,12 @@
 //!
 //! Deviations: an error of severity 20 or above does not end the connection (SQL Server ends
 //! it in most cases); name errors (208, 207, 137) are found when the statement runs, not when
-//! the batch compiles, so statements before them in the batch have run. There are no doomed
-//! transactions: under XACT_ABORT an error rolls the transaction back at once, so XACT_STATE()
-//! in the CATCH block is 0 where SQL Server shows -1.
+//! the batch compiles, so statements before them in the batch have run.
+//!
+//! Doomed transactions: under XACT_ABORT an error that a CATCH block catches leaves the
+//! transaction open but uncommittable (XACT_STATE() -1; a change or COMMIT is 3930), for the
+//! CATCH block to roll back; one still open when the batch ends is rolled back with 3998, as in
+//! SQL Server. Outside a TRY block the error rolls the transaction back at once.
 
 use crate::front::{self, Parsed, Stmt, last_part};
 use crate::functions;
@@ -592,6 +595,14 @@ impl Session {
                 self.report(failure, out);
             }
         }
+        if self.db.trancount() > 0 && engine::xact::is_doomed() {
+            // A CATCH block that left its doomed transaction open: SQL Server rolls it back.
+            let _ = self.tracking_transaction(false, |db| db.rollback_tran());
+            let text = "Uncommittable transaction is detected at the end of the batch. The \
+                        transaction is rolled back.";
+            let failure = self.fail(SqlError::new(3998, 16, 1, text), 1);
+            self.report(failure, out);
+        }
         // The batch's table variables and LOCAL cursors end with it.
         self.cursors.end_scope(0);
         let variables = self.temp.take_scope(0, true);
@@ -759,10 +770,17 @@ impl Session {
         self.xact_abort && !raiserror && !is_compile_error(number)
     }
 
-    /// Rolls the transaction back if [`Session::xact_abort_rolls_back`] says the failure does.
+    /// Ends the transaction if [`Session::xact_abort_rolls_back`] says the failure does: inside
+    /// a TRY block the transaction is doomed (uncommittable, XACT_STATE() -1) for the CATCH
+    /// block to roll back, as in SQL Server; elsewhere it is rolled back.
     fn roll_back_for_xact_abort(&self, failure: &Failure) {
         let applies = self.xact_abort_rolls_back(failure.error.number, failure.raiserror);
-        if applies && self.db.trancount() > 0 {
+        if !applies || self.db.trancount() == 0 {
+            return;
+        }
+        if self.try_depth > 0 && failure.error.number != CANCELLED {
+            engine::xact::doom_current();
+        } else {
             let _ = self.tracking_transaction(false, |db| db.rollback_tran());
         }
     }
@@ -779,6 +797,14 @@ impl Session {
     ) -> std::result::Result<Flow, Failure> {
         self.try_depth += 1;
         let result = self.run_parsed_block(try_body, out);
+        if result.is_err() {
+            // The CATCH block comes after the TRY block's DECLAREs, run or not. Made while
+            // still in the TRY block, so that a failure to make one dooms the transaction
+            // rather than rolling it back. A table variable cannot be made in a doomed
+            // transaction (here it is a table under the session's transaction: deviation): it
+            // stays undeclared rather than keep the CATCH block from running.
+            let _ = self.declare_skipped(try_body);
+        }
         self.try_depth -= 1;
         let failure = match result {
             Ok(flow) => return Ok(flow),
@@ -790,8 +816,6 @@ impl Session {
             return Err(failure);
         }
         self.last_error = failure.error.number;
-        // The CATCH block comes after the TRY block's DECLAREs, run or not.
-        self.declare_skipped(try_body)?;
         self.catch_stack.push(CaughtError {
             error: failure.error,
             line: failure.line,
@@ -1066,9 +1090,12 @@ impl Session {
             let result = f(self);
             result.map_err(|error| {
                 if db.trancount() > 0 {
-                    if self.xact_abort_rolls_back(error.number, false) || error.number == 1205 {
+                    let xact_abort = self.xact_abort_rolls_back(error.number, false);
+                    if error.number == 1205 || (xact_abort && self.try_depth == 0) {
                         let _ = self.tracking_transaction(false, |db| db.rollback_tran());
                     } else if let Some(mark) = mark {
+                        // Under XACT_ABORT in a TRY block the statement goes and the
+                        // transaction is doomed ([`Session::roll_back_for_xact_abort`]).
                         let _ = db.rollback_statement(mark);
                     }
                 }
@@ -1662,7 +1689,13 @@ impl Session {
             "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
             | "ERROR_PROCEDURE" => Ok(self.error_function(name)),
             "XACT_STATE" => {
-                Ok(Value::SmallInt(i16::from(self.db.trancount() > u32::from(self.in_autocommit))))
+                let open = self.db.trancount() > u32::from(self.in_autocommit);
+                let state = match (open, engine::xact::is_doomed()) {
+                    (false, _) => 0,
+                    (true, true) => -1,
+                    (true, false) => 1,
+                };
+                Ok(Value::SmallInt(state))
             }
             _ => return None,
         };

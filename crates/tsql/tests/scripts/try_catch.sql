@@ -50,6 +50,48 @@ BEGIN CATCH
 END CATCH
 SELECT COUNT(*) AS rows_now FROM t
 GO
+-- Under XACT_ABORT the error dooms the transaction: the CATCH block finds it open but
+-- uncommittable (XACT_STATE() -1); a change or a COMMIT is 3930; ROLLBACK ends it.
+SET XACT_ABORT ON
+BEGIN TRY
+    BEGIN TRAN
+    INSERT t VALUES (3)
+    INSERT t VALUES (3)
+    COMMIT
+END TRY
+BEGIN CATCH
+    SELECT @@TRANCOUNT AS open_trans, XACT_STATE() AS xact_state, ERROR_NUMBER() AS error
+    SELECT COUNT(*) AS rows_readable FROM t
+    BEGIN TRY
+        INSERT t VALUES (4)
+    END TRY
+    BEGIN CATCH
+        PRINT 'a change: ' + CAST(ERROR_NUMBER() AS VARCHAR(10))
+    END CATCH
+    BEGIN TRY
+        COMMIT
+    END TRY
+    BEGIN CATCH
+        PRINT 'COMMIT: ' + CAST(ERROR_NUMBER() AS VARCHAR(10))
+    END CATCH
+    ROLLBACK
+END CATCH
+SELECT @@TRANCOUNT AS open_trans, COUNT(*) AS rows_now FROM t
+GO
+-- A doomed transaction the CATCH block leaves open is rolled back at the end of the batch
+-- (3998).
+BEGIN TRY
+    BEGIN TRAN
+    INSERT t VALUES (5)
+    INSERT t VALUES (5)
+END TRY
+BEGIN CATCH
+    SELECT XACT_STATE() AS xact_state
+END CATCH
+GO
+SELECT @@TRANCOUNT AS open_trans, COUNT(*) AS rows_now FROM t
+SET XACT_ABORT OFF
+GO
 -- Nested TRY, THROW to re-raise, and an error inside CATCH.
 BEGIN TRY
     BEGIN TRY
