@@ -112,6 +112,15 @@ pub struct Server {
     releases_data_directory: bool,
 }
 
+/// What [`Server::take_unused`] found.
+enum Taken {
+    /// The database, off the list, for the caller alone.
+    Alone(Box<Database>),
+    /// A session holds it: it stays open.
+    InUse,
+    NotOpen,
+}
+
 /// A registered database that is not open: SUSPECT or OFFLINE.
 #[derive(Clone, Debug)]
 pub struct ClosedDatabase {
@@ -644,17 +653,10 @@ impl Server {
             self.log_option_set(&shown_name, "OFFLINE");
             return Ok(());
         }
-        let Some(db) = self.databases.write().remove(&key(name)) else {
-            return Err(cannot_alter(name));
-        };
-        db.stop_background_tasks();
-        let db = match Arc::try_unwrap(db) {
-            Ok(db) => db,
-            Err(db) => {
-                start_system_tasks(&db);
-                self.databases.write().insert(key(name), db);
-                return Err(database_in_use(name));
-            }
+        let db = match self.take_unused(name) {
+            Taken::Alone(db) => *db,
+            Taken::InUse => return Err(database_in_use(name)),
+            Taken::NotOpen => return Err(cannot_alter(name)),
         };
         let entry = ClosedDatabase {
             name: db.name.clone(),
@@ -720,16 +722,24 @@ impl Server {
     /// that found it open in the meantime keeps it open until the next start) and is listed
     /// as it was.
     fn close_again(&self, name: &str, closed: ClosedDatabase) {
-        let Some(db) = self.databases.write().remove(&key(name)) else { return };
+        if let Taken::Alone(db) = self.take_unused(name) {
+            let _ = db.close();
+            self.closed.write().insert(key(name), closed);
+        }
+    }
+
+    /// Takes an open database off the list for the caller alone, its system tasks stopped (they
+    /// hold the database while they work). A database some session still holds stays open, as
+    /// it was.
+    fn take_unused(&self, name: &str) -> Taken {
+        let Some(db) = self.databases.write().remove(&key(name)) else { return Taken::NotOpen };
         db.stop_background_tasks();
         match Arc::try_unwrap(db) {
-            Ok(db) => {
-                let _ = db.close();
-                self.closed.write().insert(key(name), closed);
-            }
+            Ok(db) => Taken::Alone(Box::new(db)),
             Err(db) => {
                 start_system_tasks(&db);
                 self.databases.write().insert(key(name), db);
+                Taken::InUse
             }
         }
     }
@@ -773,37 +783,24 @@ impl Server {
             }
             return saved;
         }
-        let Some(db) = self.databases.write().remove(&key(name)) else {
-            return Err(SqlError::new(
-                3701,
-                11,
-                1,
-                format!(
+        let db = match self.take_unused(name) {
+            Taken::Alone(db) => *db,
+            Taken::InUse => {
+                let text =
+                    format!("Cannot drop database \"{name}\" because it is currently in use.");
+                return Err(SqlError::new(3702, 16, 4, text));
+            }
+            Taken::NotOpen => {
+                let text = format!(
                     "Cannot drop the database '{name}', because it does not exist or you do not have permission."
-                ),
-            ));
-        };
-        // The system tasks hold the database while they work: stop them first.
-        db.stop_background_tasks();
-        let db = match Arc::try_unwrap(db) {
-            Ok(db) => db,
-            Err(db) => {
-                start_system_tasks(&db);
-                self.databases.write().insert(key(name), db);
-                return Err(SqlError::new(
-                    3702,
-                    16,
-                    4,
-                    format!("Cannot drop database \"{name}\" because it is currently in use."),
-                ));
+                );
+                return Err(SqlError::new(3701, 11, 1, text));
             }
         };
         // The registry forgets it before its files go: a registry that cannot be written (a
         // full disk) leaves the database as it was, open and whole.
         if let Err(error) = self.save_registry() {
-            let db = Arc::new(db);
-            start_system_tasks(&db);
-            self.databases.write().insert(key(name), db);
+            self.bring_online(db);
             return Err(error);
         }
         // Dropped: nothing of it is written any more (no checkpoint), its files just go.

@@ -27,6 +27,16 @@ fn server_on_faults(dir: &Path) -> (Arc<Mutex<FaultPlan>>, Arc<Server>) {
     (plan, Server::start_on(instance).expect("server"))
 }
 
+/// Shuts the server down and starts the instance again on the real backend, with a session.
+fn restart(dir: &Path, server: Arc<Server>, session: Session) -> (Arc<Server>, Session) {
+    drop(session);
+    server.shutdown().expect("shutdown");
+    drop(server);
+    let server = Server::start(InstanceConfig::new(dir)).expect("restart");
+    let session = Session::new(&server);
+    (server, session)
+}
+
 /// The next write of the registry's new copy finds the disk full.
 fn fill_the_disk_for_the_registry(plan: &Mutex<FaultPlan>) {
     let mut plan = plan.lock();
@@ -68,11 +78,7 @@ fn a_create_database_whose_registry_cannot_be_written_leaves_no_database_and_no_
     // The disk has room again: the same name is free, and the database outlives a restart.
     plan.lock().enospc_after_bytes = None;
     assert_eq!(run(&mut session, "CREATE DATABASE sales").0, Vec::<i32>::new());
-    drop(session);
-    server.shutdown().expect("shutdown");
-    drop(server);
-    let server = Server::start(InstanceConfig::new(dir.path())).expect("restart");
-    let mut session = Session::new(&server);
+    let (server, mut session) = restart(dir.path(), server, session);
     assert_eq!(
         rows(&mut session, "SELECT name FROM sys.databases WHERE name = 'sales'"),
         [["sales"]]
@@ -112,11 +118,7 @@ USE master";
 
     // Its system tasks run again: a checkpoint, then a restart finds both as they were.
     assert_eq!(run(&mut session, "USE sales CHECKPOINT USE master").0, Vec::<i32>::new());
-    drop(session);
-    server.shutdown().expect("shutdown");
-    drop(server);
-    let server = Server::start(InstanceConfig::new(dir.path())).expect("restart");
-    let mut session = Session::new(&server);
+    let (server, mut session) = restart(dir.path(), server, session);
     assert_eq!(rows(&mut session, "USE sales SELECT COUNT(*) FROM t USE master"), [["3"]]);
     let state = rows(&mut session, "SELECT state_desc FROM sys.databases WHERE name = 'archive'");
     assert_eq!(state, [["OFFLINE"]]);
@@ -157,11 +159,7 @@ USE master";
 
     // A restart finds it as the registry last said: OFFLINE; SET ONLINE then opens it whole.
     plan.lock().enospc_after_bytes = None;
-    drop(session);
-    server.shutdown().expect("shutdown");
-    drop(server);
-    let server = Server::start(InstanceConfig::new(dir.path())).expect("restart");
-    let mut session = Session::new(&server);
+    let (server, mut session) = restart(dir.path(), server, session);
     assert_eq!(rows(&mut session, state_of_sales), [["OFFLINE"]]);
     assert_eq!(run(&mut session, "ALTER DATABASE sales SET ONLINE").0, Vec::<i32>::new());
     assert_eq!(rows(&mut session, "USE sales SELECT COUNT(*) FROM t USE master"), [["2"]]);
