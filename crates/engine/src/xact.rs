@@ -20,6 +20,9 @@
 //!   row again). Each undo logs compensation records (CLRs): flag [`FLAG_CLR`] and an undo-next
 //!   LSN, so an undo is never undone and a rollback cut short by a crash resumes where it was.
 //! - Recovery undoes every transaction the log shows begun but not ended, the same way.
+//! - Table variables are outside transactions ([`Database::keep_through_rollback`]): a
+//!   rollback skips their units' changes, except those of the statement running when it comes
+//!   ([`Database::begin_statement`]); a failed statement's own rollback undoes them too.
 //!
 //! Invariants:
 //! 1. A mini-transaction carries at most one logical record of a transaction: a record's
@@ -182,10 +185,33 @@ impl RowOp {
     }
 }
 
+/// Where a statement began in its transaction ([`Database::begin_statement`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatementMark {
+    /// The transaction the statement began in (one that ended inside the statement, and a
+    /// new one begun there, leaves the new one's statement start alone).
+    xact_id: u64,
+    /// The transaction's undo list's length when the statement began.
+    at: usize,
+    /// The enclosing statement's start (a procedure's statement runs inside its EXEC).
+    outer: Option<usize>,
+}
+
+/// Which changes to units outside transactions a rollback undoes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UndoKept {
+    /// All of them: a failed statement's own rollback.
+    All,
+    /// Only the running statement's: ROLLBACK, to a savepoint or whole, for any reason.
+    RunningStatementOnly,
+}
+
 /// One undoable change of the open transaction.
 struct UndoEntry {
     prev_lsn: Lsn,
     op: RowOp,
+    /// Never undone: its unit, outside transactions, was dropped ([`settle_units`]).
+    settled: bool,
 }
 
 struct OpenXact {
@@ -220,6 +246,10 @@ struct OpenXact {
     name: Arc<str>,
     /// Uncommittable ([`doom_current`]): it logs nothing more but its rollback.
     doomed: bool,
+    /// Where the statement running now began in `undo` ([`Database::begin_statement`]); None
+    /// between statements. A rollback keeps the changes to units outside transactions made
+    /// before it (all of them when None).
+    statement_start: Option<usize>,
 }
 
 impl OpenXact {
@@ -248,6 +278,7 @@ impl OpenXact {
             ddl: None,
             name: Arc::from(UNNAMED_TRANSACTION),
             doomed: false,
+            statement_start: None,
         }
     }
 }
@@ -409,6 +440,21 @@ pub fn name_current_transaction(name: &str) {
     });
 }
 
+/// Called when units outside transactions ([`Database::keep_through_rollback`]) are dropped
+/// while this thread's transaction in `database_id` is open (a table variable whose batch or
+/// procedure ended): its changes to them are never undone, and no slot of theirs is emptied
+/// at its end; the units are gone.
+pub fn settle_units(database_id: u16, au_ids: &[u64]) {
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        let Some(x) = current.as_mut().filter(|x| x.database_id == database_id) else { return };
+        for entry in x.undo.iter_mut().filter(|e| au_ids.contains(&e.op.au_id())) {
+            entry.settled = true;
+        }
+        x.on_commit.retain(|(au_id, _)| !au_ids.contains(au_id));
+    });
+}
+
 /// Called by a heap when this thread's transaction ghosts a row: the row's slot is emptied
 /// after the commit (until then the RID cannot be reused, so a rollback can restore it).
 pub fn defer_heap_removal(database_id: u16, au_id: u64, rid: [u8; 8]) {
@@ -455,7 +501,7 @@ pub fn logged(
         xact.reserved_bytes += undo_bytes;
         for ((record, op), lsn) in records.into_iter().zip(lsns) {
             if record.flags & FLAG_CLR == 0 {
-                xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op });
+                xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op, settled: false });
             }
             xact.last_lsn = *lsn;
             crate::log::mtr::give_back_buffer(record.payload);
@@ -570,7 +616,11 @@ impl Database {
     /// ROLLBACK TRAN: undoes every change of the transaction and ends it.
     pub fn rollback_tran(&self) -> SqlResult<()> {
         let mut xact = self.take_open_xact(3903)?;
-        let result = self.undo_entries(&mut xact, 0);
+        let mut result = self.undo_entries(&mut xact, 0, UndoKept::RunningStatementOnly);
+        if result.is_ok() {
+            // Heap rows that kept changes deleted: their slots are emptied, as at a commit.
+            result = self.remove_deleted_heap_rows(&xact);
+        }
         // The abort record is part of the rollback: it may use the space set aside for
         // rollbacks, so a transaction that filled the log (9002) still ends. A transaction that
         // wrote no begin record writes no abort record either.
@@ -615,26 +665,51 @@ impl Database {
         };
         let keep = xact.savepoints[index].1;
         xact.savepoints.truncate(index + 1);
-        self.rollback_open_to(xact, keep)
+        self.rollback_open_to(xact, keep, UndoKept::RunningStatementOnly)
     }
 
-    /// Where a statement starts in this session's transaction: a statement that fails is
-    /// rolled back to here ([`Database::rollback_statement`]). None outside a transaction.
-    pub fn statement_mark(&self) -> Option<usize> {
+    /// A statement begins in this session's transaction: a statement that fails is rolled
+    /// back to the mark ([`Database::rollback_statement`]), changes to units outside
+    /// transactions included, and a rollback of the whole transaction while it runs undoes its
+    /// changes to those units too. None outside a transaction. Statements nest (a procedure's
+    /// inside its EXEC); each ends with [`Database::end_statement`].
+    pub fn begin_statement(&self) -> Option<StatementMark> {
         CURRENT.with(|c| {
-            c.borrow().as_ref().filter(|x| x.database_id == self.database_id).map(|x| x.undo.len())
+            let mut current = c.borrow_mut();
+            let x = current.as_mut().filter(|x| x.database_id == self.database_id)?;
+            let mark =
+                StatementMark { xact_id: x.xact_id, at: x.undo.len(), outer: x.statement_start };
+            x.statement_start = Some(mark.at);
+            Some(mark)
         })
     }
 
-    /// Undoes what the transaction did since `mark`; it stays open (SQL Server's
-    /// statement-level rollback of a failed statement).
-    pub fn rollback_statement(&self, mark: usize) -> SqlResult<()> {
-        let xact = self.take_open_xact(3903)?;
-        self.rollback_open_to(xact, mark)
+    /// The statement that `mark` began ended: its changes to units outside transactions are
+    /// kept from now on by any rollback.
+    pub fn end_statement(&self, mark: StatementMark) {
+        CURRENT.with(|c| {
+            let mut current = c.borrow_mut();
+            let same =
+                |x: &&mut OpenXact| x.database_id == self.database_id && x.xact_id == mark.xact_id;
+            if let Some(x) = current.as_mut().filter(same) {
+                x.statement_start = mark.outer;
+            }
+        });
     }
 
-    fn rollback_open_to(&self, mut xact: OpenXact, keep: usize) -> SqlResult<()> {
-        let result = self.undo_entries(&mut xact, keep);
+    /// Undoes what the transaction did since `mark`, changes to units outside transactions
+    /// included, and ends the statement; the transaction stays open (SQL Server's
+    /// statement-level rollback of a failed statement).
+    pub fn rollback_statement(&self, mark: StatementMark) -> SqlResult<()> {
+        let mut xact = self.take_open_xact(3903)?;
+        if xact.xact_id == mark.xact_id {
+            xact.statement_start = mark.outer;
+        }
+        self.rollback_open_to(xact, mark.at, UndoKept::All)
+    }
+
+    fn rollback_open_to(&self, mut xact: OpenXact, keep: usize, kept: UndoKept) -> SqlResult<()> {
+        let result = self.undo_entries(&mut xact, keep, kept);
         xact.savepoints.retain(|(_, at)| *at <= keep);
         let reload = xact.ddl.is_some() && result.is_ok();
         CURRENT.with(|c| *c.borrow_mut() = Some(xact));
@@ -671,10 +746,24 @@ impl Database {
         Ok(())
     }
 
-    /// Undoes `xact`'s changes after the first `keep`, newest first, logging CLRs.
-    fn undo_entries(&self, xact: &mut OpenXact, keep: usize) -> SqlResult<()> {
+    /// Undoes `xact`'s changes after the first `keep`, newest first, logging CLRs. A change to
+    /// a unit outside transactions ([`Database::keep_through_rollback`]) is undone only as
+    /// `kept` says; one that is kept is dropped from the undo list without a CLR (a crash
+    /// before the transaction's end record lets recovery undo it, which the unit's table,
+    /// dropped at the next open, never shows).
+    fn undo_entries(&self, xact: &mut OpenXact, keep: usize, kept: UndoKept) -> SqlResult<()> {
+        let kept_below = match kept {
+            UndoKept::All => 0,
+            UndoKept::RunningStatementOnly => xact.statement_start.unwrap_or(usize::MAX),
+        };
         while xact.undo.len() > keep {
             let entry = xact.undo.pop().expect("checked");
+            if entry.settled {
+                continue;
+            }
+            if xact.undo.len() < kept_below && self.is_outside_transactions(entry.op.au_id()) {
+                continue; // a heap delete's slot stays in on_commit, emptied at the end
+            }
             if let RowOp::HeapDelete { au_id, rid, .. } = &entry.op {
                 xact.on_commit.retain(|(a, r)| (a, r) != (au_id, rid));
             }
@@ -739,6 +828,10 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
 pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<bool> {
     if COMPENSATING.with(|c| c.borrow().is_some()) {
         return Ok(false); // an undo touches only what its transaction already holds
+    }
+    let (LockResource::Object { au_id, .. } | LockResource::Key { au_id, .. }) = resource;
+    if db.is_outside_transactions(au_id) {
+        return Ok(false); // a table variable: its session alone reaches it
     }
     // One look at the transaction: who asks, and whether an object lock covers the request.
     let asking = CURRENT.with(|c| {

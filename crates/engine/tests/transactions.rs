@@ -804,14 +804,17 @@ fn a_transaction_that_fills_the_log_can_still_roll_back() {
     let mut inserted = 0;
     let error = loop {
         // As a T-SQL session does: the failing statement is rolled back alone first.
-        let mark = db.statement_mark().expect("in a transaction");
+        let mark = db.begin_statement().expect("in a transaction");
         let result = if inserted % 2 == 0 {
             wide.insert(&db, &wide_row(inserted))
         } else {
             tree.insert(&db, &row(inserted))
         };
         match result {
-            Ok(()) => inserted += 1,
+            Ok(()) => {
+                db.end_statement(mark);
+                inserted += 1
+            }
             Err(e) => {
                 db.rollback_statement(mark).expect("a statement rollback");
                 break e;
@@ -925,4 +928,70 @@ fn the_recovery_interval_in_use_sets_the_log_an_automatic_checkpoint_waits_for()
     configuration.reconfigure();
     assert_eq!(db.auto_checkpoint_log_bytes(), 3 * one_minute);
     db.close().unwrap();
+}
+
+/// A table variable's units: a rollback keeps the changes of statements that ended, undoes
+/// those of the statement running when it comes, and a failed statement loses its own.
+#[test]
+fn units_outside_transactions_keep_their_changes_through_rollbacks() {
+    let lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let plain = accounts(&db);
+    let columns = vec![
+        Column::new("id", SqlType::Int, false),
+        Column::new("owner", SqlType::Char(200), false),
+    ];
+    let kept = BTree::create(&db, "dbo.Kept", "PK_Kept", columns, vec![0], true, None).unwrap();
+    let kept_heap = people(&db);
+    let heap_rids: Vec<_> =
+        (0..3).map(|id| kept_heap.insert(&db, &person(id, 20)).unwrap()).collect();
+    db.keep_through_rollback(&[kept.au_id, kept_heap.au_id]);
+    let statement = |f: &dyn Fn()| {
+        let mark = db.begin_statement().expect("in a transaction");
+        f();
+        db.end_statement(mark);
+    };
+
+    db.begin_tran().unwrap();
+    statement(&|| {
+        plain.insert(&db, &row(1)).unwrap();
+        kept.insert(&db, &row(1)).unwrap();
+        kept_heap.delete(&db, heap_rids[0]).unwrap();
+    });
+    // A failed statement loses its changes to kept units too.
+    let mark = db.begin_statement().unwrap();
+    kept.insert(&db, &row(2)).unwrap();
+    db.rollback_statement(mark).unwrap();
+    // A savepoint's rollback keeps them.
+    db.save_tran("sp").unwrap();
+    statement(&|| kept.insert(&db, &row(3)).unwrap());
+    db.rollback_tran_to("sp").unwrap();
+    // A rollback while a statement runs (a deadlock victim's) undoes that statement's.
+    let _running = db.begin_statement().unwrap();
+    kept.insert(&db, &row(4)).unwrap();
+    db.rollback_tran().unwrap();
+
+    assert!(ids(&plain, &db).is_empty());
+    assert_eq!(ids(&kept, &db), vec![1, 3]);
+    let left: Vec<_> = heap_rows(&kept_heap, &db).into_iter().map(|(rid, _)| rid).collect();
+    assert_eq!(left, heap_rids[1..].to_vec(), "the kept delete's slot was emptied");
+    assert_eq!(kept.check(&db), Ok(2));
+
+    // No lock is taken on them: another transaction reads a row this one holds.
+    db.begin_tran().unwrap();
+    statement(&|| kept.insert(&db, &row(5)).unwrap());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            db.begin_tran().unwrap();
+            let seen = kept.seek(&db, &[Value::Int(5)]).unwrap().is_some();
+            db.commit_tran().unwrap();
+            sender.send(seen).unwrap();
+        });
+        let seen = receiver.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(seen, Ok(true), "the reader was not blocked");
+    });
+    db.commit_tran().unwrap();
+    db.forget_kept_units(&[kept.au_id, kept_heap.au_id]);
+    assert!(!db.is_outside_transactions(kept.au_id));
 }

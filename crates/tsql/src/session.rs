@@ -919,11 +919,20 @@ impl Session {
                 .map(|()| Flow::Next)
                 .map_err(|e| self.fail(e, line)),
             Stmt::Rollback(savepoint) => {
-                let result = match savepoint {
-                    // A savepoint, or the transaction's own name (which ends it).
-                    Some(name) => self.tracking_transaction(false, |db| db.rollback_tran_to(name)),
-                    None => self.tracking_transaction(false, |db| db.rollback_tran()),
-                };
+                let result = self.tracking_transaction(false, |db| {
+                    // ROLLBACK is a statement of its own: what the statements before it did
+                    // to table variables stays.
+                    let mark = db.begin_statement();
+                    let result = match savepoint {
+                        // A savepoint, or the transaction's own name (which ends it).
+                        Some(name) => db.rollback_tran_to(name),
+                        None => db.rollback_tran(),
+                    };
+                    if let Some(mark) = mark {
+                        db.end_statement(mark);
+                    }
+                    result
+                });
                 result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
             }
             Stmt::BeginTran(name) => self.begin_named_tran(name.as_deref(), line),
@@ -1056,7 +1065,9 @@ impl Session {
     }
 
     /// Runs `f` as one statement: in its own transaction outside one, else rolled back alone
-    /// if it fails (or the whole transaction under XACT_ABORT).
+    /// if it fails (or the whole transaction under XACT_ABORT). Its changes to table
+    /// variables go with it if it fails; once it has run, a ROLLBACK keeps them
+    /// ([`engine::database::Database::begin_statement`]).
     pub(crate) fn atomic<T>(
         &mut self,
         line: u64,
@@ -1070,6 +1081,7 @@ impl Session {
         }
         if db.trancount() == 0 {
             db.begin_tran().map_err(|e| self.fail(e, line))?;
+            db.begin_statement();
             self.in_autocommit = true;
             let result = f(self);
             self.in_autocommit = false;
@@ -1086,8 +1098,13 @@ impl Session {
                 }
             }
         } else {
-            let mark = db.statement_mark();
+            let mark = db.begin_statement();
             let result = f(self);
+            if result.is_ok()
+                && let Some(mark) = mark
+            {
+                db.end_statement(mark);
+            }
             result.map_err(|error| {
                 if db.trancount() > 0 {
                     let xact_abort = self.xact_abort_rolls_back(error.number, false);
@@ -2198,11 +2215,23 @@ impl Session {
             self.temp.remove(&name); // its creation was rolled back
         }
         spec.name = crate::temp::stored_name(&name);
-        let table = self.db.catalog()?.create_table(&self.db, &spec)?;
+        let variable = name.starts_with('@');
+        let db = self.db.clone();
+        let table = if variable {
+            // A table variable is made outside the session's transaction, so that its
+            // ROLLBACK does not unmake it; its units are outside transactions from then on.
+            outside_user_transaction(&db, || db.catalog()?.create_table(&db, &spec))?
+        } else {
+            db.catalog()?.create_table(&db, &spec)?
+        };
+        if variable {
+            db.keep_through_rollback(&table.au_ids());
+        }
         let object = crate::temp::TempObject {
             stored: spec.name.clone(),
             database: self.db.clone(),
             nest_level: self.nest_level,
+            variable,
         };
         self.temp.add(&name, object);
         Ok(table)
@@ -3037,14 +3066,40 @@ fn format_message(template: &str, args: &[Value]) -> String {
     out
 }
 
-/// Drops temporary tables and table variables whose scope ended, each in its own transaction
-/// unless the session's transaction is open in its database (then in that one). A failure
-/// leaves the table to the cleanup at the next start ([`crate::temp`]).
+/// Runs `f` in a transaction of its own while the session's transaction, if one is open,
+/// steps aside (it comes back after, whatever happened): how table variables are made and
+/// dropped, outside every user transaction, as SQL Server makes them.
+fn outside_user_transaction<T>(db: &Database, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let user = engine::xact::detach();
+    let result = db.begin_tran().and_then(|()| {
+        let done = f()?;
+        db.commit_tran().map(|()| done)
+    });
+    if db.trancount() > 0 {
+        let _ = db.rollback_tran();
+    }
+    drop(engine::xact::detach()); // a rollback that failed still lets go of it
+    if let Some(user) = user {
+        engine::xact::attach(user);
+    }
+    result
+}
+
+/// Drops temporary tables and table variables whose scope ended: a table variable outside
+/// the session's transaction, a temporary table in its own transaction unless the session's
+/// transaction is open in its database (then in that one). A failure leaves the table to the
+/// cleanup at the next start ([`crate::temp`]).
 pub(crate) fn drop_temporary(objects: Vec<crate::temp::TempObject>) {
     for object in objects {
         let db = &object.database;
         let Ok(catalog) = db.catalog() else { continue };
-        if catalog.table(&object.stored).is_none() {
+        let Some(table) = catalog.table(&object.stored) else { continue };
+        if object.variable {
+            let dropped = outside_user_transaction(db, || catalog.drop_table(db, &object.stored));
+            if dropped.is_ok() {
+                engine::xact::settle_units(db.database_id, &table.au_ids());
+                db.forget_kept_units(&table.au_ids());
+            }
             continue;
         }
         let own_transaction = db.trancount() == 0;

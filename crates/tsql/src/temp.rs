@@ -13,7 +13,10 @@
 //! Deviations: SQL Server keeps these tables in tempdb; extentdb has no tempdb, so each is a
 //! table of the database that was current when it was made, under its stored name (hidden
 //! from that database's sys.tables and sys.objects). Using it from another database is 40517.
-//! A table variable's rows are undone by a ROLLBACK like any table's (SQL Server keeps them).
+//! A table variable is outside transactions, as in SQL Server: it is made and dropped in a
+//! transaction of its own while the session's steps aside, and a ROLLBACK keeps what earlier
+//! statements did to it (`Database::keep_through_rollback`; a failed statement still loses
+//! its own changes).
 //! Tables left by a process that ended without dropping them are dropped when the database is
 //! next opened by a server, as SQL Server clears tempdb at startup.
 
@@ -73,6 +76,8 @@ pub struct TempObject {
     pub database: Arc<Database>,
     /// The nesting level (@@NESTLEVEL) of the scope that made it.
     pub nest_level: u32,
+    /// A table variable (`@name`), whose units are outside transactions.
+    pub variable: bool,
 }
 
 /// A session's temporary tables and table variables, by the name the session uses.

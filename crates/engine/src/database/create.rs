@@ -338,6 +338,8 @@ impl Database {
             growth_events: Mutex::new(Vec::new()),
             ghost_pages: Mutex::new(BTreeSet::new()),
             ghost_stats: Mutex::new(ghosts::GhostCleanupStats::default()),
+            units_outside_transactions: RwLock::new(BTreeSet::new()),
+            units_outside_transactions_count: std::sync::atomic::AtomicUsize::new(0),
             closed: std::sync::atomic::AtomicBool::new(false),
             catalog: Mutex::new(None),
         };

@@ -244,6 +244,10 @@ pub struct Database {
     /// Pages holding ghost records, for the ghost-cleanup task.
     ghost_pages: Mutex<BTreeSet<PageId>>,
     ghost_stats: Mutex<ghosts::GhostCleanupStats>,
+    /// Allocation units outside transactions: the table variables' (see
+    /// [`Database::keep_through_rollback`]), with their count for the lock path's quick look.
+    units_outside_transactions: RwLock<BTreeSet<u64>>,
+    units_outside_transactions_count: std::sync::atomic::AtomicUsize,
     closed: std::sync::atomic::AtomicBool,
     /// The catalog, loaded when first used ([`Database::catalog`]).
     catalog: Mutex<Option<Arc<crate::catalog::Catalog>>>,
@@ -491,6 +495,35 @@ impl Database {
     /// sys.databases.log_reuse_wait_desc.
     pub fn log_reuse_wait_desc(&self) -> &'static str {
         self.log.log_reuse_wait().desc()
+    }
+
+    /// Puts allocation units outside transactions, as SQL Server keeps table variables: a
+    /// transaction's rollback (ROLLBACK, a rollback to a savepoint, XACT_ABORT, a deadlock)
+    /// keeps their changes, except those of the statement running when it comes, which a
+    /// failed statement loses as a whole; and no lock is taken on them (only the session that
+    /// made them can reach them). Their changes are logged in the session's transaction as
+    /// any other, so recovery undoes a crashed transaction's changes to them (the tables are
+    /// dropped when the database next opens in any case).
+    pub fn keep_through_rollback(&self, au_ids: &[u64]) {
+        let mut units = self.units_outside_transactions.write();
+        units.extend(au_ids.iter().copied());
+        self.units_outside_transactions_count.store(units.len(), Ordering::Release);
+    }
+
+    /// Ends [`Database::keep_through_rollback`] for these units (their table is dropped).
+    pub fn forget_kept_units(&self, au_ids: &[u64]) {
+        let mut units = self.units_outside_transactions.write();
+        for au_id in au_ids {
+            units.remove(au_id);
+        }
+        self.units_outside_transactions_count.store(units.len(), Ordering::Release);
+    }
+
+    /// Whether `au_id` is outside transactions ([`Database::keep_through_rollback`]). One
+    /// atomic load when no unit is (every database without table variables).
+    pub fn is_outside_transactions(&self, au_id: u64) -> bool {
+        self.units_outside_transactions_count.load(Ordering::Acquire) > 0
+            && self.units_outside_transactions.read().contains(&au_id)
     }
 
     pub(crate) fn note_xact_end(&self, xact_id: u64) {

@@ -52,3 +52,70 @@ GO
 EXEC ('CREATE TABLE #inner (a int); INSERT #inner VALUES (1); SELECT a AS inner_a FROM #inner');
 SELECT * FROM #inner;
 GO
+-- Table variables are outside transactions: a ROLLBACK (whole, or to a savepoint) keeps what
+-- the statements before it did to them, and one DECLAREd inside the transaction stays. A
+-- statement that fails loses its own changes to them. A #temp table made in the transaction
+-- is undone with it.
+CREATE TABLE Orders (id int PRIMARY KEY, amount int);
+DECLARE @audit TABLE (id int PRIMARY KEY, note varchar(20));
+DECLARE @heap TABLE (id int, note varchar(20));
+BEGIN TRAN;
+INSERT Orders OUTPUT inserted.id, 'inserted' INTO @audit VALUES (1, 10), (2, 20);
+INSERT @heap VALUES (1, 'one'), (2, 'two'), (3, 'three');
+UPDATE @heap SET note = 'TWO' WHERE id = 2;
+DELETE @heap WHERE id = 3;
+CREATE TABLE #undone (a int);
+SAVE TRAN before_three;
+INSERT @audit VALUES (3, 'after savepoint');
+ROLLBACK TRAN before_three;
+BEGIN TRY
+    INSERT @audit VALUES (4, 'goes'), (1, 'duplicate');
+END TRY
+BEGIN CATCH
+    PRINT 'failed statement: ' + CAST(ERROR_NUMBER() AS varchar(10));
+END CATCH;
+DECLARE @made_inside TABLE (x int);
+INSERT @made_inside VALUES (42);
+ROLLBACK;
+SELECT COUNT(*) AS orders_left FROM Orders;
+SELECT id, note FROM @audit ORDER BY id;
+SELECT id, note FROM @heap ORDER BY id;
+SELECT x FROM @made_inside;
+SELECT OBJECT_ID('tempdb..#undone') AS temp_table_left;
+GO
+-- Under XACT_ABORT: the CATCH block rolls the doomed transaction back; the table variable
+-- keeps the row of the statement that ran before the error.
+SET XACT_ABORT ON;
+DECLARE @steps TABLE (step int PRIMARY KEY);
+BEGIN TRAN;
+INSERT @steps VALUES (1);
+BEGIN TRY
+    INSERT @steps VALUES (2), (1);
+END TRY
+BEGIN CATCH
+    SELECT XACT_STATE() AS xact_state;
+    ROLLBACK;
+END CATCH;
+SELECT step FROM @steps;
+SET XACT_ABORT OFF;
+GO
+-- A table variable whose batch ends inside a transaction is dropped outside it: the
+-- transaction's ROLLBACK in the next batch does not bring it back.
+BEGIN TRAN;
+DECLARE @batch TABLE (a int);
+INSERT @batch VALUES (1);
+GO
+ROLLBACK;
+SELECT @@TRANCOUNT AS open_trans;
+GO
+BEGIN TRAN;
+DECLARE @heap_rows TABLE (a int);
+INSERT @heap_rows VALUES (1), (2);
+DELETE @heap_rows WHERE a = 1;
+GO
+COMMIT;
+SELECT @@TRANCOUNT AS open_trans;
+DBCC CHECKDB WITH NO_INFOMSGS;
+GO
+DROP TABLE Orders;
+GO

@@ -90,6 +90,19 @@ BEGIN CATCH
 END CATCH
 GO
 SELECT @@TRANCOUNT AS open_trans, COUNT(*) AS rows_now FROM t
+GO
+-- A table variable whose DECLARE the error skipped is there, empty, for the CATCH block of a
+-- doomed transaction (table variables are outside transactions).
+BEGIN TRY
+    BEGIN TRAN
+    INSERT t VALUES (6)
+    INSERT t VALUES (6)
+    DECLARE @notes TABLE (note varchar(20))
+END TRY
+BEGIN CATCH
+    SELECT XACT_STATE() AS xact_state, COUNT(*) AS notes FROM @notes
+    ROLLBACK
+END CATCH
 SET XACT_ABORT OFF
 GO
 -- Nested TRY, THROW to re-raise, and an error inside CATCH.
