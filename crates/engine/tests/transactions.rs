@@ -995,3 +995,26 @@ fn units_outside_transactions_keep_their_changes_through_rollbacks() {
     db.forget_kept_units(&[kept.au_id, kept_heap.au_id]);
     assert!(!db.is_outside_transactions(kept.au_id));
 }
+
+/// After a crash, a transaction that rolled back keeping changes to units outside transactions
+/// keeps them (its end record says it ended), and one still open loses them with the rest.
+#[test]
+fn kept_changes_and_a_crash_agree_with_the_log() {
+    let mut lab = lab_with(|_| {});
+    let db = Database::create(&lab.instance, &spec()).unwrap();
+    let kept = accounts(&db);
+    db.keep_through_rollback(&[kept.au_id]);
+    commit_rows(&db, &kept, 0..2);
+    db.begin_tran().unwrap();
+    let mark = db.begin_statement().unwrap();
+    kept.insert(&db, &row(10)).unwrap();
+    db.end_statement(mark);
+    db.rollback_tran().unwrap();
+    db.begin_tran().unwrap();
+    kept.insert(&db, &row(20)).unwrap();
+    db.checkpoint().unwrap(); // the open transaction's row reaches the data file
+    db.log().flush_all().unwrap();
+    let (db, kept) = crash_and_open(&mut lab, db, &kept);
+    assert_eq!(ids(&kept, &db), vec![0, 1, 10]);
+    assert_eq!(kept.check(&db), Ok(3));
+}
