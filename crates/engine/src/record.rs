@@ -30,6 +30,13 @@
 //! uniqueidentifier order is SQL Server's: bytes 10-15 first, then 8-9, 6-7, 4-5, 0-3, each
 //! group compared byte by byte as stored, so random GUIDs sort as they sort there.
 //!
+//! Character order is the default collation's in the two ways a user meets first
+//! ([`compare_text`]): case-insensitive ('apple' = 'APPLE', so a unique key holds one of them
+//! and a seek for one finds the other) and blind to trailing spaces ('a' = 'a  '). Deviation:
+//! characters otherwise order by the code points of their lower case, which is not
+//! SQL_Latin1_General_CP1_CI_AS's dictionary order (punctuation, accents, and 'a' before 'B'
+//! only because lower case puts it there); there is one collation, accent-sensitive.
+//!
 //! Key comparison for the B-tree's binary searches: [`compare_record_key`] reads fixed-length
 //! key columns in place and decodes the rest; [`KeyComparer`], worked out once per index whose
 //! key columns are all integers, money or uniqueidentifiers, compares their stored bytes
@@ -294,7 +301,13 @@ pub fn hash_values(values: &[Value]) -> u64 {
             }
             Value::Float(v) => feed(&v.to_le_bytes()),
             Value::Real(v) => feed(&v.to_le_bytes()),
-            Value::Text(v) => feed(v.as_bytes()),
+            Value::Text(v) => {
+                // As the collation compares it: keys equal to it lock the same resource.
+                let mut utf8 = [0u8; 4];
+                for c in fold_text(v) {
+                    feed(c.encode_utf8(&mut utf8).as_bytes());
+                }
+            }
             Value::Bytes(v) => feed(v),
             Value::Guid(v) => feed(v),
             Value::Date(v) => feed(&v.to_le_bytes()),
@@ -1702,7 +1715,32 @@ mod properties {
         })
     }
 
+    #[test]
+    fn strings_compare_case_insensitively_and_blind_to_trailing_spaces() {
+        assert_eq!(compare_text("apple", "APPLE"), Ordering::Equal);
+        assert_eq!(compare_text("a  ", "A"), Ordering::Equal);
+        assert_eq!(compare_text("apple", "Banana"), Ordering::Less);
+        assert_eq!(compare_text("Zebra", "apple"), Ordering::Greater);
+        assert_eq!(compare_text("ÉCOLE", "école"), Ordering::Equal);
+        assert_eq!(compare_text(" a", "a"), Ordering::Less, "leading spaces count");
+        let key = |text: &str| hash_values(&[Value::Text(text.into())]);
+        assert_eq!(key("Apple  "), key("aPPLE"), "equal keys lock one resource");
+        assert_ne!(key("apple"), key("apples"));
+    }
+
     proptest! {
+        /// The ASCII path orders as the characters' path does, and strings that compare equal
+        /// hash alike (their key locks are one resource).
+        #[test]
+        fn string_order_and_key_hash_agree(a in "[a-cA-C é]{0,6}", b in "[a-cA-C é]{0,6}") {
+            let by_chars = fold_text(&a).cmp(fold_text(&b));
+            prop_assert_eq!(compare_text(&a, &b), by_chars);
+            if compare_text(&a, &b) == Ordering::Equal {
+                let hash = |t: &str| hash_values(&[Value::Text(t.into())]);
+                prop_assert_eq!(hash(&a), hash(&b));
+            }
+        }
+
         #[test]
         fn records_round_trip((columns, values) in row()) {
             let layout = Layout::new(&columns);
@@ -1738,8 +1776,8 @@ mod properties {
 }
 
 /// SQL Server's ordering of two values of one column type: NULL first, numbers by value,
-/// uniqueidentifier by [`compare_guid`], strings and binaries byte by byte (a binary collation:
-/// a deviation from SQL Server's default case-insensitive collations), dates and times by time.
+/// uniqueidentifier by [`compare_guid`], strings by [`compare_text`], binaries byte by byte,
+/// dates and times by time.
 pub fn compare_values(a: &Value, b: &Value) -> Ordering {
     use Value::*;
     match (a, b) {
@@ -1754,7 +1792,7 @@ pub fn compare_values(a: &Value, b: &Value) -> Ordering {
         (Decimal(x, _), Decimal(y, _)) => x.cmp(y),
         (Float(x), Float(y)) => x.total_cmp(y),
         (Real(x), Real(y)) => x.total_cmp(y),
-        (Text(x), Text(y)) => x.trim_end_matches(' ').cmp(y.trim_end_matches(' ')),
+        (Text(x), Text(y)) => compare_text(x, y),
         (Bytes(x), Bytes(y)) => x.cmp(y),
         (Guid(x), Guid(y)) => compare_guid(x, y),
         (Date(x), Date(y)) => x.cmp(y),
@@ -1763,6 +1801,28 @@ pub fn compare_values(a: &Value, b: &Value) -> Ordering {
         (DateTime2(dx, tx), DateTime2(dy, ty)) => (dx, tx).cmp(&(dy, ty)),
         _ => panic!("comparing values of different types: {a:?} and {b:?}"),
     }
+}
+
+/// The collation [`compare_text`] stands in for, as DATABASEPROPERTYEX, SERVERPROPERTY and
+/// sp_help name it.
+pub const COLLATION_NAME: &str = "SQL_Latin1_General_CP1_CI_AS";
+
+/// The collation's order of two strings (module header): case-insensitive, trailing spaces
+/// ignored. Equal strings have equal [`fold_text`] sequences, so key-lock hashes agree.
+pub fn compare_text(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.trim_end_matches(' '), b.trim_end_matches(' '));
+    if a.is_ascii() && b.is_ascii() {
+        // The same order as the characters' path below, without decoding them.
+        let a_folded = a.bytes().map(|byte| byte.to_ascii_lowercase());
+        return a_folded.cmp(b.bytes().map(|byte| byte.to_ascii_lowercase()));
+    }
+    fold_text(a).cmp(fold_text(b))
+}
+
+/// A string as the collation compares it, trailing spaces left out: its characters in lower
+/// case.
+pub fn fold_text(text: &str) -> impl Iterator<Item = char> + '_ {
+    text.trim_end_matches(' ').chars().flat_map(char::to_lowercase)
 }
 
 /// Compares two keys column by column.

@@ -1659,6 +1659,7 @@ impl Session {
                 "edition" => Value::Text("extentdb (open source)".into()),
                 "servername" | "machinename" => Value::Text(server_name()),
                 "productlevel" => Value::Text("RTM".into()),
+                "collation" => Value::Text(engine::record::COLLATION_NAME.into()),
                 _ => Value::Null,
             }),
             "GETDATE" | "CURRENT_TIMESTAMP" | "SYSDATETIME" if args.is_empty() => {
@@ -1800,7 +1801,7 @@ impl Session {
             // (deviation: a constant; extentdb has one file format and no dbi_version yet).
             "version" => Value::Int(DATABASE_VERSION),
             "updateability" => Value::Text("READ_WRITE".into()),
-            "collation" => Value::Text("SQL_Latin1_General_CP1_CI_AS".into()),
+            "collation" => Value::Text(engine::record::COLLATION_NAME.into()),
             // 1900-01-01 00:00:00.000 until a CHECKDB has found no error.
             "lastgoodcheckdbtime" => match db.last_known_good() {
                 Some(at) => crate::functions::current_time("GETDATE", at),

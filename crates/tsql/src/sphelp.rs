@@ -73,7 +73,7 @@ fn column_row(def: &ColumnDef) -> Vec<Value> {
         yes_no(def.column.nullable),
         if padded_type { text("no") } else { text("(n/a)") },
         if padded_type { yes_no(def.column.nullable) } else { text("(n/a)") },
-        if character { text("SQL_Latin1_General_CP1_CI_AS") } else { Value::Null },
+        if character { text(engine::record::COLLATION_NAME) } else { Value::Null },
     ]
 }
 

@@ -446,11 +446,10 @@ pub fn sort_compare(a: &Value, b: &Value) -> Ordering {
     }
 }
 
-/// Case-insensitive comparison ignoring trailing spaces (module header).
+/// Case-insensitive comparison ignoring trailing spaces (module header): the engine's, so an
+/// expression and an index agree.
 pub fn compare_text(a: &str, b: &str) -> Ordering {
-    let (a, b) = (a.trim_end_matches(' '), b.trim_end_matches(' '));
-    let lower = |s: &str| s.chars().flat_map(char::to_lowercase).collect::<Vec<char>>();
-    lower(a).cmp(&lower(b))
+    engine::record::compare_text(a, b)
 }
 
 fn is_temporal(value: &Value) -> bool {
