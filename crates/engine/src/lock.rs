@@ -139,6 +139,35 @@ pub struct LockOwner {
     pub cost: u64,
 }
 
+/// One row of [`LockManager::requests_snapshot`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LockRequest {
+    pub resource: LockResource,
+    pub spid: u16,
+    pub xact_id: u64,
+    /// The mode held (GRANT) or asked for (WAIT, CONVERT).
+    pub mode: LockMode,
+    pub status: RequestStatus,
+}
+
+/// sys.dm_tran_locks.request_status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RequestStatus {
+    Grant,
+    Convert,
+    Wait,
+}
+
+impl RequestStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestStatus::Grant => "GRANT",
+            RequestStatus::Convert => "CONVERT",
+            RequestStatus::Wait => "WAIT",
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Waiter {
     owner: LockOwner,
@@ -644,6 +673,43 @@ impl LockManager {
                     .iter()
                     .flat_map(|(r, e)| e.granted.iter().map(|(x, (m, s))| (*r, *x, *s, *m))),
             );
+        }
+        rows.sort();
+        rows
+    }
+
+    /// Every request in the lock table now, as sys.dm_tran_locks lists them: each lock held
+    /// (GRANT), and each request waiting (WAIT, or CONVERT when its transaction already holds
+    /// the resource in a weaker mode: that one row then stands for both, in the mode asked
+    /// for), by resource, then session.
+    pub fn requests_snapshot(&self) -> Vec<LockRequest> {
+        let mut rows = Vec::new();
+        for partition in &self.partitions {
+            let table = partition.table.lock();
+            for (resource, entry) in &table.entries {
+                let converting =
+                    |x: &u64| entry.waiting.iter().any(|waiter| waiter.owner.xact_id == *x);
+                for (xact_id, (mode, spid)) in entry.granted.iter().filter(|(x, _)| !converting(x))
+                {
+                    rows.push(LockRequest {
+                        resource: *resource,
+                        spid: *spid,
+                        xact_id: *xact_id,
+                        mode: *mode,
+                        status: RequestStatus::Grant,
+                    });
+                }
+                for waiter in entry.waiting.iter() {
+                    let holds = entry.granted.iter().any(|(x, _)| *x == waiter.owner.xact_id);
+                    rows.push(LockRequest {
+                        resource: *resource,
+                        spid: waiter.owner.spid,
+                        xact_id: waiter.owner.xact_id,
+                        mode: waiter.mode,
+                        status: if holds { RequestStatus::Convert } else { RequestStatus::Wait },
+                    });
+                }
+            }
         }
         rows.sort();
         rows

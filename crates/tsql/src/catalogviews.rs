@@ -61,6 +61,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_os_wait_stats", "V"),
     ("dm_os_waiting_tasks", "V"),
     ("dm_server_services", "V"),
+    ("dm_tran_locks", "V"),
     ("filegroups", "V"),
     ("fn_trace_gettable", "IF"),
     ("indexes", "V"),

@@ -97,6 +97,80 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_tran_locks: the lock table's requests now (engine::lock), granted and waiting.
+    /// Deviations: only OBJECT and KEY resources exist (no DATABASE lock per session, no PAGE,
+    /// RID or METADATA locks); an OBJECT lock is on the table's heap or clustered index, shown
+    /// with the table's object_id (the unit's id for a table the current catalog does not
+    /// know); a converting request is one row, in the mode it asks for.
+    pub(crate) fn dm_tran_locks(&self) -> ViewRows {
+        let cols = columns(&[
+            "resource_type",
+            "resource_subtype",
+            "resource_database_id",
+            "resource_description",
+            "resource_associated_entity_id",
+            "resource_lock_partition",
+            "request_mode",
+            "request_type",
+            "request_status",
+            "request_reference_count",
+            "request_lifetime",
+            "request_session_id",
+            "request_exec_context_id",
+            "request_request_id",
+            "request_owner_type",
+            "request_owner_id",
+            "lock_owner_address",
+        ]);
+        let mut object_ids: BTreeMap<(u16, u64), i64> = BTreeMap::new();
+        let mut rows = Vec::new();
+        for request in self.server.instance.locks.requests_snapshot() {
+            let (kind, database_id, entity_id, description) = match request.resource {
+                engine::lock::LockResource::Object { database_id, au_id } => {
+                    let object_id = *object_ids
+                        .entry((database_id, au_id))
+                        .or_insert_with(|| self.object_id_of_unit(database_id, au_id));
+                    ("OBJECT", database_id, object_id, String::new())
+                }
+                engine::lock::LockResource::Key { database_id, au_id, hash } => {
+                    let hobt_id = i64::try_from(au_id).unwrap_or(i64::MAX);
+                    ("KEY", database_id, hobt_id, format!("({hash:012x})"))
+                }
+            };
+            rows.push(vec![
+                text(kind),
+                text(""),
+                Value::Int(i32::from(database_id)),
+                Value::Text(description),
+                Value::BigInt(entity_id),
+                Value::Int(0),
+                text(request.mode.name()),
+                text("LOCK"),
+                text(request.status.name()),
+                Value::SmallInt(1),
+                Value::Int(0),
+                Value::Int(i32::from(request.spid)),
+                Value::Int(0),
+                Value::Int(0),
+                text("TRANSACTION"),
+                big(request.xact_id),
+                Value::Null,
+            ]);
+        }
+        (cols, rows)
+    }
+
+    /// The object_id of the table whose heap or clustered index is unit `au_id`, else the
+    /// unit's id.
+    fn object_id_of_unit(&self, database_id: u16, au_id: u64) -> i64 {
+        let table = self
+            .server
+            .database_by_id(i64::from(database_id))
+            .and_then(|db| db.catalog().ok())
+            .and_then(|catalog| catalog.tables().into_iter().find(|t| t.au_ids()[0] == au_id));
+        table.map_or(i64::try_from(au_id).unwrap_or(i64::MAX), |t| i64::from(t.object_id))
+    }
+
     pub(crate) fn dm_os_waiting_tasks(&self) -> ViewRows {
         let cols = columns(&[
             "waiting_task_address",

@@ -49,6 +49,7 @@ impl Session {
             "system_internals_allocation_units" => Some(self.sys_allocation_units(true)),
             "dm_os_wait_stats" => Some(Ok(self.dm_os_wait_stats())),
             "dm_os_waiting_tasks" => Some(Ok(self.dm_os_waiting_tasks())),
+            "dm_tran_locks" => Some(Ok(self.dm_tran_locks())),
             "dm_os_latch_stats" => Some(Ok(self.dm_os_latch_stats())),
             "dm_os_buffer_descriptors" => Some(Ok(self.dm_os_buffer_descriptors())),
             "dm_os_spinlock_stats" => Some(Ok(self.dm_os_spinlock_stats())),

@@ -296,3 +296,50 @@ fn a_busy_session_is_runnable_while_another_runs_on_its_scheduler() {
     drop(observer);
     server.shutdown().expect("shutdown");
 }
+
+/// sys.dm_tran_locks shows a transaction's locks as the lock table holds them (IX on the
+/// table, X on the key), and a session blocked on one of them as a WAIT request; both go when
+/// the holder commits.
+#[test]
+fn sys_dm_tran_locks_shows_held_and_waiting_requests() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut holder = Session::new(&server);
+    let (errors, _) = run(
+        &mut holder,
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)\n\
+         BEGIN TRAN\nUPDATE t SET v = 1 WHERE id = 1",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let holder_spid = common::rows(&mut holder, "SELECT @@SPID")[0][0].clone();
+    let locks = format!(
+        "SELECT resource_type, request_mode, request_status, \
+         CASE WHEN resource_type = 'OBJECT' THEN OBJECT_NAME(resource_associated_entity_id) \
+         ELSE resource_description END \
+         FROM sys.dm_tran_locks WHERE request_session_id = {holder_spid} \
+         ORDER BY resource_type DESC, request_mode"
+    );
+    let held = common::rows(&mut holder, &locks);
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert_eq!(held[0][..3], ["OBJECT", "IX", "GRANT"], "{held:?}");
+    assert_eq!(held[0][3], "t", "{held:?}");
+    assert_eq!(held[1][..3], ["KEY", "X", "GRANT"], "{held:?}");
+    let key = held[1][3].clone();
+    assert!(key.starts_with('(') && key.len() == 14, "{key}");
+
+    let waiter = {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let mut session = Session::new(&server);
+            run(&mut session, "SELECT v FROM t WHERE id = 1").0
+        })
+    };
+    let mut observer = Session::new(&server);
+    let waiting = "SELECT resource_type, request_mode, request_status, resource_description \
+                   FROM sys.dm_tran_locks WHERE request_status = 'WAIT'";
+    poll_until(&mut observer, waiting, &[&["KEY", "S", "WAIT", &key]]);
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(waiter.join().expect("the waiting session").is_empty());
+    poll_until(&mut observer, "SELECT COUNT(*) FROM sys.dm_tran_locks", &[&["0"]]);
+}

@@ -77,3 +77,17 @@ SELECT (SELECT COUNT(*) FROM sys.dm_db_log_info(NULL)) AS with_null,
        (SELECT COUNT(*) FROM sys.dm_db_log_info(DB_ID())) AS with_db_id;
 USE master;
 GO
+-- sys.dm_tran_locks: the session's transaction holds IX on the table and X on each key it
+-- changed, until it ends.
+CREATE TABLE locked (id int PRIMARY KEY, v int);
+BEGIN TRAN;
+INSERT locked VALUES (1, 1), (2, 2);
+SELECT resource_type, request_mode, request_status, request_type, request_owner_type,
+       COUNT(*) AS requests
+FROM sys.dm_tran_locks WHERE request_session_id = @@SPID
+GROUP BY resource_type, request_mode, request_status, request_type, request_owner_type
+ORDER BY resource_type;
+ROLLBACK;
+SELECT COUNT(*) AS locks_after_rollback FROM sys.dm_tran_locks WHERE request_session_id = @@SPID;
+DROP TABLE locked;
+GO
