@@ -571,6 +571,51 @@ impl Table {
         Ok(locator)
     }
 
+    /// Inserts a row into the heap or clustered index only (a rebuild fills the nonclustered
+    /// indexes afterwards, each in its key order: [`Table::fill_secondary`]).
+    fn insert_base(&self, db: &Database, row: &[Value]) -> SqlResult<RowLocator> {
+        self.check_key_lengths(row)?;
+        Ok(match &self.base {
+            Storage::Heap(heap) => RowLocator::Rid(heap.insert(db, row)?),
+            Storage::Clustered(tree) => {
+                let stored = tree.insert_stored(db, row)?;
+                RowLocator::Key(tree.stored_key(&stored))
+            }
+        })
+    }
+
+    /// Fills the nonclustered index at `position` among them with the entries of `rows`,
+    /// sorted by their key first, as SQL Server sorts an index it builds: its pages then fill
+    /// in key order, one after the other, rather than splitting at random.
+    fn fill_secondary(
+        &self,
+        db: &Database,
+        position: usize,
+        rows: &[(RowLocator, Vec<Value>)],
+    ) -> SqlResult<()> {
+        let (index, tree) = self.nonclustered().nth(position).expect("a nonclustered index");
+        let mut entries: Vec<Vec<Value>> =
+            rows.iter().map(|(locator, row)| Self::secondary_entry(index, row, locator)).collect();
+        entries.sort_by(|a, b| crate::record::compare_keys(a, b));
+        for entry in &entries {
+            tree.insert(db, entry)?;
+        }
+        Ok(())
+    }
+
+    /// Inserts `rows` into the heap or clustered index, then fills each nonclustered index in
+    /// its key order (a rebuild).
+    fn fill(&self, db: &Database, rows: Vec<Vec<Value>>) -> SqlResult<()> {
+        let mut placed = Vec::with_capacity(rows.len());
+        for row in rows {
+            placed.push((self.insert_base(db, &row)?, row));
+        }
+        for position in 0..self.secondary.len() {
+            self.fill_secondary(db, position, &placed)?;
+        }
+        Ok(())
+    }
+
     /// The nonclustered indexes with their definitions (invariant 2: `indexes[1..]`).
     fn nonclustered(&self) -> impl Iterator<Item = (&IndexDef, &BTree)> {
         self.indexes[1..].iter().zip(&self.secondary)
@@ -1272,14 +1317,9 @@ impl Catalog {
             }
             let rebuilt = build_table(db, table.object_id, &table.name, columns.clone(), indexes)?;
             if spec.clustered {
-                for (_, row) in &rows {
-                    rebuilt.insert(db, row)?;
-                }
+                rebuilt.fill(db, rows.into_iter().map(|(_, row)| row).collect())?;
             } else {
-                let (index, tree) = rebuilt.nonclustered().last().expect("just added");
-                for (locator, row) in &rows {
-                    tree.insert(db, &Table::secondary_entry(index, row, locator))?;
-                }
+                rebuilt.fill_secondary(db, rebuilt.secondary.len() - 1, &rows)?;
             }
             self.delete_table_rows(db, &table)?;
             self.insert_table_rows(db, table.object_id, &table.name, &columns, &rebuilt.indexes)?;
@@ -1347,9 +1387,11 @@ impl Catalog {
                 indexes.push(def);
             }
             let rebuilt = build_table(db, table.object_id, &table.name, columns.clone(), indexes)?;
+            let mut converted = Vec::with_capacity(rows.len());
             for (_, row) in rows {
-                rebuilt.insert(db, &convert(row)?)?;
+                converted.push(convert(row)?);
             }
+            rebuilt.fill(db, converted)?;
             self.delete_table_rows(db, &table)?;
             self.insert_table_rows(db, table.object_id, &table.name, &columns, &rebuilt.indexes)?;
             Ok(rebuilt)
@@ -1357,6 +1399,58 @@ impl Catalog {
         let mut units = created;
         units.extend(table.au_ids());
         xact::note_ddl(db.database_id, &units);
+        let rebuilt = result?;
+        self.tables.write().insert(name_key(&table.name), Arc::new(rebuilt));
+        Ok(())
+    }
+
+    /// ALTER INDEX ... REBUILD of one index, in the session's transaction: the heap or
+    /// clustered index (position 0) rebuilds the table ([`Catalog::rebuild_table`], which
+    /// builds its nonclustered indexes again too); a nonclustered index is built again from
+    /// the table's rows into a new allocation unit in its filegroup. The old units go when the
+    /// transaction commits, the new ones if it rolls back; names and index ids stay.
+    pub fn rebuild_index(&self, db: &Database, table_name: &str, position: usize) -> SqlResult<()> {
+        let table = self.table(table_name).ok_or_else(|| invalid_object(table_name))?;
+        assert!(position < table.indexes.len(), "an index of the table");
+        if position == 0 {
+            let unchanged: Vec<Option<usize>> = (0..table.columns.len()).map(Some).collect();
+            return self.rebuild_table(db, table_name, table.columns.clone(), &unchanged, &mut Ok);
+        }
+        table.lock(db, LockMode::X)?;
+        let _ddl = self.ddl.lock();
+        let rows = table.rows(db)?;
+        let plain: Vec<Column> = table.columns.iter().map(|c| c.column.clone()).collect();
+        let old = &table.indexes[position];
+        let spec = IndexSpec {
+            name: old.name.clone(),
+            clustered: false,
+            unique: old.unique,
+            primary_key: old.primary_key,
+            key_columns: old.key_columns.clone(),
+            filegroup: db.unit_filegroup_name(old.au_id),
+        };
+        let mut created = Vec::new();
+        let result = (|| {
+            let mut indexes = table.indexes.clone();
+            let qualified = table.qualified_name();
+            let def = create_secondary(db, &qualified, &plain, &indexes[0], &spec, old.index_id)?;
+            created.push(def.au_id);
+            indexes[position] = def;
+            let rebuilt =
+                build_table(db, table.object_id, &table.name, table.columns.clone(), indexes)?;
+            rebuilt.fill_secondary(db, position - 1, &rows)?;
+            self.delete_table_rows(db, &table)?;
+            self.insert_table_rows(
+                db,
+                table.object_id,
+                &table.name,
+                &table.columns,
+                &rebuilt.indexes,
+            )?;
+            Ok(rebuilt)
+        })();
+        created.push(old.au_id);
+        xact::note_ddl(db.database_id, &created);
         let rebuilt = result?;
         self.tables.write().insert(name_key(&table.name), Arc::new(rebuilt));
         Ok(())

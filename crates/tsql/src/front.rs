@@ -119,6 +119,8 @@ pub enum Stmt {
     },
     /// DBCC command [(arguments)] [WITH options].
     Dbcc(Box<crate::dbcc::Dbcc>),
+    /// ALTER INDEX ... REBUILD | REORGANIZE, ALTER TABLE ... REBUILD.
+    AlterIndex(Box<crate::alterindex::AlterIndex>),
     /// ALTER TABLE table ALTER COLUMN column type [NULL | NOT NULL] (sqlparser reads
     /// PostgreSQL's form only). `nullable` is None when neither is given.
     AlterColumn {
@@ -1022,7 +1024,7 @@ fn is_block_begin(parser: &Parser<'_>) -> bool {
 
 /// Where the action of an `ALTER TABLE name ...` starts (the token after the name of one or
 /// more parts), if the next tokens are ALTER TABLE.
-fn alter_table_action_at(parser: &Parser<'_>) -> Option<usize> {
+pub(crate) fn alter_table_action_at(parser: &Parser<'_>) -> Option<usize> {
     let word_at = |n: usize, word: &str| is_word(&parser.peek_nth_token(n).token, word);
     if !word_at(0, "ALTER") || !word_at(1, "TABLE") {
         return None;
@@ -1185,6 +1187,9 @@ fn parse_one_here(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if crate::cursor::starts(parser) {
         return Ok(Stmt::Cursor(Box::new(crate::cursor::parse(parser)?)));
+    }
+    if crate::alterindex::starts(parser) {
+        return Ok(Stmt::AlterIndex(Box::new(crate::alterindex::parse(parser)?)));
     }
     if alter_column_follows(parser) {
         return parse_alter_column(parser);

@@ -2,6 +2,7 @@
 //! (MsSqlDialect), and a session that runs statements on the embedded engine.
 //!
 //! Map of the modules:
+//! - [`alterindex`]: ALTER INDEX ... REBUILD | REORGANIZE and ALTER TABLE ... REBUILD.
 //! - [`altertable`]: ALTER TABLE ... ADD and DROP COLUMN (a rebuild of the table).
 //! - [`batch`]: the sqlcmd-style batch splitter.
 //! - [`cache`]: parsed batches kept by their text.
@@ -23,6 +24,7 @@
 //! - [`sphelp`]: the sp_help procedure.
 //! - [`sqlcmd`]: output formatted as sqlcmd prints it.
 
+pub mod alterindex;
 pub mod altertable;
 pub mod batch;
 pub mod cache;

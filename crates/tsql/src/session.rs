@@ -1003,6 +1003,7 @@ impl Session {
             Stmt::TopDml { top, statement } => self.run_top_dml(top, statement, line, out),
             Stmt::Throw(arguments) => self.run_throw(arguments.as_deref(), line),
             Stmt::Dbcc(dbcc) => self.run_dbcc(dbcc, line, out),
+            Stmt::AlterIndex(statement) => self.alter_index(statement, line),
             Stmt::Hinted { hints, statement } => {
                 self.hints = *hints;
                 let result = self.run(statement, line, out);
@@ -1854,7 +1855,9 @@ impl Session {
                         column.column.nullable = false;
                     }
                     ColumnOption::PrimaryKey(pk) => {
-                        let constraint = pk.name.as_ref().map(|n| n.value.clone());
+                        // `CONSTRAINT name PRIMARY KEY` on a column: the name is the option's.
+                        let named = option.name.as_ref().or(pk.name.as_ref());
+                        let constraint = named.map(|n| n.value.clone());
                         pending.push((
                             true,
                             true,
@@ -1864,7 +1867,8 @@ impl Session {
                         ));
                     }
                     ColumnOption::Unique(unique) => {
-                        let constraint = unique.name.as_ref().map(|n| n.value.clone());
+                        let named = option.name.as_ref().or(unique.name.as_ref());
+                        let constraint = named.map(|n| n.value.clone());
                         pending.push((
                             false,
                             true,
