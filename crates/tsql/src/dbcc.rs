@@ -106,7 +106,9 @@ impl Session {
         for arg in &dbcc.args {
             args.push(match arg {
                 // A bare word (LOGSPACE, CLEAR, a database name) is its text.
-                Expr::Identifier(ident) => Value::Text(ident.value.clone()),
+                Expr::Identifier(ident) if !ident.value.starts_with('@') => {
+                    Value::Text(ident.value.clone())
+                }
                 other => self.eval_stmt(other, line)?,
             });
         }
@@ -133,6 +135,9 @@ impl Session {
                 opentran(&db, dbcc.has_option("TABLERESULTS"), out);
             }
             "FREEPROCCACHE" => self.server.batch_cache.clear(),
+            "INPUTBUFFER" => {
+                out(Output::Rows(self.dbcc_inputbuffer(&args).map_err(|e| self.fail(e, line))?))
+            }
             "PAGE" => {
                 let table_results = dbcc.options.iter().any(|o| o == "TABLERESULTS");
                 self.dbcc_page(&args, table_results, out).map_err(|e| self.fail(e, line))?
@@ -162,6 +167,25 @@ impl Session {
             out(Output::Message(COMPLETED.into()));
         }
         Ok(Flow::Next)
+    }
+
+    /// DBCC INPUTBUFFER (session_id [, request_id]): the text of the session's running or last
+    /// batch, as a 'Language Event' (deviation: a TDS RPC shows as its statement text too, not
+    /// as an 'RPC Event'). A session that is not connected is 7940 (its number inferred from
+    /// SQL Server's message text, not from a source).
+    fn dbcc_inputbuffer(&self, args: &[Value]) -> crate::value::Result<ResultSet> {
+        let spid = args.first().and_then(value::as_i64).ok_or_else(incorrect)?;
+        let batch = u16::try_from(spid)
+            .ok()
+            .and_then(|spid| self.server.sessions.lock().get(&spid).map(|i| i.last_batch.clone()))
+            .ok_or_else(|| SqlError::new(7940, 16, 1, format!("Invalid SPID {spid} specified.")))?;
+        let row = vec![
+            Value::Text("Language Event".into()),
+            Value::SmallInt(0),
+            Value::Text(batch.to_string()),
+        ];
+        let columns = columns(&["EventType", "Parameters", "EventInfo"]);
+        Ok(ResultSet { columns, rows: vec![row], types: Vec::new() })
     }
 
     /// DBCC SHRINKFILE (file_name | file_id [, target_mb | EMPTYFILE] [, NOTRUNCATE |

@@ -79,6 +79,8 @@ pub struct SessionInfo {
     pub last_request_start_time: std::time::Instant,
     pub last_request_end_time: std::time::Instant,
     pub open_transaction_count: i32,
+    /// The text of the running or last batch (DBCC INPUTBUFFER).
+    pub last_batch: Arc<str>,
 }
 
 /// A batch that is running now.

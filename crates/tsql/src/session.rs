@@ -301,6 +301,7 @@ impl Session {
                 last_request_start_time: now,
                 last_request_end_time: now,
                 open_transaction_count: 0,
+                last_batch: Arc::from(""),
             },
         );
         Session {
@@ -526,6 +527,7 @@ impl Session {
         if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
             info.last_request_start_time = now;
             info.request = Some(crate::server::RunningRequest { started: now, command });
+            info.last_batch = Arc::from(sql);
         }
     }
 

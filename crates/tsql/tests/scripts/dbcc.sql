@@ -34,3 +34,10 @@ DBCC OPENTRAN WITH TABLERESULTS;
 GO
 DBCC OPENTRAN('no_such_database');
 GO
+-- DBCC INPUTBUFFER: the session's batch as it was sent; a session that is not connected is
+-- 7940.
+SELECT 1 AS one;
+DBCC INPUTBUFFER(@@SPID) WITH NO_INFOMSGS;
+GO
+DBCC INPUTBUFFER(32000);
+GO
