@@ -75,7 +75,7 @@ pub struct AlterDatabase {
     pub action: AlterAction,
 }
 
-fn unsupported(what: &str) -> ParserError {
+pub(crate) fn unsupported(what: &str) -> ParserError {
     ParserError::ParserError(format!("unsupported: {what}"))
 }
 

@@ -1024,6 +1024,19 @@ fn is_block_begin(parser: &Parser<'_>) -> bool {
 
 /// Where the action of an `ALTER TABLE name ...` starts (the token after the name of one or
 /// more parts), if the next tokens are ALTER TABLE.
+/// Whether the next tokens are `UPDATE STATISTICS name`, not an UPDATE of a table called
+/// statistics (`UPDATE statistics SET ...`, `UPDATE [statistics] ...`).
+fn update_statistics_follows(parser: &Parser<'_>) -> bool {
+    let Token::Word(second) = parser.peek_nth_token(1).token else { return false };
+    let third = parser.peek_nth_token(2).token;
+    let dml = ["SET", "AS", "WITH", "FROM", "OUTPUT"].iter().any(|w| is_word(&third, w));
+    is_word(&parser.peek_token().token, "UPDATE")
+        && second.quote_style.is_none()
+        && second.value.eq_ignore_ascii_case("STATISTICS")
+        && matches!(third, Token::Word(_))
+        && !dml
+}
+
 pub(crate) fn alter_table_action_at(parser: &Parser<'_>) -> Option<usize> {
     let word_at = |n: usize, word: &str| is_word(&parser.peek_nth_token(n).token, word);
     if !word_at(0, "ALTER") || !word_at(1, "TABLE") {
@@ -1187,6 +1200,10 @@ fn parse_one_here(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if crate::cursor::starts(parser) {
         return Ok(Stmt::Cursor(Box::new(crate::cursor::parse(parser)?)));
+    }
+    if update_statistics_follows(parser) {
+        // There are no statistics objects (no cost-based optimizer) to update.
+        return Err(crate::dbddl::unsupported("UPDATE STATISTICS"));
     }
     if crate::alterindex::starts(parser) {
         return Ok(Stmt::AlterIndex(Box::new(crate::alterindex::parse(parser)?)));

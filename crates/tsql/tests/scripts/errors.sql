@@ -101,6 +101,16 @@ SELECT @@TRANCOUNT AS trancount_after_105
 ROLLBACK
 SET XACT_ABORT OFF
 GO
+-- UPDATE STATISTICS: there are no statistics objects to update (40517); a table called
+-- statistics is updated as any other.
+UPDATE STATISTICS dbo.anything WITH FULLSCAN;
+GO
+CREATE TABLE statistics (a int);
+INSERT statistics VALUES (0);
+UPDATE statistics SET a = 1;
+SELECT a FROM statistics;
+DROP TABLE statistics;
+GO
 -- The script's last batch leaves a comment open: it is sent, and the answer is 113.
 SELECT 'not run' AS x /* a comment never closed
 GO
