@@ -48,6 +48,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_db_log_info", "IF"),
     ("dm_db_log_stats", "IF"),
     ("dm_db_log_space_usage", "V"),
+    ("dm_db_partition_stats", "V"),
     ("dm_exec_requests", "V"),
     ("dm_exec_sessions", "V"),
     ("dm_io_virtual_file_stats", "IF"),
@@ -76,6 +77,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("sp_helpdb", "P"),
     ("sp_helpfile", "P"),
     ("sp_helpindex", "P"),
+    ("sp_lock", "P"),
     ("sp_readerrorlog", "P"),
     ("sp_spaceused", "P"),
     ("sp_who", "P"),
@@ -528,6 +530,53 @@ impl Session {
                 Value::TinyInt(0),
                 text("NONE"),
             ]);
+        }
+        Ok((cols, rows))
+    }
+
+    /// sys.dm_db_partition_stats: per heap or index of the database's tables, its pages as its
+    /// IAM chain and PFS give them (reserved: every page of its extents; used: allocated pages,
+    /// IAM pages included; in-row data: its leaf level, read from the page headers) and its
+    /// rows. No LOB or row-overflow pages exist here (their columns are 0).
+    pub(crate) fn dm_db_partition_stats(&self) -> Result<ViewRows> {
+        let cols = columns(&[
+            "partition_id",
+            "object_id",
+            "index_id",
+            "partition_number",
+            "in_row_data_page_count",
+            "in_row_used_page_count",
+            "in_row_reserved_page_count",
+            "lob_used_page_count",
+            "lob_reserved_page_count",
+            "row_overflow_used_page_count",
+            "row_overflow_reserved_page_count",
+            "used_page_count",
+            "reserved_page_count",
+            "row_count",
+        ]);
+        let db = &*self.catalog_db();
+        let mut counts: BTreeMap<i32, i64> = BTreeMap::new();
+        let mut rows = Vec::new();
+        for (object_id, index, table) in self.all_indexes()? {
+            let row_count = match counts.get(&object_id) {
+                Some(count) => *count,
+                None => *counts.entry(object_id).or_insert(table.stored_row_count(db)? as i64),
+            };
+            let pages = db.unit_pages(index.au_id)?;
+            let reserved = pages.len() as i64;
+            let used = pages.iter().filter(|p| p.is_allocated).count() as i64;
+            let mut leaf = 0;
+            for page in pages.iter().filter(|p| p.is_allocated && !p.is_iam) {
+                let header = engine::page::PageHeader::read(&db.page_copy(page.page)?[..]);
+                leaf += i64::from(header.level == 0);
+            }
+            let mut row = vec![Value::BigInt(index.au_id as i64), Value::Int(object_id)];
+            row.extend([Value::Int(index.index_id), Value::Int(1)]);
+            row.extend(
+                [leaf, used, reserved, 0, 0, 0, 0, used, reserved, row_count].map(Value::BigInt),
+            );
+            rows.push(row);
         }
         Ok((cols, rows))
     }

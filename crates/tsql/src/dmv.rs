@@ -101,7 +101,8 @@ impl Session {
     /// Deviations: only OBJECT and KEY resources exist (no DATABASE lock per session, no PAGE,
     /// RID or METADATA locks); an OBJECT lock is on the table's heap or clustered index, shown
     /// with the table's object_id (the unit's id for a table the current catalog does not
-    /// know); a converting request is one row, in the mode it asks for.
+    /// know), and one on a nonclustered index's own unit as a HOBT lock (hobt_id); a
+    /// converting request is one row, in the mode it asks for.
     pub(crate) fn dm_tran_locks(&self) -> ViewRows {
         let cols = columns(&[
             "resource_type",
@@ -122,15 +123,21 @@ impl Session {
             "request_owner_id",
             "lock_owner_address",
         ]);
-        let mut object_ids: BTreeMap<(u16, u64), i64> = BTreeMap::new();
+        let mut owners: BTreeMap<(u16, u64), Option<(i32, i32)>> = BTreeMap::new();
         let mut rows = Vec::new();
         for request in self.server.instance.locks.requests_snapshot() {
             let (kind, database_id, entity_id, description) = match request.resource {
                 engine::lock::LockResource::Object { database_id, au_id } => {
-                    let object_id = *object_ids
+                    let owner = *owners
                         .entry((database_id, au_id))
-                        .or_insert_with(|| self.object_id_of_unit(database_id, au_id));
-                    ("OBJECT", database_id, object_id, String::new())
+                        .or_insert_with(|| self.unit_owner(database_id, au_id));
+                    match owner {
+                        Some((object_id, index_id)) if index_id <= 1 => {
+                            ("OBJECT", database_id, i64::from(object_id), String::new())
+                        }
+                        // A nonclustered index's own unit: a HOBT lock in SQL Server's terms.
+                        _ => ("HOBT", database_id, au_id as i64, String::new()),
+                    }
                 }
                 engine::lock::LockResource::Key { database_id, au_id, hash } => {
                     let hobt_id = i64::try_from(au_id).unwrap_or(i64::MAX);
@@ -160,15 +167,14 @@ impl Session {
         (cols, rows)
     }
 
-    /// The object_id of the table whose heap or clustered index is unit `au_id`, else the
-    /// unit's id.
-    fn object_id_of_unit(&self, database_id: u16, au_id: u64) -> i64 {
-        let table = self
-            .server
-            .database_by_id(i64::from(database_id))
-            .and_then(|db| db.catalog().ok())
-            .and_then(|catalog| catalog.tables().into_iter().find(|t| t.au_ids()[0] == au_id));
-        table.map_or(i64::try_from(au_id).unwrap_or(i64::MAX), |t| i64::from(t.object_id))
+    /// The table (object_id) and index (index_id) whose unit `au_id` is, if the database's
+    /// catalog has one.
+    pub(crate) fn unit_owner(&self, database_id: u16, au_id: u64) -> Option<(i32, i32)> {
+        let catalog = self.server.database_by_id(i64::from(database_id))?.catalog().ok()?;
+        catalog.tables().into_iter().find_map(|table| {
+            let index = table.indexes.iter().find(|index| index.au_id == au_id)?;
+            Some((table.object_id, index.index_id))
+        })
     }
 
     pub(crate) fn dm_os_waiting_tasks(&self) -> ViewRows {

@@ -23,7 +23,7 @@ use engine::filegroup::Growth;
 use engine::record::{SqlType, Value};
 
 /// The system procedures this module runs.
-pub const SYSTEM_PROCEDURES: [&str; 12] = [
+pub const SYSTEM_PROCEDURES: [&str; 13] = [
     "sp_columns",
     "sp_configure",
     "sp_help",
@@ -33,6 +33,7 @@ pub const SYSTEM_PROCEDURES: [&str; 12] = [
     "sp_helpdb",
     "sp_helpfile",
     "sp_helpindex",
+    "sp_lock",
     "sp_spaceused",
     "sp_who",
     "sp_who2",
@@ -114,6 +115,7 @@ impl Session {
             "sp_columns" => self.sp_columns(&values, out),
             "sp_configure" => self.sp_configure(&values, out),
             "sp_who2" => self.sp_who2(values.first(), out),
+            "sp_lock" => self.sp_lock(&values, out),
             _ => self.sp_who(values.first(), out),
         };
         Some(result.map(|_| 0).map_err(|error| self.fail(error, line)))
@@ -573,6 +575,49 @@ impl Session {
             rows,
             types: Vec::new(),
         }));
+        Ok(())
+    }
+
+    /// sp_lock [spid1 [, spid2]]: the lock table's requests (sys.dm_tran_locks') in sp_lock's
+    /// columns: TAB for an object lock (IndId 0), HBT for one on a nonclustered index's unit,
+    /// KEY with the index's id and the key's hash, Status GRANT, WAIT or CNVT. Deviation: no
+    /// DB lock per session (the engine has none).
+    fn sp_lock(&self, spids: &[Value], out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
+        let wanted: Vec<i64> = spids.iter().filter_map(crate::value::as_i64).collect();
+        let mut rows = Vec::new();
+        for request in self.server.instance.locks.requests_snapshot() {
+            if !wanted.is_empty() && !wanted.contains(&i64::from(request.spid)) {
+                continue;
+            }
+            let (kind, database_id, au_id, resource) = match request.resource {
+                engine::lock::LockResource::Object { database_id, au_id } => {
+                    ("TAB", database_id, au_id, String::new())
+                }
+                engine::lock::LockResource::Key { database_id, au_id, hash } => {
+                    ("KEY", database_id, au_id, format!("({hash:012x})"))
+                }
+            };
+            let (object_id, index_id) = self.unit_owner(database_id, au_id).unwrap_or((0, 0));
+            // An object lock on a nonclustered index's own unit is a HOBT lock (HBT).
+            let kind = if kind == "TAB" && index_id > 1 { "HBT" } else { kind };
+            let status = match request.status {
+                engine::lock::RequestStatus::Convert => "CNVT",
+                other => other.name(),
+            };
+            rows.push(vec![
+                Value::SmallInt(request.spid as i16),
+                Value::SmallInt(database_id as i16),
+                Value::Int(object_id),
+                Value::SmallInt(if kind == "TAB" { 0 } else { index_id as i16 }),
+                text(kind),
+                Value::Text(resource),
+                text(request.mode.name()),
+                text(status),
+            ]);
+        }
+        let columns =
+            columns(&["spid", "dbid", "ObjId", "IndId", "Type", "Resource", "Mode", "Status"]);
+        out(Output::Rows(ResultSet { columns, rows, types: Vec::new() }));
         Ok(())
     }
 

@@ -77,9 +77,10 @@ SELECT (SELECT COUNT(*) FROM sys.dm_db_log_info(NULL)) AS with_null,
        (SELECT COUNT(*) FROM sys.dm_db_log_info(DB_ID())) AS with_db_id;
 USE master;
 GO
--- sys.dm_tran_locks: the session's transaction holds IX on the table and X on each key it
--- changed, until it ends.
+-- sys.dm_tran_locks and sp_lock: the session's transaction holds IX on the table (and on its
+-- nonclustered index's unit, a HOBT lock) and X on each key it changed, until it ends.
 CREATE TABLE locked (id int PRIMARY KEY, v int);
+CREATE INDEX ix_v ON locked (v);
 BEGIN TRAN;
 INSERT locked VALUES (1, 1), (2, 2);
 SELECT resource_type, request_mode, request_status, request_type, request_owner_type,
@@ -87,7 +88,24 @@ SELECT resource_type, request_mode, request_status, request_type, request_owner_
 FROM sys.dm_tran_locks WHERE request_session_id = @@SPID
 GROUP BY resource_type, request_mode, request_status, request_type, request_owner_type
 ORDER BY resource_type;
+CREATE TABLE #sp_lock (spid smallint, dbid smallint, ObjId int, IndId smallint, Type nchar(4),
+    Resource nchar(32), Mode nvarchar(8), Status nvarchar(5));
+INSERT #sp_lock EXEC sp_lock @@SPID;
+SELECT OBJECT_NAME(ObjId) AS object_name, IndId, Type, Mode, Status, COUNT(*) AS locks
+FROM #sp_lock WHERE ObjId = OBJECT_ID('locked')
+GROUP BY ObjId, IndId, Type, Mode, Status ORDER BY IndId, Type;
+DROP TABLE #sp_lock;
 ROLLBACK;
 SELECT COUNT(*) AS locks_after_rollback FROM sys.dm_tran_locks WHERE request_session_id = @@SPID;
+GO
+-- sys.dm_db_partition_stats: each index's leaf pages, used and reserved pages (from its IAM
+-- chain and PFS) and rows.
+SET NOCOUNT ON;
+DECLARE @i int = 3;
+WHILE @i <= 2000 BEGIN INSERT locked VALUES (@i, @i % 10); SET @i += 1; END;
+SET NOCOUNT OFF;
+SELECT index_id, in_row_data_page_count AS leaf_pages, used_page_count, reserved_page_count,
+       row_count, lob_used_page_count
+FROM sys.dm_db_partition_stats WHERE object_id = OBJECT_ID('locked') ORDER BY index_id;
 DROP TABLE locked;
 GO
