@@ -1959,6 +1959,12 @@ impl BufferPool {
             }
             tails.resize(records.len(), &[]);
         }
+        let group_bytes: usize = records
+            .iter()
+            .enumerate()
+            .map(|(i, record)| record.encoded_len_with(tails.get(i).map_or(0, |t| t.len())))
+            .sum();
+        let group = (records.len() as u64, group_bytes as u64);
         let appended = log.append_group(&records, &tails, crate::xact::compensating(), undo_bytes);
         // Released before the page LSNs are stamped below, under the same frames' write locks.
         drop(tails);
@@ -1971,7 +1977,7 @@ impl BufferPool {
             return appended.map(|_| None);
         };
         let last = *lsns.last().expect("a group has records");
-        crate::xact::logged(extra.drain(..), &lsns[changes.len()..], undo_bytes);
+        crate::xact::logged(extra.drain(..), &lsns[changes.len()..], undo_bytes, group);
         for change in changes {
             let mut data = self.frames[change.frame].data.write();
             let buf = data.as_mut().expect("held frames have bytes");

@@ -250,6 +250,9 @@ struct OpenXact {
     /// between statements. A rollback keeps the changes to units outside transactions made
     /// before it (all of them when None).
     statement_start: Option<usize>,
+    /// What it has logged, shared with the log's open-transaction table once its begin record
+    /// is written (sys.dm_tran_database_transactions).
+    log_use: Option<Arc<crate::log::TransactionLogUse>>,
 }
 
 impl OpenXact {
@@ -279,6 +282,7 @@ impl OpenXact {
             name: Arc::from(UNNAMED_TRANSACTION),
             doomed: false,
             statement_start: None,
+            log_use: None,
         }
     }
 }
@@ -414,11 +418,14 @@ fn write_begin_if_first(db: &Database) -> SqlResult<()> {
     });
     let Some((xact_id, name)) = unbegun else { return Ok(()) };
     let begin = LogRecord::new(Operation::BeginXact, Context::Null, xact_id, Vec::new());
-    let lsn = db.log().append_transaction_begin(&begin, name)?;
+    let log_use = Arc::new(crate::log::TransactionLogUse::default());
+    log_use.add(1, begin.encoded_len() as u64, 0);
+    let lsn = db.log().append_transaction_begin(&begin, name, log_use.clone())?;
     CURRENT.with(|c| {
         if let Some(x) = c.borrow_mut().as_mut() {
             x.begin_lsn = Some(lsn);
             x.last_lsn = lsn;
+            x.log_use = Some(log_use);
         }
     });
     Ok(())
@@ -489,16 +496,21 @@ pub fn undo_reservation(records: &[(LogRecord, RowOp)]) -> u64 {
 
 /// Called when a mini-transaction's group is in the log: the transaction's chain advances, its
 /// row changes (not CLRs) join its undo list, and `undo_bytes` ([`undo_reservation`]) join its
-/// reservation.
+/// reservation. `group` is the group's (record count, bytes), the page changes' included: the
+/// transaction's log use.
 pub fn logged(
     records: impl IntoIterator<Item = (LogRecord, RowOp)>,
     lsns: &[Lsn],
     undo_bytes: u64,
+    group: (u64, u64),
 ) {
     CURRENT.with(|c| {
         let mut current = c.borrow_mut();
         let Some(xact) = current.as_mut() else { return };
         xact.reserved_bytes += undo_bytes;
+        if let Some(log_use) = &xact.log_use {
+            log_use.add(group.0, group.1, undo_bytes);
+        }
         for ((record, op), lsn) in records.into_iter().zip(lsns) {
             if record.flags & FLAG_CLR == 0 {
                 xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op, settled: false });

@@ -177,6 +177,124 @@ impl Session {
         })
     }
 
+    /// The open transactions of every open database that have logged (the log's table of
+    /// them), oldest first, with their database's id.
+    fn logged_transactions(&self) -> Vec<(u16, engine::log::OpenTransaction)> {
+        let mut open = Vec::new();
+        for db in self.server.databases() {
+            open.extend(db.log().open_transactions().into_iter().map(|t| (db.database_id, t)));
+        }
+        open
+    }
+
+    /// sys.dm_tran_database_transactions: per open transaction and database, what it has
+    /// logged: records, bytes (its page changes' included) and the log it reserved for its
+    /// rollback. Deviation: a transaction is listed from its first change (its begin record:
+    /// one that has only read is not), in state 4 ('has generated log records'); its last LSN
+    /// and the columns of system work are not kept (NULL, 0).
+    pub(crate) fn dm_tran_database_transactions(&self) -> ViewRows {
+        let cols = columns(&[
+            "transaction_id",
+            "database_id",
+            "database_transaction_begin_time",
+            "database_transaction_type",
+            "database_transaction_state",
+            "database_transaction_log_record_count",
+            "database_transaction_log_bytes_used",
+            "database_transaction_log_bytes_reserved",
+            "database_transaction_log_bytes_used_system",
+            "database_transaction_log_bytes_reserved_system",
+            "database_transaction_begin_lsn",
+            "database_transaction_last_lsn",
+        ]);
+        let mut rows = Vec::new();
+        for (database_id, t) in self.logged_transactions() {
+            let (records, used, reserved) = t.log_use.read();
+            rows.push(vec![
+                big(t.xact_id),
+                Value::Int(i32::from(database_id)),
+                crate::functions::current_time("GETDATE", t.begin_time),
+                Value::Int(1),
+                Value::Int(4),
+                big(records),
+                big(used),
+                big(reserved),
+                Value::BigInt(0),
+                Value::BigInt(0),
+                Value::Decimal(t.begin_lsn.to_numeric() as i128, 0),
+                Value::Null,
+            ]);
+        }
+        (cols, rows)
+    }
+
+    /// sys.dm_tran_active_transactions: the open transactions (those that have logged, as in
+    /// sys.dm_tran_database_transactions), read/write (type 1) and active (state 2).
+    pub(crate) fn dm_tran_active_transactions(&self) -> ViewRows {
+        let cols = columns(&[
+            "transaction_id",
+            "name",
+            "transaction_begin_time",
+            "transaction_type",
+            "transaction_state",
+            "dtc_state",
+        ]);
+        let rows = self
+            .logged_transactions()
+            .into_iter()
+            .map(|(_, t)| {
+                vec![
+                    big(t.xact_id),
+                    Value::Text(t.name.to_string()),
+                    crate::functions::current_time("GETDATE", t.begin_time),
+                    Value::Int(1),
+                    Value::Int(2),
+                    Value::Int(0),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
+    /// sys.dm_tran_session_transactions: which session each open transaction (that has
+    /// logged) belongs to, with the session's @@TRANCOUNT (another session's as its last
+    /// request left it).
+    pub(crate) fn dm_tran_session_transactions(&self) -> ViewRows {
+        let cols = columns(&[
+            "session_id",
+            "transaction_id",
+            "enlist_count",
+            "is_user_transaction",
+            "is_local",
+            "is_enlisted",
+            "is_bound",
+            "open_transaction_count",
+        ]);
+        let sessions = self.server.sessions.lock();
+        let rows = self
+            .logged_transactions()
+            .into_iter()
+            .map(|(_, t)| {
+                let open = if t.spid == self.spid {
+                    self.db().trancount() as i32 // its own: as it stands now
+                } else {
+                    sessions.get(&t.spid).map_or(0, |info| info.open_transaction_count)
+                };
+                vec![
+                    Value::Int(i32::from(t.spid)),
+                    big(t.xact_id),
+                    Value::Int(1),
+                    Value::Bit(true),
+                    Value::Bit(true),
+                    Value::Bit(false),
+                    Value::Bit(false),
+                    Value::Int(open),
+                ]
+            })
+            .collect();
+        (cols, rows)
+    }
+
     pub(crate) fn dm_os_waiting_tasks(&self) -> ViewRows {
         let cols = columns(&[
             "waiting_task_address",

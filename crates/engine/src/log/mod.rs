@@ -261,6 +261,45 @@ pub struct OpenTransaction {
     pub spid: u16,
     pub name: std::sync::Arc<str>,
     pub begin_time: chrono::NaiveDateTime,
+    /// What it has logged so far (sys.dm_tran_database_transactions), kept by its session.
+    pub log_use: std::sync::Arc<TransactionLogUse>,
+}
+
+/// A transaction's log records, bytes and rollback reservation so far: written by its own
+/// session only (a load and a store, no read-modify-write on the row path), read by the DMV.
+#[derive(Debug, Default)]
+pub struct TransactionLogUse {
+    record_count: std::sync::atomic::AtomicU64,
+    bytes_used: std::sync::atomic::AtomicU64,
+    bytes_reserved: std::sync::atomic::AtomicU64,
+}
+
+impl TransactionLogUse {
+    /// A group of `records` records and `bytes` bytes was appended for the transaction, and
+    /// `reserved` more bytes were set aside for its rollback. Called by its session alone.
+    pub fn add(&self, records: u64, bytes: u64, reserved: u64) {
+        let add = |counter: &std::sync::atomic::AtomicU64, n: u64| {
+            let relaxed = std::sync::atomic::Ordering::Relaxed;
+            counter.store(counter.load(relaxed) + n, relaxed)
+        };
+        add(&self.record_count, records);
+        add(&self.bytes_used, bytes);
+        add(&self.bytes_reserved, reserved);
+    }
+
+    /// (log record count, log bytes used, log bytes reserved).
+    pub fn read(&self) -> (u64, u64, u64) {
+        let load = |counter: &std::sync::atomic::AtomicU64| {
+            counter.load(std::sync::atomic::Ordering::Relaxed)
+        };
+        (load(&self.record_count), load(&self.bytes_used), load(&self.bytes_reserved))
+    }
+}
+
+impl PartialEq for TransactionLogUse {
+    fn eq(&self, other: &TransactionLogUse) -> bool {
+        self.read() == other.read()
+    }
 }
 
 /// One row of sys.dm_db_log_info (reference §5.3).
@@ -1323,15 +1362,24 @@ impl LogManager {
         &self,
         record: &LogRecord,
         name: std::sync::Arc<str>,
+        log_use: std::sync::Arc<TransactionLogUse>,
     ) -> SqlResult<Lsn> {
         let spid = crate::instance::current_spid();
         let begin_time = self.instance.clock.now_local();
         // Lock order: the append lock, then the open-transaction table (as reuse_wait_now).
-        self.append_then(record, |lsn| {
-            let open =
-                OpenTransaction { xact_id: record.xact_id, begin_lsn: lsn, spid, name, begin_time };
-            self.open_transactions.lock().insert(record.xact_id, open);
+        let xact_id = record.xact_id;
+        self.append_then(record, |begin_lsn| {
+            let open = OpenTransaction { xact_id, begin_lsn, spid, name, begin_time, log_use };
+            self.open_transactions.lock().insert(xact_id, open);
         })
+    }
+
+    /// The transactions open now that have logged, oldest first (sys.dm_tran_*).
+    pub fn open_transactions(&self) -> Vec<OpenTransaction> {
+        let mut open: Vec<OpenTransaction> =
+            self.open_transactions.lock().values().cloned().collect();
+        open.sort_by_key(|t| t.begin_lsn);
+        open
     }
 
     /// Appends a checkpoint's BEGIN record and returns its LSN with the begin LSN of the oldest

@@ -133,3 +133,29 @@ GO
 BEGIN TRAN abcdefghijabcdefghijabcdefghijabc;
 SELECT 'not run' AS x;
 GO
+-- What an open transaction has logged (sys.dm_tran_database_transactions): records, bytes
+-- and the log reserved for its rollback grow with each change; the transaction is listed,
+-- with its session, from its first change until it ends.
+CREATE TABLE logged_rows (id int PRIMARY KEY, pad char(1000));
+BEGIN TRAN demo;
+SELECT COUNT(*) AS listed_before_a_change FROM sys.dm_tran_database_transactions
+WHERE database_id = DB_ID();
+INSERT logged_rows VALUES (1, 'a');
+SELECT database_transaction_log_record_count AS records,
+       database_transaction_log_bytes_used AS bytes_used,
+       database_transaction_log_bytes_reserved AS bytes_reserved,
+       database_transaction_state AS state
+FROM sys.dm_tran_database_transactions WHERE database_id = DB_ID();
+INSERT logged_rows VALUES (2, 'b'), (3, 'c');
+SELECT database_transaction_log_record_count AS records,
+       database_transaction_log_bytes_used AS bytes_used,
+       database_transaction_log_bytes_reserved AS bytes_reserved
+FROM sys.dm_tran_database_transactions WHERE database_id = DB_ID();
+SELECT a.name, a.transaction_state, s.session_id - @@SPID AS this_session,
+       s.open_transaction_count
+FROM sys.dm_tran_active_transactions AS a
+JOIN sys.dm_tran_session_transactions AS s ON s.transaction_id = a.transaction_id;
+COMMIT;
+SELECT COUNT(*) AS listed_after_commit FROM sys.dm_tran_database_transactions;
+DROP TABLE logged_rows;
+GO
