@@ -90,3 +90,20 @@ fn a_crash_after_a_failed_growth_reopens_consistently() {
     assert_eq!(db.file_space()[0].size_pages, 640);
     assert!(db.check_allocation().is_empty(), "{:?}", db.check_allocation());
 }
+
+/// The I/O seam reports the volume that holds a file (sys.dm_os_volume_stats), and the
+/// fault backend's armed full disk shows there as the space left to write.
+#[test]
+fn a_volume_reports_its_space_and_an_armed_full_disk_leaves_none() {
+    use engine::io::{FaultIo, Io};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("f.mdf");
+    std::fs::write(&file, b"x").expect("a file");
+    let fault = FaultIo::new(engine::io::std_io());
+    let volume = fault.volume(&file).expect("the volume");
+    assert!(volume.total_bytes > 0 && volume.available_bytes <= volume.total_bytes, "{volume:?}");
+    assert!(file.canonicalize().unwrap().starts_with(&volume.mount_point), "{volume:?}");
+    fault.plan().lock().enospc_after_bytes = Some(8192);
+    assert_eq!(fault.volume(&file).expect("the volume").available_bytes, 8192);
+    assert!(fault.volume(&dir.path().join("missing")).is_err());
+}

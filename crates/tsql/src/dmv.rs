@@ -295,6 +295,56 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_os_volume_stats(database_id, file_id): the file system holding the file, as the
+    /// I/O seam reports it (statvfs and /proc/self/mountinfo; a fault plan's full disk shows
+    /// as no space available). No row for a database or file that is not there. Deviations:
+    /// volume_id is the mounted device, logical_volume_name is empty, and the Windows-only
+    /// flags are 0 (sparse files: 1).
+    pub(crate) fn dm_os_volume_stats(&self, args: &[Value]) -> ViewRows {
+        let cols = columns(&[
+            "database_id",
+            "file_id",
+            "volume_mount_point",
+            "volume_id",
+            "logical_volume_name",
+            "file_system_type",
+            "total_bytes",
+            "available_bytes",
+            "supports_compression",
+            "supports_alternate_streams",
+            "supports_sparse_files",
+            "is_read_only",
+            "is_compressed",
+        ]);
+        let db = arg_i64(args, 0).and_then(|id| self.server.database_by_id(id));
+        let file_id = arg_i64(args, 1).and_then(|id| u16::try_from(id).ok());
+        let volume = db.as_ref().zip(file_id).and_then(|(db, file_id)| {
+            let path = db.file_path(file_id)?;
+            self.server.instance.io.volume(&path).ok().map(|v| (db.database_id, file_id, v))
+        });
+        let rows = volume
+            .map(|(database_id, file_id, v)| {
+                vec![
+                    Value::Int(i32::from(database_id)),
+                    Value::Int(i32::from(file_id)),
+                    Value::Text(v.mount_point),
+                    Value::Text(v.source),
+                    Value::Text(String::new()),
+                    Value::Text(v.file_system_type),
+                    big(v.total_bytes),
+                    big(v.available_bytes),
+                    Value::TinyInt(0),
+                    Value::TinyInt(0),
+                    Value::TinyInt(1),
+                    Value::TinyInt(u8::from(v.read_only)),
+                    Value::TinyInt(0),
+                ]
+            })
+            .into_iter()
+            .collect();
+        (cols, rows)
+    }
+
     pub(crate) fn dm_os_waiting_tasks(&self) -> ViewRows {
         let cols = columns(&[
             "waiting_task_address",

@@ -62,6 +62,7 @@ impl Session {
             "dm_exec_sessions" => Some(Ok(self.dm_exec_sessions())),
             "dm_exec_requests" => Some(Ok(self.dm_exec_requests())),
             "dm_io_virtual_file_stats" => Some(Ok(self.dm_io_virtual_file_stats(args))),
+            "dm_os_volume_stats" => Some(Ok(self.dm_os_volume_stats(args))),
             "dm_db_log_space_usage" => Some(Ok(self.dm_db_log_space_usage())),
             "dm_db_file_space_usage" => Some(self.dm_db_file_space_usage()),
             "dm_db_partition_stats" => Some(self.dm_db_partition_stats()),

@@ -181,6 +181,14 @@ impl Io for FaultIo {
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         self.inner.read_to_string(path)
     }
+    /// The inner volume, with no more available than an armed full disk leaves.
+    fn volume(&self, path: &Path) -> io::Result<super::VolumeSpace> {
+        let mut volume = self.inner.volume(path)?;
+        if let Some(left) = self.plan.lock().enospc_after_bytes {
+            volume.available_bytes = volume.available_bytes.min(left);
+        }
+        Ok(volume)
+    }
 }
 
 impl IoFile for FaultFile {

@@ -58,6 +58,24 @@ pub trait Io: Send + Sync {
     /// ends, however it ends. None: another open of the file holds the lock (another process,
     /// or this one).
     fn lock_exclusive(&self, path: &Path) -> io::Result<Option<Box<dyn IoFile>>>;
+    /// The volume (mounted file system) that holds `path`, and its space
+    /// (sys.dm_os_volume_stats).
+    fn volume(&self, path: &Path) -> io::Result<VolumeSpace>;
+}
+
+/// A mounted file system as sys.dm_os_volume_stats shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolumeSpace {
+    /// Where it is mounted (`/`, `/data`).
+    pub mount_point: String,
+    /// What is mounted there (the device, `/dev/vda1`).
+    pub source: String,
+    /// `ext4`, `xfs`, `tmpfs`...
+    pub file_system_type: String,
+    pub total_bytes: u64,
+    /// Bytes an unprivileged process may still use (statvfs f_bavail).
+    pub available_bytes: u64,
+    pub read_only: bool,
 }
 
 /// Syncs the directory of each path, each directory once (the files of a new database, say).

@@ -133,6 +133,9 @@ impl Io for StatsIo {
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.inner.sync_dir(dir)
     }
+    fn volume(&self, path: &Path) -> io::Result<super::VolumeSpace> {
+        self.inner.volume(path)
+    }
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         self.inner.read_to_string(path)
     }

@@ -164,6 +164,40 @@ fn open_direct(file: &File) -> io::Result<File> {
     OpenOptions::new().write(true).custom_flags(flags as i32).open(link)
 }
 
+/// The volume that holds `path`: statvfs for its space, and the longest mount point of
+/// /proc/self/mountinfo that contains it for its name and file system type.
+fn volume_of(path: &Path) -> io::Result<super::VolumeSpace> {
+    let path = std::fs::canonicalize(path)?;
+    let space = rustix::fs::statvfs(&path)?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut best: Option<(String, String, String)> = None;
+    for line in mountinfo.lines() {
+        // id parent major:minor root mount_point options [optional...] - fstype source super
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else { continue };
+        let (Some(mount_point), Some(fs_type), Some(source)) =
+            (fields.get(4), fields.get(dash + 1), fields.get(dash + 2))
+        else {
+            continue;
+        };
+        let mount_point = mount_point.replace("\\040", " ");
+        let longer = best.as_ref().is_none_or(|(m, _, _)| mount_point.len() >= m.len());
+        if path.starts_with(&mount_point) && longer {
+            best = Some((mount_point, fs_type.to_string(), source.to_string()));
+        }
+    }
+    let (mount_point, file_system_type, source) =
+        best.unwrap_or_else(|| ("/".into(), String::new(), String::new()));
+    Ok(super::VolumeSpace {
+        mount_point,
+        source,
+        file_system_type,
+        total_bytes: space.f_blocks * space.f_frsize,
+        available_bytes: space.f_bavail * space.f_frsize,
+        read_only: space.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY),
+    })
+}
+
 impl Io for StdIo {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn IoFile>> {
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
@@ -194,6 +228,10 @@ impl Io for StdIo {
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
+    }
+
+    fn volume(&self, path: &Path) -> io::Result<super::VolumeSpace> {
+        volume_of(path)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {

@@ -109,3 +109,12 @@ SELECT index_id, in_row_data_page_count AS leaf_pages, used_page_count, reserved
 FROM sys.dm_db_partition_stats WHERE object_id = OBJECT_ID('locked') ORDER BY index_id;
 DROP TABLE locked;
 GO
+-- sys.dm_os_volume_stats: the file system that holds each file (its mount point and type
+-- depend on the machine; its sizes are the file system's own).
+SELECT f.name,
+       CASE WHEN v.volume_mount_point LIKE '/%' THEN 'mounted' END AS volume,
+       CASE WHEN v.total_bytes > 0 AND v.available_bytes <= v.total_bytes THEN 'ok' END AS space
+FROM sys.database_files AS f CROSS APPLY sys.dm_os_volume_stats(DB_ID(), f.file_id) AS v
+ORDER BY f.file_id;
+SELECT COUNT(*) AS no_such_file FROM sys.dm_os_volume_stats(DB_ID(), 999);
+GO
