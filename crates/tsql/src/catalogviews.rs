@@ -51,6 +51,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_db_partition_stats", "V"),
     ("dm_exec_requests", "V"),
     ("dm_exec_sessions", "V"),
+    ("dm_exec_sql_text", "IF"),
     ("dm_io_virtual_file_stats", "IF"),
     ("dm_os_latch_stats", "V"),
     ("dm_os_performance_counters", "V"),

@@ -25,6 +25,19 @@ use engine::units::PageId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+/// A batch's sql_handle: 0x02 (SQL Server's first byte for an ad hoc batch's handle), three
+/// zero bytes, then a 64-bit hash of the text (FNV-1a over its UTF-8 bytes) twice, 20 bytes.
+fn sql_handle(batch: &str) -> Vec<u8> {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in batch.bytes() {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    let mut handle = vec![2, 0, 0, 0];
+    handle.extend_from_slice(&hash.to_le_bytes());
+    handle.extend_from_slice(&hash.rotate_left(32).to_le_bytes());
+    handle
+}
+
 fn big(n: u64) -> Value {
     Value::BigInt(i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -677,6 +690,7 @@ impl Session {
             "open_transaction_count",
             "total_elapsed_time",
             "scheduler_id",
+            "sql_handle",
         ]);
         let tasks: BTreeMap<u16, engine::scheduler::TaskRow> = self
             .server
@@ -727,8 +741,33 @@ impl Session {
                     i32::try_from(request.started.elapsed().as_millis()).unwrap_or(i32::MAX),
                 ),
                 task.map_or(Value::Null, |t| Value::Int(t.scheduler_id as i32)),
+                Value::Bytes(sql_handle(&info.last_batch)),
             ]);
         }
+        (cols, rows)
+    }
+
+    /// sys.dm_exec_sql_text(sql_handle): the text of the batch a handle names, while a
+    /// session's running or last batch is that text (dm_exec_requests.sql_handle). Deviation:
+    /// SQL Server keeps a handle's text as long as the batch's plan is cached; dbid and
+    /// objectid are NULL (ad hoc batches), encrypted 0.
+    pub(crate) fn dm_exec_sql_text(&self, args: &[Value]) -> ViewRows {
+        let cols = columns(&["dbid", "objectid", "number", "encrypted", "text"]);
+        let Some(Value::Bytes(handle)) = args.first() else { return (cols, Vec::new()) };
+        let sessions = self.server.sessions.lock();
+        let found = sessions.values().find(|info| sql_handle(&info.last_batch) == *handle);
+        let rows = found
+            .map(|info| {
+                vec![
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Bit(false),
+                    Value::Text(info.last_batch.to_string()),
+                ]
+            })
+            .into_iter()
+            .collect();
         (cols, rows)
     }
 

@@ -298,8 +298,8 @@ fn a_busy_session_is_runnable_while_another_runs_on_its_scheduler() {
 }
 
 /// sys.dm_tran_locks shows a transaction's locks as the lock table holds them (IX on the
-/// table, X on the key), and a session blocked on one of them as a WAIT request; both go when
-/// the holder commits.
+/// table, X on the key), and a session blocked on one of them as a WAIT request, whose batch
+/// sys.dm_exec_sql_text shows; both go when the holder commits.
 #[test]
 fn sys_dm_tran_locks_shows_held_and_waiting_requests() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -338,6 +338,13 @@ fn sys_dm_tran_locks_shows_held_and_waiting_requests() {
     let waiting = "SELECT resource_type, request_mode, request_status, resource_description \
                    FROM sys.dm_tran_locks WHERE request_status = 'WAIT'";
     poll_until(&mut observer, waiting, &[&["KEY", "S", "WAIT", &key]]);
+    // The blocking chain as DBAs read it: who is blocked by whom, running what.
+    let chain = format!(
+        "SELECT r.wait_type, t.text FROM sys.dm_exec_requests AS r \
+         CROSS APPLY sys.dm_exec_sql_text(r.sql_handle) AS t \
+         WHERE r.blocking_session_id = {holder_spid}"
+    );
+    poll_until(&mut observer, &chain, &[&["LCK_M_S", "SELECT v FROM t WHERE id = 1"]]);
     let (errors, _) = run(&mut holder, "COMMIT");
     assert!(errors.is_empty(), "{errors:?}");
     assert!(waiter.join().expect("the waiting session").is_empty());

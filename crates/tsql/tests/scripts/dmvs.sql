@@ -118,3 +118,10 @@ FROM sys.database_files AS f CROSS APPLY sys.dm_os_volume_stats(DB_ID(), f.file_
 ORDER BY f.file_id;
 SELECT COUNT(*) AS no_such_file FROM sys.dm_os_volume_stats(DB_ID(), 999);
 GO
+-- sys.dm_exec_sql_text(sql_handle): the text of a request's batch, by the handle
+-- sys.dm_exec_requests shows.
+SELECT t.text, t.encrypted
+FROM sys.dm_exec_requests AS r CROSS APPLY sys.dm_exec_sql_text(r.sql_handle) AS t
+WHERE r.session_id = @@SPID;
+SELECT COUNT(*) AS unknown_handle FROM sys.dm_exec_sql_text(0x0200000000);
+GO
