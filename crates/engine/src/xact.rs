@@ -210,8 +210,6 @@ enum UndoKept {
 struct UndoEntry {
     prev_lsn: Lsn,
     op: RowOp,
-    /// Never undone: its unit, outside transactions, was dropped ([`settle_units`]).
-    settled: bool,
 }
 
 struct OpenXact {
@@ -447,21 +445,6 @@ pub fn name_current_transaction(name: &str) {
     });
 }
 
-/// Called when units outside transactions ([`Database::keep_through_rollback`]) are dropped
-/// while this thread's transaction in `database_id` is open (a table variable whose batch or
-/// procedure ended): its changes to them are never undone, and no slot of theirs is emptied
-/// at its end; the units are gone.
-pub fn settle_units(database_id: u16, au_ids: &[u64]) {
-    CURRENT.with(|c| {
-        let mut current = c.borrow_mut();
-        let Some(x) = current.as_mut().filter(|x| x.database_id == database_id) else { return };
-        for entry in x.undo.iter_mut().filter(|e| au_ids.contains(&e.op.au_id())) {
-            entry.settled = true;
-        }
-        x.on_commit.retain(|(au_id, _)| !au_ids.contains(au_id));
-    });
-}
-
 /// Called by a heap when this thread's transaction ghosts a row: the row's slot is emptied
 /// after the commit (until then the RID cannot be reused, so a rollback can restore it).
 pub fn defer_heap_removal(database_id: u16, au_id: u64, rid: [u8; 8]) {
@@ -513,7 +496,7 @@ pub fn logged(
         }
         for ((record, op), lsn) in records.into_iter().zip(lsns) {
             if record.flags & FLAG_CLR == 0 {
-                xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op, settled: false });
+                xact.undo.push(UndoEntry { prev_lsn: record.prev_lsn, op });
             }
             xact.last_lsn = *lsn;
             crate::log::mtr::give_back_buffer(record.payload);
@@ -770,9 +753,6 @@ impl Database {
         };
         while xact.undo.len() > keep {
             let entry = xact.undo.pop().expect("checked");
-            if entry.settled {
-                continue;
-            }
             if xact.undo.len() < kept_below && self.is_outside_transactions(entry.op.au_id()) {
                 continue; // a heap delete's slot stays in on_commit, emptied at the end
             }

@@ -535,7 +535,8 @@ impl Session {
         let level = self.nest_level;
         self.cursors.end_scope(level + 1);
         let ended = self.temp_objects_mut().take_scope(level, false);
-        crate::session::drop_temporary(ended);
+        let waiting = crate::session::drop_temporary(ended);
+        self.temp_objects_mut().wait_for_transaction_end(waiting);
         self.variables = caller_variables;
         self.db = caller_database;
         self.restore_set_options(caller_options);

@@ -263,7 +263,8 @@ impl Drop for Session {
             }
         }
         let temporary = self.temp.take_all();
-        drop_temporary(temporary);
+        // Its transaction is gone: nothing waits for it.
+        drop(drop_temporary(temporary));
         self.server.sessions.lock().remove(&self.spid);
         if !self.db.log().is_available() {
             self.leave_failed_database();
@@ -607,8 +608,10 @@ impl Session {
         }
         // The batch's table variables and LOCAL cursors end with it.
         self.cursors.end_scope(0);
-        let variables = self.temp.take_scope(0, true);
-        drop_temporary(variables);
+        let mut ended = self.temp.take_scope(0, true);
+        ended.extend(self.temp.take_waiting());
+        let waiting = drop_temporary(ended);
+        self.temp.wait_for_transaction_end(waiting);
         !self.batch_failed
     }
 
@@ -916,10 +919,11 @@ impl Session {
             }
             Stmt::Block(statements) => self.run_parsed_block(statements, out),
             Stmt::Break => Ok(Flow::Break),
-            Stmt::Commit => self
-                .tracking_transaction(true, |db| db.commit_tran())
-                .map(|()| Flow::Next)
-                .map_err(|e| self.fail(e, line)),
+            Stmt::Commit => {
+                let committed = self.tracking_transaction(true, |db| db.commit_tran());
+                self.drop_waiting_variables();
+                committed.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
+            }
             Stmt::Rollback(savepoint) => {
                 let result = self.tracking_transaction(false, |db| {
                     // ROLLBACK is a statement of its own: what the statements before it did
@@ -935,6 +939,7 @@ impl Session {
                     }
                     result
                 });
+                self.drop_waiting_variables();
                 result.map(|()| Flow::Next).map_err(|e| self.fail(e, line))
             }
             Stmt::BeginTran(name) => self.begin_named_tran(name.as_deref(), line),
@@ -1088,18 +1093,18 @@ impl Session {
             self.in_autocommit = true;
             let result = f(self);
             self.in_autocommit = false;
-            match result {
-                Ok(v) => {
-                    db.commit_tran().map_err(|e| self.fail(e, line))?;
-                    Ok(v)
-                }
+            let ended = match result {
+                Ok(v) => db.commit_tran().map(|()| v).map_err(|e| self.fail(e, line)),
                 Err(error) => {
                     if db.trancount() > 0 {
                         let _ = db.rollback_tran();
                     }
                     Err(self.fail(error, line))
                 }
-            }
+            };
+            // A procedure's table variables made in this statement's transaction go now.
+            self.drop_waiting_variables();
+            ended
         } else {
             let mark = db.begin_statement();
             let result = f(self);
@@ -2244,6 +2249,15 @@ impl Session {
         Ok(table)
     }
 
+    /// Drops the table variables that waited for the session's transaction, if it has ended
+    /// ([`drop_temporary`]).
+    fn drop_waiting_variables(&mut self) {
+        if self.temp.any_waiting() {
+            let waiting = drop_temporary(self.temp.take_waiting());
+            self.temp.wait_for_transaction_end(waiting);
+        }
+    }
+
     /// Declares each variable DECLAREd in `statements` that is not declared yet: one whose
     /// DECLARE did not run (a branch not taken, a loop body not entered, the rest of a block
     /// after BREAK or an error). SQL Server declares variables when it compiles the batch, so a
@@ -3092,19 +3106,29 @@ fn outside_user_transaction<T>(db: &Database, f: impl FnOnce() -> Result<T>) -> 
     result
 }
 
-/// Drops temporary tables and table variables whose scope ended: a table variable outside
-/// the session's transaction, a temporary table in its own transaction unless the session's
-/// transaction is open in its database (then in that one). A failure leaves the table to the
-/// cleanup at the next start ([`crate::temp`]).
-pub(crate) fn drop_temporary(objects: Vec<crate::temp::TempObject>) {
+/// Drops temporary tables and table variables whose scope ended: a temporary table in its
+/// own transaction unless the session's transaction is open in its database (then in that
+/// one); a table variable outside the session's transaction, once that transaction (if open
+/// in its database) has ended: the ones still waiting for it are returned. A failure leaves
+/// the table to the cleanup at the next start ([`crate::temp`]).
+#[must_use = "table variables waiting for their transaction to end"]
+pub(crate) fn drop_temporary(
+    objects: Vec<crate::temp::TempObject>,
+) -> Vec<crate::temp::TempObject> {
+    let mut waiting = Vec::new();
     for object in objects {
         let db = &object.database;
         let Ok(catalog) = db.catalog() else { continue };
         let Some(table) = catalog.table(&object.stored) else { continue };
         if object.variable {
+            // The transaction's log holds the variable's changes: recovery, after a crash,
+            // would undo them in its table (and fail, 9004, were it gone).
+            if engine::xact::is_open(db.database_id) {
+                waiting.push(object);
+                continue;
+            }
             let dropped = outside_user_transaction(db, || catalog.drop_table(db, &object.stored));
             if dropped.is_ok() {
-                engine::xact::settle_units(db.database_id, &table.au_ids());
                 db.forget_kept_units(&table.au_ids());
             }
             continue;
@@ -3118,6 +3142,7 @@ pub(crate) fn drop_temporary(objects: Vec<crate::temp::TempObject>) {
             let _ = if dropped.is_ok() { db.commit_tran() } else { db.rollback_tran() };
         }
     }
+    waiting
 }
 
 /// The session thread's CPU nanoseconds (0 where the OS has no account): SET STATISTICS

@@ -16,7 +16,9 @@
 //! A table variable is outside transactions, as in SQL Server: it is made and dropped in a
 //! transaction of its own while the session's steps aside, and a ROLLBACK keeps what earlier
 //! statements did to it (`Database::keep_through_rollback`; a failed statement still loses
-//! its own changes).
+//! its own changes). Its changes are logged in the session's transaction, so one whose scope
+//! ends while that transaction is open is dropped only once it ends: until then a crash
+//! leaves the transaction for recovery to undo, which needs the variable's table.
 //! Tables left by a process that ended without dropping them are dropped when the database is
 //! next opened by a server, as SQL Server clears tempdb at startup.
 
@@ -85,6 +87,9 @@ pub struct TempObject {
 pub struct TempObjects {
     /// Lower-case name to its objects, innermost scope last.
     by_name: BTreeMap<String, Vec<TempObject>>,
+    /// Table variables whose scope ended while the session's transaction was open in their
+    /// database, nameless now: dropped once it ends ([`crate::session::drop_temporary`]).
+    waiting_for_transaction_end: Vec<TempObject>,
 }
 
 impl TempObjects {
@@ -130,9 +135,27 @@ impl TempObjects {
         taken
     }
 
-    /// Takes every object (the session ends).
+    /// Takes every object (the session ends), those waiting for their transaction too.
     pub fn take_all(&mut self) -> Vec<TempObject> {
-        std::mem::take(&mut self.by_name).into_values().flatten().collect()
+        let mut all: Vec<TempObject> =
+            std::mem::take(&mut self.by_name).into_values().flatten().collect();
+        all.append(&mut self.waiting_for_transaction_end);
+        all
+    }
+
+    /// Keeps table variables until the session's transaction ends.
+    pub fn wait_for_transaction_end(&mut self, objects: Vec<TempObject>) {
+        self.waiting_for_transaction_end.extend(objects);
+    }
+
+    /// Whether table variables wait for the session's transaction to end.
+    pub fn any_waiting(&self) -> bool {
+        !self.waiting_for_transaction_end.is_empty()
+    }
+
+    /// Takes the table variables that were waiting for the session's transaction to end.
+    pub fn take_waiting(&mut self) -> Vec<TempObject> {
+        std::mem::take(&mut self.waiting_for_transaction_end)
     }
 }
 

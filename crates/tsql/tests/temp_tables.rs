@@ -85,3 +85,52 @@ fn tables_a_killed_process_left_are_dropped_at_the_next_start() {
     let (errors, _) = run(&mut session, "CREATE TABLE #left (a INT)");
     assert!(errors.is_empty(), "{errors:?}");
 }
+
+/// A table variable whose batch ended inside a transaction that a crash leaves open: the
+/// transaction's log holds the variable's rows, so recovery must find the variable's table to
+/// undo them. It is dropped only once the transaction ends (here, never: the process ends),
+/// and the next start recovers the database and drops it. (Dropped at the batch's end, the
+/// table was gone when recovery undid its row: 9004, and the database SUSPECT.)
+#[test]
+fn a_table_variable_of_a_transaction_left_open_by_a_crash_is_recovered_then_dropped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+        let mut session = Session::new(&server);
+        let (errors, _) = run(
+            &mut session,
+            "CREATE TABLE kept (c INT)\nBEGIN TRAN\nINSERT kept VALUES (1)\n\
+             DECLARE @v TABLE (b INT)\nINSERT @v VALUES (1), (2)",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let (errors, _) = run(&mut session, "INSERT kept VALUES (2)");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(catalog_tables(&server).len(), 2, "kept, and @v until its transaction ends");
+        std::mem::forget(session);
+        server.shutdown().expect("shutdown");
+    }
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    assert_eq!(catalog_tables(&server), vec!["kept".to_string()]);
+    let mut session = Session::new(&server);
+    assert_eq!(
+        common::rows(&mut session, "SELECT COUNT(*) FROM kept"),
+        vec![vec!["0".to_string()]]
+    );
+    let (errors, _) = run(&mut session, "DBCC CHECKDB WITH NO_INFOMSGS");
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+/// The same transaction, ended by the session: the variable goes once it ends.
+#[test]
+fn a_table_variable_whose_batch_ends_in_a_transaction_goes_when_the_transaction_ends() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut session = Session::new(&server);
+    let (errors, _) =
+        run(&mut session, "BEGIN TRAN\nDECLARE @v TABLE (b INT)\nINSERT @v VALUES (1)");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(catalog_tables(&server).len(), 1, "until the transaction ends");
+    let (errors, _) = run(&mut session, "ROLLBACK");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(catalog_tables(&server).is_empty());
+}

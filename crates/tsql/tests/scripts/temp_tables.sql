@@ -99,8 +99,9 @@ END CATCH;
 SELECT step FROM @steps;
 SET XACT_ABORT OFF;
 GO
--- A table variable whose batch ends inside a transaction is dropped outside it: the
--- transaction's ROLLBACK in the next batch does not bring it back.
+-- A table variable whose batch ends inside a transaction is dropped once the transaction
+-- ends (its log holds the variable's rows, which recovery may have to undo), outside it:
+-- neither a ROLLBACK nor a COMMIT in the next batch brings it back or fails.
 BEGIN TRAN;
 DECLARE @batch TABLE (a int);
 INSERT @batch VALUES (1);
