@@ -245,10 +245,10 @@ impl Drop for Session {
     /// and sys.dm_exec_sessions no longer lists it. The session's transaction is rolled back
     /// on the thread that drops it.
     fn drop(&mut self) {
+        // A transaction of another session running on this thread (in its request's output
+        // callback, say) steps aside while this one's is rolled back and its tables dropped.
+        let other = engine::xact::detach();
         if let Some(transaction) = self.transaction.take() {
-            // A transaction of another session running on this thread (in its request's
-            // output callback, say) steps aside while this one is rolled back.
-            let other = engine::xact::detach();
             engine::xact::attach(transaction);
             engine::instance::set_current_spid(self.spid);
             if let Some(database_id) = engine::xact::current_database()
@@ -258,13 +258,13 @@ impl Drop for Session {
             }
             // A rollback that failed (its database gone) still lets go of the transaction.
             drop(engine::xact::detach());
-            if let Some(other) = other {
-                engine::xact::attach(other);
-            }
         }
         let temporary = self.temp.take_all();
-        // Its transaction is gone: nothing waits for it.
+        // No transaction is open on the thread now: nothing waits for one to end.
         drop(drop_temporary(temporary));
+        if let Some(other) = other {
+            engine::xact::attach(other);
+        }
         self.server.sessions.lock().remove(&self.spid);
         if !self.db.log().is_available() {
             self.leave_failed_database();
