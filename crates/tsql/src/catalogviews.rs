@@ -517,14 +517,7 @@ impl Session {
         let mut counts: BTreeMap<i32, i64> = BTreeMap::new();
         let mut rows = Vec::new();
         for (object_id, index, table) in self.all_indexes()? {
-            let count = match counts.get(&object_id) {
-                Some(count) => *count,
-                None => {
-                    let count = table.stored_row_count(db)? as i64;
-                    counts.insert(object_id, count);
-                    count
-                }
-            };
+            let count = row_count_once(&mut counts, db, object_id, &table)?;
             rows.push(vec![
                 Value::BigInt(index.au_id as i64),
                 Value::Int(object_id),
@@ -564,18 +557,9 @@ impl Session {
         let mut counts: BTreeMap<i32, i64> = BTreeMap::new();
         let mut rows = Vec::new();
         for (object_id, index, table) in self.all_indexes()? {
-            let row_count = match counts.get(&object_id) {
-                Some(count) => *count,
-                None => *counts.entry(object_id).or_insert(table.stored_row_count(db)? as i64),
-            };
-            let pages = db.unit_pages(index.au_id)?;
-            let reserved = pages.len() as i64;
-            let used = pages.iter().filter(|p| p.is_allocated).count() as i64;
-            let mut leaf = 0;
-            for page in pages.iter().filter(|p| p.is_allocated && !p.is_iam) {
-                let header = engine::page::PageHeader::read(&db.page_copy(page.page)?[..]);
-                leaf += i64::from(header.level == 0);
-            }
+            let row_count = row_count_once(&mut counts, db, object_id, &table)?;
+            let unit = [index.au_id];
+            let (reserved, used, leaf) = crate::sysprocs::unit_space(db, &unit, &unit)?;
             let mut row = vec![Value::BigInt(index.au_id as i64), Value::Int(object_id)];
             row.extend([Value::Int(index.index_id), Value::Int(1)]);
             row.extend(
@@ -634,6 +618,21 @@ impl Session {
         }
         Ok((cols, rows))
     }
+}
+
+/// A table's row count, counted once per view however many of its indexes the view lists.
+fn row_count_once(
+    counts: &mut BTreeMap<i32, i64>,
+    db: &engine::database::Database,
+    object_id: i32,
+    table: &engine::catalog::Table,
+) -> Result<i64> {
+    if let Some(count) = counts.get(&object_id) {
+        return Ok(*count);
+    }
+    let count = table.stored_row_count(db)? as i64;
+    counts.insert(object_id, count);
+    Ok(count)
 }
 
 /// A page pointer as system_internals_allocation_units shows it: 6 bytes, page number then

@@ -56,8 +56,9 @@ fn mb_text(pages: i64) -> String {
     format!("{:.2} MB", pages as f64 / 128.0)
 }
 
-/// Space used by a set of allocation units: (reserved, used, data) pages.
-fn unit_space(
+/// Space used by a set of allocation units: (reserved, used, data) pages, data being the
+/// leaf pages of `data_units` (sp_spaceused, sys.dm_db_partition_stats).
+pub(crate) fn unit_space(
     db: &Database,
     au_ids: &[u64],
     data_units: &[u64],
@@ -222,8 +223,9 @@ impl Session {
                     Value::SmallInt(db.database_id as i16),
                     Value::Text(format!(
                         // Only what extentdb has: no statistics, no version stamp or sort order.
-                        "Status=ONLINE, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Collation=SQL_Latin1_General_CP1_CI_AS",
-                        db.recovery_model_desc()
+                        "Status=ONLINE, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Collation={}",
+                        db.recovery_model_desc(),
+                        engine::record::COLLATION_NAME
                     )),
                     Value::TinyInt(160),
                 ]
