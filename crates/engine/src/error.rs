@@ -18,6 +18,9 @@ pub struct SqlError {
 
 pub type SqlResult<T> = Result<T, SqlError>;
 
+/// The number of [`SqlError::wait_cancelled`] (SQL Server's 3617 for a cancelled query).
+pub const WAIT_CANCELLED: i32 = 3617;
+
 impl fmt::Display for SqlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -318,6 +321,18 @@ impl SqlError {
             1,
             format!("FILEGROWTH cannot be greater than MAXSIZE for file '{name}'."),
         )
+    }
+
+    /// 1222: a lock request waited its session's LOCK_TIMEOUT. SQL Server's state is 51
+    /// for a row or key lock and 56 for an object's (both seen in its replies).
+    pub fn lock_timeout(state: u8) -> SqlError {
+        SqlError::new(1222, 16, state, "Lock request time out period exceeded.")
+    }
+
+    /// A wait ended because its session was cancelled (a client's ATTENTION, or KILL). The
+    /// T-SQL layer answers with the cancel's own error (3617, or 596 for a killed session).
+    pub fn wait_cancelled() -> SqlError {
+        SqlError::new(WAIT_CANCELLED, 25, 1, "The query was cancelled by the client (ATTENTION).")
     }
 
     /// 9002: the log is full and cannot grow; `reason` is log_reuse_wait_desc.

@@ -31,6 +31,10 @@
 //! Server counts the locks one statement acquired; the engine has no statements, so the
 //! transaction's count stands in (the same thing for seed 002's one INSERT ... SELECT).
 //!
+//! A wait also ends, without the lock, when its session's LOCK_TIMEOUT passes (1222; zero
+//! refuses without waiting) or its session is cancelled (a client's ATTENTION or a KILL:
+//! [`WaitLimits`]); the request leaves the queue and the time waited is still recorded.
+//!
 //! Lock order with latches: a session never waits for a lock while it holds a page latch.
 
 use crate::error::{SqlError, SqlResult};
@@ -127,6 +131,23 @@ impl LockResource {
                 format!("keylock hobtid={au_id} dbid={database_id} ({hash:012x})")
             }
         }
+    }
+}
+
+/// What may end a lock request's wait before it is granted (besides a deadlock): its
+/// session's SET LOCK_TIMEOUT (1222) and its cancel flag, set by a client's ATTENTION or a
+/// KILL. A waiter looks at the flag whenever it wakes, at least every
+/// [`DEADLOCK_CHECK_INTERVAL`], so a cancel ends a lock wait within 100 ms.
+#[derive(Clone, Debug, Default)]
+pub struct WaitLimits {
+    /// None: wait as long as it takes (LOCK_TIMEOUT -1, the default); zero: never wait.
+    pub timeout: Option<Duration>,
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl WaitLimits {
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
 }
 
@@ -468,14 +489,18 @@ impl LockManager {
         index % LOCK_PARTITIONS
     }
 
-    /// Acquires `mode` on `resource` for `owner`, waiting as long as it takes. Error 1205 when
-    /// the owner is chosen as a deadlock victim (the caller rolls its transaction back);
+    /// Acquires `mode` on `resource` for `owner`, waiting as long as `limits` allow (asked
+    /// for only when the request must wait, so a grant costs nothing more). Error
+    /// 1205 when the owner is chosen as a deadlock victim (the caller rolls its transaction
+    /// back), 1222 when the wait reaches the timeout, [`SqlError::wait_cancelled`] when the
+    /// session is cancelled; after any of them the request is gone from the queue.
     /// `on_deadlock` is told of every deadlock this request finds.
     pub fn acquire(
         &self,
         owner: LockOwner,
         resource: LockResource,
         mode: LockMode,
+        limits: &dyn Fn() -> WaitLimits,
         on_wait: &mut dyn FnMut(Option<u16>),
         on_deadlock: &mut dyn FnMut(&DeadlockReport),
     ) -> SqlResult<Acquired> {
@@ -486,6 +511,12 @@ impl LockManager {
             Grant::AlreadyHeld => return Ok(Acquired::AlreadyHeld),
             Grant::Granted { new } => return Ok(Acquired::Granted { new }),
             Grant::Blocked => {}
+        }
+        let limits = limits();
+        if limits.timeout == Some(Duration::ZERO) {
+            // LOCK_TIMEOUT 0: the request is refused without waiting; grant_now queued nothing.
+            Self::forget_if_unused(&mut table, resource);
+            return Err(lock_timeout(resource));
         }
         let entry = table.entries.get_mut(&resource).expect("grant_now made the entry");
         let held = entry.granted.get(&owner.xact_id).map(|(m, _)| *m);
@@ -508,11 +539,15 @@ impl LockManager {
             let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.wait_time_us.fetch_add(us, Ordering::Relaxed);
         };
+        let deadline = limits.timeout.map(|timeout| started + timeout);
         let mut last_check = Instant::now();
         let mut wait = true;
         loop {
             if wait {
-                partition.wait(&mut table, DEADLOCK_CHECK_INTERVAL);
+                let until_deadline = deadline.map_or(DEADLOCK_CHECK_INTERVAL, |d| {
+                    d.saturating_duration_since(Instant::now())
+                });
+                partition.wait(&mut table, until_deadline.min(DEADLOCK_CHECK_INTERVAL));
             }
             wait = true;
             let timed_out = last_check.elapsed() >= DEADLOCK_CHECK_INTERVAL;
@@ -523,12 +558,24 @@ impl LockManager {
                 return Ok(Acquired::AfterWait { waited, blocker, new: held.is_none() });
             }
             let me = entry.waiting.iter().position(|w| w.owner.xact_id == owner.xact_id);
-            if me.is_some_and(|i| entry.waiting.iter().nth(i).is_some_and(|w| w.victim)) {
-                entry.waiting.remove(me.expect("checked"));
+            let victim = me.is_some_and(|i| entry.waiting.iter().nth(i).is_some_and(|w| w.victim));
+            let expired = deadline.is_some_and(|d| Instant::now() >= d);
+            let ended = if victim {
+                Some(deadlock_victim(owner.spid))
+            } else if limits.cancelled() {
+                Some(SqlError::wait_cancelled())
+            } else if expired {
+                Some(lock_timeout(resource))
+            } else {
+                None
+            };
+            if let Some(error) = ended {
+                entry.waiting.remove(me.expect("a request not granted still waits"));
                 entry.grant_waiters();
+                Self::forget_if_unused(&mut table, resource);
                 partition.notify(&mut table);
                 waited();
-                return Err(deadlock_victim(owner.spid));
+                return Err(error);
             }
             if timed_out {
                 last_check = Instant::now();
@@ -539,6 +586,17 @@ impl LockManager {
                 // Look again at once: this session may be the victim it chose.
                 wait = false;
             }
+        }
+    }
+
+    /// Drops a resource's entry once nobody holds or waits for it.
+    fn forget_if_unused(table: &mut Table, resource: LockResource) {
+        if table
+            .entries
+            .get(&resource)
+            .is_some_and(|e| e.granted.is_empty() && e.waiting.is_empty())
+        {
+            table.entries.remove(&resource);
         }
     }
 
@@ -822,6 +880,14 @@ fn find_cycle(
     None
 }
 
+/// 1222 for a request on `resource` that reached its LOCK_TIMEOUT.
+fn lock_timeout(resource: LockResource) -> SqlError {
+    match resource {
+        LockResource::Key { .. } => SqlError::lock_timeout(51),
+        LockResource::Object { .. } => SqlError::lock_timeout(56),
+    }
+}
+
 /// 1205 for the victim's session.
 pub fn deadlock_victim(spid: u16) -> SqlError {
     SqlError::new(
@@ -871,7 +937,7 @@ mod tests {
     }
 
     fn lock(manager: &LockManager, xact_id: u64, resource: LockResource) -> SqlResult<Acquired> {
-        manager.acquire(owner(xact_id), resource, X, &mut |_| {}, &mut |_| {})
+        manager.acquire(owner(xact_id), resource, X, &WaitLimits::default, &mut |_| {}, &mut |_| {})
     }
 
     /// A lock list as a transaction keeps it: every resource newly held by `xact_id`.
@@ -898,7 +964,9 @@ mod tests {
         for hash in 0..100 {
             assert!(matches!(lock(&manager, 1, key(hash)), Ok(Acquired::Granted { new: true })));
         }
-        let shared = |x| manager.acquire(owner(x), key(1_000), S, &mut |_| {}, &mut |_| {});
+        let shared = |x| {
+            manager.acquire(owner(x), key(1_000), S, &WaitLimits::default, &mut |_| {}, &mut |_| {})
+        };
         assert!(matches!(shared(1), Ok(Acquired::Granted { new: true })));
         assert!(matches!(shared(2), Ok(Acquired::Granted { new: true })));
         assert_eq!(entries_kept(&manager), 101);
@@ -944,5 +1012,62 @@ mod tests {
         assert_eq!(manager.deadlocks(), 1);
         manager.release_all(2, &held_by(&manager, 2));
         assert!(manager.snapshot().is_empty(), "every lock released");
+    }
+
+    /// A request that reaches its LOCK_TIMEOUT gets 1222 (state 51 for a key, 56 for an
+    /// object) and leaves the queue: a later request is not stuck behind it, and its session
+    /// holds nothing new. LOCK_TIMEOUT 0 refuses at once, without a wait.
+    #[test]
+    fn a_lock_timeout_ends_the_wait_with_1222_and_leaves_the_queue() {
+        let manager = LockManager::default();
+        let object = LockResource::Object { database_id: 5, au_id: 7 };
+        assert!(lock(&manager, 1, key(9)).is_ok());
+        assert!(lock(&manager, 1, object).is_ok());
+        let limits = || WaitLimits { timeout: Some(Duration::from_millis(30)), cancel: None };
+        let mut waits = 0;
+        let started = Instant::now();
+        let error = manager
+            .acquire(owner(2), key(9), S, &limits, &mut |_| waits += 1, &mut |_| {})
+            .err()
+            .expect("1222");
+        assert!(started.elapsed() >= Duration::from_millis(30), "it waited its timeout");
+        assert_eq!((error.number, error.state, waits), (1222, 51, 1));
+        let error = manager
+            .acquire(owner(2), object, IS, &limits, &mut |_| {}, &mut |_| {})
+            .err()
+            .expect("1222");
+        assert_eq!((error.number, error.state), (1222, 56));
+        let never = || WaitLimits { timeout: Some(Duration::ZERO), cancel: None };
+        let mut waits = 0;
+        let refused =
+            manager.acquire(owner(3), key(9), S, &never, &mut |_| waits += 1, &mut |_| {});
+        assert_eq!((refused.err().map(|e| e.number), waits), (Some(1222), 0));
+        assert!(manager.requests_snapshot().iter().all(|r| r.status == RequestStatus::Grant));
+        assert!(held_by(&manager, 2).is_empty() && held_by(&manager, 3).is_empty());
+        manager.release_all(1, &held_by(&manager, 1));
+        assert_eq!(entries_kept(&manager), 0, "no entry is left behind by the refused requests");
+    }
+
+    /// A waiter whose session is cancelled (ATTENTION, KILL) stops waiting within the
+    /// deadlock-check interval and withdraws its request; the holder is untouched.
+    #[test]
+    fn a_cancelled_session_stops_waiting_for_its_lock() {
+        let manager = std::sync::Arc::new(LockManager::default());
+        assert!(lock(&manager, 1, key(4)).is_ok());
+        let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = cancel.clone();
+        let limits = move || WaitLimits { timeout: None, cancel: Some(flag.clone()) };
+        let other = std::sync::Arc::clone(&manager);
+        let waiter = std::thread::spawn(move || {
+            other.acquire(owner(2), key(4), X, &limits, &mut |_| {}, &mut |_| {}).err()
+        });
+        while !manager.requests_snapshot().iter().any(|r| r.status == RequestStatus::Wait) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        cancel.store(true, Ordering::Relaxed);
+        let error = waiter.join().expect("the waiter").expect("cancelled");
+        assert_eq!(error.number, crate::error::WAIT_CANCELLED);
+        assert_eq!(manager.snapshot(), vec![(key(4), 1, 51, X)], "only the holder is left");
+        manager.release_all(1, &held_by(&manager, 1));
     }
 }

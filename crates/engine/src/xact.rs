@@ -44,7 +44,7 @@ use crate::btree::BTree;
 use crate::database::Database;
 use crate::error::{SqlError, SqlResult};
 use crate::heap::{Heap, Rid};
-use crate::lock::{Acquired, DeadlockReport, LockMode, LockOwner, LockResource};
+use crate::lock::{Acquired, DeadlockReport, LockMode, LockOwner, LockResource, WaitLimits};
 use crate::log::lsn::{LSN_BYTES, Lsn};
 use crate::log::mtr;
 use crate::log::record::{Context, LogRecord, Operation};
@@ -289,6 +289,8 @@ thread_local! {
     static CURRENT: RefCell<Option<OpenXact>> = const { RefCell::new(None) };
     /// Set while this thread undoes a change: records it logs are CLRs with this undo-next.
     static COMPENSATING: RefCell<Option<Lsn>> = const { RefCell::new(None) };
+    /// What may end this thread's lock waits early ([`set_wait_limits`]).
+    static WAIT_LIMITS: RefCell<WaitLimits> = RefCell::new(WaitLimits::default());
 }
 
 /// A fiber's open transaction and undo state, kept off the thread while another fiber runs on
@@ -751,7 +753,29 @@ impl Database {
             UndoKept::All => 0,
             UndoKept::RunningStatementOnly => xact.statement_start.unwrap_or(usize::MAX),
         };
+        let progress = xact.log_use.clone();
+        if let Some(progress) = &progress {
+            progress.rollback_began(Some(xact.undo.len().saturating_sub(keep) as u64));
+        }
+        let result = self.undo_entries_counted(xact, keep, kept_below, progress.as_deref());
+        if let Some(progress) = &progress {
+            progress.rollback_began(None);
+        }
+        result
+    }
+
+    /// [`Database::undo_entries`]'s loop; each entry undone is a step of `progress`.
+    fn undo_entries_counted(
+        &self,
+        xact: &mut OpenXact,
+        keep: usize,
+        kept_below: usize,
+        progress: Option<&crate::log::TransactionLogUse>,
+    ) -> SqlResult<()> {
         while xact.undo.len() > keep {
+            if let Some(progress) = progress {
+                progress.rollback_step();
+            }
             let entry = xact.undo.pop().expect("checked");
             if xact.undo.len() < kept_below && self.is_outside_transactions(entry.op.au_id()) {
                 continue; // a heap delete's slot stays in on_commit, emptied at the end
@@ -805,6 +829,13 @@ impl Database {
     }
 }
 
+/// Sets what ends the lock waits of the requests this thread runs from now on: the T-SQL
+/// session sets its LOCK_TIMEOUT and cancel flag before each request. Deviation: kept per
+/// thread, not per fiber (fiber mode runs `bench insert`'s jobs, which set none).
+pub fn set_wait_limits(limits: WaitLimits) {
+    WAIT_LIMITS.with(|current| *current.borrow_mut() = limits);
+}
+
 /// Takes a transaction lock for this session's open transaction in `db` (none outside a
 /// transaction: the engine API's non-transactional operations take no locks). A wait is
 /// recorded as LCK_M_<mode> and shown in the waiting tasks; a deadlock victim's transaction is
@@ -844,7 +875,9 @@ pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlR
     let instance = db.instance();
     let mut registration = None;
     let mut suspended = None;
+    let mut wait_began = None;
     let mut on_wait = |blocker: Option<u16>| {
+        wait_began = Some(std::time::Instant::now());
         // The worker's scheduler runs another worker while this one waits for the lock.
         suspended = Some(crate::scheduler::suspend());
         registration = Some(instance.waiting_tasks.begin(
@@ -855,7 +888,9 @@ pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlR
         ));
     };
     let mut on_deadlock = |report: &DeadlockReport| write_deadlock(instance, report);
-    let acquired = instance.locks.acquire(owner, resource, mode, &mut on_wait, &mut on_deadlock);
+    let limits = || WAIT_LIMITS.with(|limits| limits.borrow().clone());
+    let acquired =
+        instance.locks.acquire(owner, resource, mode, &limits, &mut on_wait, &mut on_deadlock);
     drop(registration);
     let signal = suspended.map_or(Duration::ZERO, crate::scheduler::Suspended::resume);
     let newly_held = acquired.as_ref().is_ok_and(Acquired::newly_held);
@@ -865,8 +900,15 @@ pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlR
         }
         Ok(Acquired::AlreadyHeld | Acquired::Granted { .. }) => {}
         Err(error) => {
-            // The victim's transaction is rolled back, as SQL Server does before it answers.
-            let _ = db.rollback_tran();
+            // A wait that ended without the lock was waited all the same.
+            if let Some(began) = wait_began {
+                instance.waits.record(mode.wait_type(), began.elapsed() + signal, signal);
+            }
+            // A deadlock victim's transaction is rolled back, as SQL Server does before it
+            // answers; a lock timeout or a cancel ends only the statement (its caller's part).
+            if error.number == 1205 {
+                let _ = db.rollback_tran();
+            }
             return Err(error);
         }
     }

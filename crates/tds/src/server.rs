@@ -539,6 +539,14 @@ impl Connection {
     fn requests(&self, stream: &mut Transport, mut session: Session) -> Result<(), ProtocolError> {
         let mut prepared = Prepared::default();
         let watch = AttentionWatch::start(stream, session.cancel_handle());
+        // KILL from another session ends this connection: a read waiting for the next request
+        // returns at once, and a running request stops at its next check (596).
+        // (The watcher's handle of the socket serves: a connection holds few descriptors.)
+        if let Some(socket) = watch.as_ref().map(|w| w.socket.clone()) {
+            session.on_kill(Box::new(move || {
+                let _ = socket.shutdown(Shutdown::Read);
+            }));
+        }
         // Buffered reads: a small request takes one read call, not two (header, then body).
         // Only bytes the client sent before the request are buffered, so the watcher still
         // sees an ATTENTION that comes while the request runs.
@@ -580,9 +588,10 @@ impl Connection {
                 let _ = stream.get_mut().flush();
                 return Ok(());
             }
-            if session.fatal_error_sent() {
-                // Severity 20 and above: SQL Server terminates the connection once the client
-                // has the error. Dropping the session rolls its open transaction back.
+            if session.fatal_error_sent() || session.is_killed() {
+                // Severity 20 and above (596 for a KILL among them), or a KILL that came after
+                // the request's last check: SQL Server terminates the connection once the
+                // client has the reply. Dropping the session rolls its open transaction back.
                 let _ = stream.get_mut().flush();
                 return Ok(());
             }

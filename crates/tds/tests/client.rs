@@ -265,6 +265,167 @@ fn a_fatal_error_ends_the_connection_and_rolls_back_its_transaction() {
     server.stop();
 }
 
+/// The first error number of a reply.
+fn first_error(reply: &[tsql::server::Output]) -> Option<i32> {
+    reply.iter().find_map(|o| match o {
+        tsql::server::Output::Error { error, .. } => Some(error.number),
+        _ => None,
+    })
+}
+
+/// KILL of an idle connection that holds locks in an open transaction: its connection ends at
+/// once (its next request fails) and its transaction is rolled back, so the killer's update of
+/// the locked row goes through; sp_who no longer lists it.
+#[test]
+fn kill_ends_an_idle_connection_and_rolls_back_its_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), |_| {});
+    let address = server.address.clone();
+    let connect =
+        || tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
+    let mut victim = connect();
+    victim.batch("CREATE TABLE t (id int PRIMARY KEY, v int); INSERT t VALUES (1, 0)").unwrap();
+    victim.batch("BEGIN TRAN; UPDATE t SET v = 99 WHERE id = 1").unwrap();
+    let spid = match &victim.batch("SELECT @@SPID").unwrap()[0] {
+        tsql::server::Output::Rows(set) => set.rows[0][0].clone(),
+        other => panic!("{other:?}"),
+    };
+    let spid = tsql::value::display(&spid);
+    let mut killer = connect();
+    assert_eq!(first_error(&killer.batch(&format!("KILL {spid}")).unwrap()), None);
+    // The update waits for the victim's lock until its rollback releases it (the test fails
+    // after 20 s rather than hang).
+    let (sent, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let reply = killer.batch("UPDATE t SET v = v + 1 WHERE id = 1; SELECT v FROM t").unwrap();
+        let _ = sent.send(reply);
+    });
+    let reply = received.recv_timeout(Duration::from_secs(20)).expect("the lock was released");
+    let value = reply.iter().find_map(|o| match o {
+        tsql::server::Output::Rows(set) => Some(set.rows[0][0].clone()),
+        _ => None,
+    });
+    assert_eq!(value, Some(engine::record::Value::Int(1)), "the victim's update was undone");
+    assert!(victim.batch("SELECT 1 AS one").is_err(), "the killed connection stayed open");
+    // The session leaves the registry once its drop has rolled back (just after the locks go).
+    let mut observer = connect();
+    let started = std::time::Instant::now();
+    loop {
+        let who = observer.batch(&format!("EXEC sp_who {spid}")).unwrap();
+        if matches!(&who[0], tsql::server::Output::Rows(set) if set.rows.is_empty()) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "still listed: {who:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.stop();
+}
+
+/// KILL of a connection whose request is blocked on a lock: the request ends with 596
+/// (severity 21), then the connection closes, and the transaction is rolled back.
+#[test]
+fn kill_ends_a_running_request_with_596() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), |_| {});
+    let address = server.address.clone();
+    let connect =
+        || tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
+    let mut holder = connect();
+    holder
+        .batch("CREATE TABLE t (id int PRIMARY KEY, v int); INSERT t VALUES (1, 0), (2, 0)")
+        .unwrap();
+    holder.batch("BEGIN TRAN; UPDATE t SET v = 5 WHERE id = 1").unwrap();
+    let mut victim = connect();
+    let spid = match &victim.batch("SELECT @@SPID").unwrap()[0] {
+        tsql::server::Output::Rows(set) => tsql::value::display(&set.rows[0][0]),
+        other => panic!("{other:?}"),
+    };
+    let blocked = std::thread::spawn(move || {
+        let reply = victim
+            .batch("BEGIN TRAN; UPDATE t SET v = 7 WHERE id = 2; UPDATE t SET v = 7 WHERE id = 1");
+        let after = victim.batch("SELECT 1 AS one");
+        (reply, after.is_err())
+    });
+    let mut killer = connect();
+    let started = std::time::Instant::now();
+    loop {
+        let reply = killer
+            .batch(&format!("SELECT command FROM sys.dm_exec_requests WHERE session_id = {spid} AND wait_type LIKE 'LCK%'"))
+            .unwrap();
+        if matches!(&reply[0], tsql::server::Output::Rows(set) if !set.rows.is_empty()) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the victim never waited");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(first_error(&killer.batch(&format!("KILL {spid}")).unwrap()), None);
+    let (reply, closed) = blocked.join().unwrap();
+    let reply = reply.expect("the reply before the connection closed");
+    let error = reply.iter().find_map(|o| match o {
+        tsql::server::Output::Error { error, .. } => Some((error.number, error.severity)),
+        _ => None,
+    });
+    assert_eq!(error, Some((596, 21)), "{reply:?}");
+    assert!(closed, "the killed connection stayed open");
+    holder.batch("COMMIT").unwrap();
+    let rows = killer.batch("SELECT v FROM t ORDER BY id").unwrap();
+    assert!(
+        matches!(&rows[0], tsql::server::Output::Rows(set)
+            if set.rows == vec![vec![engine::record::Value::Int(5)], vec![engine::record::Value::Int(0)]]),
+        "the victim's first update was rolled back: {rows:?}"
+    );
+    server.stop();
+}
+
+/// ALTER DATABASE ... SET OFFLINE WITH ROLLBACK IMMEDIATE, the DBA's way to clear a database
+/// of its users: a connection using the database, idle inside a transaction, is ended and its
+/// transaction rolled back, and the database goes offline. Without the WITH clause the same
+/// statement fails with 5070 and 5069 while the connection is there.
+#[test]
+fn set_offline_with_rollback_immediate_ends_the_databases_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), |_| {});
+    let address = server.address.clone();
+    let connect = |database: &str| {
+        tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", database).unwrap()
+    };
+    let mut admin = connect("master");
+    admin.batch("CREATE DATABASE shop").unwrap();
+    let mut user = connect("shop");
+    user.batch("CREATE TABLE orders (id int PRIMARY KEY); INSERT orders VALUES (1)").unwrap();
+    user.batch("BEGIN TRAN; INSERT orders VALUES (2)").unwrap();
+    let refused = admin.batch("ALTER DATABASE shop SET OFFLINE").unwrap();
+    let numbers: Vec<i32> = refused
+        .iter()
+        .filter_map(|o| match o {
+            tsql::server::Output::Error { error, .. } => Some(error.number),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(numbers, vec![5070, 5069]);
+    let reply = admin.batch("ALTER DATABASE shop SET OFFLINE WITH ROLLBACK IMMEDIATE").unwrap();
+    assert_eq!(first_error(&reply), None, "{reply:?}");
+    assert!(user.batch("SELECT 1 AS one").is_err(), "the user's connection stayed open");
+    let state = admin.batch("SELECT state_desc FROM sys.databases WHERE name = 'shop'").unwrap();
+    assert!(
+        matches!(&state[0], tsql::server::Output::Rows(set)
+            if set.rows == vec![vec![engine::record::Value::Text("OFFLINE".into())]]),
+        "{state:?}"
+    );
+    admin.batch("ALTER DATABASE shop SET ONLINE").unwrap();
+    let rows = admin.batch("USE shop; SELECT COUNT(*) FROM orders").unwrap();
+    let count = rows.iter().find_map(|o| match o {
+        tsql::server::Output::Rows(set) => Some(set.rows.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        count,
+        Some(vec![vec![engine::record::Value::Int(1)]]),
+        "the open transaction's row was rolled back"
+    );
+    server.stop();
+}
+
 /// Packet sizes from 512 to 32,767 bytes: the server grants what LOGIN7 asks for, and a
 /// request and a reply longer than one packet are split into packets and gathered back
 /// whole, at either end of the range.

@@ -18,8 +18,12 @@
 //! - BULK_LOGGED is kept as FULL (no minimally logged operations exist to differ).
 //! - DELAYED_DURABILITY ALLOWED is the same as DISABLED: no statement asks for delayed
 //!   durability yet. FORCED makes every commit delayed.
-//! - `SET` options without storage meaning here (SINGLE_USER, MULTI_USER, `WITH ROLLBACK ...`,
-//!   AUTO_*, PAGE_VERIFY, ...) are accepted and have no effect; sys.databases (issue 6) will show
+//! - `SET SINGLE_USER` and `SET OFFLINE` `WITH ROLLBACK IMMEDIATE | ROLLBACK AFTER n` end the
+//!   database's other sessions as KILL does ([`crate::kill`]); SINGLE_USER does not keep the
+//!   database to one user afterwards. Without a WITH clause SET OFFLINE fails at once (5070)
+//!   where SQL Server waits for the other users to leave.
+//! - `SET` options without storage meaning here (MULTI_USER, RESTRICTED_USER, AUTO_*,
+//!   PAGE_VERIFY, ...) are accepted and have no effect; sys.databases (issue 6) will show
 //!   that. READ_ONLY filegroups, NEWNAME and moving files with FILENAME are refused with 40517,
 //!   as is a TARGET_RECOVERY_TIME above 0 (indirect checkpoints are not built).
 
@@ -62,6 +66,9 @@ pub enum AlterAction {
     State {
         online: bool,
     },
+    /// SET SINGLE_USER: with ROLLBACK, the database's other sessions are ended. Deviation: the
+    /// database is not kept to one user afterwards.
+    SingleUser,
     /// A SET option accepted without effect.
     Ignored,
     /// A valid action this engine does not do (error 40517 when it runs).
@@ -73,6 +80,21 @@ pub enum AlterAction {
 pub struct AlterDatabase {
     pub target: Option<String>,
     pub action: AlterAction,
+    /// `WITH ROLLBACK ... | NO_WAIT` of a SET option.
+    pub termination: Termination,
+}
+
+/// How SET OFFLINE or SET SINGLE_USER treats the database's other sessions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Termination {
+    /// No WITH clause: SQL Server waits for them to leave (here: fails at once, 5070).
+    #[default]
+    Wait,
+    /// WITH NO_WAIT: fail at once if they are there.
+    NoWait,
+    /// WITH ROLLBACK IMMEDIATE (0) or ROLLBACK AFTER n SECONDS: after that many seconds the
+    /// other sessions in the database are killed, their transactions rolled back.
+    RollbackAfter(u64),
 }
 
 pub(crate) fn unsupported(what: &str) -> ParserError {
@@ -321,7 +343,9 @@ pub fn parse_alter(parser: &mut Parser<'_>) -> Result<AlterDatabase, ParserError
     } else {
         return parser.expected("an ALTER DATABASE action", parser.peek_token());
     };
-    Ok(AlterDatabase { target, action })
+    let termination =
+        if parse_word(parser, "WITH") { parse_termination(parser)? } else { Termination::Wait };
+    Ok(AlterDatabase { target, action, termination })
 }
 
 fn parse_add(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError> {
@@ -421,9 +445,6 @@ fn parse_set_option(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError>
     } else {
         skip_set_option(parser)?
     };
-    if parse_word(parser, "WITH") {
-        parse_termination(parser)?;
-    }
     Ok(action)
 }
 
@@ -443,24 +464,23 @@ fn parse_target_recovery_time(parser: &mut Parser<'_>) -> Result<AlterAction, Pa
     })
 }
 
-/// `ROLLBACK IMMEDIATE | ROLLBACK AFTER n [SECONDS] | NO_WAIT` after `SET ... WITH` (accepted:
-/// there are no other sessions' transactions to end in an embedded engine's database).
-fn parse_termination(parser: &mut Parser<'_>) -> Result<(), ParserError> {
+/// `ROLLBACK IMMEDIATE | ROLLBACK AFTER n [SECONDS] | NO_WAIT` after `SET ... WITH`.
+fn parse_termination(parser: &mut Parser<'_>) -> Result<Termination, ParserError> {
     if parse_word(parser, "NO_WAIT") {
-        return Ok(());
+        return Ok(Termination::NoWait);
     }
     if !parse_word(parser, "ROLLBACK") {
         return parser.expected("ROLLBACK or NO_WAIT", parser.peek_token());
     }
     if parse_word(parser, "IMMEDIATE") {
-        return Ok(());
+        return Ok(Termination::RollbackAfter(0));
     }
     if !parse_word(parser, "AFTER") {
         return parser.expected("IMMEDIATE or AFTER", parser.peek_token());
     }
-    parser.parse_literal_uint()?;
+    let seconds = parser.parse_literal_uint()?;
     parse_word(parser, "SECONDS");
-    Ok(())
+    Ok(Termination::RollbackAfter(seconds))
 }
 
 /// An option with no storage meaning: `WORD [= value | ON | OFF | value]`.
@@ -471,6 +491,9 @@ fn skip_set_option(parser: &mut Parser<'_>) -> Result<AlterAction, ParserError> 
     if NO_VALUE.contains(&option.as_str()) {
         if option == "READ_ONLY" {
             return Ok(AlterAction::Unsupported(option));
+        }
+        if option == "SINGLE_USER" {
+            return Ok(AlterAction::SingleUser);
         }
         return Ok(AlterAction::Ignored);
     }
@@ -506,7 +529,7 @@ pub fn alter(db: &Database, action: &AlterAction) -> Result<(), SqlError> {
             Ok(())
         }
         AlterAction::State { .. } => unreachable!("the server changes a database's state"),
-        AlterAction::Ignored => Ok(()),
+        AlterAction::Ignored | AlterAction::SingleUser => Ok(()),
         AlterAction::Unsupported(option) => Err(unsupported_error(option)),
     }
 }
@@ -583,7 +606,7 @@ mod tests {
                 "ALTER DATABASE d SET MIXED_PAGE_ALLOCATION ON",
                 AlterAction::MixedPageAllocation(true),
             ),
-            ("ALTER DATABASE d SET SINGLE_USER WITH ROLLBACK IMMEDIATE", AlterAction::Ignored),
+            ("ALTER DATABASE d SET SINGLE_USER WITH ROLLBACK IMMEDIATE", AlterAction::SingleUser),
             (
                 "ALTER DATABASE d SET OFFLINE WITH ROLLBACK IMMEDIATE",
                 AlterAction::State { online: false },
@@ -600,6 +623,22 @@ mod tests {
         for (sql, expected) in cases {
             let Stmt::AlterDatabase(alter) = one(sql) else { panic!("{sql}") };
             assert_eq!(alter.action, expected, "{sql}");
+        }
+        let terminations = [
+            ("ALTER DATABASE d SET OFFLINE", Termination::Wait),
+            ("ALTER DATABASE d SET OFFLINE WITH NO_WAIT", Termination::NoWait),
+            (
+                "ALTER DATABASE d SET SINGLE_USER WITH ROLLBACK IMMEDIATE",
+                Termination::RollbackAfter(0),
+            ),
+            (
+                "ALTER DATABASE d SET OFFLINE WITH ROLLBACK AFTER 5 SECONDS",
+                Termination::RollbackAfter(5),
+            ),
+        ];
+        for (sql, expected) in terminations {
+            let Stmt::AlterDatabase(alter) = one(sql) else { panic!("{sql}") };
+            assert_eq!(alter.termination, expected, "{sql}");
         }
     }
 

@@ -711,6 +711,7 @@ impl Session {
         let sessions = self.server.sessions.lock().clone();
         let mut rows = Vec::new();
         for (spid, info) in sessions {
+            let Some(command) = info.command() else { continue };
             let Some(request) = info.request else { continue };
             let wait = waits.get(&spid);
             let task = tasks.get(&spid);
@@ -728,7 +729,7 @@ impl Session {
                 Value::Int(0),
                 self.server.datetime_of(request.started),
                 text(status),
-                Value::Text(request.command),
+                Value::Text(command),
                 Value::SmallInt(database_id as i16),
                 Value::SmallInt(wait.and_then(|w| w.blocking_session_id).unwrap_or(0) as i16),
                 wait.map_or(Value::Null, |w| text(w.wait_type)),

@@ -121,6 +121,8 @@ pub enum Stmt {
     Dbcc(Box<crate::dbcc::Dbcc>),
     /// ALTER INDEX ... REBUILD | REORGANIZE, ALTER TABLE ... REBUILD.
     AlterIndex(Box<crate::alterindex::AlterIndex>),
+    /// KILL session_id [WITH STATUSONLY], KILL 'uow'.
+    Kill(Box<crate::kill::Kill>),
     /// ALTER TABLE table ALTER COLUMN column type [NULL | NOT NULL] (sqlparser reads
     /// PostgreSQL's form only). `nullable` is None when neither is given.
     AlterColumn {
@@ -1204,6 +1206,9 @@ fn parse_one_here(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     if update_statistics_follows(parser) {
         // There are no statistics objects (no cost-based optimizer) to update.
         return Err(crate::dbddl::unsupported("UPDATE STATISTICS"));
+    }
+    if crate::kill::starts(parser) {
+        return Ok(Stmt::Kill(Box::new(crate::kill::parse(parser)?)));
     }
     if crate::alterindex::starts(parser) {
         return Ok(Stmt::AlterIndex(Box::new(crate::alterindex::parse(parser)?)));

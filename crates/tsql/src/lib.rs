@@ -11,6 +11,7 @@
 //! - [`dbcc`]: DBCC's parse and the commands built so far.
 //! - [`dbddl`]: CREATE DATABASE and ALTER DATABASE (file specs, filegroups, options).
 //! - [`dialect`]: MsSqlDialect with T-SQL's reserved words kept out of aliases.
+//! - [`kill`]: KILL, which ends another session (596, its transaction rolled back).
 //! - [`procs`]: stored procedures, EXEC, dynamic SQL and sp_executesql.
 //! - [`nesting`]: how deep a batch may nest (191), and stack room for each level.
 //! - [`server`]: the instance, its databases and the registry of them in the data directory.
@@ -40,6 +41,7 @@ pub mod dmv;
 pub mod format;
 pub mod front;
 pub mod functions;
+pub mod kill;
 pub mod merge;
 pub mod nesting;
 pub mod output;

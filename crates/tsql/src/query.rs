@@ -1140,19 +1140,34 @@ impl Session {
     ) -> Result<Vec<Vec<Value>>> {
         let db = self.db();
         table.lock(db, engine::lock::LockMode::IS)?;
+        let rows = self.candidate_rows(table, cols, filter, outer)?;
+        Ok(rows.into_iter().map(|(_, r)| shown_row(table, r)).collect())
+    }
+
+    /// The stored rows `filter` may match, with their locators: an index seek's when the
+    /// filter allows one ([`Session::seek_plan`]), else every row. A superset: the caller
+    /// applies the whole filter. Only the rows read are locked, so an UPDATE or DELETE of one
+    /// key does not wait for another transaction's lock on a different row.
+    pub(crate) fn candidate_rows(
+        &self,
+        table: &Table,
+        cols: &[ColRef],
+        filter: Option<&Expr>,
+        outer: Option<&Env<'_>>,
+    ) -> Result<Vec<(engine::catalog::RowLocator, Vec<Value>)>> {
+        let db = self.db();
         engine::iostats::note_scan(db.database_id, table.au_ids()[0]);
-        if let Some(seek) = filter.and_then(|f| self.seek_plan(table, cols, f, outer)) {
-            let from = seek.from.map(|v| [v]);
-            let to = seek.to.map(|v| [v]);
-            let (from, to) = (from.as_ref().map(|k| &k[..]), to.as_ref().map(|k| &k[..]));
-            let rows = if seek.position == 0 {
-                table.base_range(db, from, to)?
-            } else {
-                table.index_range(db, seek.position, from, to)?
-            };
-            return Ok(rows.into_iter().map(|(_, r)| shown_row(table, r)).collect());
+        let Some(seek) = filter.and_then(|f| self.seek_plan(table, cols, f, outer)) else {
+            return table.rows(db);
+        };
+        let from = seek.from.map(|v| [v]);
+        let to = seek.to.map(|v| [v]);
+        let (from, to) = (from.as_ref().map(|k| &k[..]), to.as_ref().map(|k| &k[..]));
+        if seek.position == 0 {
+            table.base_range(db, from, to)
+        } else {
+            table.index_range(db, seek.position, from, to)
         }
-        Ok(table.rows(db)?.into_iter().map(|(_, r)| shown_row(table, r)).collect())
     }
 
     /// The index seek that `filter`'s conjuncts allow: `column = constant` on the leading key

@@ -81,6 +81,65 @@ pub struct SessionInfo {
     pub open_transaction_count: i32,
     /// The text of the running or last batch (DBCC INPUTBUFFER).
     pub last_batch: Arc<str>,
+    /// What another session's KILL reaches it by.
+    pub control: Arc<SessionControl>,
+}
+
+impl SessionInfo {
+    /// The running request's command as sys.dm_exec_requests and sp_who show it:
+    /// KILLED/ROLLBACK once the session is killed.
+    pub fn command(&self) -> Option<String> {
+        let request = self.request.as_ref()?;
+        Some(if self.control.is_killed() {
+            "KILLED/ROLLBACK".to_string()
+        } else {
+            request.command.clone()
+        })
+    }
+}
+
+/// How a session is stopped from outside: its cancel flag (a client's ATTENTION, which ends
+/// the running batch, a lock wait included) and KILL, which sets that flag, marks the session
+/// killed (its batch ends with 596 and its transaction is rolled back) and ends its
+/// connection (the TDS server's hook shuts the socket's reading side, so an idle connection's
+/// read ends and the session is dropped, rolling its transaction back).
+#[derive(Default)]
+pub struct SessionControl {
+    pub cancel: Arc<std::sync::atomic::AtomicBool>,
+    killed: std::sync::atomic::AtomicBool,
+    disconnect: parking_lot::Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for SessionControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionControl").field("killed", &self.is_killed()).finish()
+    }
+}
+
+impl SessionControl {
+    /// KILL: the session stops at its next check (between statements, in row loops and
+    /// waits) and its connection is ended.
+    pub fn kill(&self) {
+        self.killed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(disconnect) = self.disconnect.lock().as_ref() {
+            disconnect();
+        }
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether a connection ends with the session (KILL then ends it at once).
+    pub fn has_connection(&self) -> bool {
+        self.disconnect.lock().is_some()
+    }
+
+    /// What ends the session's connection (the TDS server's: a shutdown of its socket).
+    pub fn on_kill(&self, disconnect: Box<dyn Fn() + Send + Sync>) {
+        *self.disconnect.lock() = Some(disconnect);
+    }
 }
 
 /// A batch that is running now.

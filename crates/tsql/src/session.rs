@@ -107,6 +107,19 @@ pub(crate) fn transaction_name_too_long(name: &str) -> SqlError {
 /// so no CATCH block takes it). The client sees no message, only DONE_ATTN.
 const CANCELLED: i32 = 3617;
 
+/// 596: the error a killed session's batch stops with. Severity 21, so it ends the batch and
+/// the connection, and no CATCH block takes it.
+const KILLED: i32 = 596;
+
+fn killed_session() -> SqlError {
+    SqlError::new(
+        KILLED,
+        21,
+        1,
+        "Cannot continue the execution because the session is in the kill state.",
+    )
+}
+
 /// The database part of a three-part name (`db.schema.object`, brackets removed) when it
 /// names a database other than `current` (case-insensitive); None for shorter names.
 pub(crate) fn other_database_part(
@@ -226,8 +239,12 @@ pub struct Session {
     /// SET IMPLICIT_TRANSACTIONS ON: a statement outside a transaction starts one that stays
     /// open until COMMIT or ROLLBACK (JDBC's setAutoCommit(false) relies on it).
     implicit_transactions: bool,
-    /// Set by the TDS layer when the client sends ATTENTION.
-    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Its cancel flag (set by the TDS layer when the client sends ATTENTION) and KILL's
+    /// mark; the server's session registry holds it too.
+    control: Arc<crate::server::SessionControl>,
+    /// SET LOCK_TIMEOUT: how long a lock request waits, in milliseconds (-1: as long as it
+    /// takes; 0: not at all).
+    lock_timeout_ms: i32,
     /// The session's transactions beginning and ending, for the TDS layer's ENVCHANGE 8, 9
     /// and 10 (it drains them as the batch's outputs come, so they keep their place). None
     /// until the TDS layer asks for them: an embedded session records nothing.
@@ -291,6 +308,7 @@ impl Session {
         let engine_session = engine::session::Session::open(&server.instance);
         let db = server.database("master").expect("master exists");
         let now = std::time::Instant::now();
+        let control = Arc::new(crate::server::SessionControl::default());
         server.sessions.lock().insert(
             engine_session.spid,
             crate::server::SessionInfo {
@@ -303,6 +321,7 @@ impl Session {
                 last_request_end_time: now,
                 open_transaction_count: 0,
                 last_batch: Arc::from(""),
+                control: control.clone(),
             },
         );
         Session {
@@ -337,7 +356,8 @@ impl Session {
             error_noted: false,
             in_autocommit: false,
             implicit_transactions: false,
-            cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            control,
+            lock_timeout_ms: -1,
             transaction_events: None,
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
@@ -480,8 +500,13 @@ impl Session {
             return false;
         }
         engine::instance::set_current_spid(self.spid);
+        if self.control.is_killed() {
+            self.end_killed(out);
+            return false;
+        }
         engine::session::run_as_worker();
         engine::traceflags::set_session_flags(self.session_trace_flags.iter().copied());
+        self.install_wait_limits();
         // The session's open transaction runs on the thread that runs the request (engine::xact
         // keeps it per thread), whichever thread ran the session's last request.
         if let Some(transaction) = self.transaction.take() {
@@ -490,6 +515,18 @@ impl Session {
         let succeeded = self.run_request(sql, variables, out);
         self.transaction = engine::xact::detach();
         succeeded
+    }
+
+    /// A batch of a killed session (embedded: the TDS server ends a killed connection): 596,
+    /// and its transaction is rolled back.
+    fn end_killed(&mut self, out: &mut dyn FnMut(Output)) {
+        if let Some(transaction) = self.transaction.take() {
+            engine::xact::attach(transaction);
+            let _ = self.tracking_transaction(false, |db| db.rollback_tran());
+            drop(engine::xact::detach());
+        }
+        let failure = self.fail(killed_session(), 1);
+        self.report(failure, out);
     }
 
     fn run_request(
@@ -584,7 +621,7 @@ impl Session {
             }
         };
         self.batch_failed = false;
-        self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.control.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         if let Err(failure) = self.run_parsed_block(&parsed, out) {
             if failure.error.number == CANCELLED {
                 // An attention: the batch stops with no error message (the client gets
@@ -592,10 +629,15 @@ impl Session {
                 // XACT_ABORT is ON (the reason client libraries advise it: a query timeout
                 // then leaves no transaction behind).
                 self.roll_back_for_xact_abort(&failure);
-                self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+                self.control.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
                 self.batch_failed = true;
             } else {
+                let killed = failure.error.number == KILLED;
                 self.report(failure, out);
+                if killed && self.db.trancount() > 0 {
+                    // KILL rolls the session's transaction back.
+                    let _ = self.tracking_transaction(false, |db| db.rollback_tran());
+                }
             }
         }
         if self.db.trancount() > 0 && engine::xact::is_doomed() {
@@ -669,7 +711,24 @@ impl Session {
     /// statement or loop iteration, or at the next row of a running statement
     /// ([`Session::check_cancel`]).
     pub fn cancel_handle(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-        self.cancel.clone()
+        self.control.cancel.clone()
+    }
+
+    /// Whether a user transaction is open (BEGIN TRAN, or an implicit one), not counting a
+    /// statement's own autocommit transaction.
+    pub(crate) fn user_transaction_open(&self) -> bool {
+        self.db.trancount() > u32::from(self.in_autocommit)
+    }
+
+    /// Whether another session's KILL ended this one (the TDS server then closes the
+    /// connection).
+    pub fn is_killed(&self) -> bool {
+        self.control.is_killed()
+    }
+
+    /// How KILL ends this session's connection (the TDS server's hook).
+    pub fn on_kill(&self, disconnect: Box<dyn Fn() + Send + Sync>) {
+        self.control.on_kill(disconnect);
     }
 
     /// Remembers an error that was sent without failing the statement (DBCC's findings):
@@ -681,9 +740,11 @@ impl Session {
     }
 
     /// ALTER DATABASE ... SET OFFLINE or SET ONLINE. A database in use is 5070 then 5069
-    /// ("ALTER DATABASE statement failed."), as SQL Server reports it. Deviation: SQL Server
-    /// waits for the other users to leave, or with ROLLBACK IMMEDIATE ends their
-    /// connections; extentdb fails at once, since it cannot end another session's thread.
+    /// ("ALTER DATABASE statement failed."), as SQL Server reports it. WITH ROLLBACK ended
+    /// the other sessions first ([`Session::end_database_sessions`]). Deviation: without it,
+    /// SQL Server waits for the other users to leave; extentdb fails at once (as WITH NO_WAIT
+    /// does), and so it does when an embedded session, which KILL cannot end while it is
+    /// idle, still uses the database.
     fn change_database_state(
         &mut self,
         name: &str,
@@ -709,7 +770,7 @@ impl Session {
         self.batch_failed = true;
         self.last_error = failure.error.number;
         // Severities 19 to 25 are written to the errorlog too (an 824, say).
-        if failure.error.severity >= 19 && failure.error.number != CANCELLED {
+        if failure.error.severity >= 19 && ![CANCELLED, KILLED].contains(&failure.error.number) {
             self.server.instance.errorlog.write_error(&self.process_info(), &failure.error);
             self.fatal_error_sent |= failure.error.severity >= 20;
         }
@@ -743,7 +804,10 @@ impl Session {
     /// statement and inside the row loops of scans, joins, inserts, updates and deletes, so a
     /// long single statement stops too (and is rolled back alone, as any failed statement).
     pub(crate) fn check_cancel(&self) -> Result<()> {
-        if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.control.is_killed() {
+            return Err(killed_session());
+        }
+        if self.control.cancel.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(SqlError::new(
                 CANCELLED,
                 25,
@@ -758,6 +822,11 @@ impl Session {
     /// every error of severity 19 and above (SQL Server: "error messages with a severity level
     /// of 19 or higher stop the execution of the current batch"), and under XACT_ABORT.
     pub(crate) fn fail(&self, error: SqlError, line: u64) -> Failure {
+        // A wait the engine ended for a cancel: the cancel's own error (596 once killed).
+        let error = match error.number {
+            engine::error::WAIT_CANCELLED => self.check_cancel().err().unwrap_or(error),
+            _ => error,
+        };
         let abort_batch = aborts_batch(error.number) || error.severity >= 19 || self.xact_abort;
         Failure {
             error,
@@ -968,9 +1037,18 @@ impl Session {
                 Ok(Flow::Next)
             }
             Stmt::AlterDatabase(alter) => {
+                use crate::dbddl::{AlterAction, Termination};
                 self.no_user_transaction("ALTER DATABASE", line)?;
-                if let crate::dbddl::AlterAction::State { online } = alter.action {
-                    let name = alter.target.clone().unwrap_or_else(|| self.db.name.clone());
+                let name = alter.target.clone().unwrap_or_else(|| self.db.name.clone());
+                if let Termination::RollbackAfter(seconds) = alter.termination
+                    && matches!(
+                        alter.action,
+                        AlterAction::State { online: false } | AlterAction::SingleUser
+                    )
+                {
+                    self.end_database_sessions(&name, seconds).map_err(|e| self.fail(e, line))?;
+                }
+                if let AlterAction::State { online } = alter.action {
                     return self.change_database_state(&name, online, line, out);
                 }
                 let db = match &alter.target {
@@ -1011,6 +1089,7 @@ impl Session {
             Stmt::Throw(arguments) => self.run_throw(arguments.as_deref(), line),
             Stmt::Dbcc(dbcc) => self.run_dbcc(dbcc, line, out),
             Stmt::AlterIndex(statement) => self.alter_index(statement, line),
+            Stmt::Kill(kill) => self.kill(kill, line, out),
             Stmt::Hinted { hints, statement } => {
                 self.hints = *hints;
                 let result = self.run(statement, line, out);
@@ -1045,15 +1124,33 @@ impl Session {
         }
     }
 
-    /// SET NOCOUNT and SET XACT_ABORT, which a procedure's own SETs change only until it
-    /// returns.
-    pub(crate) fn set_options(&self) -> (bool, bool) {
-        (self.nocount, self.xact_abort)
+    /// SET NOCOUNT, SET XACT_ABORT and SET LOCK_TIMEOUT, which a procedure's own SETs change
+    /// only until it returns.
+    pub(crate) fn set_options(&self) -> (bool, bool, i32) {
+        (self.nocount, self.xact_abort, self.lock_timeout_ms)
     }
 
-    pub(crate) fn restore_set_options(&mut self, (nocount, xact_abort): (bool, bool)) {
+    pub(crate) fn restore_set_options(
+        &mut self,
+        (nocount, xact_abort, lock_timeout_ms): (bool, bool, i32),
+    ) {
         self.nocount = nocount;
         self.xact_abort = xact_abort;
+        if self.lock_timeout_ms != lock_timeout_ms {
+            self.lock_timeout_ms = lock_timeout_ms;
+            self.install_wait_limits();
+        }
+    }
+
+    /// Gives the engine what ends this session's lock waits: its LOCK_TIMEOUT and its cancel
+    /// flag (an ATTENTION or a KILL ends a lock wait, as in SQL Server).
+    fn install_wait_limits(&self) {
+        let timeout =
+            u64::try_from(self.lock_timeout_ms).ok().map(std::time::Duration::from_millis);
+        engine::xact::set_wait_limits(engine::lock::WaitLimits {
+            timeout,
+            cancel: Some(self.control.cancel.clone()),
+        });
     }
 
     /// Error 226: a statement that may not run inside a user transaction.
@@ -1513,11 +1610,41 @@ impl Session {
                 .map_err(|e| self.fail(e, line));
         }
         match words.get(1).map(String::as_str) {
+            Some("LOCK_TIMEOUT") => {
+                let written: Vec<&str> = text.split_whitespace().skip(2).collect();
+                return self.set_lock_timeout(&written, line);
+            }
             Some("NOCOUNT") => self.nocount = on,
             Some("XACT_ABORT") => self.xact_abort = on,
             Some("IMPLICIT_TRANSACTIONS") => self.implicit_transactions = on,
             _ => {} // other SET options are accepted and ignored (deviation)
         }
+        Ok(Flow::Next)
+    }
+
+    /// SET LOCK_TIMEOUT milliseconds (a number, or a variable). Deviation: a negative value
+    /// other than -1 is taken as -1 (wait as long as it takes).
+    fn set_lock_timeout(
+        &mut self,
+        words: &[&str],
+        line: u64,
+    ) -> std::result::Result<Flow, Failure> {
+        let written = words.concat();
+        let value = if written.starts_with('@') {
+            self.variable(&written).map_err(|e| self.fail(e, line))?
+        } else {
+            written.parse::<i64>().map_or(Value::Null, Value::BigInt)
+        };
+        let ms = match convert(&value, SqlType::Int).ok().as_ref().and_then(value::as_i64) {
+            Some(ms) => ms,
+            None => {
+                let near = words.first().copied().unwrap_or_default();
+                let error = SqlError::new(102, 15, 1, format!("Incorrect syntax near '{near}'."));
+                return Err(self.fail(error, line));
+            }
+        };
+        self.lock_timeout_ms = if ms < 0 { -1 } else { ms as i32 };
+        self.install_wait_limits();
         Ok(Flow::Next)
     }
 
@@ -1601,6 +1728,7 @@ impl Session {
             "@@ROWCOUNT" => Value::Int(self.rowcount as i32),
             "@@ERROR" => Value::Int(self.last_error),
             "@@SPID" => Value::SmallInt(self.spid as i16),
+            "@@LOCK_TIMEOUT" => Value::Int(self.lock_timeout_ms),
             "@@VERSION" => {
                 Value::Text(self.server.instance.banner().first().cloned().unwrap_or_default())
             }
@@ -2505,8 +2633,7 @@ impl Session {
         selection: Option<&Expr>,
     ) -> Result<Vec<MatchedRow>> {
         let mut out = Vec::new();
-        engine::iostats::note_scan(self.db.database_id, table.au_ids()[0]);
-        let rows = table.rows(&self.db)?;
+        let rows = self.candidate_rows(table, cols, selection, None)?;
         if rows.is_empty() {
             self.bind_check(selection, cols, None, false)?;
         }

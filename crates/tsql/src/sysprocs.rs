@@ -525,9 +525,9 @@ impl Session {
             }
             let database_id =
                 if id == self.spid { self.db().database_id } else { info.database_id };
-            let (status, command) = match &info.request {
-                Some(r) if waits.contains_key(&id) => ("suspended", r.command.clone()),
-                Some(r) => ("runnable", r.command.clone()),
+            let (status, command) = match info.command() {
+                Some(command) if waits.contains_key(&id) => ("suspended", command),
+                Some(command) => ("runnable", command),
                 None => ("sleeping", "AWAITING COMMAND".to_string()),
             };
             found.push(Who {

@@ -350,3 +350,226 @@ fn sys_dm_tran_locks_shows_held_and_waiting_requests() {
     assert!(waiter.join().expect("the waiting session").is_empty());
     poll_until(&mut observer, "SELECT COUNT(*) FROM sys.dm_tran_locks", &[&["0"]]);
 }
+
+/// A server with table `account` (ids 1 and 2) and a session that holds an X lock on row 1
+/// in an open transaction.
+fn blocked_row_setup() -> (tempfile::TempDir, Arc<Server>, Session) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut holder = Session::new(&server);
+    let (errors, _) = run(
+        &mut holder,
+        "CREATE TABLE account (id INT PRIMARY KEY, balance INT)\n\
+         INSERT account VALUES (1, 100), (2, 200)\n\
+         BEGIN TRAN\nUPDATE account SET balance = 0 WHERE id = 1",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    (dir, server, holder)
+}
+
+/// SET LOCK_TIMEOUT: a statement blocked longer than the timeout fails with 1222; it ends the
+/// statement only, so the session's transaction and its earlier change stay, and the time it
+/// waited is an LCK_M_* wait. LOCK_TIMEOUT 0 refuses at once.
+#[test]
+fn a_lock_wait_longer_than_lock_timeout_fails_the_statement_with_1222() {
+    let (_dir, server, mut holder) = blocked_row_setup();
+    let mut waiter = Session::new(&server);
+    let (errors, _) = run(
+        &mut waiter,
+        "SET LOCK_TIMEOUT 200\nBEGIN TRAN\nUPDATE account SET balance = 7 WHERE id = 2",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let waits_before = common::rows(
+        &mut waiter,
+        "SELECT SUM(waiting_tasks_count) FROM sys.dm_os_wait_stats WHERE wait_type LIKE 'LCK_M_%'",
+    );
+    let started = std::time::Instant::now();
+    let (errors, text) =
+        run(&mut waiter, "UPDATE account SET balance = 8 WHERE id = 1\nPRINT 'the batch goes on'");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200), "it waited its timeout");
+    assert_eq!(errors, vec![1222], "{text}");
+    assert!(text.contains("Msg 1222, Level 16, State 51") && text.contains("the batch goes on"));
+    assert!(text.contains("Lock request time out period exceeded."), "{text}");
+    let waits_after = common::rows(
+        &mut waiter,
+        "SELECT SUM(waiting_tasks_count) FROM sys.dm_os_wait_stats WHERE wait_type LIKE 'LCK_M_%'",
+    );
+    let count = |rows: &Vec<Vec<String>>| rows[0][0].parse::<i64>().unwrap_or(0);
+    assert_eq!(count(&waits_after), count(&waits_before) + 1, "the timed-out wait is recorded");
+    let state = common::rows(
+        &mut waiter,
+        "SELECT @@TRANCOUNT, (SELECT balance FROM account WITH (NOLOCK) WHERE id = 2)",
+    );
+    assert_eq!(state, vec![vec!["1".to_string(), "7".to_string()]]);
+    let (errors, _) =
+        run(&mut waiter, "SET LOCK_TIMEOUT 0\nSELECT balance FROM account WHERE id = 1");
+    assert_eq!(errors, vec![1222]);
+    // The holder was never disturbed; once it commits the waiter's next try goes through.
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty(), "{errors:?}");
+    let (errors, _) = run(&mut waiter, "UPDATE account SET balance = 8 WHERE id = 1\nCOMMIT");
+    assert!(errors.is_empty(), "{errors:?}");
+    drop((holder, waiter));
+    server.shutdown().expect("shutdown");
+}
+
+/// A client's ATTENTION (the cancel flag) ends a statement blocked on a lock: the request is
+/// withdrawn, so sys.dm_tran_locks shows no WAIT row, and the blocked transaction stays open.
+#[test]
+fn a_cancel_ends_a_lock_wait() {
+    let (_dir, server, mut holder) = blocked_row_setup();
+    let mut waiter = Session::new(&server);
+    let spid = waiter.spid;
+    let cancel = waiter.cancel_handle();
+    let waiting = std::thread::spawn(move || {
+        run(&mut waiter, "BEGIN TRAN\nUPDATE account SET balance = 1 WHERE id = 1");
+        let after = common::rows(&mut waiter, "SELECT @@TRANCOUNT");
+        run(&mut waiter, "ROLLBACK");
+        after
+    });
+    let mut observer = Session::new(&server);
+    let query = format!(
+        "SELECT request_status FROM sys.dm_tran_locks WHERE request_session_id = {spid} \
+         AND request_status = 'WAIT'"
+    );
+    poll_until(&mut observer, &query, &[&["WAIT"]]);
+    cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let after = waiting.join().expect("the waiting session");
+    assert_eq!(after, vec![vec!["1".to_string()]], "the cancel left the transaction open");
+    poll_until(&mut observer, &query, &[]);
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty(), "{errors:?}");
+    drop((holder, observer));
+    server.shutdown().expect("shutdown");
+}
+
+/// KILL of a session blocked on a lock: its batch ends with 596, its transaction (with the row
+/// it inserted) is rolled back and its locks released, and every later batch of it gets 596
+/// too; once it is gone, KILL ... WITH STATUSONLY finds no such session.
+#[test]
+fn kill_ends_a_blocked_session_and_rolls_its_transaction_back() {
+    let (_dir, server, mut holder) = blocked_row_setup();
+    let mut victim = Session::new(&server);
+    let spid = victim.spid;
+    let killed = std::thread::spawn(move || {
+        let (errors, text) = run(
+            &mut victim,
+            "BEGIN TRAN\nINSERT account VALUES (3, 300)\n\
+             UPDATE account SET balance = 1 WHERE id = 1\nPRINT 'not reached'",
+        );
+        let (later, _) = run(&mut victim, "SELECT 1");
+        (errors, text, later)
+    });
+    let mut killer = Session::new(&server);
+    let waiting =
+        format!("SELECT LEFT(wait_type, 6) FROM sys.dm_exec_requests WHERE session_id = {spid}");
+    poll_until(&mut killer, &waiting, &[&["LCK_M_"]]);
+    let (errors, _) = run(&mut killer, &format!("KILL {spid}"));
+    assert!(errors.is_empty(), "{errors:?}");
+    let (errors, text, later) = killed.join().expect("the killed session");
+    assert_eq!(errors, vec![596], "{text}");
+    assert!(text.contains("Msg 596, Level 21, State 1"), "{text}");
+    assert!(!text.contains("not reached"), "{text}");
+    assert_eq!(later, vec![596], "a killed session runs nothing more");
+    let (errors, _) = run(&mut killer, &format!("KILL {spid} WITH STATUSONLY"));
+    assert_eq!(errors, vec![6106], "the killed session is gone once dropped");
+    // The victim's insert is gone and it holds no lock: a row-2 update needs none of its.
+    poll_until(
+        &mut killer,
+        &format!("SELECT COUNT(*) FROM sys.dm_tran_locks WHERE request_session_id = {spid}"),
+        &[&["0"]],
+    );
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty(), "{errors:?}");
+    let rows = common::rows(&mut killer, "SELECT id, balance FROM account ORDER BY id");
+    assert_eq!(rows, vec![vec!["1".to_string(), "0".into()], vec!["2".into(), "200".into()]]);
+    drop((holder, killer));
+    server.shutdown().expect("shutdown");
+}
+
+/// KILL of an idle embedded session (one with no connection to end): KILL returns at once,
+/// STATUSONLY finds no rollback under way (6120), and the session's next batch gets 596 and
+/// rolls its transaction back (the deviation the kill module's header names).
+#[test]
+fn a_killed_idle_embedded_session_rolls_back_at_its_next_batch() {
+    let (_dir, server, mut holder) = blocked_row_setup();
+    let mut killer = Session::new(&server);
+    let spid = holder.spid;
+    let (errors, _) = run(&mut killer, &format!("KILL {spid}"));
+    assert!(errors.is_empty(), "{errors:?}");
+    let (errors, text) = run(&mut killer, &format!("KILL {spid} WITH STATUSONLY"));
+    assert_eq!(errors, vec![6120], "{text}");
+    assert!(text.contains(&format!("Rollback operation for Process ID {spid} is not in progress")));
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert_eq!(errors, vec![596]);
+    let rows = common::rows(&mut killer, "SELECT balance FROM account WHERE id = 1");
+    assert_eq!(rows, vec![vec!["100".to_string()]], "the killed transaction was rolled back");
+    drop((holder, killer));
+    server.shutdown().expect("shutdown");
+}
+
+/// An UPDATE or DELETE that names one key seeks to it, so it reads and locks only that row:
+/// another transaction's lock on a different row does not block it (before, both read the
+/// whole table under short S locks and waited for every X-locked row). With LOCK_TIMEOUT 0 a
+/// wait would be 1222 at once.
+#[test]
+fn an_update_or_delete_of_one_key_does_not_wait_for_other_rows() {
+    let (_dir, server, mut holder) = blocked_row_setup();
+    let mut other = Session::new(&server);
+    let (errors, text) = run(
+        &mut other,
+        "SET LOCK_TIMEOUT 0\nUPDATE account SET balance = 250 WHERE id = 2\n\
+         DELETE account WHERE id = 2\nINSERT account VALUES (2, 20)\n\
+         UPDATE account SET balance = 21 WHERE id BETWEEN 2 AND 5",
+    );
+    assert!(errors.is_empty(), "{text}");
+    let (errors, _) = run(&mut other, "UPDATE account SET balance = 1 WHERE id = 1");
+    assert_eq!(errors, vec![1222], "the locked row itself still waits");
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty(), "{errors:?}");
+    let rows = common::rows(&mut other, "SELECT id, balance FROM account ORDER BY id");
+    assert_eq!(rows, vec![vec!["1".to_string(), "0".into()], vec!["2".into(), "21".into()]]);
+    drop((holder, other));
+    server.shutdown().expect("shutdown");
+}
+
+/// ALTER DATABASE ... SET SINGLE_USER WITH ROLLBACK IMMEDIATE kills the database's other
+/// sessions: one blocked in a request ends with 596 (the ALTER waits for it), an idle embedded
+/// one at its next batch; a session in another database is left alone.
+#[test]
+fn single_user_with_rollback_immediate_kills_the_databases_other_sessions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut admin = Session::new(&server);
+    let (errors, _) = run(&mut admin, "CREATE DATABASE shop");
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut holder = Session::new(&server);
+    let (errors, _) = run(
+        &mut holder,
+        "USE shop\nCREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)\n\
+         BEGIN TRAN\nUPDATE t SET v = 1 WHERE id = 1",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut victim = Session::new(&server);
+    run(&mut victim, "USE shop");
+    let spid = victim.spid;
+    let blocked = std::thread::spawn(move || run(&mut victim, "UPDATE t SET v = 2 WHERE id = 1").0);
+    let mut bystander = Session::new(&server);
+    poll_until(
+        &mut bystander,
+        &format!("SELECT LEFT(wait_type, 6) FROM sys.dm_exec_requests WHERE session_id = {spid}"),
+        &[&["LCK_M_"]],
+    );
+    let (errors, _) =
+        run(&mut admin, "ALTER DATABASE shop SET SINGLE_USER WITH ROLLBACK IMMEDIATE");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(blocked.join().expect("the blocked session"), vec![596]);
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert_eq!(errors, vec![596]);
+    let (errors, _) = run(&mut bystander, "SELECT 1");
+    assert!(errors.is_empty(), "a session in master is left alone: {errors:?}");
+    let rows = common::rows(&mut admin, "USE shop\nSELECT v FROM t");
+    assert_eq!(rows, vec![vec!["0".to_string()]], "the holder's update was rolled back");
+    drop((admin, holder, bystander));
+    server.shutdown().expect("shutdown");
+}

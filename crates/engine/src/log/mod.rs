@@ -272,6 +272,36 @@ pub struct TransactionLogUse {
     record_count: std::sync::atomic::AtomicU64,
     bytes_used: std::sync::atomic::AtomicU64,
     bytes_reserved: std::sync::atomic::AtomicU64,
+    /// The rollback under way, if one is (KILL ... WITH STATUSONLY reads it).
+    rollback: parking_lot::Mutex<Option<RollbackProgress>>,
+}
+
+/// How far a transaction's rollback has come: its undo entries in all, and those taken off its
+/// undo list so far (undone, or being undone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RollbackProgress {
+    pub total_entries: u64,
+    pub undone_entries: u64,
+    pub started: std::time::Instant,
+}
+
+impl RollbackProgress {
+    /// SQL Server's estimate (message 6109): the per cent undone, and the seconds left at the
+    /// rate so far (0 until an entry is undone).
+    pub fn estimate(&self, now: std::time::Instant) -> (u32, u64) {
+        if self.total_entries == 0 {
+            return (100, 0);
+        }
+        let percent = self.undone_entries * 100 / self.total_entries;
+        let elapsed = now.saturating_duration_since(self.started).as_secs_f64();
+        let left = self.total_entries - self.undone_entries;
+        let seconds = if self.undone_entries == 0 {
+            0.0
+        } else {
+            elapsed * left as f64 / self.undone_entries as f64
+        };
+        (percent as u32, seconds.ceil() as u64)
+    }
 }
 
 impl TransactionLogUse {
@@ -285,6 +315,27 @@ impl TransactionLogUse {
         add(&self.record_count, records);
         add(&self.bytes_used, bytes);
         add(&self.bytes_reserved, reserved);
+    }
+
+    /// A rollback of `total_entries` undo entries begins (None: it ended).
+    pub fn rollback_began(&self, total_entries: Option<u64>) {
+        *self.rollback.lock() = total_entries.map(|total_entries| RollbackProgress {
+            total_entries,
+            undone_entries: 0,
+            started: std::time::Instant::now(),
+        });
+    }
+
+    /// The rollback under way takes its next undo entry.
+    pub fn rollback_step(&self) {
+        if let Some(progress) = self.rollback.lock().as_mut() {
+            progress.undone_entries += 1;
+        }
+    }
+
+    /// The rollback under way, if one is.
+    pub fn rollback_progress(&self) -> Option<RollbackProgress> {
+        *self.rollback.lock()
     }
 
     /// (log record count, log bytes used, log bytes reserved).

@@ -1,0 +1,56 @@
+-- SET LOCK_TIMEOUT and @@LOCK_TIMEOUT, and KILL's answers when it cannot end a session.
+-- (Ending another session, and a lock wait that times out, need two sessions: see
+-- tests/concurrency.rs and the TDS tests.)
+SELECT @@LOCK_TIMEOUT AS default_timeout;
+SET LOCK_TIMEOUT 1500;
+SELECT @@LOCK_TIMEOUT AS after_set;
+DECLARE @none int = 0;
+SET LOCK_TIMEOUT @none;
+SELECT @@LOCK_TIMEOUT AS from_variable;
+SET LOCK_TIMEOUT -1;
+SELECT @@LOCK_TIMEOUT AS back_to_wait_forever;
+GO
+SET LOCK_TIMEOUT abc;
+GO
+-- A procedure's SET LOCK_TIMEOUT lasts until it returns.
+CREATE PROCEDURE short_waits AS
+BEGIN
+    SET LOCK_TIMEOUT 10;
+    SELECT @@LOCK_TIMEOUT AS inside_procedure;
+END
+GO
+EXEC short_waits;
+SELECT @@LOCK_TIMEOUT AS after_procedure;
+GO
+-- With no other session to wait for, a lock is granted at once whatever the timeout.
+SET LOCK_TIMEOUT 0;
+CREATE TABLE account (id int PRIMARY KEY, balance money);
+INSERT account VALUES (1, 10.00);
+UPDATE account SET balance = balance + 5 WHERE id = 1;
+SELECT balance FROM account;
+SET LOCK_TIMEOUT -1;
+GO
+KILL 0;
+GO
+KILL -3;
+GO
+KILL 4;
+GO
+KILL 999;
+GO
+KILL 999 WITH STATUSONLY;
+GO
+DECLARE @kill nvarchar(50) = N'KILL ' + CAST(@@SPID AS nvarchar(10));
+EXEC (@kill);
+GO
+BEGIN TRAN;
+KILL 999;
+ROLLBACK;
+GO
+KILL 'D5E2A8F3-1234-4C1B-9E6B-0123456789AB';
+GO
+KILL 'D5E2A8F3-1234-4C1B-9E6B-0123456789AB' WITH STATUSONLY;
+GO
+KILL @@SPID;
+GO
+PRINT 'the session is still here';
