@@ -29,6 +29,16 @@ fn protocol(error: impl std::fmt::Display) -> ProtocolError {
     ProtocolError(error.to_string())
 }
 
+/// The client library's name as LOGIN7 gives it (sys.dm_exec_sessions.client_interface_name).
+pub const INTERFACE_NAME: &str = "extentdb-tds";
+
+/// This machine's host name as LOGIN7 gives it (Linux's; empty elsewhere).
+fn local_host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_default()
+}
+
 impl Client {
     /// Connects and logs in; a refused login is its ERROR (18456 ...) as an `Err` text.
     pub fn connect(
@@ -72,10 +82,12 @@ impl Client {
         let login = login::Login7 {
             tds_version: 0x7400_0004,
             packet_size: packet_size as u32,
-            host_name: String::new(),
+            client_pid: std::process::id(),
+            host_name: local_host_name(),
             user_name: user.into(),
             password: password.into(),
             app_name: "extentdb".into(),
+            interface_name: INTERFACE_NAME.into(),
             database: database.into(),
         };
         client.send(packet::LOGIN7, &login::encode(&login)).map_err(|e| e.0)?;

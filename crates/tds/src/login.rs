@@ -7,11 +7,13 @@
 //! | 0 | total length (u32) |
 //! | 4 | TDS version (u32) |
 //! | 8 | packet size (u32) |
+//! | 16 | ClientPID (u32) |
 //! | 36 | HostName offset, length |
 //! | 40 | UserName offset, length |
 //! | 44 | Password offset, length |
 //! | 48 | AppName offset, length |
 //! | 52 | ServerName offset, length |
+//! | 60 | CltIntName (the client library's name) offset, length |
 //! | 64 | Language offset, length |
 //! | 68 | Database offset, length |
 //!
@@ -26,10 +28,14 @@ const FIXED_LEN: usize = 94;
 pub struct Login7 {
     pub tds_version: u32,
     pub packet_size: u32,
+    /// The client's process id (sys.dm_exec_sessions.host_process_id).
+    pub client_pid: u32,
     pub host_name: String,
     pub user_name: String,
     pub password: String,
     pub app_name: String,
+    /// The client library's name (sys.dm_exec_sessions.client_interface_name).
+    pub interface_name: String,
     pub database: String,
 }
 
@@ -60,10 +66,12 @@ pub fn decode(payload: &[u8]) -> Result<Login7, ProtocolError> {
     Ok(Login7 {
         tds_version: u32_at(4),
         packet_size: u32_at(8),
+        client_pid: u32_at(16),
         host_name: string_at(payload, 36, false)?,
         user_name: string_at(payload, 40, false)?,
         password: string_at(payload, 44, true)?,
         app_name: string_at(payload, 48, false)?,
+        interface_name: string_at(payload, 60, false)?,
         database: string_at(payload, 68, false)?,
     })
 }
@@ -86,9 +94,11 @@ pub fn encode(login: &Login7) -> Vec<u8> {
     put(&mut fixed, 40, &login.user_name, false);
     put(&mut fixed, 44, &login.password, true);
     put(&mut fixed, 48, &login.app_name, false);
+    put(&mut fixed, 60, &login.interface_name, false);
     put(&mut fixed, 68, &login.database, false);
     fixed[4..8].copy_from_slice(&login.tds_version.to_le_bytes());
     fixed[8..12].copy_from_slice(&login.packet_size.to_le_bytes());
+    fixed[16..20].copy_from_slice(&login.client_pid.to_le_bytes());
     let total = (FIXED_LEN + data.len()) as u32;
     fixed[0..4].copy_from_slice(&total.to_le_bytes());
     fixed.extend_from_slice(&data);
@@ -104,10 +114,12 @@ mod tests {
         let login = Login7 {
             tds_version: 0x7400_0004,
             packet_size: 4096,
+            client_pid: 4242,
             host_name: "host".into(),
             user_name: "sa".into(),
             password: "Str0ng!Passw0rd".into(),
             app_name: "test".into(),
+            interface_name: "extentdb-tds".into(),
             database: "master".into(),
         };
         let bytes = encode(&login);

@@ -72,8 +72,19 @@ pub fn read_message(
     max_packet: usize,
     max_message: usize,
 ) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
+    let message = read_message_counted(stream, max_packet, max_message)?;
+    Ok(message.map(|(kind, payload, _)| (kind, payload)))
+}
+
+/// [`read_message`], with the number of packets the message came in.
+pub fn read_message_counted(
+    stream: &mut impl Read,
+    max_packet: usize,
+    max_message: usize,
+) -> Result<Option<(u8, Vec<u8>, u64)>, ProtocolError> {
     let mut payload = Vec::new();
     let mut message_type = None;
+    let mut packets = 0;
     loop {
         let mut header = [0u8; HEADER_LEN];
         match read_exact_or_eof(stream, &mut header)? {
@@ -94,8 +105,9 @@ pub fn read_message(
         if !read_exact_or_eof(stream, &mut payload[start..])? {
             return Err(ProtocolError("the stream ended inside a packet".into()));
         }
+        packets += 1;
         if header.status & STATUS_EOM != 0 {
-            return Ok(Some((header.packet_type, payload)));
+            return Ok(Some((header.packet_type, payload, packets)));
         }
     }
 }
@@ -113,6 +125,12 @@ fn read_exact_or_eof(stream: &mut impl Read, buf: &mut [u8]) -> Result<bool, Pro
         }
     }
     Ok(true)
+}
+
+/// How many packets [`encode_message`] splits a payload of `payload_len` bytes into.
+pub fn packets_for(payload_len: usize, packet_size: usize) -> u64 {
+    let body = packet_size.clamp(MIN_PACKET_SIZE, MAX_PACKET_SIZE) - HEADER_LEN;
+    payload_len.div_ceil(body).max(1) as u64
 }
 
 /// Splits a message into packets of at most `packet_size` bytes.
@@ -159,8 +177,10 @@ mod tests {
             payload.len() + 8 * 4,
             "2,000 bytes in four packets of at most 504"
         );
-        let (kind, back) = read_message(&mut &bytes[..], 512, 1 << 20).unwrap().unwrap();
-        assert_eq!((kind, back), (TABULAR_RESULT, payload));
+        assert_eq!((packets_for(2000, 512), packets_for(0, 512), packets_for(504, 512)), (4, 1, 1));
+        let (kind, back, packets) =
+            read_message_counted(&mut &bytes[..], 512, 1 << 20).unwrap().unwrap();
+        assert_eq!((kind, back, packets), (TABULAR_RESULT, payload, 4));
     }
 
     #[test]

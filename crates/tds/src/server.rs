@@ -342,6 +342,9 @@ impl Listener {
             peer,
             packet_size: DEFAULT_PACKET_SIZE,
             tls: self.tls.clone(),
+            connected: std::time::Instant::now(),
+            counted: Default::default(),
+            stats: None,
         };
         let connections = self.connections.clone();
         self.next_connection += 1;
@@ -393,6 +396,12 @@ struct Connection {
     peer: SocketAddr,
     packet_size: usize,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// When the connection was accepted (sys.dm_exec_connections.connect_time).
+    connected: std::time::Instant,
+    /// Packets read and written before the login made `stats`.
+    counted: std::cell::Cell<(u64, u64)>,
+    /// What sys.dm_exec_connections shows of it, from the login on.
+    stats: Option<Arc<tsql::server::Connection>>,
 }
 
 impl Connection {
@@ -425,12 +434,56 @@ impl Connection {
         stream: &mut impl std::io::Read,
         max: usize,
     ) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
-        packet::read_message(stream, MAX_PACKET_SIZE.max(self.packet_size), max)
+        let message =
+            packet::read_message_counted(stream, MAX_PACKET_SIZE.max(self.packet_size), max)?;
+        Ok(message.map(|(kind, payload, packets)| {
+            self.count_packets(packets, false);
+            (kind, payload)
+        }))
     }
 
     fn send(&self, stream: &mut impl Write, payload: &[u8]) -> Result<(), ProtocolError> {
         packet::write_message(stream, packet::TABULAR_RESULT, payload, self.packet_size, 0)
-            .map_err(|e| ProtocolError(format!("write: {e}")))
+            .map_err(|e| ProtocolError(format!("write: {e}")))?;
+        self.count_packets(packet::packets_for(payload.len(), self.packet_size), true);
+        Ok(())
+    }
+
+    /// Counts packets read or written (`written`) for sys.dm_exec_connections.
+    fn count_packets(&self, packets: u64, written: bool) {
+        match &self.stats {
+            Some(stats) => stats.count_packets(packets, written),
+            None => {
+                let (read, wrote) = self.counted.get();
+                let counted =
+                    if written { (read, wrote + packets) } else { (read + packets, wrote) };
+                self.counted.set(counted);
+            }
+        }
+    }
+
+    /// The connection's facts for sys.dm_exec_connections, the session's client for
+    /// sys.dm_exec_sessions (LOGIN7's names), from the login on.
+    fn describe_client(&mut self, session: &Session, login: &login::Login7, stream: &Transport) {
+        use rand_core::RngCore;
+        let mut connection_id = [0u8; 16];
+        rand_core::OsRng.fill_bytes(&mut connection_id);
+        let facts = tsql::server::ConnectionFacts {
+            client_address: self.peer,
+            local_address: stream.tcp().local_addr().unwrap_or(self.peer),
+            encrypted: matches!(stream, Transport::Tls(_)),
+            packet_size: self.packet_size as u32,
+            protocol_version: login.tds_version,
+            connection_id,
+            host_process_id: login.client_pid,
+            client_interface_name: login.interface_name.clone(),
+        };
+        let stats = Arc::new(tsql::server::Connection::new(facts, self.connected));
+        let (read, written) = self.counted.get();
+        stats.count_packets(read, false);
+        stats.count_packets(written, true);
+        session.set_client(&login.user_name, &login.host_name, &login.app_name, stats.clone());
+        self.stats = Some(stats);
     }
 
     /// PRELOGIN (with the TLS handshake it asks for), LOGIN7 and the login reply; None when
@@ -504,6 +557,7 @@ impl Connection {
             requested.clamp(MIN_PACKET_SIZE, MAX_PACKET_SIZE)
         };
         let mut session = Session::new(&self.server);
+        self.describe_client(&session, &login, &stream);
         if !login.database.is_empty() && !login.database.eq_ignore_ascii_case("master") {
             if self.server.database(&login.database).is_none() {
                 let error = tsql::server::login_database_unavailable(&login.database);

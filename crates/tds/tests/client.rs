@@ -426,6 +426,75 @@ fn set_offline_with_rollback_immediate_ends_the_databases_connections() {
     server.stop();
 }
 
+/// The rows of a reply's first result set.
+fn first_rows(reply: &[tsql::server::Output]) -> Vec<Vec<engine::record::Value>> {
+    reply
+        .iter()
+        .find_map(|o| match o {
+            tsql::server::Output::Rows(set) => Some(set.rows.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// What a connection's LOGIN7 and socket said reaches sys.dm_exec_sessions,
+/// sys.dm_exec_connections and HOST_NAME(), APP_NAME() and SUSER_SNAME(); num_reads and
+/// num_writes count the packets as they go (one each way for a small batch).
+#[test]
+fn a_connection_shows_its_client_in_the_session_and_connection_views() {
+    use engine::record::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), |_| {});
+    let address = server.address.clone();
+    let mut client =
+        tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
+    let session = first_rows(&client.batch(
+        "SELECT host_process_id, client_interface_name, program_name, login_name, \
+         HOST_NAME(), APP_NAME(), SUSER_SNAME() FROM sys.dm_exec_sessions WHERE session_id = @@SPID",
+    ).unwrap());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    assert_eq!(
+        session,
+        vec![vec![
+            Value::Int(std::process::id() as i32),
+            Value::Text(tds::client::INTERFACE_NAME.into()),
+            Value::Text("extentdb".into()),
+            Value::Text("sa".into()),
+            Value::Text(host.trim().into()),
+            Value::Text("extentdb".into()),
+            Value::Text("sa".into()),
+        ]]
+    );
+    let query = "SELECT net_transport, protocol_type, protocol_version, encrypt_option, \
+                 auth_scheme, net_packet_size, client_net_address, local_tcp_port, num_reads, \
+                 num_writes FROM sys.dm_exec_connections WHERE session_id = @@SPID";
+    let first = first_rows(&client.batch(query).unwrap());
+    let second = first_rows(&client.batch(query).unwrap());
+    let port = address.rsplit(':').next().unwrap().parse::<i32>().unwrap();
+    assert_eq!(
+        first[0][..8],
+        [
+            Value::Text("TCP".into()),
+            Value::Text("TSQL".into()),
+            Value::Int(0x7400_0004),
+            Value::Text("FALSE".into()),
+            Value::Text("SQL".into()),
+            Value::Int(4096),
+            Value::Text("127.0.0.1".into()),
+            Value::Int(port),
+        ]
+    );
+    let counts = |row: &[Value]| {
+        (tsql::value::as_i64(&row[8]).unwrap(), tsql::value::as_i64(&row[9]).unwrap())
+    };
+    let (reads, writes) = counts(&first[0]);
+    // Read: PRELOGIN, LOGIN7 and two batches, this one included; written: the PRELOGIN and
+    // login replies and the first batch's (this batch's reply is not sent yet).
+    assert_eq!((reads, writes), (4, 3));
+    assert_eq!(counts(&second[0]), (reads + 1, writes + 1), "one packet each way per batch");
+    server.stop();
+}
+
 /// Packet sizes from 512 to 32,767 bytes: the server grants what LOGIN7 asks for, and a
 /// request and a reply longer than one packet are split into packets and gathered back
 /// whole, at either end of the range.

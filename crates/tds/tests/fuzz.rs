@@ -56,10 +56,12 @@ fn login_seed() -> Vec<u8> {
     tds::login::encode(&tds::login::Login7 {
         tds_version: 0x7400_0004,
         packet_size: 4096,
+        client_pid: 7,
         host_name: "h".into(),
         user_name: "sa".into(),
         password: "Str0ng!Passw0rd".into(),
         app_name: "fuzz".into(),
+        interface_name: "fuzz".into(),
         database: "master".into(),
     })
 }

@@ -73,6 +73,10 @@ pub struct SessionInfo {
     /// has no client of its own; the TDS server fills it from LOGIN7).
     pub host_name: Option<String>,
     pub program_name: String,
+    /// The login the session authenticated as (sa for an embedded session).
+    pub login_name: String,
+    /// Its TDS connection (None for an embedded session): sys.dm_exec_connections.
+    pub connection: Option<Arc<Connection>>,
     pub database_id: u16,
     /// The running batch: when it started (monotonic and as a datetime) and its command.
     pub request: Option<RunningRequest>,
@@ -95,6 +99,91 @@ impl SessionInfo {
         } else {
             request.command.clone()
         })
+    }
+}
+
+/// A session's TDS connection, as sys.dm_exec_connections shows it: what its LOGIN7 and its
+/// socket said when it connected, and the packets it has read and written since.
+#[derive(Debug)]
+pub struct Connection {
+    pub connect_time: std::time::Instant,
+    pub client_address: std::net::SocketAddr,
+    pub local_address: std::net::SocketAddr,
+    /// TLS for the whole connection (not only for the login).
+    pub encrypted: bool,
+    pub packet_size: u32,
+    /// LOGIN7's TDS version (protocol_version).
+    pub protocol_version: u32,
+    pub connection_id: [u8; 16],
+    /// LOGIN7's client process id and library name.
+    pub host_process_id: u32,
+    pub client_interface_name: String,
+    packets_read: std::sync::atomic::AtomicU64,
+    packets_written: std::sync::atomic::AtomicU64,
+    /// Microseconds from connect_time to the last read and write.
+    last_read_us: std::sync::atomic::AtomicU64,
+    last_write_us: std::sync::atomic::AtomicU64,
+}
+
+/// What [`Connection::new`] takes: the connection's fixed facts.
+#[derive(Clone, Debug)]
+pub struct ConnectionFacts {
+    pub client_address: std::net::SocketAddr,
+    pub local_address: std::net::SocketAddr,
+    pub encrypted: bool,
+    pub packet_size: u32,
+    pub protocol_version: u32,
+    pub connection_id: [u8; 16],
+    pub host_process_id: u32,
+    pub client_interface_name: String,
+}
+
+impl Connection {
+    /// A connection that connected at `connect_time`.
+    pub fn new(facts: ConnectionFacts, connect_time: std::time::Instant) -> Connection {
+        Connection {
+            connect_time,
+            client_address: facts.client_address,
+            local_address: facts.local_address,
+            encrypted: facts.encrypted,
+            packet_size: facts.packet_size,
+            protocol_version: facts.protocol_version,
+            connection_id: facts.connection_id,
+            host_process_id: facts.host_process_id,
+            client_interface_name: facts.client_interface_name,
+            packets_read: Default::default(),
+            packets_written: Default::default(),
+            last_read_us: Default::default(),
+            last_write_us: Default::default(),
+        }
+    }
+
+    /// `packets` more were read (a request), or written (`written`: a reply).
+    pub fn count_packets(&self, packets: u64, written: bool) {
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
+        let since = u64::try_from(self.connect_time.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let (count, last) = if written {
+            (&self.packets_written, &self.last_write_us)
+        } else {
+            (&self.packets_read, &self.last_read_us)
+        };
+        count.fetch_add(packets, relaxed);
+        last.store(since, relaxed);
+    }
+
+    /// (packets read, packets written).
+    pub fn packets(&self) -> (u64, u64) {
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
+        (self.packets_read.load(relaxed), self.packets_written.load(relaxed))
+    }
+
+    /// When the last packet was read and written (the connect time until then).
+    pub fn last_read_and_write(&self) -> (std::time::Instant, std::time::Instant) {
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
+        let at = |us: &std::sync::atomic::AtomicU64| {
+            self.connect_time + std::time::Duration::from_micros(us.load(relaxed))
+        };
+        (at(&self.last_read_us), at(&self.last_write_us))
     }
 }
 

@@ -315,6 +315,8 @@ impl Session {
                 login_time: now,
                 host_name: None,
                 program_name: "extentdb".into(),
+                login_name: "sa".into(),
+                connection: None,
                 database_id: db.database_id,
                 request: None,
                 last_request_start_time: now,
@@ -724,6 +726,24 @@ impl Session {
     /// connection).
     pub fn is_killed(&self) -> bool {
         self.control.is_killed()
+    }
+
+    /// The TDS server's facts about the session's client: its login, host and program names
+    /// (LOGIN7's) and its connection. sys.dm_exec_sessions, sys.dm_exec_connections,
+    /// HOST_NAME(), APP_NAME() and SUSER_SNAME() show them.
+    pub fn set_client(
+        &self,
+        login_name: &str,
+        host_name: &str,
+        program_name: &str,
+        connection: Arc<crate::server::Connection>,
+    ) {
+        if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
+            info.login_name = login_name.to_string();
+            info.host_name = Some(host_name.to_string());
+            info.program_name = program_name.to_string();
+            info.connection = Some(connection);
+        }
     }
 
     /// How KILL ends this session's connection (the TDS server's hook).
@@ -1819,7 +1839,9 @@ impl Session {
                 Some(_) => Value::Null,
             }),
             "SUSER_SNAME" | "SUSER_NAME" | "ORIGINAL_LOGIN" if args.is_empty() => {
-                Ok(Value::Text("sa".into()))
+                let sessions = self.server.sessions.lock();
+                let login = sessions.get(&self.spid).map_or("sa", |info| info.login_name.as_str());
+                Ok(Value::Text(login.to_string()))
             }
             "USER_NAME" | "CURRENT_USER" | "SESSION_USER" | "USER" if args.is_empty() => {
                 Ok(Value::Text("dbo".into()))

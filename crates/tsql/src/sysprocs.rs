@@ -553,7 +553,7 @@ impl Session {
                     Value::SmallInt(w.spid as i16),
                     Value::SmallInt(0),
                     text(w.status),
-                    text("sa"),
+                    Value::Text(w.info.login_name.clone()),
                     Value::Text(w.info.host_name.clone().unwrap_or_default()),
                     Value::Text(format!("{:>5}", w.blocked_by.unwrap_or(0))),
                     w.database.map_or(Value::Null, Value::Text),
@@ -645,7 +645,7 @@ impl Session {
                 vec![
                     Value::Text(format!("{:>5}", w.spid)),
                     text(w.status),
-                    text("sa"),
+                    Value::Text(w.info.login_name.clone()),
                     Value::Text(dotted(w.info.host_name.clone())),
                     Value::Text(dotted(w.blocked_by.map(|b| format!("{b:>5}")))),
                     w.database.map_or(Value::Null, Value::Text),

@@ -60,6 +60,7 @@ impl Session {
             "dm_os_tasks" => Some(Ok(self.dm_os_tasks())),
             "dm_os_performance_counters" => Some(Ok(self.dm_os_performance_counters())),
             "dm_exec_sessions" => Some(Ok(self.dm_exec_sessions())),
+            "dm_exec_connections" => Some(Ok(self.dm_exec_connections())),
             "dm_exec_requests" => Some(Ok(self.dm_exec_requests())),
             "dm_io_virtual_file_stats" => Some(Ok(self.dm_io_virtual_file_stats(args))),
             "dm_os_volume_stats" => Some(Ok(self.dm_os_volume_stats(args))),

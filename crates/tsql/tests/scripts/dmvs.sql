@@ -23,6 +23,10 @@ SELECT COUNT(*) AS wait_types FROM sys.dm_os_wait_stats;
 -- No one else is connected: nothing waits now, and this session is the one running request.
 SELECT COUNT(*) AS waiting_now FROM sys.dm_os_waiting_tasks;
 SELECT session_id, status, DB_NAME(database_id) AS db, is_user_process, open_transaction_count FROM sys.dm_exec_sessions;
+-- An embedded session has no connection (host_process_id and client_interface_name NULL).
+SELECT login_name, host_name, host_process_id, client_interface_name FROM sys.dm_exec_sessions
+WHERE session_id = @@SPID;
+SELECT COUNT(*) AS connections FROM sys.dm_exec_connections;
 SELECT session_id, request_id, status, command, DB_NAME(database_id) AS db, blocking_session_id, wait_type
 FROM sys.dm_exec_requests WHERE session_id = @@SPID;
 SELECT latch_class FROM sys.dm_os_latch_stats WHERE waiting_requests_count < 0;
