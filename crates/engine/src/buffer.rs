@@ -657,6 +657,7 @@ impl BufferPool {
     /// SET STATISTICS IO's counts ([`crate::iostats`]): a logical read of the fetched page,
     /// and a physical one if the fetch read it from disk.
     fn count_read(guard: &PageGuard<'_>, physical: bool) {
+        crate::iostats::count_fetch(physical);
         if !crate::iostats::is_counting() {
             return;
         }
@@ -932,6 +933,7 @@ impl BufferPool {
             };
             if good {
                 installed += 1;
+                crate::iostats::count_read_ahead(1);
                 if crate::iostats::is_counting() {
                     let page_bytes = &bytes[at..at + crate::units::PAGE_SIZE];
                     let au_id = crate::page::PageHeader::read(page_bytes).allocation_unit_id();

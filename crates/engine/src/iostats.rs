@@ -11,6 +11,10 @@
 //! Each is filed under the allocation unit the page's header names (m_objId/m_indexId), so
 //! allocation pages (PFS, GAM, IAM), which name none, count for no table, as in SQL Server's
 //! output. Counting costs one thread-local flag test per fetch while it is off.
+//!
+//! Apart from that, every thread keeps running totals of its logical reads and of the pages
+//! it read from disk (its fetches' reads and its read-ahead's), always on: the T-SQL session
+//! adds each request's share to sys.dm_exec_sessions' logical_reads and reads.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -25,7 +29,16 @@ pub struct IoCounts {
     pub read_ahead_reads: u64,
 }
 
+/// A thread's running totals ([`thread_reads`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadTotals {
+    pub logical_reads: u64,
+    /// Pages read from disk: by the thread's own fetches and by its read-ahead.
+    pub reads: u64,
+}
+
 thread_local! {
+    static TOTALS: Cell<ReadTotals> = const { Cell::new(ReadTotals { logical_reads: 0, reads: 0 }) };
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static COUNTS: RefCell<BTreeMap<(u16, u64), IoCounts>> = const { RefCell::new(BTreeMap::new()) };
 }
@@ -33,14 +46,40 @@ thread_local! {
 /// A fiber's STATISTICS IO counting, kept off the thread while another fiber runs on it.
 #[derive(Default)]
 pub(crate) struct FiberIoCounts {
+    totals: ReadTotals,
     counting: bool,
     counts: BTreeMap<(u16, u64), IoCounts>,
 }
 
 /// Swaps the thread's counting with a fiber's (see [`crate::fiber`]).
 pub(crate) fn swap_fiber_counts(saved: &mut FiberIoCounts) {
+    saved.totals = TOTALS.with(|c| c.replace(saved.totals));
     saved.counting = COUNTING.with(|c| c.replace(saved.counting));
     COUNTS.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut saved.counts));
+}
+
+/// This thread's totals so far.
+pub fn thread_reads() -> ReadTotals {
+    TOTALS.with(Cell::get)
+}
+
+/// Adds a fetch (and a read from disk if `physical`) to the thread's totals.
+pub(crate) fn count_fetch(physical: bool) {
+    TOTALS.with(|t| {
+        let mut totals = t.get();
+        totals.logical_reads += 1;
+        totals.reads += u64::from(physical);
+        t.set(totals);
+    });
+}
+
+/// Adds `pages` read by the thread's read-ahead to its totals.
+pub(crate) fn count_read_ahead(pages: u64) {
+    TOTALS.with(|t| {
+        let mut totals = t.get();
+        totals.reads += pages;
+        t.set(totals);
+    });
 }
 
 /// Starts counting this thread's reads from zero.
@@ -101,5 +140,16 @@ mod tests {
         assert_eq!(counts.len(), 1);
         note_logical(5, 1);
         assert!(take().is_empty(), "nothing is counted after take");
+    }
+
+    #[test]
+    fn the_thread_totals_count_always() {
+        let before = thread_reads();
+        count_fetch(false);
+        count_fetch(true);
+        count_read_ahead(8);
+        let after = thread_reads();
+        assert_eq!(after.logical_reads - before.logical_reads, 2);
+        assert_eq!(after.reads - before.reads, 9);
     }
 }

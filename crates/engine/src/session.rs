@@ -116,6 +116,26 @@ mod tests {
     }
 }
 
+/// Nanoseconds the calling thread has been on a CPU (CLOCK_THREAD_CPUTIME_ID: one system
+/// call, cheap enough for every request; the same account as [`thread_cpu_ns`]).
+pub fn thread_cpu_time_ns() -> u64 {
+    let at = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    (at.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(at.tv_nsec as u64)
+}
+
+/// The calling thread's id, by which [`thread_cpu_ns_of`] reads its CPU time from another.
+pub fn thread_id() -> i32 {
+    rustix::thread::gettid().as_raw_nonzero().get()
+}
+
+/// Nanoseconds thread `thread_id` of this process has been on a CPU
+/// (/proc/self/task/<id>/schedstat; None once the thread is gone, or where there is none).
+pub fn thread_cpu_ns_of(thread_id: i32) -> Option<u64> {
+    let schedstat =
+        std::fs::read_to_string(format!("/proc/self/task/{thread_id}/schedstat")).ok()?;
+    schedstat.split_whitespace().next()?.parse().ok()
+}
+
 /// Nanoseconds the calling thread has been on a CPU, from the scheduler's own account
 /// (/proc/thread-self/schedstat; None where there is none). SET STATISTICS TIME and the
 /// benchmarks' per-session CPU read it.

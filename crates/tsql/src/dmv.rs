@@ -38,6 +38,17 @@ fn sql_handle(batch: &str) -> Vec<u8> {
     handle
 }
 
+/// The CPU a running request has used so far: its thread's account now (read from the
+/// calling thread directly, from another's through /proc) less its account at the start.
+fn request_cpu_ns(request: &crate::server::RunningRequest) -> u64 {
+    let now = if request.thread_id == engine::session::thread_id() {
+        Some(engine::session::thread_cpu_time_ns())
+    } else {
+        engine::session::thread_cpu_ns_of(request.thread_id)
+    };
+    now.map_or(0, |ns| ns.saturating_sub(request.cpu_start_ns))
+}
+
 fn big(n: u64) -> Value {
     Value::BigInt(i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -651,6 +662,10 @@ impl Session {
             "open_transaction_count",
             "host_process_id",
             "client_interface_name",
+            "cpu_time",
+            "total_elapsed_time",
+            "reads",
+            "logical_reads",
         ]);
         let sessions = self.server.sessions.lock().clone();
         let rows = sessions
@@ -673,6 +688,10 @@ impl Session {
                     info.connection
                         .as_ref()
                         .map_or(Value::Null, |c| Value::Text(c.client_interface_name.clone())),
+                    int(info.used.cpu_time_ns / 1_000_000),
+                    int(info.used.elapsed_ns / 1_000_000),
+                    big(info.used.reads),
+                    big(info.used.logical_reads),
                 ]
             })
             .collect();
@@ -762,6 +781,7 @@ impl Session {
             "total_elapsed_time",
             "scheduler_id",
             "sql_handle",
+            "cpu_time",
         ]);
         let tasks: BTreeMap<u16, engine::scheduler::TaskRow> = self
             .server
@@ -814,6 +834,7 @@ impl Session {
                 ),
                 task.map_or(Value::Null, |t| Value::Int(t.scheduler_id as i32)),
                 Value::Bytes(sql_handle(&info.last_batch)),
+                int(request_cpu_ns(&request) / 1_000_000),
             ]);
         }
         (cols, rows)

@@ -85,6 +85,10 @@ pub struct SessionInfo {
     pub open_transaction_count: i32,
     /// The text of the running or last batch (DBCC INPUTBUFFER).
     pub last_batch: Arc<str>,
+    /// What its finished requests used: CPU (their threads' own account), elapsed time, pages
+    /// fetched from the buffer pool and pages read from disk (sys.dm_exec_sessions, updated
+    /// as each request ends, as SQL Server updates it).
+    pub used: RequestUse,
     /// What another session's KILL reaches it by.
     pub control: Arc<SessionControl>,
 }
@@ -231,10 +235,34 @@ impl SessionControl {
     }
 }
 
+/// CPU, time and page reads, of a request or summed over a session's requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestUse {
+    pub cpu_time_ns: u64,
+    pub elapsed_ns: u64,
+    pub logical_reads: u64,
+    pub reads: u64,
+}
+
+impl RequestUse {
+    pub fn add(&mut self, other: RequestUse) {
+        self.cpu_time_ns += other.cpu_time_ns;
+        self.elapsed_ns += other.elapsed_ns;
+        self.logical_reads += other.logical_reads;
+        self.reads += other.reads;
+    }
+}
+
 /// A batch that is running now.
 #[derive(Clone, Debug)]
 pub struct RunningRequest {
     pub started: std::time::Instant,
+    /// The thread that runs it, and that thread's CPU time when it started
+    /// (sys.dm_exec_requests.cpu_time reads the thread's account as it grows).
+    pub thread_id: i32,
+    pub cpu_start_ns: u64,
+    /// The thread's page-read totals when it started.
+    pub reads_start: engine::iostats::ReadTotals,
     /// The batch's first keyword, upper case (SELECT, INSERT, DBCC, ...).
     pub command: String,
 }

@@ -323,6 +323,7 @@ impl Session {
                 last_request_end_time: now,
                 open_transaction_count: 0,
                 last_batch: Arc::from(""),
+                used: crate::server::RequestUse::default(),
                 control: control.clone(),
             },
         );
@@ -563,10 +564,16 @@ impl Session {
     fn request_started(&self, sql: &str) {
         self.server.instance.counters.count_batch_request();
         let now = std::time::Instant::now();
-        let command = first_keyword(sql);
+        let request = crate::server::RunningRequest {
+            started: now,
+            thread_id: engine::session::thread_id(),
+            cpu_start_ns: engine::session::thread_cpu_time_ns(),
+            reads_start: engine::iostats::thread_reads(),
+            command: first_keyword(sql),
+        };
         if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
             info.last_request_start_time = now;
-            info.request = Some(crate::server::RunningRequest { started: now, command });
+            info.request = Some(request);
             info.last_batch = Arc::from(sql);
         }
     }
@@ -575,7 +582,20 @@ impl Session {
     fn request_ended(&self) {
         let now = std::time::Instant::now();
         let open = self.db.trancount() as i32 - i32::from(self.in_autocommit);
+        let reads = engine::iostats::thread_reads();
+        let cpu_ns = engine::session::thread_cpu_time_ns();
         if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
+            if let Some(request) = &info.request {
+                info.used.add(crate::server::RequestUse {
+                    cpu_time_ns: cpu_ns.saturating_sub(request.cpu_start_ns),
+                    elapsed_ns: u64::try_from((now - request.started).as_nanos())
+                        .unwrap_or(u64::MAX),
+                    logical_reads: reads
+                        .logical_reads
+                        .saturating_sub(request.reads_start.logical_reads),
+                    reads: reads.reads.saturating_sub(request.reads_start.reads),
+                });
+            }
             info.request = None;
             info.last_request_end_time = now;
             info.database_id = self.db.database_id;

@@ -573,3 +573,73 @@ fn single_user_with_rollback_immediate_kills_the_databases_other_sessions() {
     drop((admin, holder, bystander));
     server.shutdown().expect("shutdown");
 }
+
+/// sys.dm_exec_requests.cpu_time is a running request's thread's own CPU account as it grows
+/// (seen from another session); when the request ends, sys.dm_exec_sessions adds its CPU and
+/// elapsed time, and its page reads: a scan's logical reads cover the pages it read.
+#[test]
+fn requests_and_sessions_show_the_cpu_and_reads_they_used() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut busy = Session::new(&server);
+    let spid = busy.spid;
+    let cancel = busy.cancel_handle();
+    let running = std::thread::spawn(move || {
+        run(&mut busy, "DECLARE @i bigint = 0\nWHILE @i < 1000000000 SET @i += 1");
+        busy
+    });
+    let mut observer = Session::new(&server);
+    let cpu_ms = |observer: &mut Session, view: &str| -> i64 {
+        let rows = common::rows(
+            observer,
+            &format!("SELECT cpu_time FROM sys.{view} WHERE session_id = {spid}"),
+        );
+        rows.first().map_or(-1, |row| row[0].parse().expect("an int"))
+    };
+    let started = std::time::Instant::now();
+    while cpu_ms(&mut observer, "dm_exec_requests") < 100 {
+        assert!(started.elapsed().as_secs() < 60, "the busy request never reached 100 ms of CPU");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut busy = running.join().expect("the busy session");
+    let used = common::rows(
+        &mut observer,
+        &format!(
+            "SELECT cpu_time, total_elapsed_time FROM sys.dm_exec_sessions WHERE session_id = {spid}"
+        ),
+    );
+    let (cpu, elapsed): (i64, i64) = (used[0][0].parse().unwrap(), used[0][1].parse().unwrap());
+    assert!(cpu >= 100 && elapsed >= cpu, "cpu {cpu} ms, elapsed {elapsed} ms");
+    let (errors, _) = run(
+        &mut busy,
+        "CREATE TABLE wide (id INT PRIMARY KEY, filler CHAR(2000) NOT NULL DEFAULT 'x')\n\
+         DECLARE @i int = 1\nWHILE @i <= 40 BEGIN INSERT wide (id) VALUES (@i) SET @i += 1 END",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let reads = |observer: &mut Session| -> i64 {
+        let rows = common::rows(
+            observer,
+            &format!("SELECT logical_reads FROM sys.dm_exec_sessions WHERE session_id = {spid}"),
+        );
+        rows[0][0].parse().unwrap()
+    };
+    let before = reads(&mut observer);
+    let pages = common::rows(
+        &mut busy,
+        "SELECT page_count FROM sys.dm_db_index_physical_stats(DB_ID(), OBJECT_ID('wide'), 1, \
+         NULL, 'DETAILED') WHERE index_level = 0",
+    );
+    let leaf_pages: i64 = pages[0][0].parse().unwrap();
+    let before_scan = reads(&mut observer);
+    common::rows(&mut busy, "SELECT COUNT(*) FROM wide WHERE filler = 'y'");
+    let after = reads(&mut observer);
+    assert!(leaf_pages >= 10 && before_scan >= before, "{leaf_pages} leaf pages");
+    assert!(
+        after - before_scan >= leaf_pages,
+        "{} logical reads, {leaf_pages} pages",
+        after - before_scan
+    );
+    drop((busy, observer));
+    server.shutdown().expect("shutdown");
+}
