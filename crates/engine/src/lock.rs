@@ -9,8 +9,9 @@
 //!   condition variable and the time it waited is recorded as LCK_M_<mode>, with the blocking
 //!   session in the waiting-tasks snapshot.
 //! - Deadlocks: a waiter that has waited 100 ms looks for a cycle in the wait-for graph; the
-//!   transaction in the cycle whose rollback costs least (least log written) is the victim and
-//!   gets 1205. With trace flags 1204 or 1222 the deadlock is written to the errorlog.
+//!   victim is the transaction in the cycle of the lowest deadlock priority (SET
+//!   DEADLOCK_PRIORITY, -10 to 10) and, among those, the one whose rollback costs least (least
+//!   log written); it gets 1205. With trace flags 1204 or 1222 the deadlock is written to the errorlog.
 //! - Lock lists: each transaction keeps the list of resources it holds (SQL Server's
 //!   transaction lock list, from which its end releases every lock); the lock table keeps,
 //!   per resource, its holders and waiters, the first holder inline (an entry is 32 bytes, so
@@ -143,6 +144,8 @@ pub struct WaitLimits {
     /// None: wait as long as it takes (LOCK_TIMEOUT -1, the default); zero: never wait.
     pub timeout: Option<Duration>,
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The session's SET DEADLOCK_PRIORITY, which the deadlock search reads off its waiters.
+    pub deadlock_priority: i8,
 }
 
 impl WaitLimits {
@@ -156,8 +159,11 @@ impl WaitLimits {
 pub struct LockOwner {
     pub xact_id: u64,
     pub spid: u16,
-    /// What rolling it back would cost (log bytes written): the deadlock victim is the cheapest.
+    /// What rolling it back would cost (log bytes written): the deadlock victim is the cheapest
+    /// of the lowest priority.
     pub cost: u64,
+    /// Its session's SET DEADLOCK_PRIORITY (-10 to 10; 0 NORMAL), set when it waits.
+    pub deadlock_priority: i8,
 }
 
 /// One row of [`LockManager::requests_snapshot`].
@@ -513,6 +519,7 @@ impl LockManager {
             Grant::Blocked => {}
         }
         let limits = limits();
+        let owner = LockOwner { deadlock_priority: limits.deadlock_priority, ..owner };
         if limits.timeout == Some(Duration::ZERO) {
             // LOCK_TIMEOUT 0: the request is refused without waiting; grant_now queued nothing.
             Self::forget_if_unused(&mut table, resource);
@@ -805,7 +812,10 @@ impl LockManager {
         let cycle = find_cycle(&waits, start)?;
         let victim = cycle
             .iter()
-            .min_by_key(|x| (waits[x].2.cost, std::cmp::Reverse(**x)))
+            .min_by_key(|x| {
+                let owner = waits[x].2;
+                (owner.deadlock_priority, owner.cost, std::cmp::Reverse(**x))
+            })
             .copied()
             .expect("a cycle has members");
         let (resource, _, _, _) = waits[&victim];
@@ -933,7 +943,7 @@ mod tests {
     }
 
     fn owner(xact_id: u64) -> LockOwner {
-        LockOwner { xact_id, spid: 50 + xact_id as u16, cost: xact_id }
+        LockOwner { xact_id, spid: 50 + xact_id as u16, cost: xact_id, deadlock_priority: 0 }
     }
 
     fn lock(manager: &LockManager, xact_id: u64, resource: LockResource) -> SqlResult<Acquired> {
@@ -1023,7 +1033,8 @@ mod tests {
         let object = LockResource::Object { database_id: 5, au_id: 7 };
         assert!(lock(&manager, 1, key(9)).is_ok());
         assert!(lock(&manager, 1, object).is_ok());
-        let limits = || WaitLimits { timeout: Some(Duration::from_millis(30)), cancel: None };
+        let limits =
+            || WaitLimits { timeout: Some(Duration::from_millis(30)), ..WaitLimits::default() };
         let mut waits = 0;
         let started = Instant::now();
         let error = manager
@@ -1037,7 +1048,7 @@ mod tests {
             .err()
             .expect("1222");
         assert_eq!((error.number, error.state), (1222, 56));
-        let never = || WaitLimits { timeout: Some(Duration::ZERO), cancel: None };
+        let never = || WaitLimits { timeout: Some(Duration::ZERO), ..WaitLimits::default() };
         let mut waits = 0;
         let refused =
             manager.acquire(owner(3), key(9), S, &never, &mut |_| waits += 1, &mut |_| {});
@@ -1056,7 +1067,7 @@ mod tests {
         assert!(lock(&manager, 1, key(4)).is_ok());
         let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = cancel.clone();
-        let limits = move || WaitLimits { timeout: None, cancel: Some(flag.clone()) };
+        let limits = move || WaitLimits { cancel: Some(flag.clone()), ..WaitLimits::default() };
         let other = std::sync::Arc::clone(&manager);
         let waiter = std::thread::spawn(move || {
             other.acquire(owner(2), key(4), X, &limits, &mut |_| {}, &mut |_| {}).err()
@@ -1068,6 +1079,29 @@ mod tests {
         let error = waiter.join().expect("the waiter").expect("cancelled");
         assert_eq!(error.number, crate::error::WAIT_CANCELLED);
         assert_eq!(manager.snapshot(), vec![(key(4), 1, 51, X)], "only the holder is left");
+        manager.release_all(1, &held_by(&manager, 1));
+    }
+
+    /// SET DEADLOCK_PRIORITY decides the victim before the rollback cost does: the cheaper
+    /// transaction survives when its session's priority is higher.
+    #[test]
+    fn a_higher_deadlock_priority_outranks_a_cheaper_rollback() {
+        let manager = std::sync::Arc::new(LockManager::default());
+        assert!(lock(&manager, 1, key(1)).is_ok());
+        assert!(lock(&manager, 2, key(2)).is_ok());
+        let high = || WaitLimits { deadlock_priority: 5, ..WaitLimits::default() };
+        let other = std::sync::Arc::clone(&manager);
+        let second = std::thread::spawn(move || {
+            let result = lock(&other, 2, key(1));
+            if result.is_err() {
+                other.release_all(2, &held_by(&other, 2));
+            }
+            result.map(|_| ())
+        });
+        let first = manager.acquire(owner(1), key(2), X, &high, &mut |_| {}, &mut |_| {});
+        let second = second.join().expect("the second session");
+        assert!(first.is_ok(), "transaction 1 (cost 1, priority 5) is not the victim");
+        assert_eq!(second.err().map(|e| e.number), Some(1205));
         manager.release_all(1, &held_by(&manager, 1));
     }
 }

@@ -864,6 +864,7 @@ pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlR
             xact_id: x.xact_id,
             spid: crate::instance::current_spid(),
             cost: x.reserved_bytes,
+            deadlock_priority: 0, // the lock manager takes it from WAIT_LIMITS if it waits
         };
         Some((owner, held_through_object(x, resource, mode)))
     });

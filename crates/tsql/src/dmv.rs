@@ -666,6 +666,8 @@ impl Session {
             "total_elapsed_time",
             "reads",
             "logical_reads",
+            "lock_timeout",
+            "deadlock_priority",
         ]);
         let sessions = self.server.sessions.lock().clone();
         let rows = sessions
@@ -692,6 +694,8 @@ impl Session {
                     int(info.used.elapsed_ns / 1_000_000),
                     big(info.used.reads),
                     big(info.used.logical_reads),
+                    Value::Int(info.lock_timeout_ms),
+                    Value::Int(i32::from(info.deadlock_priority)),
                 ]
             })
             .collect();

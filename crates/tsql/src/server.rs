@@ -89,6 +89,9 @@ pub struct SessionInfo {
     /// fetched from the buffer pool and pages read from disk (sys.dm_exec_sessions, updated
     /// as each request ends, as SQL Server updates it).
     pub used: RequestUse,
+    /// SET LOCK_TIMEOUT and SET DEADLOCK_PRIORITY as the session last set them.
+    pub lock_timeout_ms: i32,
+    pub deadlock_priority: i8,
     /// What another session's KILL reaches it by.
     pub control: Arc<SessionControl>,
 }

@@ -245,6 +245,8 @@ pub struct Session {
     /// SET LOCK_TIMEOUT: how long a lock request waits, in milliseconds (-1: as long as it
     /// takes; 0: not at all).
     lock_timeout_ms: i32,
+    /// SET DEADLOCK_PRIORITY: -10 to 10 (LOW -5, NORMAL 0, HIGH 5).
+    deadlock_priority: i8,
     /// The session's transactions beginning and ending, for the TDS layer's ENVCHANGE 8, 9
     /// and 10 (it drains them as the batch's outputs come, so they keep their place). None
     /// until the TDS layer asks for them: an embedded session records nothing.
@@ -324,6 +326,8 @@ impl Session {
                 open_transaction_count: 0,
                 last_batch: Arc::from(""),
                 used: crate::server::RequestUse::default(),
+                lock_timeout_ms: -1,
+                deadlock_priority: 0,
                 control: control.clone(),
             },
         );
@@ -361,6 +365,7 @@ impl Session {
             implicit_transactions: false,
             control,
             lock_timeout_ms: -1,
+            deadlock_priority: 0,
             transaction_events: None,
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
@@ -1164,21 +1169,22 @@ impl Session {
         }
     }
 
-    /// SET NOCOUNT, SET XACT_ABORT and SET LOCK_TIMEOUT, which a procedure's own SETs change
-    /// only until it returns.
-    pub(crate) fn set_options(&self) -> (bool, bool, i32) {
-        (self.nocount, self.xact_abort, self.lock_timeout_ms)
+    /// SET NOCOUNT, SET XACT_ABORT, SET LOCK_TIMEOUT and SET DEADLOCK_PRIORITY, which a
+    /// procedure's own SETs change only until it returns.
+    pub(crate) fn set_options(&self) -> (bool, bool, i32, i8) {
+        (self.nocount, self.xact_abort, self.lock_timeout_ms, self.deadlock_priority)
     }
 
     pub(crate) fn restore_set_options(
         &mut self,
-        (nocount, xact_abort, lock_timeout_ms): (bool, bool, i32),
+        (nocount, xact_abort, lock_timeout_ms, deadlock_priority): (bool, bool, i32, i8),
     ) {
         self.nocount = nocount;
         self.xact_abort = xact_abort;
-        if self.lock_timeout_ms != lock_timeout_ms {
+        if (self.lock_timeout_ms, self.deadlock_priority) != (lock_timeout_ms, deadlock_priority) {
             self.lock_timeout_ms = lock_timeout_ms;
-            self.install_wait_limits();
+            self.deadlock_priority = deadlock_priority;
+            self.lock_options_changed();
         }
     }
 
@@ -1190,7 +1196,18 @@ impl Session {
         engine::xact::set_wait_limits(engine::lock::WaitLimits {
             timeout,
             cancel: Some(self.control.cancel.clone()),
+            deadlock_priority: self.deadlock_priority,
         });
+    }
+
+    /// A SET LOCK_TIMEOUT or DEADLOCK_PRIORITY took effect: the engine's limits for this
+    /// thread, and sys.dm_exec_sessions.
+    fn lock_options_changed(&self) {
+        self.install_wait_limits();
+        if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
+            info.lock_timeout_ms = self.lock_timeout_ms;
+            info.deadlock_priority = self.deadlock_priority;
+        }
     }
 
     /// Error 226: a statement that may not run inside a user transaction.
@@ -1654,6 +1671,10 @@ impl Session {
                 let written: Vec<&str> = text.split_whitespace().skip(2).collect();
                 return self.set_lock_timeout(&written, line);
             }
+            Some("DEADLOCK_PRIORITY") => {
+                let written: Vec<&str> = text.split_whitespace().skip(2).collect();
+                return self.set_deadlock_priority(&written, line);
+            }
             Some("NOCOUNT") => self.nocount = on,
             Some("XACT_ABORT") => self.xact_abort = on,
             Some("IMPLICIT_TRANSACTIONS") => self.implicit_transactions = on,
@@ -1684,7 +1705,35 @@ impl Session {
             }
         };
         self.lock_timeout_ms = if ms < 0 { -1 } else { ms as i32 };
-        self.install_wait_limits();
+        self.lock_options_changed();
+        Ok(Flow::Next)
+    }
+
+    /// SET DEADLOCK_PRIORITY { LOW | NORMAL | HIGH | n | @v }, n from -10 to 10 (else 2755).
+    /// A deadlock's victim is the session of the lowest priority in it (engine::lock).
+    fn set_deadlock_priority(
+        &mut self,
+        words: &[&str],
+        line: u64,
+    ) -> std::result::Result<Flow, Failure> {
+        let written = words.concat();
+        let number = match written.to_ascii_uppercase().as_str() {
+            "LOW" => Some(-5),
+            "NORMAL" => Some(0),
+            "HIGH" => Some(5),
+            _ if written.starts_with('@') => {
+                let value = self.variable(&written).map_err(|e| self.fail(e, line))?;
+                convert(&value, SqlType::Int).ok().as_ref().and_then(value::as_i64)
+            }
+            _ => written.parse::<i64>().ok(),
+        };
+        let Some(priority) = number.filter(|n| (-10..=10).contains(n)) else {
+            let text = "SET DEADLOCK_PRIORITY option is invalid. Valid options are {HIGH | \
+                        NORMAL | LOW | [-10 ... 10] of type integer}.";
+            return Err(self.fail(SqlError::new(2755, 16, 1, text), line));
+        };
+        self.deadlock_priority = priority as i8;
+        self.lock_options_changed();
         Ok(Flow::Next)
     }
 

@@ -643,3 +643,63 @@ fn requests_and_sessions_show_the_cpu_and_reads_they_used() {
     drop((busy, observer));
     server.shutdown().expect("shutdown");
 }
+
+/// SET DEADLOCK_PRIORITY: in a deadlock between a cheap transaction (one row changed) and an
+/// expensive one (many rows), the cheap one is the victim at equal priority, and survives
+/// when its session's priority is HIGH.
+#[test]
+fn deadlock_priority_chooses_the_victim_before_rollback_cost() {
+    for cheap_priority in ["NORMAL", "HIGH"] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+        let mut setup = Session::new(&server);
+        let (errors, _) = run(
+            &mut setup,
+            "CREATE TABLE a (id INT PRIMARY KEY, v INT)\nCREATE TABLE b (id INT PRIMARY KEY, v INT)\n\
+             CREATE TABLE bulk (id INT PRIMARY KEY, v INT)\n\
+             INSERT a VALUES (1, 0)\nINSERT b VALUES (1, 0)",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let barrier = Arc::new(Barrier::new(2));
+        let plans = [
+            (format!("SET DEADLOCK_PRIORITY {cheap_priority}"), "a", "b", 1),
+            ("SET DEADLOCK_PRIORITY NORMAL".to_string(), "b", "a", 500),
+        ];
+        let sessions: Vec<_> = plans
+            .into_iter()
+            .map(|(priority, first, second, rows)| {
+                let (server, barrier) = (server.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut session = Session::new(&server);
+                    let start = if rows == 1 { 0 } else { 1000 };
+                    let (errors, _) = run(
+                        &mut session,
+                        &format!(
+                            "{priority}\nBEGIN TRAN\nUPDATE {first} SET v = v + 1\n\
+                             DECLARE @i int = {start}\n\
+                             WHILE @i < {start} + {rows} BEGIN INSERT bulk VALUES (@i, 0) SET @i += 1 END"
+                        ),
+                    );
+                    assert!(errors.is_empty(), "{errors:?}");
+                    barrier.wait();
+                    let (errors, _) = run(&mut session, &format!("UPDATE {second} SET v = v + 10"));
+                    if errors.is_empty() {
+                        run(&mut session, "COMMIT");
+                    }
+                    (rows, errors)
+                })
+            })
+            .collect();
+        let results: Vec<(i32, Vec<i32>)> =
+            sessions.into_iter().map(|t| t.join().expect("a session thread")).collect();
+        let victims: Vec<i32> = results
+            .iter()
+            .filter(|(_, errors)| errors.contains(&1205))
+            .map(|(rows, _)| *rows)
+            .collect();
+        let expected = if cheap_priority == "HIGH" { 500 } else { 1 };
+        assert_eq!(victims, vec![expected], "{cheap_priority}: {results:?}");
+        drop(setup);
+        server.shutdown().expect("shutdown");
+    }
+}

@@ -1,6 +1,6 @@
--- SET LOCK_TIMEOUT and @@LOCK_TIMEOUT, and KILL's answers when it cannot end a session.
--- (Ending another session, and a lock wait that times out, need two sessions: see
--- tests/concurrency.rs and the TDS tests.)
+-- SET LOCK_TIMEOUT and @@LOCK_TIMEOUT, SET DEADLOCK_PRIORITY, and KILL's answers when it
+-- cannot end a session. (Ending another session, a lock wait that times out and a deadlock's
+-- victim need two sessions: see tests/concurrency.rs and the TDS tests.)
 SELECT @@LOCK_TIMEOUT AS default_timeout;
 SET LOCK_TIMEOUT 1500;
 SELECT @@LOCK_TIMEOUT AS after_set;
@@ -29,6 +29,21 @@ INSERT account VALUES (1, 10.00);
 UPDATE account SET balance = balance + 5 WHERE id = 1;
 SELECT balance FROM account;
 SET LOCK_TIMEOUT -1;
+GO
+SELECT lock_timeout, deadlock_priority FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+SET DEADLOCK_PRIORITY LOW;
+SELECT deadlock_priority AS low FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+SET DEADLOCK_PRIORITY HIGH;
+SELECT deadlock_priority AS high FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+DECLARE @p int = -10;
+SET DEADLOCK_PRIORITY @p;
+SELECT deadlock_priority AS from_variable FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+SET DEADLOCK_PRIORITY NORMAL;
+SELECT deadlock_priority AS normal FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+GO
+SET DEADLOCK_PRIORITY 11;
+GO
+SET DEADLOCK_PRIORITY MEDIUM;
 GO
 KILL 0;
 GO
