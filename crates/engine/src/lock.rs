@@ -368,6 +368,8 @@ impl Table {
 pub struct DeadlockReport {
     /// (spid, xact id, resource waited for, mode requested) of each transaction in the cycle.
     pub nodes: Vec<(u16, u64, LockResource, LockMode)>,
+    /// Each node's deadlock priority and log used (its rollback's cost), in the same order.
+    pub priorities_and_costs: Vec<(i8, u64)>,
     pub victim_spid: u16,
 }
 
@@ -829,7 +831,9 @@ impl LockManager {
             }
         }
         let nodes = cycle.iter().map(|x| (waits[x].2.spid, *x, waits[x].0, waits[x].1)).collect();
-        Some(DeadlockReport { nodes, victim_spid: waits[&victim].2.spid })
+        let priorities_and_costs =
+            cycle.iter().map(|x| (waits[x].2.deadlock_priority, waits[x].2.cost)).collect();
+        Some(DeadlockReport { nodes, priorities_and_costs, victim_spid: waits[&victim].2.spid })
     }
 
     /// The wait-for edges of one resource's waiters: each waits for the incompatible holders

@@ -1051,11 +1051,14 @@ fn write_deadlock(instance: &crate::instance::Instance, report: &DeadlockReport)
         instance.errorlog.write(info, "deadlock-list");
         instance.errorlog.write(info, &format!(" deadlock victim=process{}", report.victim_spid));
         instance.errorlog.write(info, "  process-list");
-        for (spid, xact_id, _, _) in &report.nodes {
+        for ((spid, xact_id, _, _), (priority, log_used)) in
+            report.nodes.iter().zip(&report.priorities_and_costs)
+        {
             instance.errorlog.write(
                 info,
                 &format!(
-                    "   process id=process{spid} spid={spid} xactid={xact_id} lockMode=waiting"
+                    "   process id=process{spid} spid={spid} priority={priority} \
+                     logused={log_used} xactid={xact_id} lockMode=waiting"
                 ),
             );
         }

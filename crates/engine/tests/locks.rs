@@ -156,6 +156,9 @@ fn a_deadlock_is_resolved_within_5_seconds_with_1205_and_written_with_tf_1222() 
     assert!(texts.iter().any(|t| t == "deadlock-list"), "{texts:?}");
     assert!(texts.iter().any(|t| t == &format!(" deadlock victim=process{victim_spid}")));
     assert!(texts.iter().any(|t| t.starts_with("Deadlock encountered")));
+    let victim_line =
+        format!("   process id=process{victim_spid} spid={victim_spid} priority=0 logused=");
+    assert!(texts.iter().any(|t| t.starts_with(&victim_line)), "{texts:?}");
 }
 
 /// (object locks, key locks) a transaction holds in the snapshot of the lock table.
