@@ -1301,7 +1301,7 @@ impl BTree {
             }
             return Ok(rows);
         }
-        if !xact::is_open(db.database_id) {
+        if !xact::is_open(db.database_id) || !xact::reads_take_locks() {
             return Ok(rows);
         }
         // READ COMMITTED: each row is read again under a short S lock on its key, so a row

@@ -291,6 +291,8 @@ thread_local! {
     static COMPENSATING: RefCell<Option<Lsn>> = const { RefCell::new(None) };
     /// What may end this thread's lock waits early ([`set_wait_limits`]).
     static WAIT_LIMITS: RefCell<WaitLimits> = RefCell::new(WaitLimits::default());
+    /// How this thread's reads lock the rows they read ([`with_read_locks`]).
+    static READ_LOCKS: std::cell::Cell<ReadLocks> = const { std::cell::Cell::new(ReadLocks::Released) };
 }
 
 /// A fiber's open transaction and undo state, kept off the thread while another fiber runs on
@@ -829,6 +831,34 @@ impl Database {
     }
 }
 
+/// How a read locks what it reads: the locking part of the transaction isolation level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadLocks {
+    /// READ UNCOMMITTED (NOLOCK): no shared or intent-shared locks; a read sees rows that
+    /// other transactions have changed and not committed, and waits for none of them.
+    None,
+    /// READ COMMITTED (the default): a shared lock on each row while it is read.
+    #[default]
+    Released,
+    /// REPEATABLE READ: the shared locks are kept to the transaction's end, so a row read
+    /// cannot change before it ends.
+    Held,
+}
+
+/// Runs `read` with this thread's reads locking as `locks` says (the T-SQL layer wraps a
+/// SELECT's read of a table in its isolation level or table hint).
+pub fn with_read_locks<T>(locks: ReadLocks, read: impl FnOnce() -> T) -> T {
+    let before = READ_LOCKS.with(|current| current.replace(locks));
+    let result = read();
+    READ_LOCKS.with(|current| current.set(before));
+    result
+}
+
+/// Whether this thread's reads take shared locks (not under READ UNCOMMITTED).
+pub fn reads_take_locks() -> bool {
+    READ_LOCKS.with(std::cell::Cell::get) != ReadLocks::None
+}
+
 /// Sets what ends the lock waits of the requests this thread runs from now on: the T-SQL
 /// session sets its LOCK_TIMEOUT and cancel flag before each request. Deviation: kept per
 /// thread, not per fiber (fiber mode runs `bench insert`'s jobs, which set none).
@@ -849,6 +879,9 @@ pub fn lock(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<
 /// COMMITTED) releases it only then: a key the transaction holds X on (a row it inserted)
 /// keeps its X lock.
 pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlResult<bool> {
+    if matches!(mode, LockMode::S | LockMode::IS) && !reads_take_locks() {
+        return Ok(false); // READ UNCOMMITTED
+    }
     if COMPENSATING.with(|c| c.borrow().is_some()) {
         return Ok(false); // an undo touches only what its transaction already holds
     }
@@ -1011,8 +1044,12 @@ fn try_escalation(db: &Database, owner: LockOwner, object: LockResource, at: usi
     });
 }
 
-/// Releases an S lock taken for a read (READ COMMITTED keeps none after the row is read).
+/// Releases an S lock taken for a read (READ COMMITTED keeps none after the row is read;
+/// REPEATABLE READ keeps it to the transaction's end).
 pub fn unlock(db: &Database, resource: LockResource) {
+    if READ_LOCKS.with(std::cell::Cell::get) == ReadLocks::Held {
+        return; // REPEATABLE READ: the transaction's end releases it
+    }
     let xact_id = CURRENT.with(|c| {
         let mut current = c.borrow_mut();
         let x = current.as_mut().filter(|x| x.database_id == db.database_id)?;

@@ -668,6 +668,7 @@ impl Session {
             "logical_reads",
             "lock_timeout",
             "deadlock_priority",
+            "transaction_isolation_level",
         ]);
         let sessions = self.server.sessions.lock().clone();
         let rows = sessions
@@ -696,6 +697,7 @@ impl Session {
                     big(info.used.logical_reads),
                     Value::Int(info.lock_timeout_ms),
                     Value::Int(i32::from(info.deadlock_priority)),
+                    Value::SmallInt(info.transaction_isolation_level),
                 ]
             })
             .collect();

@@ -1038,7 +1038,7 @@ impl Session {
         filter: Option<&Expr>,
     ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
         match factor {
-            TableFactor::Table { name, alias, args, .. } => {
+            TableFactor::Table { name, alias, args, with_hints, .. } => {
                 let table_name = crate::front::last_part(name);
                 let qualifier = alias.as_ref().map_or(table_name.clone(), |a| a.name.value.clone());
                 let cte = {
@@ -1107,7 +1107,10 @@ impl Session {
                     }
                 })?;
                 let cols = table_columns(&table, &qualifier);
-                let rows = self.read_table(&table, &cols, filter, outer)?;
+                let locks = self.read_locks(with_hints)?;
+                let rows = engine::xact::with_read_locks(locks, || {
+                    self.read_table(&table, &cols, filter, outer)
+                })?;
                 Ok((cols, rows))
             }
             TableFactor::Derived { subquery, alias, .. } => {
@@ -2031,7 +2034,8 @@ impl Session {
         if !plain {
             return Ok(None);
         }
-        let TableFactor::Table { name, args: None, .. } = &select.from[0].relation else {
+        let TableFactor::Table { name, args: None, with_hints, .. } = &select.from[0].relation
+        else {
             return Ok(None);
         };
         let (expr, column) = match &select.projection[0] {
@@ -2053,7 +2057,8 @@ impl Session {
         }
         let table = self.table(&table_name)?;
         engine::iostats::note_scan(self.db().database_id, table.au_ids()[0]);
-        let count = table.count_rows(self.db())?;
+        let locks = self.read_locks(with_hints)?;
+        let count = engine::xact::with_read_locks(locks, || table.count_rows(self.db()))?;
         let value = if function == "COUNT_BIG" {
             Value::BigInt(count as i64)
         } else {

@@ -92,6 +92,8 @@ pub struct SessionInfo {
     /// SET LOCK_TIMEOUT and SET DEADLOCK_PRIORITY as the session last set them.
     pub lock_timeout_ms: i32,
     pub deadlock_priority: i8,
+    /// SET TRANSACTION ISOLATION LEVEL (1 READ UNCOMMITTED ... 5 SNAPSHOT).
+    pub transaction_isolation_level: i16,
     /// What another session's KILL reaches it by.
     pub control: Arc<SessionControl>,
 }

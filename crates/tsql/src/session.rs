@@ -107,6 +107,30 @@ pub(crate) fn transaction_name_too_long(name: &str) -> SqlError {
 /// so no CATCH block takes it). The client sees no message, only DONE_ATTN.
 const CANCELLED: i32 = 3617;
 
+/// SET TRANSACTION ISOLATION LEVEL's levels, numbered as sys.dm_exec_sessions'
+/// transaction_isolation_level numbers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsolationLevel {
+    ReadUncommitted = 1,
+    ReadCommitted = 2,
+    RepeatableRead = 3,
+    Serializable = 4,
+    Snapshot = 5,
+}
+
+impl IsolationLevel {
+    /// DBCC USEROPTIONS' name of the level.
+    pub fn name(self) -> &'static str {
+        match self {
+            IsolationLevel::ReadUncommitted => "read uncommitted",
+            IsolationLevel::ReadCommitted => "read committed",
+            IsolationLevel::RepeatableRead => "repeatable read",
+            IsolationLevel::Serializable => "serializable",
+            IsolationLevel::Snapshot => "snapshot",
+        }
+    }
+}
+
 /// 596: the error a killed session's batch stops with. Severity 21, so it ends the batch and
 /// the connection, and no CATCH block takes it.
 const KILLED: i32 = 596;
@@ -247,6 +271,8 @@ pub struct Session {
     lock_timeout_ms: i32,
     /// SET DEADLOCK_PRIORITY: -10 to 10 (LOW -5, NORMAL 0, HIGH 5).
     deadlock_priority: i8,
+    /// SET TRANSACTION ISOLATION LEVEL, as sys.dm_exec_sessions numbers it.
+    isolation: IsolationLevel,
     /// The session's transactions beginning and ending, for the TDS layer's ENVCHANGE 8, 9
     /// and 10 (it drains them as the batch's outputs come, so they keep their place). None
     /// until the TDS layer asks for them: an embedded session records nothing.
@@ -328,6 +354,7 @@ impl Session {
                 used: crate::server::RequestUse::default(),
                 lock_timeout_ms: -1,
                 deadlock_priority: 0,
+                transaction_isolation_level: IsolationLevel::ReadCommitted as i16,
                 control: control.clone(),
             },
         );
@@ -366,6 +393,7 @@ impl Session {
             control,
             lock_timeout_ms: -1,
             deadlock_priority: 0,
+            isolation: IsolationLevel::ReadCommitted,
             transaction_events: None,
             last_identity: std::cell::Cell::new(None),
             batch_failed: false,
@@ -1171,16 +1199,31 @@ impl Session {
 
     /// SET NOCOUNT, SET XACT_ABORT, SET LOCK_TIMEOUT and SET DEADLOCK_PRIORITY, which a
     /// procedure's own SETs change only until it returns.
-    pub(crate) fn set_options(&self) -> (bool, bool, i32, i8) {
-        (self.nocount, self.xact_abort, self.lock_timeout_ms, self.deadlock_priority)
+    pub(crate) fn set_options(&self) -> (bool, bool, i32, i8, IsolationLevel) {
+        (
+            self.nocount,
+            self.xact_abort,
+            self.lock_timeout_ms,
+            self.deadlock_priority,
+            self.isolation,
+        )
     }
 
     pub(crate) fn restore_set_options(
         &mut self,
-        (nocount, xact_abort, lock_timeout_ms, deadlock_priority): (bool, bool, i32, i8),
+        (nocount, xact_abort, lock_timeout_ms, deadlock_priority, isolation): (
+            bool,
+            bool,
+            i32,
+            i8,
+            IsolationLevel,
+        ),
     ) {
         self.nocount = nocount;
         self.xact_abort = xact_abort;
+        if self.isolation != isolation {
+            self.set_isolation(isolation);
+        }
         if (self.lock_timeout_ms, self.deadlock_priority) != (lock_timeout_ms, deadlock_priority) {
             self.lock_timeout_ms = lock_timeout_ms;
             self.deadlock_priority = deadlock_priority;
@@ -1648,6 +1691,21 @@ impl Session {
         set: &sqlparser::ast::Set,
         line: u64,
     ) -> std::result::Result<Flow, Failure> {
+        if let sqlparser::ast::Set::SetTransaction { modes, .. } = set {
+            use sqlparser::ast::{TransactionIsolationLevel as Level, TransactionMode};
+            for mode in modes {
+                if let TransactionMode::IsolationLevel(level) = mode {
+                    self.set_isolation(match level {
+                        Level::ReadUncommitted => IsolationLevel::ReadUncommitted,
+                        Level::ReadCommitted => IsolationLevel::ReadCommitted,
+                        Level::RepeatableRead => IsolationLevel::RepeatableRead,
+                        Level::Serializable => IsolationLevel::Serializable,
+                        Level::Snapshot => IsolationLevel::Snapshot,
+                    });
+                }
+            }
+            return Ok(Flow::Next);
+        }
         let text = set.to_string();
         let words: Vec<String> = text.split_whitespace().map(|w| w.to_uppercase()).collect();
         if let sqlparser::ast::Set::SingleAssignment { variable, values, .. } = set {
@@ -1707,6 +1765,48 @@ impl Session {
         self.lock_timeout_ms = if ms < 0 { -1 } else { ms as i32 };
         self.lock_options_changed();
         Ok(Flow::Next)
+    }
+
+    /// SET TRANSACTION ISOLATION LEVEL: how SELECT's reads lock ([`Session::read_locks`]), and
+    /// sys.dm_exec_sessions.transaction_isolation_level.
+    fn set_isolation(&mut self, level: IsolationLevel) {
+        self.isolation = level;
+        if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
+            info.transaction_isolation_level = level as i16;
+        }
+    }
+
+    /// How a SELECT's read of a table locks: by its table hint (NOLOCK and READUNCOMMITTED
+    /// none; HOLDLOCK, SERIALIZABLE and REPEATABLEREAD to the transaction's end; READCOMMITTED
+    /// per row), else by the session's isolation level. SNAPSHOT is 3952: no database here
+    /// allows snapshot isolation (there is no row versioning). Deviation: SERIALIZABLE holds
+    /// the rows' shared locks as REPEATABLE READ does, without key-range locks, so it does not
+    /// keep new rows out of a range read.
+    pub(crate) fn read_locks(&self, hints: &[Expr]) -> Result<engine::xact::ReadLocks> {
+        use engine::xact::ReadLocks;
+        for hint in hints {
+            let word = hint.to_string().to_ascii_uppercase();
+            match word.as_str() {
+                "NOLOCK" | "READUNCOMMITTED" => return Ok(ReadLocks::None),
+                "HOLDLOCK" | "SERIALIZABLE" | "REPEATABLEREAD" => return Ok(ReadLocks::Held),
+                "READCOMMITTED" | "READCOMMITTEDLOCK" => return Ok(ReadLocks::Released),
+                _ => {}
+            }
+        }
+        Ok(match self.isolation {
+            IsolationLevel::ReadUncommitted => ReadLocks::None,
+            IsolationLevel::ReadCommitted => ReadLocks::Released,
+            IsolationLevel::RepeatableRead | IsolationLevel::Serializable => ReadLocks::Held,
+            IsolationLevel::Snapshot => {
+                let text = format!(
+                    "Snapshot isolation transaction failed accessing database '{}' because \
+                     snapshot isolation is not allowed in this database. Use ALTER DATABASE to \
+                     allow snapshot isolation.",
+                    self.db.name
+                );
+                return Err(SqlError::new(3952, 16, 1, text));
+            }
+        })
     }
 
     /// SET DEADLOCK_PRIORITY { LOW | NORMAL | HIGH | n | @v }, n from -10 to 10 (else 2755).

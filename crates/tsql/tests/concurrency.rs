@@ -703,3 +703,59 @@ fn deadlock_priority_chooses_the_victim_before_rollback_cost() {
         server.shutdown().expect("shutdown");
     }
 }
+
+/// Isolation levels and table hints, as locking makes them: READ UNCOMMITTED and NOLOCK read
+/// another transaction's uncommitted change without waiting (LOCK_TIMEOUT 0 would fail a
+/// wait at once); READ COMMITTED waits for it; REPEATABLE READ keeps its shared locks to the
+/// transaction's end, so a writer waits for a row it read, where READ COMMITTED's reader
+/// let go of it.
+#[test]
+fn isolation_levels_and_hints_decide_what_a_read_locks() {
+    let (_dir, server, mut holder) = blocked_row_setup();
+    let mut reader = Session::new(&server);
+    let mut dirty = |sql: &str| {
+        let rows = common::rows(&mut reader, &format!("SET LOCK_TIMEOUT 0\n{sql}"));
+        rows[0][0].clone()
+    };
+    assert_eq!(dirty("SELECT balance FROM account WITH (NOLOCK) WHERE id = 1"), "0");
+    assert_eq!(dirty("SELECT COUNT(*) FROM account WITH (NOLOCK)"), "2");
+    assert_eq!(
+        dirty("SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED\nSELECT SUM(balance) FROM account"),
+        "200"
+    );
+    let (errors, _) = run(
+        &mut reader,
+        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED\nSELECT balance FROM account WHERE id = 1",
+    );
+    assert_eq!(errors, vec![1222], "READ COMMITTED waits for the uncommitted row");
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut writer = Session::new(&server);
+    for (level, writer_waits) in [("READ COMMITTED", false), ("REPEATABLE READ", true)] {
+        let (errors, _) = run(
+            &mut reader,
+            &format!(
+                "SET TRANSACTION ISOLATION LEVEL {level}\nBEGIN TRAN\n\
+                 SELECT balance FROM account WHERE id = 2"
+            ),
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let (errors, _) = run(
+            &mut writer,
+            "SET LOCK_TIMEOUT 0\nUPDATE account SET balance = balance + 1 WHERE id = 2",
+        );
+        let expected: Vec<i32> = if writer_waits { vec![1222] } else { Vec::new() };
+        assert_eq!(errors, expected, "{level}");
+        run(&mut reader, "COMMIT");
+    }
+    let levels = common::rows(
+        &mut writer,
+        &format!(
+            "SELECT transaction_isolation_level FROM sys.dm_exec_sessions WHERE session_id = {}",
+            reader.spid
+        ),
+    );
+    assert_eq!(levels, vec![vec!["3".to_string()]]);
+    drop((holder, reader, writer));
+    server.shutdown().expect("shutdown");
+}

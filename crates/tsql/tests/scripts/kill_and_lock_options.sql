@@ -45,6 +45,29 @@ SET DEADLOCK_PRIORITY 11;
 GO
 SET DEADLOCK_PRIORITY MEDIUM;
 GO
+-- SET TRANSACTION ISOLATION LEVEL: READ UNCOMMITTED and NOLOCK read without shared locks;
+-- SNAPSHOT needs row versions, which no database here allows (3952 at the first read).
+SELECT transaction_isolation_level AS default_level FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED;
+SELECT balance FROM account;
+SELECT transaction_isolation_level AS read_uncommitted FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+SELECT balance FROM account WITH (NOLOCK);
+GO
+CREATE PROCEDURE repeatable AS
+BEGIN
+    SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+    SELECT transaction_isolation_level AS inside_procedure FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+END
+GO
+EXEC repeatable;
+SELECT transaction_isolation_level AS after_procedure FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+GO
+SET TRANSACTION ISOLATION LEVEL SNAPSHOT;
+SELECT balance FROM account;
+GO
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+SELECT balance FROM account;
+GO
 KILL 0;
 GO
 KILL -3;
