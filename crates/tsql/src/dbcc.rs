@@ -135,6 +135,7 @@ impl Session {
                 opentran(&db, dbcc.has_option("TABLERESULTS"), out);
             }
             "FREEPROCCACHE" => self.server.batch_cache.clear(),
+            "USEROPTIONS" => out(Output::Rows(self.dbcc_useroptions())),
             "INPUTBUFFER" => {
                 out(Output::Rows(self.dbcc_inputbuffer(&args).map_err(|e| self.fail(e, line))?))
             }
@@ -167,6 +168,48 @@ impl Session {
             out(Output::Message(COMPLETED.into()));
         }
         Ok(Flow::Next)
+    }
+
+    /// DBCC USEROPTIONS: the session's SET options, in SQL Server's order. The language, date
+    /// format, first day of the week and the ANSI options are how this engine always behaves
+    /// (us_english, mdy, 7, and ON: NULL = NULL is not true, 'a' + NULL is NULL, a column
+    /// without NULL or NOT NULL allows NULLs...); lock_timeout, XACT_ABORT, NOCOUNT,
+    /// IMPLICIT_TRANSACTIONS and the isolation level are the session's own. Deviation: no
+    /// textsize row (there is no TEXTSIZE limit).
+    fn dbcc_useroptions(&self) -> ResultSet {
+        let mut rows: Vec<(&str, String)> = vec![
+            ("language", "us_english".into()),
+            ("dateformat", "mdy".into()),
+            ("datefirst", "7".into()),
+            ("lock_timeout", self.lock_timeout_ms().to_string()),
+        ];
+        for option in [
+            "quoted_identifier",
+            "arithabort",
+            "ansi_null_dflt_on",
+            "ansi_warnings",
+            "ansi_padding",
+            "ansi_nulls",
+            "concat_null_yields_null",
+        ] {
+            rows.push((option, "SET".into()));
+        }
+        let (nocount, xact_abort, _, _, isolation) = self.set_options();
+        for (option, on) in [
+            ("xact_abort", xact_abort),
+            ("nocount", nocount),
+            ("implicit_transactions", self.implicit_transactions_on()),
+        ] {
+            if on {
+                rows.push((option, "SET".into()));
+            }
+        }
+        rows.push(("isolation level", isolation.name().into()));
+        let rows = rows
+            .into_iter()
+            .map(|(option, value)| vec![Value::Text(option.into()), Value::Text(value)])
+            .collect();
+        ResultSet { columns: columns(&["Set Option", "Value"]), rows, types: Vec::new() }
     }
 
     /// DBCC INPUTBUFFER (session_id [, request_id]): the text of the session's running or last

@@ -775,6 +775,16 @@ impl Session {
         self.db.trancount() > u32::from(self.in_autocommit)
     }
 
+    /// SET LOCK_TIMEOUT's value (@@LOCK_TIMEOUT).
+    pub(crate) fn lock_timeout_ms(&self) -> i32 {
+        self.lock_timeout_ms
+    }
+
+    /// Whether SET IMPLICIT_TRANSACTIONS is ON.
+    pub(crate) fn implicit_transactions_on(&self) -> bool {
+        self.implicit_transactions
+    }
+
     /// Whether another session's KILL ended this one (the TDS server then closes the
     /// connection).
     pub fn is_killed(&self) -> bool {
@@ -1918,6 +1928,9 @@ impl Session {
             "@@ERROR" => Value::Int(self.last_error),
             "@@SPID" => Value::SmallInt(self.spid as i16),
             "@@LOCK_TIMEOUT" => Value::Int(self.lock_timeout_ms),
+            // How the engine always reads dates and names weekdays (DBCC USEROPTIONS).
+            "@@LANGUAGE" => Value::Text("us_english".into()),
+            "@@DATEFIRST" => Value::TinyInt(7),
             "@@VERSION" => {
                 Value::Text(self.server.instance.banner().first().cloned().unwrap_or_default())
             }
