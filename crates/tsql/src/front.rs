@@ -363,6 +363,7 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
         kept.push(token);
     }
     insert_optional_delete_from(&mut kept, &mut removed);
+    expand_compound_assignments(&mut kept, &mut removed);
     fetch_quantity_as_placeholder(&mut kept, &mut removed);
     end_statement_before_cursor_fetch(&mut kept, &mut removed);
     drop_empty_grouping_set(&mut kept, &mut removed);
@@ -615,6 +616,134 @@ fn insert_optional_delete_from(kept: &mut Vec<TokenWithSpan>, removed: &mut [(us
         }
         at = end + 2;
     }
+}
+
+/// The operator of a compound assignment (`+=`, `-=`, `*=`, `/=`, `%=`, `&=`, `|=`, `^=`),
+/// which the tokenizer leaves as the operator followed by `=`.
+fn is_compound_operator(token: &Token) -> bool {
+    matches!(
+        token,
+        Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::Mod
+            | Token::Ampersand
+            | Token::Pipe
+            | Token::Caret
+    )
+}
+
+/// Words that end an assignment's expression when met outside parentheses and CASE: a clause
+/// of the UPDATE, or the next statement (T-SQL needs no semicolon between statements).
+const ASSIGNMENT_ENDS: [&str; 29] = [
+    "WHERE",
+    "FROM",
+    "OUTPUT",
+    "OPTION",
+    "WHEN",
+    "ELSE",
+    "END",
+    "SELECT",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "MERGE",
+    "SET",
+    "IF",
+    "WHILE",
+    "BEGIN",
+    "DECLARE",
+    "EXEC",
+    "EXECUTE",
+    "PRINT",
+    "RETURN",
+    "COMMIT",
+    "ROLLBACK",
+    "CREATE",
+    "DROP",
+    "ALTER",
+    "TRUNCATE",
+    "USE",
+    "RAISERROR",
+];
+
+/// `column op= expr` in an UPDATE's (or MERGE's) SET list becomes `column = column op (expr)`,
+/// as T-SQL means it (sqlparser reads only `=`). A column is a word, or `qualifier.word`, after
+/// SET or a comma; a variable's `SET @v op= expr` is parse_compound_set's.
+fn expand_compound_assignments(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
+    let mut at = 0;
+    while at + 2 < kept.len() {
+        if !(is_compound_operator(&kept[at].token) && kept[at + 1].token == Token::Eq) {
+            at += 1;
+            continue;
+        }
+        // The column before the operator: `word` or `word.word...`.
+        let mut start = at;
+        while start >= 1
+            && matches!(&kept[start - 1].token, Token::Word(w) if !w.value.starts_with('@'))
+        {
+            start -= 1;
+            if start >= 2 && kept[start - 1].token == Token::Period {
+                start -= 1;
+            } else {
+                break;
+            }
+        }
+        let after_set_or_comma = start >= 1
+            && start < at
+            && (kept[start - 1].token == Token::Comma || is_word(&kept[start - 1].token, "SET"));
+        if !after_set_or_comma || kept[start].token == Token::Period {
+            at += 1;
+            continue;
+        }
+        let end = assignment_end(kept, at + 2);
+        let column: Vec<TokenWithSpan> = kept[start..at].to_vec();
+        let span = kept[at].span;
+        let operator = kept[at].clone();
+        let equals = kept[at + 1].clone();
+        let mut expanded = vec![equals];
+        expanded.extend(column);
+        expanded.push(operator);
+        expanded.push(TokenWithSpan { token: Token::LParen, span });
+        expanded.extend(kept[at + 2..end].iter().cloned());
+        expanded.push(TokenWithSpan { token: Token::RParen, span });
+        let added = expanded.len() - (end - at);
+        kept.splice(at..end, expanded);
+        for (position, _) in removed.iter_mut().filter(|(p, _)| *p > at) {
+            *position += added;
+        }
+        at = end + added;
+    }
+}
+
+/// Where the expression that starts at `from` ends: at a comma, semicolon or closing
+/// parenthesis outside its own parentheses, or at one of [`ASSIGNMENT_ENDS`] outside them and
+/// outside CASE ... END.
+fn assignment_end(kept: &[TokenWithSpan], from: usize) -> usize {
+    let (mut depth, mut cases) = (0usize, 0usize);
+    let mut at = from;
+    while at < kept.len() {
+        let token = &kept[at].token;
+        match token {
+            Token::LParen => depth += 1,
+            Token::RParen if depth == 0 => return at,
+            Token::RParen => depth -= 1,
+            Token::Comma | Token::SemiColon | Token::EOF if depth == 0 => return at,
+            _ if depth == 0 && is_word(token, "CASE") => cases += 1,
+            _ if depth == 0 && cases > 0 && is_word(token, "END") => cases -= 1,
+            _ if depth == 0
+                && cases == 0
+                && at > from
+                && ASSIGNMENT_ENDS.iter().any(|w| is_word(token, w)) =>
+            {
+                return at;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    at
 }
 
 /// Parses a batch into statements (a syntax error anywhere fails the whole batch).

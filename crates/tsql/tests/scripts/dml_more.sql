@@ -98,3 +98,15 @@ GO
 DELETE FROM Lim WHERE limit = 3
 SELECT COUNT(*) AS n, MAX(limit) AS highest FROM Lim
 GO
+-- Compound assignments in an UPDATE's SET list (and MERGE's): column op= expr means
+-- column = column op (expr), so `-= 3 - 1` subtracts 2.
+CREATE TABLE counters (id int PRIMARY KEY, hits int, flags int, label varchar(20));
+INSERT counters VALUES (1, 10, 1, 'a'), (2, 20, 2, 'b');
+UPDATE counters SET hits += 5, flags |= 4 WHERE id = 1;
+UPDATE c SET c.hits -= 3 - 1, label += CASE WHEN hits > 15 THEN '!' ELSE '?' END FROM counters AS c WHERE c.id = 2
+UPDATE counters SET hits *= 2, flags ^= 1
+SELECT id, hits, flags, label FROM counters ORDER BY id;
+MERGE counters AS t USING (SELECT 1 AS id) AS s ON t.id = s.id
+WHEN MATCHED THEN UPDATE SET hits %= 7;
+SELECT hits FROM counters WHERE id = 1;
+GO
