@@ -737,7 +737,7 @@ impl BTree {
             .map(|i| values[*i].clone())
             .collect();
         for _ in 0..MAX_RESTARTS {
-            let taken = self.range_full(db, Some(&user_key), Some(&user_key), false)?;
+            let taken = self.range_full(db, Some(&user_key), Some(&user_key), false, false)?;
             let next = taken
                 .iter()
                 .filter_map(|row| uniquifier_of(row.last()?))
@@ -1294,18 +1294,23 @@ impl BTree {
         to: Option<&[Value]>,
         descending: bool,
     ) -> SqlResult<Vec<Vec<Value>>> {
-        let mut rows = self.range_full(db, from, to, descending)?;
+        let committed_read =
+            self.unique && xact::is_open(db.database_id) && xact::reads_take_locks();
+        let mut rows = self.range_full(db, from, to, descending, committed_read)?;
         if !self.unique {
             for row in &mut rows {
                 row.pop();
             }
             return Ok(rows);
         }
-        if !xact::is_open(db.database_id) || !xact::reads_take_locks() {
+        if !committed_read {
             return Ok(rows);
         }
         // READ COMMITTED: each row is read again under a short S lock on its key, so a row
-        // another transaction is changing is returned as committed (or not at all).
+        // another transaction is changing is returned as committed (or not at all). Ghosts
+        // are read again too: a row another transaction is rolling back is a ghost for a
+        // moment (its undo ghosts the new version, then brings the old one back), and
+        // skipping it then would lose a committed row.
         let mut committed = Vec::with_capacity(rows.len());
         for row in rows {
             if let Some(row) = self.seek(db, &self.key_of(&row))? {
@@ -1323,7 +1328,7 @@ impl BTree {
         from: Option<&[Value]>,
         to: Option<&[Value]>,
     ) -> SqlResult<Vec<Vec<Value>>> {
-        self.range_full(db, from, to, false)
+        self.range_full(db, from, to, false, false)
     }
 
     /// The stored columns (a non-unique index's uniquifier last).
@@ -1350,6 +1355,7 @@ impl BTree {
         from: Option<&[Value]>,
         to: Option<&[Value]>,
         descending: bool,
+        with_ghosts: bool,
     ) -> SqlResult<Vec<Vec<Value>>> {
         // A whole-index scan reads ahead; a range read does not (it may stop after a page).
         let mut read_ahead = if from.is_none() && to.is_none() {
@@ -1379,7 +1385,7 @@ impl BTree {
                     let slot = if descending { count - 1 - step } else { step };
                     let bytes =
                         datapage::record(buf, slot).map_err(|bad| bad_page(db, page, bad.0))?;
-                    if is_ghost(bytes[0]) {
+                    if is_ghost(bytes[0]) && !with_ghosts {
                         continue;
                     }
                     // Bounds are checked on the record's key, so only rows in range are decoded.
