@@ -2093,3 +2093,31 @@ impl LogState {
         self.vlf_mut(pos).end_bytes = self.open_offset;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// KILL ... WITH STATUSONLY's estimate (6109): the share of undo entries taken, and the
+    /// time left at the rate so far; a rollback's progress is kept only while it runs.
+    #[test]
+    fn a_rollbacks_progress_is_counted_and_estimated() {
+        let started = std::time::Instant::now();
+        let halfway = RollbackProgress { total_entries: 200, undone_entries: 50, started };
+        let later = started + std::time::Duration::from_secs(10);
+        assert_eq!(halfway.estimate(later), (25, 30), "a quarter in 10 s: 30 s to go");
+        let none_yet = RollbackProgress { undone_entries: 0, ..halfway };
+        assert_eq!(none_yet.estimate(later), (0, 0));
+        let empty = RollbackProgress { total_entries: 0, undone_entries: 0, started };
+        assert_eq!(empty.estimate(later), (100, 0));
+        let log_use = TransactionLogUse::default();
+        assert_eq!(log_use.rollback_progress(), None);
+        log_use.rollback_began(Some(3));
+        log_use.rollback_step();
+        log_use.rollback_step();
+        let taken = log_use.rollback_progress().map(|p| (p.total_entries, p.undone_entries));
+        assert_eq!(taken, Some((3, 2)));
+        log_use.rollback_began(None);
+        assert_eq!(log_use.rollback_progress(), None);
+    }
+}
