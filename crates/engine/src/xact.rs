@@ -33,6 +33,11 @@
 //!    analysis read from MinLSN (log invariant 4); recovery's undo reports a missing link as
 //!    9004 rather than ending the rollback there.
 //!
+//! Locks a transaction takes ([`lock`]): what its reads lock follows the thread's
+//! [`ReadLocks`] (READ UNCOMMITTED none, READ COMMITTED a short S lock per row, REPEATABLE READ
+//! S locks to the end), and a wait ends early by its session's [`WaitLimits`] (LOCK_TIMEOUT,
+//! a cancel).
+//!
 //! Deviations: row operations made outside a transaction are logged and redone but never undone,
 //! and take no locks (the T-SQL layer wraps every statement in a transaction, as SQL Server's
 //! autocommit does);

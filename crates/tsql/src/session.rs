@@ -1207,8 +1207,8 @@ impl Session {
         }
     }
 
-    /// SET NOCOUNT, SET XACT_ABORT, SET LOCK_TIMEOUT and SET DEADLOCK_PRIORITY, which a
-    /// procedure's own SETs change only until it returns.
+    /// SET NOCOUNT, XACT_ABORT, LOCK_TIMEOUT, DEADLOCK_PRIORITY and TRANSACTION ISOLATION
+    /// LEVEL, which a procedure's own SETs change only until it returns.
     pub(crate) fn set_options(&self) -> (bool, bool, i32, i8, IsolationLevel) {
         (
             self.nocount,
