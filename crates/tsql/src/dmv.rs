@@ -687,10 +687,12 @@ impl Session {
                     self.server.datetime_of(info.last_request_end_time),
                     Value::Bit(true),
                     Value::Int(info.open_transaction_count),
-                    info.connection.as_ref().map_or(Value::Null, |c| int(c.host_process_id.into())),
                     info.connection
                         .as_ref()
-                        .map_or(Value::Null, |c| Value::Text(c.client_interface_name.clone())),
+                        .map_or(Value::Null, |c| int(c.facts.host_process_id.into())),
+                    info.connection.as_ref().map_or(Value::Null, |c| {
+                        Value::Text(c.facts.client_interface_name.clone())
+                    }),
                     int(info.used.cpu_time_ns / 1_000_000),
                     int(info.used.elapsed_ns / 1_000_000),
                     big(info.used.reads),
@@ -740,14 +742,14 @@ impl Session {
             let Some(connection) = info.connection else { continue };
             let (reads, writes) = connection.packets();
             let (last_read, last_write) = connection.last_read_and_write();
-            let encrypt = if connection.encrypted { "TRUE" } else { "FALSE" };
+            let encrypt = if connection.facts.encrypted { "TRUE" } else { "FALSE" };
             rows.push(vec![
                 Value::Int(i32::from(spid)),
                 Value::Int(i32::from(spid)),
                 self.server.datetime_of(connection.connect_time),
                 text("TCP"),
                 text("TSQL"),
-                Value::Int(connection.protocol_version as i32),
+                Value::Int(connection.facts.protocol_version as i32),
                 Value::Int(4),
                 text(encrypt),
                 text("SQL"),
@@ -756,12 +758,12 @@ impl Session {
                 int(writes),
                 self.server.datetime_of(last_read),
                 self.server.datetime_of(last_write),
-                Value::Int(connection.packet_size as i32),
-                Value::Text(connection.client_address.ip().to_string()),
-                Value::Int(i32::from(connection.client_address.port())),
-                Value::Text(connection.local_address.ip().to_string()),
-                Value::Int(i32::from(connection.local_address.port())),
-                Value::Guid(connection.connection_id),
+                Value::Int(connection.facts.packet_size as i32),
+                Value::Text(connection.facts.client_address.ip().to_string()),
+                Value::Int(i32::from(connection.facts.client_address.port())),
+                Value::Text(connection.facts.local_address.ip().to_string()),
+                Value::Int(i32::from(connection.facts.local_address.port())),
+                Value::Guid(connection.facts.connection_id),
                 Value::Null,
                 Value::Bytes(sql_handle(&info.last_batch)),
             ]);

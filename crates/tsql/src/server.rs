@@ -116,6 +116,17 @@ impl SessionInfo {
 #[derive(Debug)]
 pub struct Connection {
     pub connect_time: std::time::Instant,
+    pub facts: ConnectionFacts,
+    packets_read: std::sync::atomic::AtomicU64,
+    packets_written: std::sync::atomic::AtomicU64,
+    /// Microseconds from connect_time to the last read and write.
+    last_read_us: std::sync::atomic::AtomicU64,
+    last_write_us: std::sync::atomic::AtomicU64,
+}
+
+/// A connection's fixed facts, from its socket and its LOGIN7.
+#[derive(Clone, Debug)]
+pub struct ConnectionFacts {
     pub client_address: std::net::SocketAddr,
     pub local_address: std::net::SocketAddr,
     /// TLS for the whole connection (not only for the login).
@@ -127,24 +138,6 @@ pub struct Connection {
     /// LOGIN7's client process id and library name.
     pub host_process_id: u32,
     pub client_interface_name: String,
-    packets_read: std::sync::atomic::AtomicU64,
-    packets_written: std::sync::atomic::AtomicU64,
-    /// Microseconds from connect_time to the last read and write.
-    last_read_us: std::sync::atomic::AtomicU64,
-    last_write_us: std::sync::atomic::AtomicU64,
-}
-
-/// What [`Connection::new`] takes: the connection's fixed facts.
-#[derive(Clone, Debug)]
-pub struct ConnectionFacts {
-    pub client_address: std::net::SocketAddr,
-    pub local_address: std::net::SocketAddr,
-    pub encrypted: bool,
-    pub packet_size: u32,
-    pub protocol_version: u32,
-    pub connection_id: [u8; 16],
-    pub host_process_id: u32,
-    pub client_interface_name: String,
 }
 
 impl Connection {
@@ -152,14 +145,7 @@ impl Connection {
     pub fn new(facts: ConnectionFacts, connect_time: std::time::Instant) -> Connection {
         Connection {
             connect_time,
-            client_address: facts.client_address,
-            local_address: facts.local_address,
-            encrypted: facts.encrypted,
-            packet_size: facts.packet_size,
-            protocol_version: facts.protocol_version,
-            connection_id: facts.connection_id,
-            host_process_id: facts.host_process_id,
-            client_interface_name: facts.client_interface_name,
+            facts,
             packets_read: Default::default(),
             packets_written: Default::default(),
             last_read_us: Default::default(),

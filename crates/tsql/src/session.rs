@@ -614,7 +614,7 @@ impl Session {
     /// The batch's request ended: the session is sleeping again.
     fn request_ended(&self) {
         let now = std::time::Instant::now();
-        let open = self.db.trancount() as i32 - i32::from(self.in_autocommit);
+        let open = self.user_trancount();
         let reads = engine::iostats::thread_reads();
         let cpu_ns = engine::session::thread_cpu_time_ns();
         if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
@@ -769,10 +769,15 @@ impl Session {
         self.control.cancel.clone()
     }
 
-    /// Whether a user transaction is open (BEGIN TRAN, or an implicit one), not counting a
-    /// statement's own autocommit transaction.
+    /// @@TRANCOUNT: the session's transaction nesting, not counting a statement's own
+    /// autocommit transaction.
+    fn user_trancount(&self) -> i32 {
+        self.db.trancount() as i32 - i32::from(self.in_autocommit)
+    }
+
+    /// Whether a user transaction is open (BEGIN TRAN, or an implicit one).
     pub(crate) fn user_transaction_open(&self) -> bool {
-        self.db.trancount() > u32::from(self.in_autocommit)
+        self.user_trancount() > 0
     }
 
     /// SET LOCK_TIMEOUT's value (@@LOCK_TIMEOUT).
@@ -1923,7 +1928,7 @@ impl Session {
     /// @@ variables.
     pub fn system_variable(&self, name: &str) -> Result<Value> {
         Ok(match name.to_uppercase().as_str() {
-            "@@TRANCOUNT" => Value::Int(self.db.trancount() as i32 - i32::from(self.in_autocommit)),
+            "@@TRANCOUNT" => Value::Int(self.user_trancount()),
             "@@ROWCOUNT" => Value::Int(self.rowcount as i32),
             "@@ERROR" => Value::Int(self.last_error),
             "@@SPID" => Value::SmallInt(self.spid as i16),
@@ -2047,8 +2052,7 @@ impl Session {
             "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
             | "ERROR_PROCEDURE" => Ok(self.error_function(name)),
             "XACT_STATE" => {
-                let open = self.db.trancount() > u32::from(self.in_autocommit);
-                let state = match (open, engine::xact::is_doomed()) {
+                let state = match (self.user_transaction_open(), engine::xact::is_doomed()) {
                     (false, _) => 0,
                     (true, true) => -1,
                     (true, false) => 1,
