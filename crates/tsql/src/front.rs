@@ -363,11 +363,94 @@ fn tokens_of(sql: &str) -> Result<TokensAndRemoved, (SqlError, u64)> {
         kept.push(token);
     }
     insert_optional_delete_from(&mut kept, &mut removed);
+    insert_with_before_bare_hint(&mut kept, &mut removed);
     expand_compound_assignments(&mut kept, &mut removed);
     fetch_quantity_as_placeholder(&mut kept, &mut removed);
     end_statement_before_cursor_fetch(&mut kept, &mut removed);
     drop_empty_grouping_set(&mut kept, &mut removed);
     Ok((kept, removed))
+}
+
+/// The table hints SQL Server takes without the WITH keyword, each alone in its parentheses
+/// (the Table Hints page: "allowed with and without the WITH keyword ... the hints should be
+/// specified alone"; a deprecated form that old scripts use, as in `FROM t (NOLOCK)`).
+const BARE_TABLE_HINTS: [&str; 15] = [
+    "NOLOCK",
+    "READUNCOMMITTED",
+    "UPDLOCK",
+    "REPEATABLEREAD",
+    "SERIALIZABLE",
+    "READCOMMITTED",
+    "TABLOCK",
+    "TABLOCKX",
+    "PAGLOCK",
+    "ROWLOCK",
+    "NOWAIT",
+    "READPAST",
+    "XLOCK",
+    "SNAPSHOT",
+    "NOEXPAND",
+];
+
+/// `table [[AS] alias] (HINT)`: a table hint without WITH, which sqlparser reads as a table
+/// function's argument. WITH is put before the parenthesis when the name (and alias) follow
+/// FROM, JOIN, UPDATE, INTO or a FROM list's comma.
+fn insert_with_before_bare_hint(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
+    let mut at = 1;
+    while at + 2 < kept.len() {
+        let bare_hint = kept[at].token == Token::LParen
+            && BARE_TABLE_HINTS.iter().any(|h| is_word(&kept[at + 1].token, h))
+            && kept[at + 2].token == Token::RParen;
+        let after_with = is_word(&kept[at - 1].token, "WITH");
+        if !bare_hint || after_with || !follows_table_reference(kept, at) {
+            at += 1;
+            continue;
+        }
+        let with = Token::make_keyword("WITH");
+        kept.insert(at, TokenWithSpan { token: with, span: kept[at].span });
+        for (position, _) in removed.iter_mut().filter(|(p, _)| *p >= at) {
+            *position += 1;
+        }
+        at += 4;
+    }
+}
+
+/// Whether the tokens before `at` are a table reference: `name[.name...]`, then an optional
+/// `[AS] alias`, after FROM, JOIN, UPDATE, INTO or a comma.
+fn follows_table_reference(kept: &[TokenWithSpan], at: usize) -> bool {
+    let Some(start) = name_chain_start(kept, at) else { return false };
+    if start >= 1 && opens_table_reference(&kept[start - 1].token) {
+        return true;
+    }
+    let alias_start = start;
+    if alias_start + 1 != at {
+        return false;
+    }
+    let mut name_end = alias_start;
+    if name_end >= 1 && is_word(&kept[name_end - 1].token, "AS") {
+        name_end -= 1;
+    }
+    let Some(start) = name_chain_start(kept, name_end) else { return false };
+    start >= 1 && opens_table_reference(&kept[start - 1].token)
+}
+
+/// Where the dotted name that ends just before `end` starts, if a word ends there.
+fn name_chain_start(kept: &[TokenWithSpan], end: usize) -> Option<usize> {
+    if end == 0 || !matches!(kept[end - 1].token, Token::Word(_)) {
+        return None;
+    }
+    let mut start = end - 1;
+    while start >= 2
+        && kept[start - 1].token == Token::Period
+        && matches!(kept[start - 2].token, Token::Word(_))
+    {
+        start -= 2;
+    }
+    Some(start)
+}
+
+fn opens_table_reference(token: &Token) -> bool {
+    *token == Token::Comma || ["FROM", "JOIN", "UPDATE", "INTO"].iter().any(|w| is_word(token, w))
 }
 
 /// `GROUP BY ()`, the grand total's empty grouping set, which sqlparser does not parse: as its

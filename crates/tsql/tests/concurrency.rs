@@ -708,7 +708,7 @@ fn deadlock_priority_chooses_the_victim_before_rollback_cost() {
 /// another transaction's uncommitted change without waiting (LOCK_TIMEOUT 0 would fail a
 /// wait at once); READ COMMITTED waits for it; REPEATABLE READ keeps its shared locks to the
 /// transaction's end, so a writer waits for a row it read, where READ COMMITTED's reader
-/// let go of it.
+/// let go of it. A hint written without WITH (`FROM t (NOLOCK)`) is the same hint.
 #[test]
 fn isolation_levels_and_hints_decide_what_a_read_locks() {
     let (_dir, server, mut holder) = blocked_row_setup();
@@ -719,6 +719,15 @@ fn isolation_levels_and_hints_decide_what_a_read_locks() {
     };
     assert_eq!(dirty("SELECT balance FROM account WITH (NOLOCK) WHERE id = 1"), "0");
     assert_eq!(dirty("SELECT COUNT(*) FROM account WITH (NOLOCK)"), "2");
+    // The deprecated form without WITH, with and without an alias.
+    assert_eq!(dirty("SELECT balance FROM account (NOLOCK) WHERE id = 1"), "0");
+    assert_eq!(dirty("SELECT a.balance FROM dbo.account AS a (NOLOCK) WHERE a.id = 1"), "0");
+    assert_eq!(
+        dirty(
+            "SELECT b.balance FROM account a (NOLOCK) JOIN account b (READUNCOMMITTED) ON a.id = b.id WHERE a.id = 1"
+        ),
+        "0"
+    );
     assert_eq!(
         dirty("SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED\nSELECT SUM(balance) FROM account"),
         "200"

@@ -52,6 +52,8 @@ SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED;
 SELECT balance FROM account;
 SELECT transaction_isolation_level AS read_uncommitted FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
 SELECT balance FROM account WITH (NOLOCK);
+-- The deprecated form without WITH: one hint alone, after the name or its alias.
+SELECT a.balance FROM account a (NOLOCK) JOIN account AS b (READCOMMITTED) ON a.id = b.id;
 GO
 CREATE PROCEDURE repeatable AS
 BEGIN
