@@ -23,6 +23,9 @@ pub struct Client {
     closed: bool,
     /// The last reply held a DONE with DONE_ATTN (the server acknowledged an ATTENTION).
     pub attention_acknowledged: bool,
+    /// The SPID field of the last message's packet header (the server's session id for this
+    /// connection once the login is answered).
+    pub server_spid: u16,
 }
 
 fn protocol(error: impl std::fmt::Display) -> ProtocolError {
@@ -74,6 +77,7 @@ impl Client {
             database: String::new(),
             closed: false,
             attention_acknowledged: false,
+            server_spid: 0,
         };
         client
             .send(packet::PRELOGIN, &prelogin::encode_response(prelogin::ENCRYPT_NOT_SUP))
@@ -109,8 +113,11 @@ impl Client {
     }
 
     fn receive(&mut self) -> Result<Vec<u8>, ProtocolError> {
-        match packet::read_message(&mut self.reader, MAX_PACKET_SIZE, 1 << 30)? {
-            Some((_, payload)) => Ok(payload),
+        match packet::read_message_whole(&mut self.reader, MAX_PACKET_SIZE, 1 << 30)? {
+            Some(message) => {
+                self.server_spid = message.spid;
+                Ok(message.payload)
+            }
             None => Err(ProtocolError("the server closed the connection".into())),
         }
     }

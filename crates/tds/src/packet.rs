@@ -72,27 +72,37 @@ pub fn read_message(
     max_packet: usize,
     max_message: usize,
 ) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
-    let message = read_message_counted(stream, max_packet, max_message)?;
-    Ok(message.map(|(kind, payload, _)| (kind, payload)))
+    let message = read_message_whole(stream, max_packet, max_message)?;
+    Ok(message.map(|m| (m.packet_type, m.payload)))
 }
 
-/// [`read_message`], with the number of packets the message came in.
-pub fn read_message_counted(
+/// A message as [`read_message_whole`] reads it.
+pub struct Message {
+    pub packet_type: u8,
+    pub payload: Vec<u8>,
+    /// How many packets it came in.
+    pub packets: u64,
+    /// The SPID field of its last packet's header.
+    pub spid: u16,
+}
+
+/// [`read_message`], with the number of packets the message came in and their SPID.
+pub fn read_message_whole(
     stream: &mut impl Read,
     max_packet: usize,
     max_message: usize,
-) -> Result<Option<(u8, Vec<u8>, u64)>, ProtocolError> {
+) -> Result<Option<Message>, ProtocolError> {
     let mut payload = Vec::new();
     let mut message_type = None;
     let mut packets = 0;
     loop {
-        let mut header = [0u8; HEADER_LEN];
-        match read_exact_or_eof(stream, &mut header)? {
+        let mut header_bytes = [0u8; HEADER_LEN];
+        match read_exact_or_eof(stream, &mut header_bytes)? {
             false if message_type.is_none() => return Ok(None),
             false => return Err(ProtocolError("the stream ended inside a message".into())),
             true => {}
         }
-        let header = decode_header(&header, max_packet)?;
+        let header = decode_header(&header_bytes, max_packet)?;
         if *message_type.get_or_insert(header.packet_type) != header.packet_type {
             return Err(ProtocolError("packets of two types in one message".into()));
         }
@@ -107,7 +117,9 @@ pub fn read_message_counted(
         }
         packets += 1;
         if header.status & STATUS_EOM != 0 {
-            return Ok(Some((header.packet_type, payload, packets)));
+            let spid = u16::from_be_bytes([header_bytes[4], header_bytes[5]]);
+            let packet_type = header.packet_type;
+            return Ok(Some(Message { packet_type, payload, packets, spid }));
         }
     }
 }
@@ -178,9 +190,11 @@ mod tests {
             "2,000 bytes in four packets of at most 504"
         );
         assert_eq!((packets_for(2000, 512), packets_for(0, 512), packets_for(504, 512)), (4, 1, 1));
-        let (kind, back, packets) =
-            read_message_counted(&mut &bytes[..], 512, 1 << 20).unwrap().unwrap();
-        assert_eq!((kind, back, packets), (TABULAR_RESULT, payload, 4));
+        let message = read_message_whole(&mut &bytes[..], 512, 1 << 20).unwrap().unwrap();
+        assert_eq!(
+            (message.packet_type, message.payload, message.packets, message.spid),
+            (TABULAR_RESULT, payload, 4, 51)
+        );
     }
 
     #[test]

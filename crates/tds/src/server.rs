@@ -341,6 +341,7 @@ impl Listener {
             stop: self.stop.clone(),
             peer,
             packet_size: DEFAULT_PACKET_SIZE,
+            spid: 0,
             tls: self.tls.clone(),
             connected: std::time::Instant::now(),
             counted: Default::default(),
@@ -395,6 +396,9 @@ struct Connection {
     stop: Arc<AtomicBool>,
     peer: SocketAddr,
     packet_size: usize,
+    /// The session id each packet's header carries, from the login's answer on (0 before it,
+    /// as SQL Server's PRELOGIN answer has).
+    spid: u16,
     tls: Option<Arc<rustls::ServerConfig>>,
     /// When the connection was accepted (sys.dm_exec_connections.connect_time).
     connected: std::time::Instant,
@@ -435,15 +439,15 @@ impl Connection {
         max: usize,
     ) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
         let message =
-            packet::read_message_counted(stream, MAX_PACKET_SIZE.max(self.packet_size), max)?;
-        Ok(message.map(|(kind, payload, packets)| {
-            self.count_packets(packets, false);
-            (kind, payload)
+            packet::read_message_whole(stream, MAX_PACKET_SIZE.max(self.packet_size), max)?;
+        Ok(message.map(|m| {
+            self.count_packets(m.packets, false);
+            (m.packet_type, m.payload)
         }))
     }
 
     fn send(&self, stream: &mut impl Write, payload: &[u8]) -> Result<(), ProtocolError> {
-        packet::write_message(stream, packet::TABULAR_RESULT, payload, self.packet_size, 0)
+        packet::write_message(stream, packet::TABULAR_RESULT, payload, self.packet_size, self.spid)
             .map_err(|e| ProtocolError(format!("write: {e}")))?;
         self.count_packets(packet::packets_for(payload.len(), self.packet_size), true);
         Ok(())
@@ -557,6 +561,7 @@ impl Connection {
             requested.clamp(MIN_PACKET_SIZE, MAX_PACKET_SIZE)
         };
         let mut session = Session::new(&self.server);
+        self.spid = session.spid;
         self.describe_client(&session, &login, &stream);
         if !login.database.is_empty() && !login.database.eq_ignore_ascii_case("master") {
             if self.server.database(&login.database).is_none() {

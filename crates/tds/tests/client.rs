@@ -492,6 +492,10 @@ fn a_connection_shows_its_client_in_the_session_and_connection_views() {
     // login replies and the first batch's (this batch's reply is not sent yet).
     assert_eq!((reads, writes), (4, 3));
     assert_eq!(counts(&second[0]), (reads + 1, writes + 1), "one packet each way per batch");
+    // Each reply's packet header carries the session id, as SQL Server's do.
+    let spid = first_rows(&client.batch("SELECT @@SPID").unwrap());
+    assert_eq!(spid, vec![vec![Value::SmallInt(client.server_spid as i16)]]);
+    assert!(client.server_spid >= 51, "{}", client.server_spid);
     server.stop();
 }
 
