@@ -1,6 +1,7 @@
-//! DBCC CHECKDB and DBCC CHECKTABLE (reference §8): the allocation checks of CHECKALLOC, then
-//! every table's units (the system tables first, then user tables by object id), each checked
-//! by `engine::dbcc` with up to MAXDOP workers; the messages SQL Server prints, in its order:
+//! DBCC CHECKDB, CHECKFILEGROUP and CHECKTABLE (reference §8): the allocation checks of
+//! CHECKALLOC, then every table's units (the system tables first, then user tables by object
+//! id), each checked by `engine::dbcc` with up to MAXDOP workers; the messages SQL Server
+//! prints, in its order:
 //!
 //! ```text
 //! DBCC results for 'db'.
@@ -16,6 +17,10 @@
 //! Logical`); when a table's sums differ, the deep dive matches rows and entries one by one
 //! (8951 with 8955 for a row without its entry, 8952 with 8956 for an entry without its row).
 //! It is skipped when the table's pages had errors.
+//!
+//! CHECKFILEGROUP is the same check limited to one filegroup: its files' allocation, the
+//! tables whose heap or clustered index is in it with their nonclustered indexes there (one in
+//! another filegroup is skipped, as SQL Server documents), and the system tables for PRIMARY.
 //!
 //! Options: NO_INFOMSGS (only errors and, when there are errors, the summaries), PHYSICAL_ONLY
 //! (page headers, checksums, record structure and allocation; no facts are matched and no
@@ -81,6 +86,42 @@ struct Command<'a> {
     db: &'a Database,
 }
 
+/// The PRIMARY filegroup's id, where the system tables are.
+const PRIMARY_FILEGROUP_ID: u16 = 1;
+
+/// CHECKFILEGROUP's filegroup: by name, by id, or PRIMARY for none or 0. An id that is no
+/// filegroup's is 8932; a name that is none's is 1921 (SQL Server's number for a name here is
+/// not in our sources: 1921 is what CREATE TABLE ... ON gives for one).
+fn filegroup_to_check(db: &Database, arg: Option<&Value>) -> Result<u16, SqlError> {
+    let filegroups = db.filegroups();
+    match arg {
+        None | Some(Value::Null) => Ok(PRIMARY_FILEGROUP_ID),
+        Some(Value::Text(name)) => {
+            filegroups.iter().find(|fg| fg.1.eq_ignore_ascii_case(name)).map(|fg| fg.0).ok_or_else(
+                || SqlError::new(1921, 16, 1, format!("Invalid filegroup '{name}' specified.")),
+            )
+        }
+        Some(other) => {
+            let id = crate::value::as_i64(other).ok_or_else(incorrect)?;
+            if id == 0 {
+                return Ok(PRIMARY_FILEGROUP_ID);
+            }
+            let found = filegroups.iter().find(|fg| i64::from(fg.0) == id).map(|fg| fg.0);
+            found.ok_or_else(|| {
+                SqlError::new(
+                    8932,
+                    16,
+                    1,
+                    format!(
+                        "Could not find filegroup ID {id} in sys.filegroups for database '{}'.",
+                        db.name
+                    ),
+                )
+            })
+        }
+    }
+}
+
 fn not_supported(what: &str) -> SqlError {
     crate::dbddl::unsupported_error(what)
 }
@@ -132,7 +173,7 @@ impl Session {
         let mut tables = catalog.tables();
         tables.sort_by_key(|t| t.object_id);
         for table in tables {
-            let check = self.check_table(&db, &table, &owners, &options)?;
+            let check = self.check_table(&db, &table, &owners, &options, None)?;
             self.report_object(&check, &options, "CHECKDB", line, out);
             objects.push(check);
         }
@@ -148,6 +189,66 @@ impl Session {
         if errors == 0 {
             db.set_last_known_good(self.server.instance.clock.now_local())?;
         }
+        Ok(())
+    }
+
+    /// DBCC CHECKFILEGROUP [(filegroup | filegroup_id | 0 [, NOINDEX])] [WITH options]: the
+    /// allocation checks of the filegroup's files, then every table whose heap or clustered
+    /// index is in it (with its nonclustered indexes in the same filegroup), and the system
+    /// tables when it is PRIMARY, where they are.
+    pub(crate) fn dbcc_checkfilegroup(
+        &mut self,
+        dbcc: &Dbcc,
+        args: &[Value],
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let options = self.check_options(dbcc, args.get(1))?;
+        let db = self.dbcc_database(None)?;
+        let fg_id = filegroup_to_check(&db, args.first())?;
+        let started = Instant::now();
+        if !options.no_infomsgs {
+            out(Output::Message(format!("DBCC results for '{}'.", db.name)));
+        }
+        let allocation_errors = db.check_allocation_of(Some(fg_id));
+        for error in &allocation_errors {
+            self.emit(error.clone(), line, out);
+        }
+        let catalog = db.catalog()?;
+        let owners = owners_of(&catalog);
+        let mut objects = Vec::new();
+        if fg_id == PRIMARY_FILEGROUP_ID {
+            for (object_id, name, tree) in catalog.system_tables() {
+                let unit = UnitName { object_id, index_id: 1, au_id: tree.au_id };
+                let check =
+                    dbcc::check_unit(&db, unit, &Structure::Tree(tree), &owners, options.unit())?;
+                let check = ObjectCheck {
+                    name: name.to_string(),
+                    object_id,
+                    rows: check.rows,
+                    pages: check.data_pages,
+                    findings: check.findings,
+                };
+                self.report_object(&check, &options, "CHECKFILEGROUP", line, out);
+                objects.push(check);
+            }
+        }
+        let mut tables = catalog.tables();
+        tables.retain(|t| db.unit_filegroup_id(t.indexes[0].au_id) == Some(fg_id));
+        tables.sort_by_key(|t| t.object_id);
+        for table in tables {
+            let check = self.check_table(&db, &table, &owners, &options, Some(fg_id))?;
+            self.report_object(&check, &options, "CHECKFILEGROUP", line, out);
+            objects.push(check);
+        }
+        if !allocation_errors.is_empty() {
+            out(Output::Message(format!(
+                "CHECKFILEGROUP found {} allocation errors and 0 consistency errors not associated with any single object.",
+                allocation_errors.len()
+            )));
+        }
+        let command = Command { word: "CHECKFILEGROUP", target: db.name.clone(), db: &db };
+        self.summarize(&command, allocation_errors.len(), &objects, &options, started, out);
         Ok(())
     }
 
@@ -176,7 +277,7 @@ impl Session {
         })?;
         let started = Instant::now();
         let owners = owners_of(&catalog);
-        let check = self.check_table(&db, &table, &owners, &options)?;
+        let check = self.check_table(&db, &table, &owners, &options, None)?;
         self.report_object(&check, &options, "CHECKTABLE", line, out);
         let target = format!("{}.{}", db.name, table.qualified_name());
         let command = Command { word: "CHECKTABLE", target, db: &db };
@@ -253,13 +354,15 @@ impl Session {
         })
     }
 
-    /// One table's units, under a shared table lock (TABLOCK's; no internal snapshot).
+    /// One table's units, under a shared table lock (TABLOCK's; no internal snapshot). With
+    /// a filegroup (CHECKFILEGROUP's), only the nonclustered indexes in it are checked.
     fn check_table(
         &self,
         db: &Arc<Database>,
         table: &Table,
         owners: &Owners,
         options: &CheckOptions,
+        filegroup: Option<u16>,
     ) -> Result<ObjectCheck, SqlError> {
         // Outside a transaction the lock needs one of its own, which ends (writing nothing:
         // it changed nothing) once the table is checked; inside one it is the transaction's.
@@ -269,7 +372,7 @@ impl Session {
         }
         let checked = table
             .lock(db, LockMode::S)
-            .and_then(|()| Self::check_units(db, table, owners, options));
+            .and_then(|()| Self::check_units(db, table, owners, options, filegroup));
         if own_transaction {
             db.commit_tran()?;
         }
@@ -281,6 +384,7 @@ impl Session {
         table: &Table,
         owners: &Owners,
         options: &CheckOptions,
+        filegroup: Option<u16>,
     ) -> Result<ObjectCheck, SqlError> {
         let mut object = ObjectCheck {
             name: table.qualified_name(),
@@ -289,13 +393,26 @@ impl Session {
             pages: 0,
             findings: Vec::new(),
         };
+        let targets = table.check_targets();
+        // Which units are checked: the base always; a nonclustered index unless NOINDEX, or
+        // when it is in another filegroup than the one checked.
+        let checked: Vec<bool> = targets
+            .iter()
+            .enumerate()
+            .map(|(position, (unit, _))| {
+                let in_scope =
+                    filegroup.is_none_or(|fg| db.unit_filegroup_id(unit.au_id) == Some(fg));
+                position == 0 || (!options.no_index && in_scope)
+            })
+            .collect();
         // The logical check's first pass runs with the page scans ([`Logical`]); the deep
         // dive only when its sums disagree, and only on indexes whose pages are sound (SQL
         // Server skips it too when their structure is damaged).
-        let logical_on = table.indexes.len() > 1 && !options.physical_only && !options.no_index;
+        let any_index = checked.iter().skip(1).any(|c| *c);
+        let logical_on = any_index && !options.physical_only;
         let (mut expected, mut actual) = (Vec::new(), Vec::new());
-        for (position, (unit, structure)) in table.check_targets().into_iter().enumerate() {
-            if options.no_index && position > 0 {
+        for (position, (unit, structure)) in targets.into_iter().enumerate() {
+            if !checked[position] {
                 continue;
             }
             let logical = match (logical_on, position) {
@@ -308,18 +425,30 @@ impl Session {
             if position == 0 {
                 object.rows = check.rows;
                 object.pages = check.data_pages;
-                expected = check.digests;
+                // The base's sums are one per nonclustered index: keep those checked.
+                let indexes_checked = checked.iter().skip(1);
+                let sums = check.digests.into_iter().zip(indexes_checked);
+                expected = sums.filter(|(_, c)| **c).map(|(sum, _)| sum).collect();
             } else {
                 actual.extend(check.digests);
             }
             object.findings.extend(check.findings);
         }
         if logical_on && object.findings.is_empty() && expected != actual {
+            let index_ids = Self::checked_index_ids(table, &checked);
             for mismatch in table.index_row_mismatches(db)? {
-                object.findings.push(index_row_finding(table, &mismatch));
+                if index_ids.contains(&mismatch.index_id) {
+                    object.findings.push(index_row_finding(table, &mismatch));
+                }
             }
         }
         Ok(object)
+    }
+
+    /// The index ids of the nonclustered indexes checked (`checked` is by check target).
+    fn checked_index_ids(table: &Table, checked: &[bool]) -> Vec<i32> {
+        let indexes = table.indexes.iter().zip(checked).skip(1);
+        indexes.filter(|(_, c)| **c).map(|(index, _)| index.index_id).collect()
     }
 
     /// An error as a message of the batch (it does not stop the command).
@@ -374,10 +503,11 @@ impl Session {
     ) -> usize {
         let consistency_errors: usize = objects.iter().map(|o| o.findings.len()).sum();
         let errors = allocation_errors + consistency_errors;
-        if command.word == "CHECKDB" && (errors > 0 || !options.no_infomsgs) {
+        let whole_database = command.word != "CHECKTABLE";
+        if whole_database && (errors > 0 || !options.no_infomsgs) {
             out(Output::Message(format!(
-                "CHECKDB found {allocation_errors} allocation errors and {consistency_errors} consistency errors in database '{}'.",
-                command.db.name
+                "{} found {allocation_errors} allocation errors and {consistency_errors} consistency errors in database '{}'.",
+                command.word, command.db.name
             )));
         }
         let repair = objects

@@ -155,6 +155,9 @@ impl Session {
             "CHECKDB" => {
                 self.dbcc_checkdb(dbcc, &args, line, out).map_err(|e| self.fail(e, line))?
             }
+            "CHECKFILEGROUP" => {
+                self.dbcc_checkfilegroup(dbcc, &args, line, out).map_err(|e| self.fail(e, line))?
+            }
             "CHECKTABLE" => {
                 self.dbcc_checktable(dbcc, &args, line, out).map_err(|e| self.fail(e, line))?
             }

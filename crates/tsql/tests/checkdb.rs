@@ -38,12 +38,16 @@ struct Lab {
 
 impl Lab {
     fn build() -> Lab {
+        Lab::build_with(SETUP)
+    }
+
+    fn build_with(setup: &str) -> Lab {
         let root = tempfile::tempdir().expect("temp dir");
         let dir = root.path().join("instance");
         std::fs::create_dir_all(&dir).expect("instance dir");
         let server = Server::start(InstanceConfig::new(&dir)).expect("server starts");
         let mut session = Session::new(&server);
-        for batch in SETUP.split("\nGO\n") {
+        for batch in setup.split("\nGO\n") {
             let (errors, text) = run(&mut session, batch);
             assert!(errors.is_empty(), "setup failed: {text}");
         }
@@ -110,6 +114,34 @@ impl Lab {
             engine::page::seal(&mut buf);
         }
         file.write_all_at(&buf, offset).expect("write page");
+    }
+
+    /// Changes the row locator of the second entry on the second leaf of `table`'s index 2
+    /// (on (code), over a clustered key id whose multiples of 11 were deleted) to a deleted
+    /// row's id, keeping the keys in order: (page, code, id, deleted id).
+    fn point_an_index_entry_at_a_deleted_row(&self, table: &str) -> (u32, i32, i32, i32) {
+        let (page, _, _) = self.pages(table, 2, 0)[1];
+        let mut changed = (0, 0, 0);
+        self.change_page(page, true, |buf| {
+            let offset = |slot: usize| {
+                let at = 8192 - 2 * (slot + 1);
+                usize::from(u16::from_le_bytes([buf[at], buf[at + 1]]))
+            };
+            let int_at = |buf: &[u8; 8192], at: usize| {
+                i32::from_le_bytes(buf[at..at + 4].try_into().unwrap())
+            };
+            let (entry, next) = (offset(1), offset(2));
+            let (code, id) = (int_at(buf, entry + 4), int_at(buf, entry + 8));
+            let (next_code, next_id) = (int_at(buf, next + 4), int_at(buf, next + 8));
+            let deleted = (id / 11 + 1) * 11; // ids that are multiples of 11 were deleted
+            assert!(
+                next_code > code || deleted < next_id,
+                "the change must keep the keys in order"
+            );
+            buf[entry + 8..entry + 12].copy_from_slice(&deleted.to_le_bytes());
+            changed = (code, id, deleted);
+        });
+        (page, changed.0, changed.1, changed.2)
     }
 }
 
@@ -402,24 +434,7 @@ fn the_shared_table_lock_of_a_check_makes_writers_wait() {
 #[test]
 fn a_nonclustered_entry_that_points_at_no_row_is_8951_and_8952() {
     let lab = Lab::build();
-    let (page, _, _) = lab.pages("t", 2, 0)[1];
-    let mut changed = (0, 0, 0);
-    lab.change_page(page, true, |buf| {
-        let offset = |slot: usize| {
-            let at = 8192 - 2 * (slot + 1);
-            usize::from(u16::from_le_bytes([buf[at], buf[at + 1]]))
-        };
-        let int_at =
-            |buf: &[u8; 8192], at: usize| i32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
-        let (entry, next) = (offset(1), offset(2));
-        let (code, id) = (int_at(buf, entry + 4), int_at(buf, entry + 8));
-        let (next_code, next_id) = (int_at(buf, next + 4), int_at(buf, next + 8));
-        let deleted = (id / 11 + 1) * 11; // ids that are multiples of 11 were deleted
-        assert!(next_code > code || deleted < next_id, "the change must keep the keys in order");
-        buf[entry + 8..entry + 12].copy_from_slice(&deleted.to_le_bytes());
-        changed = (code, id, deleted);
-    });
-    let (code, id, deleted) = changed;
+    let (page, code, id, deleted) = lab.point_an_index_entry_at_a_deleted_row("t");
     let (errors, text) = lab.run("USE ck DBCC CHECKTABLE ('t') WITH NO_INFOMSGS");
     assert_eq!(errors, vec![8951, 8955, 8952, 8956], "{text}");
     assert!(
@@ -517,4 +532,50 @@ fn a_clean_checkdb_is_the_last_known_good() {
     let (errors, _) = lab.run("DBCC CHECKDB ('ck') WITH NO_INFOMSGS");
     assert!(!errors.is_empty());
     assert_eq!(lab.rows(property)[0][0], good);
+}
+
+/// DBCC CHECKFILEGROUP checks the tables whose data is in the filegroup, with their
+/// nonclustered indexes in the same filegroup, and nothing else: a damaged index of a PRIMARY
+/// table is found by PRIMARY's check; one in PRIMARY whose table is in another filegroup is
+/// found by neither filegroup's check (as SQL Server documents), only by CHECKDB.
+#[test]
+fn checkfilegroup_checks_only_what_is_in_its_filegroup() {
+    let setup = "CREATE DATABASE ck
+GO
+ALTER DATABASE ck ADD FILEGROUP side
+ALTER DATABASE ck ADD FILE (NAME = side1, FILENAME = 'ck_side1.ndf', SIZE = 2MB) TO FILEGROUP side
+GO
+USE ck
+SET NOCOUNT ON
+CREATE TABLE t (id INT PRIMARY KEY, code INT) ON side
+CREATE INDEX ix_code ON t (code) ON [PRIMARY]
+CREATE TABLE u (id INT PRIMARY KEY, code INT) ON [PRIMARY]
+CREATE INDEX ix_code ON u (code) ON [PRIMARY]
+DECLARE @i INT = 0
+WHILE @i < 2000
+BEGIN
+  INSERT t VALUES (@i, @i % 97)
+  INSERT u VALUES (@i, @i % 97)
+  SET @i += 1
+END
+DELETE t WHERE id % 11 = 0
+DELETE u WHERE id % 11 = 0
+CHECKPOINT";
+    let lab = Lab::build_with(setup);
+    lab.point_an_index_entry_at_a_deleted_row("t");
+    lab.point_an_index_entry_at_a_deleted_row("u");
+    let (errors, text) = lab.run("USE ck DBCC CHECKFILEGROUP WITH NO_INFOMSGS");
+    assert_eq!(errors, vec![8951, 8955, 8952, 8956], "{text}");
+    assert!(text.contains("in table 'dbo.u'") && !text.contains("'dbo.t'"), "{text}");
+    assert!(
+        text.contains(
+            "CHECKFILEGROUP found 0 allocation errors and 2 consistency errors in database 'ck'."
+        ),
+        "{text}"
+    );
+    let (errors, text) = lab.run("USE ck DBCC CHECKFILEGROUP (side)");
+    assert!(errors.is_empty(), "{text}");
+    assert!(text.contains("There are 1818 rows in") && text.contains("\"dbo.t\""), "{text}");
+    let (errors, text) = lab.run("USE ck DBCC CHECKDB WITH NO_INFOMSGS");
+    assert_eq!(count_of(&errors, 8951), 2, "{text}");
 }

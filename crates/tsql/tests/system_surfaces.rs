@@ -173,6 +173,8 @@ fn checkalloc_reports_an_extent_the_gam_lost_with_sql_servers_error() {
         let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
         let mut session = Session::new(&server);
         assert!(run(&mut session, script).0.is_empty());
+        let side = "ALTER DATABASE c ADD FILEGROUP side\nALTER DATABASE c ADD FILE (NAME = c_side, FILENAME = 'c_side.ndf', SIZE = 1MB) TO FILEGROUP side";
+        assert!(run(&mut session, side).0.is_empty());
         assert!(
             run(&mut session, "USE c\nCREATE TABLE t (id INT PRIMARY KEY)\nINSERT t VALUES (1)")
                 .0
@@ -217,6 +219,16 @@ fn checkalloc_reports_an_extent_the_gam_lost_with_sql_servers_error() {
         ),
         "{text}"
     );
+    // CHECKFILEGROUP's allocation checks are its files': PRIMARY's finds the extent, the
+    // other filegroup's does not look at it.
+    let (errors, text) = run(&mut session, "USE c\nDBCC CHECKFILEGROUP (PRIMARY) WITH NO_INFOMSGS");
+    assert_eq!(errors, vec![8939], "{text}");
+    assert!(
+        text.contains("CHECKFILEGROUP found 1 allocation errors and 0 consistency errors not associated with any single object."),
+        "{text}"
+    );
+    let (errors, text) = run(&mut session, "DBCC CHECKFILEGROUP (side) WITH NO_INFOMSGS");
+    assert!(errors.is_empty(), "{text}");
 }
 
 /// Field -> VALUE of `DBCC PAGE ... WITH TABLERESULTS`.

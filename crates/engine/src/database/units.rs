@@ -253,6 +253,13 @@ impl Database {
     }
 
     /// The name of the filegroup an allocation unit lives in.
+    /// The id of the filegroup an allocation unit's pages are in.
+    pub fn unit_filegroup_id(&self, au_id: u64) -> Option<u16> {
+        let inner = crate::fiber::read(&self.inner);
+        let fg_id = crate::fiber::lock(inner.units.get(&au_id)?).fg_id;
+        Some(fg_id)
+    }
+
     pub fn unit_filegroup_name(&self, au_id: u64) -> Option<String> {
         let inner = crate::fiber::read(&self.inner);
         let fg_id = crate::fiber::lock(inner.units.get(&au_id)?).fg_id;
@@ -908,6 +915,13 @@ impl Database {
     /// (empty when consistent). Run it on a quiet database: pages are latched one at a time,
     /// so concurrent allocations can show as transient problems.
     pub fn check_allocation(&self) -> Vec<SqlError> {
+        self.check_allocation_of(None)
+    }
+
+    /// [`Database::check_allocation`] of one filegroup's files (DBCC CHECKFILEGROUP's
+    /// CHECKALLOC), or of every data file when `fg_id` is None. Every unit's claims are read,
+    /// so an extent of the filegroup claimed from another is still seen as claimed.
+    pub fn check_allocation_of(&self, fg_id: Option<u16>) -> Vec<SqlError> {
         let inner = crate::fiber::read(&self.inner);
         let mut owners: BTreeMap<PageId, u32> = BTreeMap::new();
         let mut single_pages = BTreeSet::new();
@@ -922,7 +936,7 @@ impl Database {
         }
         let claims = Claims { owners, single_pages, iam_pages, database_id: self.database_id };
         let mut problems = Vec::new();
-        for file in inner.data_files.values() {
+        for file in inner.data_files.values().filter(|f| fg_id.is_none_or(|fg| f.fg_id == fg)) {
             if let Err(error) = check_file(&self.pool, &file.alloc, &claims, &mut problems) {
                 problems.push(error);
             }

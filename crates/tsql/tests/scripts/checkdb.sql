@@ -43,6 +43,26 @@ DBCC CHECKTABLE
 GO
 DBCC CHECKDB (Shop) WITH PHYSICAL_ONLY, DATA_PURITY
 GO
+-- DBCC CHECKFILEGROUP: the allocation checks of the filegroup's files, then the tables whose
+-- heap or clustered index is in it, each with its nonclustered indexes in the same filegroup
+-- (an index in another filegroup is not checked: its CHECKFILEGROUP checks neither it nor its
+-- table); the system tables with PRIMARY, where they are.
+ALTER DATABASE Shop ADD FILEGROUP Archive
+ALTER DATABASE Shop ADD FILE (NAME = Archive1, FILENAME = 'Shop_Archive1.ndf', SIZE = 2MB) TO FILEGROUP Archive
+GO
+CREATE TABLE OldOrders (OrderId INT PRIMARY KEY, Customer VARCHAR(40)) ON Archive
+CREATE INDEX IX_OldOrders_Customer ON OldOrders (Customer) ON [PRIMARY]
+CREATE INDEX IX_Orders_Amount ON Orders (Amount) ON Archive
+INSERT OldOrders SELECT OrderId, Customer FROM Orders WHERE OrderId < 100
+GO
+DBCC CHECKFILEGROUP (Archive)
+DBCC CHECKFILEGROUP (2, NOINDEX) WITH NO_INFOMSGS
+DBCC CHECKFILEGROUP (0) WITH PHYSICAL_ONLY
+GO
+DBCC CHECKFILEGROUP ('NoSuchFilegroup')
+GO
+DBCC CHECKFILEGROUP (9)
+GO
 ALTER DATABASE Shop SET OFFLINE
 GO
 USE master
