@@ -23,7 +23,7 @@ use engine::filegroup::Growth;
 use engine::record::{SqlType, Value};
 
 /// The system procedures this module runs.
-pub const SYSTEM_PROCEDURES: [&str; 13] = [
+pub const SYSTEM_PROCEDURES: [&str; 14] = [
     "sp_columns",
     "sp_configure",
     "sp_help",
@@ -32,6 +32,7 @@ pub const SYSTEM_PROCEDURES: [&str; 13] = [
     "sp_readerrorlog",
     "sp_helpdb",
     "sp_helpfile",
+    "sp_helpfilegroup",
     "sp_helpindex",
     "sp_lock",
     "sp_spaceused",
@@ -50,6 +51,20 @@ pub fn is_system_procedure(name: &str) -> bool {
 
 fn kb(pages: i64) -> String {
     format!("{} KB", pages * 8)
+}
+
+/// A file's size, maximum size and growth as sp_helpfile and sp_helpfilegroup show them.
+fn size_texts(file: &engine::database::DatabaseFile) -> (Value, Value, Value) {
+    let maxsize = match file.max_size_pages {
+        None => "Unlimited".to_string(),
+        Some(pages) => kb(i64::from(pages)),
+    };
+    let growth = match file.growth {
+        Growth::None => "0 KB".to_string(),
+        Growth::Pages(pages) => kb(i64::from(pages)),
+        Growth::Percent(pct) => format!("{pct}%"),
+    };
+    (Value::Text(kb(i64::from(file.size_pages))), Value::Text(maxsize), Value::Text(growth))
 }
 
 fn mb_text(pages: i64) -> String {
@@ -110,6 +125,7 @@ impl Session {
             "xp_readerrorlog" | "sp_readerrorlog" => self.xp_readerrorlog(&values, out),
             "sp_helpdb" => self.sp_helpdb(values.first(), out),
             "sp_helpfile" => self.sp_helpfile(values.first(), out),
+            "sp_helpfilegroup" => self.sp_helpfilegroup(values.first(), out),
             "sp_helpindex" => self.sp_helpindex(values.first(), out),
             "sp_help" => self.sp_help(values.first(), out),
             "sp_spaceused" => self.sp_spaceused(values.first(), out),
@@ -263,6 +279,64 @@ impl Session {
         Ok(())
     }
 
+    /// sp_helpfilegroup [name]: each filegroup of the current database with its file count;
+    /// with a name, that filegroup, then a row per file in it. An unknown name is 5014 (the
+    /// engine's message for a filegroup that is not there: SQL Server's number for it in this
+    /// procedure is not in our sources).
+    fn sp_helpfilegroup(
+        &self,
+        name: Option<&Value>,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let db = self.db();
+        let mut filegroups = db.filegroups();
+        filegroups.sort_by_key(|fg| fg.0);
+        let only = name.filter(|v| !matches!(v, Value::Null)).map(value::display);
+        if let Some(only) = &only {
+            filegroups.retain(|fg| fg.1.eq_ignore_ascii_case(only));
+            if filegroups.is_empty() {
+                return Err(SqlError::filegroup_missing(only, &db.name));
+            }
+        }
+        let rows = filegroups
+            .iter()
+            .map(|(id, name, _, _, files)| {
+                let count = i32::try_from(files.len()).unwrap_or(i32::MAX);
+                vec![Value::Text(name.clone()), Value::SmallInt(*id as i16), Value::Int(count)]
+            })
+            .collect();
+        out(Output::Rows(ResultSet {
+            columns: columns(&["groupname", "groupid", "filecount"]),
+            rows,
+            types: Vec::new(),
+        }));
+        let Some((fg_id, ..)) = filegroups.first().filter(|_| only.is_some()) else {
+            return Ok(());
+        };
+        let rows = db
+            .database_files()
+            .into_iter()
+            .filter(|f| !f.is_log && f.data_space_id == *fg_id)
+            .map(|f| {
+                let (size, maxsize, growth) = size_texts(&f);
+                vec![
+                    Value::Text(f.logical_name.clone()),
+                    Value::SmallInt(f.file_id as i16),
+                    Value::Text(f.path.display().to_string()),
+                    size,
+                    maxsize,
+                    growth,
+                ]
+            })
+            .collect();
+        out(Output::Rows(ResultSet {
+            columns: columns(&["file_in_group", "fileid", "filename", "size", "maxsize", "growth"]),
+            rows,
+            types: Vec::new(),
+        }));
+        Ok(())
+    }
+
     fn help_files(&self, db: &Database, only: Option<&str>) -> ResultSet {
         let filegroups: std::collections::BTreeMap<u16, String> =
             db.filegroups().into_iter().map(|(id, name, ..)| (id, name)).collect();
@@ -271,15 +345,7 @@ impl Session {
             .into_iter()
             .filter(|f| only.is_none_or(|n| n.eq_ignore_ascii_case(&f.logical_name)))
             .map(|f| {
-                let maxsize = match f.max_size_pages {
-                    None => "Unlimited".to_string(),
-                    Some(pages) => kb(i64::from(pages)),
-                };
-                let growth = match f.growth {
-                    Growth::None => "0 KB".to_string(),
-                    Growth::Pages(pages) => kb(i64::from(pages)),
-                    Growth::Percent(pct) => format!("{pct}%"),
-                };
+                let (size, maxsize, growth) = size_texts(&f);
                 let filegroup = if f.is_log {
                     Value::Null
                 } else {
@@ -290,9 +356,9 @@ impl Session {
                     Value::SmallInt(f.file_id as i16),
                     Value::Text(f.path.display().to_string()),
                     filegroup,
-                    Value::Text(kb(i64::from(f.size_pages))),
-                    Value::Text(maxsize),
-                    Value::Text(growth),
+                    size,
+                    maxsize,
+                    growth,
                     text(if f.is_log { "log only" } else { "data only" }),
                 ]
             })

@@ -34,6 +34,15 @@ EXEC sp_who 51;
 EXEC sp_spaceused N'no_such_table';
 EXEC sp_helpdb N'no_such_db';
 GO
+-- sp_helpfilegroup: every filegroup with its file count; with a name, its files too.
+ALTER DATABASE sp ADD FILEGROUP archive;
+ALTER DATABASE sp ADD FILE (NAME = sp_arch1, FILENAME = 'sp_arch1.ndf', SIZE = 1MB, MAXSIZE = 8MB, FILEGROWTH = 1MB),
+  (NAME = sp_arch2, FILENAME = 'sp_arch2.ndf', SIZE = 2MB, FILEGROWTH = 10%) TO FILEGROUP archive;
+GO
+EXEC sp_helpfilegroup;
+EXEC sp_helpfilegroup @filegroupname = N'archive';
+EXEC sp_helpfilegroup N'no_such_filegroup';
+GO
 -- sys.traces and sys.fn_trace_gettable: seed 002's query, as written.
 SELECT id, is_default, is_rollover, max_files FROM sys.traces;
 SELECT t.DatabaseName,
