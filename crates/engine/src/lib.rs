@@ -42,6 +42,7 @@ pub mod fiber;
 pub mod file;
 pub mod filegroup;
 pub mod heap;
+pub mod index_usage;
 pub mod instance;
 pub mod io;
 pub mod iostats;

@@ -48,6 +48,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_db_log_info", "IF"),
     ("dm_db_log_stats", "IF"),
     ("dm_db_log_space_usage", "V"),
+    ("dm_db_index_usage_stats", "V"),
     ("dm_db_partition_stats", "V"),
     ("dm_exec_connections", "V"),
     ("dm_exec_requests", "V"),

@@ -170,6 +170,7 @@ impl Session {
         let mut cols = table_columns(&table, &qualifier);
         let target_width = cols.len();
         let mut target = Vec::new();
+        self.note_index_use(&table, 0, engine::index_usage::IndexUse::Scan);
         for (locator, stored) in table.rows(self.db())? {
             let shown = shown_row(&table, stored.clone());
             target.push(MatchedRow { locator, stored, shown });
@@ -235,6 +236,7 @@ impl Session {
         let table = &sides.table;
         match &clause.action {
             MergeAction::Delete { .. } => {
+                self.note_table_change(table, None);
                 table.delete(self.db(), locator, stored)?;
                 self.capture_output(Some(shown), None);
                 Ok(MergeActionKind::Delete)
@@ -244,6 +246,7 @@ impl Session {
                     return Err(not_supported("UPDATE *"));
                 };
                 let targets = Self::update_targets(table, assignments)?;
+                self.note_update_targets(table, &targets);
                 let env = Env { cols: &sides.cols, row, group: None, outer: None };
                 let mut given: Vec<Option<Value>> = shown.iter().cloned().map(Some).collect();
                 for (p, e) in &targets {

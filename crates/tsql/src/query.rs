@@ -16,6 +16,7 @@ use crate::session::Session;
 use crate::value::{self, Arith, Result, compare, convert, is_true, sort_compare};
 use engine::SqlError;
 use engine::catalog::{Table, invalid_object};
+use engine::index_usage::IndexUse;
 use engine::record::{SqlType, Value};
 use sqlparser::ast::{
     BinaryOperator, Distinct, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
@@ -1161,16 +1162,32 @@ impl Session {
         let db = self.db();
         engine::iostats::note_scan(db.database_id, table.au_ids()[0]);
         let Some(seek) = filter.and_then(|f| self.seek_plan(table, cols, f, outer)) else {
+            self.note_index_use(table, 0, IndexUse::Scan);
             return table.rows(db);
         };
-        let from = seek.from.map(|v| [v]);
-        let to = seek.to.map(|v| [v]);
+        self.seek_rows(table, &seek)
+    }
+
+    /// The rows of an index seek, noted as a seek of its index and, through a nonclustered
+    /// index, a lookup of the base rows when it found any (sys.dm_db_index_usage_stats).
+    fn seek_rows(
+        &self,
+        table: &Table,
+        seek: &SeekPlan,
+    ) -> Result<Vec<(engine::catalog::RowLocator, Vec<Value>)>> {
+        let db = self.db();
+        let from = seek.from.clone().map(|v| [v]);
+        let to = seek.to.clone().map(|v| [v]);
         let (from, to) = (from.as_ref().map(|k| &k[..]), to.as_ref().map(|k| &k[..]));
+        self.note_index_use(table, seek.position, IndexUse::Seek);
         if seek.position == 0 {
-            table.base_range(db, from, to)
-        } else {
-            table.index_range(db, seek.position, from, to)
+            return table.base_range(db, from, to);
         }
+        let rows = table.index_range(db, seek.position, from, to)?;
+        if !rows.is_empty() {
+            self.note_index_use(table, 0, IndexUse::Lookup);
+        }
+        Ok(rows)
     }
 
     /// The index seek that `filter`'s conjuncts allow: `column = constant` on the leading key
@@ -1394,19 +1411,13 @@ impl Session {
             let left_env = Env { cols, row: left, group: None, outer };
             let candidates = match self.seek_plan(&table, &right_cols, on, Some(&left_env)) {
                 Some(seek) => {
-                    let from = seek.from.map(|v| [v]);
-                    let to = seek.to.map(|v| [v]);
-                    let (from, to) = (from.as_ref().map(|k| &k[..]), to.as_ref().map(|k| &k[..]));
-                    let found = if seek.position == 0 {
-                        table.base_range(db, from, to)?
-                    } else {
-                        table.index_range(db, seek.position, from, to)?
-                    };
+                    let found = self.seek_rows(&table, &seek)?;
                     found.into_iter().map(|(_, r)| shown_row(&table, r)).collect()
                 }
                 None => match &scanned {
                     Some(all) => all.clone(),
                     None => {
+                        self.note_index_use(&table, 0, IndexUse::Scan);
                         let all: Vec<Vec<Value>> = table
                             .rows(db)?
                             .into_iter()
@@ -2057,6 +2068,7 @@ impl Session {
         }
         let table = self.table(&table_name)?;
         engine::iostats::note_scan(self.db().database_id, table.au_ids()[0]);
+        self.note_index_use(&table, 0, IndexUse::Scan);
         let locks = self.read_locks(with_hints)?;
         let count = engine::xact::with_read_locks(locks, || table.count_rows(self.db()))?;
         let value = if function == "COUNT_BIG" {

@@ -35,7 +35,7 @@ use sqlparser::ast::{
     ColumnOption, Expr, FromTable, ObjectType, SetExpr, Statement, TableConstraint, TableFactor,
     TableObject,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// A PRIMARY KEY or UNIQUE constraint of CREATE TABLE: (primary key, unique, columns,
@@ -252,6 +252,9 @@ pub struct Session {
     rng: std::cell::RefCell<engine::rng::SplitMix64>,
     /// The common table expressions of the queries running now, innermost last.
     pub(crate) ctes: std::cell::RefCell<Vec<crate::query::CteBinding>>,
+    /// The running statement's index uses for sys.dm_db_index_usage_stats: (database id,
+    /// object id, index id, use), each counted once when the statement ends.
+    index_uses: std::cell::RefCell<BTreeSet<(u16, i32, i32, engine::index_usage::IndexUse)>>,
     nocount: bool,
     xact_abort: bool,
     rowcount: u64,
@@ -376,6 +379,7 @@ impl Session {
             try_depth: 0,
             catch_stack: Vec::new(),
             ctes: std::cell::RefCell::new(Vec::new()),
+            index_uses: std::cell::RefCell::new(BTreeSet::new()),
             hints: front::QueryHints::default(),
             identity_insert: None,
             shut_down: false,
@@ -1019,7 +1023,75 @@ impl Session {
         Err(failure)
     }
 
+    /// Runs one statement, then records the index uses it made (each once, as
+    /// sys.dm_db_index_usage_stats counts them).
     fn run(
+        &mut self,
+        stmt: &Stmt,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> std::result::Result<Flow, Failure> {
+        let flow = self.run_one(stmt, line, out);
+        self.record_index_uses();
+        flow
+    }
+
+    /// Notes that the running statement used a table's index (`position` in its indexes: 0
+    /// is the heap or clustered index) for sys.dm_db_index_usage_stats. Temporary tables and
+    /// table variables are not counted: they are tempdb's in SQL Server.
+    pub(crate) fn note_index_use(
+        &self,
+        table: &engine::catalog::Table,
+        position: usize,
+        kind: engine::index_usage::IndexUse,
+    ) {
+        if crate::temp::is_stored_temporary(&table.name) {
+            return;
+        }
+        let index_id = table.indexes[position].index_id;
+        let key = (self.db.database_id, table.object_id, index_id, kind);
+        self.index_uses.borrow_mut().insert(key);
+    }
+
+    /// Notes a statement's change of a table's rows: its heap or clustered index, and the
+    /// nonclustered indexes whose entries change: all of them for an insert or a delete
+    /// (`changed_columns` None); for an update, those keyed on a changed column, or all when
+    /// a clustered key column changes (every entry's row locator does).
+    pub(crate) fn note_table_change(
+        &self,
+        table: &engine::catalog::Table,
+        changed_columns: Option<&[usize]>,
+    ) {
+        use engine::index_usage::IndexUse;
+        let touches = |index: &engine::catalog::IndexDef| {
+            changed_columns
+                .is_none_or(|changed| index.key_columns.iter().any(|c| changed.contains(c)))
+        };
+        let locators_change = touches(&table.indexes[0]);
+        for (position, index) in table.indexes.iter().enumerate() {
+            if position == 0 || locators_change || touches(index) {
+                self.note_index_use(table, position, IndexUse::Update);
+            }
+        }
+    }
+
+    /// Records the statement's index uses in their databases, at its end.
+    fn record_index_uses(&self) {
+        let uses = std::mem::take(&mut *self.index_uses.borrow_mut());
+        if uses.is_empty() {
+            return;
+        }
+        let now = std::time::Instant::now();
+        for (database_id, object_id, index_id, kind) in uses {
+            if database_id == self.db.database_id {
+                self.db.index_usage.record(object_id, index_id, kind, now);
+            } else if let Some(db) = self.server.database_by_id(i64::from(database_id)) {
+                db.index_usage.record(object_id, index_id, kind, now);
+            }
+        }
+    }
+
+    fn run_one(
         &mut self,
         stmt: &Stmt,
         line: u64,
@@ -2747,6 +2819,7 @@ impl Session {
     ) -> Result<u64> {
         let table = &target.table;
         let positions = &target.positions;
+        self.note_table_change(table, None);
         let mut count = 0;
         for values in source_rows {
             self.check_cancel()?;
@@ -2877,6 +2950,7 @@ impl Session {
         let table = self.table(&table_name)?;
         table.lock(&self.db, engine::lock::LockMode::IX)?;
         engine::iostats::note_scan(self.db.database_id, table.au_ids()[0]);
+        self.note_index_use(&table, 0, engine::index_usage::IndexUse::Scan);
         let stored_rows = table.rows(&self.db)?;
         let mut columns: Vec<String> =
             table.columns.iter().map(|c| c.column.name.clone()).collect();
@@ -2992,6 +3066,7 @@ impl Session {
         let targets = Self::update_targets(&table, &update.assignments)?;
         let mut rows = self.matching_rows(&table, &cols, update.selection.as_ref())?;
         rows.truncate(self.top_rows(top, rows.len())?);
+        self.note_update_targets(&table, &targets);
         let mut count = 0;
         for MatchedRow { locator, stored: old, shown } in rows {
             let env = Env { cols: &cols, row: &shown, group: None, outer: None };
@@ -3005,6 +3080,16 @@ impl Session {
             count += 1;
         }
         Ok(count)
+    }
+
+    /// Notes an UPDATE's change of the indexes its SET list reaches ([`Self::note_table_change`]).
+    pub(crate) fn note_update_targets(
+        &self,
+        table: &engine::catalog::Table,
+        targets: &[(usize, &Expr)],
+    ) {
+        let changed: Vec<usize> = targets.iter().map(|(p, _)| *p).collect();
+        self.note_table_change(table, Some(&changed));
     }
 
     /// The target columns of a SET list (UPDATE's, MERGE's): (column position, value
@@ -3051,6 +3136,7 @@ impl Session {
             self.joined_targets(target, from, update.selection.as_ref(), &exprs)?;
         self.note_output_table(&table);
         matched.truncate(self.top_rows(top, matched.len())?);
+        self.note_update_targets(&table, &targets);
         let mut count = 0;
         for (MatchedRow { locator, stored: old, shown }, values) in matched {
             let mut given: Vec<Option<Value>> = shown.iter().cloned().map(Some).collect();
@@ -3079,6 +3165,7 @@ impl Session {
                 self.joined_targets(&target, from, delete.selection.as_ref(), &[])?;
             self.note_output_table(&table);
             matched.truncate(self.top_rows(top, matched.len())?);
+            self.note_table_change(&table, None);
             let count = matched.len() as u64;
             for (MatchedRow { locator, stored, shown }, _) in matched {
                 table.delete(&self.db, &locator, &stored)?;
@@ -3095,6 +3182,7 @@ impl Session {
         let cols = table_columns(&table, &qualifier_of(&table, alias.as_ref()));
         let mut rows = self.matching_rows(&table, &cols, delete.selection.as_ref())?;
         rows.truncate(self.top_rows(top, rows.len())?);
+        self.note_table_change(&table, None);
         let count = rows.len() as u64;
         for MatchedRow { locator, stored: row, shown } in rows {
             table.delete(&self.db, &locator, &row)?;

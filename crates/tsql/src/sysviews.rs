@@ -68,6 +68,7 @@ impl Session {
             "dm_db_log_space_usage" => Some(Ok(self.dm_db_log_space_usage())),
             "dm_db_file_space_usage" => Some(self.dm_db_file_space_usage()),
             "dm_db_partition_stats" => Some(self.dm_db_partition_stats()),
+            "dm_db_index_usage_stats" => Some(Ok(self.dm_db_index_usage_stats())),
             "dm_server_services" => Some(Ok(self.dm_server_services())),
             "dm_os_sys_info" => Some(Ok(self.dm_os_sys_info())),
             "configurations" => Some(Ok(self.sys_configurations())),

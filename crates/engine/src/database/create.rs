@@ -342,6 +342,7 @@ impl Database {
             units_outside_transactions_count: std::sync::atomic::AtomicUsize::new(0),
             closed: std::sync::atomic::AtomicBool::new(false),
             catalog: Mutex::new(None),
+            index_usage: crate::index_usage::IndexUsage::default(),
         };
         let inner = crate::fiber::read(&db.inner);
         for fg_id in inner.filegroups.keys() {

@@ -251,6 +251,8 @@ pub struct Database {
     closed: std::sync::atomic::AtomicBool,
     /// The catalog, loaded when first used ([`Database::catalog`]).
     catalog: Mutex<Option<Arc<crate::catalog::Catalog>>>,
+    /// sys.dm_db_index_usage_stats' counters, from the database's opening on.
+    pub index_usage: crate::index_usage::IndexUsage,
 }
 
 /// The data files of filegroup `fg_id` in visit order: the lowest file id first, then the rest
