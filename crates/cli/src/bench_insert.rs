@@ -602,10 +602,13 @@ fn build_report(
     let space = db.file_space();
     let size_pages: u64 = space.iter().map(|f| u64::from(f.size_pages)).sum();
     let used_extents: u64 = space.iter().map(|f| u64::from(f.total_extents - f.free_extents)).sum();
+    // The system tasks' idle waits (LAZYWRITER_SLEEP, LOGMGR_QUEUE, CHECKPOINT_QUEUE) are
+    // left out, as the seed's top-waits script leaves them out.
     let waits = instance
         .waits
         .snapshot()
         .into_iter()
+        .filter(|w| !engine::system_tasks::is_benign(&w.wait_type))
         .map(|w| WaitJson {
             wait_type: w.wait_type,
             waiting_tasks_count: w.waiting_tasks_count,

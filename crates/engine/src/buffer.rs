@@ -221,12 +221,29 @@ pub struct BufferCounters {
 }
 
 /// The shared statistics a pool records into.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct PoolStats {
     pub waits: Arc<WaitStats>,
     pub latches: Arc<LatchStats>,
     pub waiting: Arc<WaitingTasks>,
     pub spinlocks: Arc<SpinlockStats>,
+    /// The instance's system tasks (the lazy writer is one), recording into `waits`.
+    pub system_tasks: Arc<crate::system_tasks::SystemTasks>,
+}
+
+impl Default for PoolStats {
+    fn default() -> PoolStats {
+        let waits = Arc::new(WaitStats::default());
+        let waiting = Arc::new(WaitingTasks::default());
+        let system_tasks = crate::system_tasks::SystemTasks::new(waits.clone(), waiting.clone());
+        PoolStats {
+            waits,
+            latches: Arc::default(),
+            waiting,
+            spinlocks: Arc::default(),
+            system_tasks: Arc::new(system_tasks),
+        }
+    }
 }
 
 /// Buckets of the page table. A power of two, so that a key's bucket is the top bits of its
@@ -492,11 +509,18 @@ impl BufferPool {
             fiber_io: crate::fiber::IoThreads::new(io_cpus.clone()),
         });
         let weak = Arc::downgrade(&pool);
+        let identity = crate::system_tasks::TaskIdentity {
+            session_id: crate::system_tasks::LAZY_WRITER_SPID,
+            command: "LAZY WRITER",
+            database_id: 0,
+            queue_wait: Some(crate::system_tasks::LAZYWRITER_SLEEP),
+        };
+        let listed = crate::system_tasks::register(&pool.stats.system_tasks, identity);
         std::thread::Builder::new()
             .name("extentdb-lazywriter".into())
             .spawn(move || {
                 crate::affinity::bind_io_thread(&io_cpus);
-                lazy_writer_loop(&weak)
+                listed.run(|| lazy_writer_loop(&weak))
             })
             .expect("the lazy writer thread starts");
         pool
@@ -1491,7 +1515,10 @@ fn lazy_writer_loop(pool: &Weak<BufferPool>) {
         {
             let mut signalled = strong.lazy_writer.0.lock();
             if !*signalled {
-                strong.lazy_writer.1.wait_for(&mut signalled, Duration::from_millis(200));
+                // Sleeping until the next look or a free-list stall's signal: LAZYWRITER_SLEEP.
+                crate::system_tasks::wait_for_work(|| {
+                    strong.lazy_writer.1.wait_for(&mut signalled, Duration::from_millis(200))
+                });
             }
             *signalled = false;
         }

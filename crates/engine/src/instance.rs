@@ -112,6 +112,9 @@ pub struct Instance {
     pub spinlocks: Arc<SpinlockStats>,
     pub latches: Arc<LatchStats>,
     pub waiting_tasks: Arc<WaitingTasks>,
+    /// The system sessions' background tasks (lazy writer, log writers, checkpoint and
+    /// ghost-cleanup tasks).
+    pub system_tasks: Arc<crate::system_tasks::SystemTasks>,
     /// The schedulers session workers run on (sys.dm_os_schedulers).
     pub schedulers: Arc<crate::scheduler::Schedulers>,
     pub buffer_pool: Arc<BufferPool>,
@@ -270,6 +273,7 @@ impl Instance {
             waits: stats.waits,
             latches: stats.latches,
             waiting_tasks: stats.waiting,
+            system_tasks: stats.system_tasks,
             config,
             start_time: clock.now_local(),
             started: std::time::Instant::now(),

@@ -60,6 +60,7 @@ pub mod rng;
 pub mod scheduler;
 pub mod session;
 pub mod spinlock;
+pub mod system_tasks;
 pub mod traceflags;
 pub mod units;
 pub mod waits;

@@ -41,8 +41,10 @@ struct WaitCell {
 }
 
 /// Every wait type the engine and its T-SQL layer record, in name order.
-pub const WAIT_TYPES: [&str; 22] = [
+pub const WAIT_TYPES: [&str; 25] = [
+    "CHECKPOINT_QUEUE",
     "CXPACKET",
+    "LAZYWRITER_SLEEP",
     "LCK_M_IS",
     "LCK_M_IX",
     "LCK_M_S",
@@ -50,6 +52,7 @@ pub const WAIT_TYPES: [&str; 22] = [
     "LCK_M_U",
     "LCK_M_X",
     "LOGBUFFER",
+    "LOGMGR_QUEUE",
     "PAGEIOLATCH_DT",
     "PAGEIOLATCH_EX",
     "PAGEIOLATCH_KP",

@@ -4,7 +4,7 @@
 //! - waits, latches, spinlocks, waiting tasks: the engine's statistics, every figure from a
 //!   wait that a thread really waited (issue 3);
 //! - sessions and requests: the server's session registry, with the waits of the tasks that
-//!   wait now;
+//!   wait now, and the instance's system tasks ([`engine::system_tasks`]) as system sessions;
 //! - file I/O: the counters of the I/O seam ([`engine::io::StatsIo`]);
 //! - space: GAM free-extent counts, the log's VLFs, and allocation units read page by page.
 //!
@@ -47,6 +47,16 @@ fn request_cpu_ns(request: &crate::server::RunningRequest) -> u64 {
         engine::session::thread_cpu_ns_of(request.thread_id)
     };
     now.map_or(0, |ns| ns.saturating_sub(request.cpu_start_ns))
+}
+
+/// A system task's database: its own, or master (1) for an instance-wide task.
+fn system_task_database(task: &engine::system_tasks::SystemTaskRow) -> u16 {
+    if task.identity.database_id == 0 { 1 } else { task.identity.database_id }
+}
+
+/// A session_id cell's order (system sessions before user sessions).
+fn tsql_sort_key(cell: &Value) -> i64 {
+    value::as_i64(cell).unwrap_or(i64::MAX)
 }
 
 fn big(n: u64) -> Value {
@@ -735,7 +745,7 @@ impl Session {
             "transaction_isolation_level",
         ]);
         let sessions = self.server.sessions.lock().clone();
-        let rows = sessions
+        let mut rows: Vec<Vec<Value>> = sessions
             .into_iter()
             .map(|(spid, info)| {
                 let status = if info.request.is_some() { "running" } else { "sleeping" };
@@ -767,7 +777,46 @@ impl Session {
                 ]
             })
             .collect();
+        rows.extend(self.system_sessions());
+        rows.sort_by_key(|row| tsql_sort_key(&row[0]));
         (cols, rows)
+    }
+
+    /// A row per system session (is_user_process 0): one per session id of the running
+    /// system tasks, with the first task's database and start. Client and usage columns are
+    /// NULL or 0, as SQL Server shows them for its system sessions.
+    fn system_sessions(&self) -> Vec<Vec<Value>> {
+        let mut seen = BTreeSet::new();
+        let mut rows = Vec::new();
+        for task in self.server.instance.system_tasks.snapshot() {
+            if !seen.insert(task.identity.session_id) {
+                continue;
+            }
+            let started = self.server.datetime_of(task.started);
+            rows.push(vec![
+                Value::SmallInt(task.identity.session_id as i16),
+                started.clone(),
+                Value::Null,
+                Value::Null,
+                text("sa"),
+                text("sleeping"),
+                Value::SmallInt(system_task_database(&task) as i16),
+                started.clone(),
+                started,
+                Value::Bit(false),
+                Value::Int(0),
+                Value::Null,
+                Value::Null,
+                int(0),
+                int(0),
+                big(0),
+                big(0),
+                Value::Int(-1),
+                Value::Int(0),
+                Value::SmallInt(2),
+            ]);
+        }
+        rows
     }
 
     /// sys.dm_exec_connections: one row per session connected over TDS, from its LOGIN7, its
@@ -909,7 +958,40 @@ impl Session {
                 int(request_cpu_ns(&request) / 1_000_000),
             ]);
         }
+        rows.extend(self.system_requests());
+        rows.sort_by_key(|row| tsql_sort_key(&row[0]));
         (cols, rows)
+    }
+
+    /// The system tasks' requests (status background), each with the wait it is in now.
+    fn system_requests(&self) -> Vec<Vec<Value>> {
+        let tasks = self.server.instance.system_tasks.snapshot();
+        let elapsed_ms = |since: std::time::Instant| {
+            Value::Int(i32::try_from(since.elapsed().as_millis()).unwrap_or(i32::MAX))
+        };
+        tasks
+            .into_iter()
+            .map(|task| {
+                let cpu_ns = engine::session::thread_cpu_ns_of(task.thread_id).unwrap_or(0);
+                vec![
+                    Value::SmallInt(task.identity.session_id as i16),
+                    Value::Int(0),
+                    self.server.datetime_of(task.started),
+                    text("background"),
+                    text(task.identity.command),
+                    Value::SmallInt(system_task_database(&task) as i16),
+                    Value::SmallInt(0),
+                    task.waiting.map_or(Value::Null, |(wait_type, _)| text(wait_type)),
+                    task.waiting.map_or(Value::Int(0), |(_, since)| elapsed_ms(since)),
+                    Value::Text(String::new()),
+                    Value::Int(0),
+                    elapsed_ms(task.started),
+                    Value::Null,
+                    Value::Null,
+                    int(cpu_ns / 1_000_000),
+                ]
+            })
+            .collect()
     }
 
     /// sys.dm_exec_sql_text(sql_handle): the text of the batch a handle names, while a

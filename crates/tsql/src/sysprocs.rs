@@ -599,14 +599,37 @@ impl Session {
             found.push(Who {
                 spid: id,
                 status,
+                login_name: info.login_name,
+                host_name: info.host_name,
+                program_name: info.program_name,
                 blocked_by: waits.get(&id).copied().flatten(),
                 database: names.get(&database_id).cloned(),
                 command,
                 last_batch: self.server.datetime_of(info.last_request_start_time),
-                info,
             });
         }
-        found
+        // The system sessions (status background), before the user sessions as in SQL Server.
+        let mut system = Vec::new();
+        for task in self.server.instance.system_tasks.snapshot() {
+            let id = task.identity.session_id;
+            if only.is_some_and(|o| o != i64::from(id)) {
+                continue;
+            }
+            let database_id = task.identity.database_id.max(1);
+            system.push(Who {
+                spid: id,
+                status: "background",
+                login_name: "sa".into(),
+                host_name: None,
+                program_name: String::new(),
+                blocked_by: None,
+                database: names.get(&database_id).cloned(),
+                command: task.identity.command.to_string(),
+                last_batch: self.server.datetime_of(task.started),
+            });
+        }
+        system.extend(found);
+        system
     }
 
     /// sp_who [spid]: every session (or one), with what it runs and the session blocking it.
@@ -619,8 +642,8 @@ impl Session {
                     Value::SmallInt(w.spid as i16),
                     Value::SmallInt(0),
                     text(w.status),
-                    Value::Text(w.info.login_name.clone()),
-                    Value::Text(w.info.host_name.clone().unwrap_or_default()),
+                    Value::Text(w.login_name),
+                    Value::Text(w.host_name.unwrap_or_default()),
                     Value::Text(format!("{:>5}", w.blocked_by.unwrap_or(0))),
                     w.database.map_or(Value::Null, Value::Text),
                     Value::Text(w.command),
@@ -711,15 +734,15 @@ impl Session {
                 vec![
                     Value::Text(format!("{:>5}", w.spid)),
                     text(w.status),
-                    Value::Text(w.info.login_name.clone()),
-                    Value::Text(dotted(w.info.host_name.clone())),
+                    Value::Text(w.login_name),
+                    Value::Text(dotted(w.host_name)),
                     Value::Text(dotted(w.blocked_by.map(|b| format!("{b:>5}")))),
                     w.database.map_or(Value::Null, Value::Text),
                     Value::Text(w.command),
                     Value::Int(0),
                     Value::Int(0),
                     Value::Text(last_batch),
-                    Value::Text(w.info.program_name.clone()),
+                    Value::Text(w.program_name),
                     Value::Text(format!("{:>5}", w.spid)),
                     Value::Text(format!("{:>5}", 0)),
                 ]
@@ -752,11 +775,13 @@ impl Session {
 struct Who {
     spid: u16,
     status: &'static str,
+    login_name: String,
+    host_name: Option<String>,
+    program_name: String,
     blocked_by: Option<u16>,
     database: Option<String>,
     command: String,
     last_batch: Value,
-    info: crate::server::SessionInfo,
 }
 
 /// A type's ODBC DATA_TYPE code and PRECISION column (characters for strings, digits for

@@ -11,6 +11,80 @@ use std::time::{Duration, Instant};
 use tsql::server::Server;
 use tsql::session::Session;
 
+/// The system sessions' background tasks are listed (sys.dm_exec_requests, sp_who), and their
+/// idle waits are time they really waited: the lazy writer's LAZYWRITER_SLEEP adds up to no
+/// more than the time the instance has been up, the log writer's LOGMGR_QUEUE ends when a
+/// transaction's log gives it work, and the checkpoint task shows CHECKPOINT_QUEUE while it
+/// waits for a request.
+#[test]
+fn system_tasks_are_listed_and_their_idle_waits_are_real() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let started = Instant::now();
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut session = Session::new(&server);
+    std::thread::sleep(Duration::from_millis(650));
+    let sleeps = rows(
+        &mut session,
+        "SELECT waiting_tasks_count, wait_time_ms FROM sys.dm_os_wait_stats WHERE wait_type = 'LAZYWRITER_SLEEP'",
+    );
+    let up_ms = started.elapsed().as_millis();
+    let (count, waited_ms): (u64, u128) =
+        (sleeps[0][0].parse().unwrap(), sleeps[0][1].parse().unwrap());
+    assert!(count >= 2, "the lazy writer sleeps 200 ms at a time: {sleeps:?}");
+    assert!(waited_ms >= 300 && waited_ms <= up_ms, "{waited_ms} ms slept in {up_ms} ms up");
+    // Each task's row, waiting for its work (polled: a task is briefly awake between waits).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let requests = rows(
+            &mut session,
+            "SELECT command, status, wait_type FROM sys.dm_exec_requests WHERE session_id < 51 AND database_id = 1 ORDER BY command",
+        );
+        let expected = [
+            ("CHECKPOINT", "CHECKPOINT_QUEUE"),
+            ("GHOST CLEANUP", "NULL"),
+            ("LAZY WRITER", "LAZYWRITER_SLEEP"),
+            ("LOG WRITER", "LOGMGR_QUEUE"),
+        ];
+        let seen: Vec<(String, String)> =
+            requests.iter().map(|r| (r[0].clone(), r[2].clone())).collect();
+        let wanted: Vec<(String, String)> =
+            expected.iter().map(|(c, w)| (c.to_string(), w.to_string())).collect();
+        assert!(requests.iter().all(|r| r[1] == "background"), "{requests:?}");
+        if seen == wanted {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{requests:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let who = rows(&mut session, "EXEC sp_who 18");
+    assert_eq!((who[0][2].as_str(), who[0][7].as_str()), ("background", "LAZY WRITER"), "{who:?}");
+    // A transaction whose log fills batches of blocks wakes the log writer: its wait ends.
+    let before = rows(
+        &mut session,
+        "SELECT waiting_tasks_count FROM sys.dm_os_wait_stats WHERE wait_type = 'LOGMGR_QUEUE'",
+    )[0][0]
+        .parse::<u64>()
+        .unwrap();
+    let (errors, _) = run(
+        &mut session,
+        "CREATE TABLE big (id INT PRIMARY KEY, filler CHAR(4000))
+BEGIN TRAN
+         DECLARE @i INT = 0
+WHILE @i < 400 BEGIN INSERT big VALUES (@i, 'x') SET @i += 1 END
+COMMIT",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let after = rows(
+        &mut session,
+        "SELECT waiting_tasks_count FROM sys.dm_os_wait_stats WHERE wait_type = 'LOGMGR_QUEUE'",
+    )[0][0]
+        .parse::<u64>()
+        .unwrap();
+    assert!(after > before, "the log writer's wait ended: {before} -> {after}");
+    drop(session);
+    server.shutdown().expect("shutdown");
+}
+
 #[test]
 fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -36,7 +110,7 @@ fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
     let waiting = loop {
         let waiting = rows(
             &mut observer,
-            "SELECT session_id, wait_type, blocking_session_id, resource_description FROM sys.dm_os_waiting_tasks",
+            "SELECT session_id, wait_type, blocking_session_id, resource_description FROM sys.dm_os_waiting_tasks WHERE session_id > 50",
         );
         if !waiting.is_empty() {
             break waiting;

@@ -9,6 +9,7 @@
 //! for a checkpoint under way.
 
 use super::*;
+use crate::system_tasks::{SystemTasks, TaskIdentity};
 use parking_lot::Condvar;
 use std::sync::Weak;
 use std::sync::atomic::AtomicBool;
@@ -59,12 +60,13 @@ impl BackgroundTask {
     pub(crate) fn take_request(&self, timeout: Option<Duration>) -> bool {
         let mut wanted = self.wanted.lock();
         if !*wanted && !self.stopped() {
-            match timeout {
+            // The task's wait for work (its queue wait type, crate::system_tasks).
+            crate::system_tasks::wait_for_work(|| match timeout {
                 Some(timeout) => {
                     self.wake.wait_for(&mut wanted, timeout);
                 }
                 None => self.wake.wait(&mut wanted),
-            }
+            });
         }
         std::mem::replace(&mut *wanted, false)
     }
@@ -73,12 +75,13 @@ impl BackgroundTask {
         self.stop.load(Ordering::Acquire)
     }
 
-    /// Runs `body` on a thread named `name`, scheduled as `scheduler` says, unless the task
-    /// runs already.
+    /// Runs `body` on a thread named `name`, scheduled as `scheduler` says and listed as the
+    /// system task `identity` of the instance's `tasks`, unless the task runs already.
     pub(crate) fn start(
         &self,
         name: &str,
         scheduler: TaskScheduler,
+        (tasks, identity): (Arc<SystemTasks>, TaskIdentity),
         body: impl FnOnce() + Send + 'static,
     ) {
         let mut thread = self.thread.lock();
@@ -86,13 +89,14 @@ impl BackgroundTask {
             return;
         }
         self.stop.store(false, Ordering::Release);
+        let listed = crate::system_tasks::register(&tasks, identity);
         let handle = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
                 if scheduler == TaskScheduler::Regular {
                     crate::session::run_as_worker();
                 }
-                body()
+                listed.run(body)
             })
             .expect("a background task's thread starts");
         *thread = Some(handle);
@@ -153,10 +157,22 @@ impl Database {
         // Its work is its writes: under 'affinity I/O mask' it runs on the I/O CPUs (a
         // deviation, crate::affinity).
         let io_cpus = self.instance.io_affinity_cpus.clone();
-        self.checkpoint_task.start("extentdb-checkpoint", TaskScheduler::Regular, move || {
-            crate::affinity::bind_io_thread(&io_cpus);
-            checkpoint_loop(&shared, &weak)
-        });
+        let identity = TaskIdentity {
+            session_id: CHECKPOINT_SPID,
+            command: "CHECKPOINT",
+            database_id: self.database_id,
+            queue_wait: Some(crate::system_tasks::CHECKPOINT_QUEUE),
+        };
+        let listed = (self.instance.system_tasks.clone(), identity);
+        self.checkpoint_task.start(
+            "extentdb-checkpoint",
+            TaskScheduler::Regular,
+            listed,
+            move || {
+                crate::affinity::bind_io_thread(&io_cpus);
+                checkpoint_loop(&shared, &weak)
+            },
+        );
     }
 
     /// Stops the checkpoint task and waits for a checkpoint it has under way; automatic

@@ -118,7 +118,15 @@ impl Database {
     pub fn start_ghost_cleanup(self: &Arc<Self>, interval: Duration) {
         let weak: Weak<Database> = Arc::downgrade(self);
         let task = Arc::clone(&self.ghost_task);
-        self.ghost_task.start("extentdb-ghostcleanup", TaskScheduler::Regular, move || {
+        // Its sleep between runs has no wait type (crate::system_tasks' deviations).
+        let identity = crate::system_tasks::TaskIdentity {
+            session_id: GHOST_CLEANUP_SPID,
+            command: "GHOST CLEANUP",
+            database_id: self.database_id,
+            queue_wait: None,
+        };
+        let listed = (self.instance.system_tasks.clone(), identity);
+        self.ghost_task.start("extentdb-ghostcleanup", TaskScheduler::Regular, listed, move || {
             crate::instance::set_current_spid(GHOST_CLEANUP_SPID);
             loop {
                 task.take_request(Some(interval));

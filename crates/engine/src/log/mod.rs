@@ -1126,7 +1126,14 @@ impl LogManager {
         let weak = Arc::downgrade(self);
         let task = Arc::clone(&self.writer);
         let io_cpus = self.instance.io_affinity_cpus.clone();
-        self.writer.start("extentdb-logwriter", TaskScheduler::Hidden, move || {
+        let identity = crate::system_tasks::TaskIdentity {
+            session_id: LOG_WRITER_SPID,
+            command: "LOG WRITER",
+            database_id: self.database_id,
+            queue_wait: Some(crate::system_tasks::LOGMGR_QUEUE),
+        };
+        let listed = (self.instance.system_tasks.clone(), identity);
+        self.writer.start("extentdb-logwriter", TaskScheduler::Hidden, listed, move || {
             crate::affinity::bind_io_thread(&io_cpus);
             log_writer_loop(&task, &weak)
         });

@@ -21,7 +21,11 @@ SELECT wait_type, waiting_tasks_count, wait_time_ms FROM sys.dm_os_wait_stats
 WHERE wait_type IN (N'WRITELOG', N'PAGELATCH_UP', N'LCK_M_X', N'WAITFOR') ORDER BY wait_type;
 SELECT COUNT(*) AS wait_types FROM sys.dm_os_wait_stats;
 -- No one else is connected: nothing waits now, and this session is the one running request.
-SELECT COUNT(*) AS waiting_now FROM sys.dm_os_waiting_tasks;
+SELECT COUNT(*) AS waiting_now FROM sys.dm_os_waiting_tasks WHERE session_id > 50;
+-- The system sessions' background requests: one lazy writer for the instance; a log writer,
+-- checkpoint and ghost-cleanup task for each open database (master and dm here).
+SELECT command, COUNT(*) AS tasks, MIN(status) AS status FROM sys.dm_exec_requests
+WHERE session_id < 51 GROUP BY command ORDER BY command;
 SELECT session_id, status, DB_NAME(database_id) AS db, is_user_process, open_transaction_count FROM sys.dm_exec_sessions;
 -- An embedded session has no connection (host_process_id and client_interface_name NULL).
 SELECT login_name, host_name, host_process_id, client_interface_name FROM sys.dm_exec_sessions
