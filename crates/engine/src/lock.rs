@@ -425,6 +425,10 @@ pub struct LockManager {
     /// microseconds they waited, counted when it ends (granted or chosen as deadlock victim).
     waits: AtomicU64,
     wait_time_us: AtomicU64,
+    /// Key-lock waits by (database id, allocation unit): (waits, microseconds), counted when a
+    /// wait ends (sys.dm_db_index_operational_stats' row_lock_wait_count and _in_ms). Touched
+    /// only on the wait path, under no other lock but the waiter's partition.
+    row_lock_waits: Mutex<HashMap<(u16, u64), (u64, u64)>>,
 }
 
 impl Default for LockManager {
@@ -437,6 +441,7 @@ impl Default for LockManager {
             escalations: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             wait_time_us: AtomicU64::new(0),
+            row_lock_waits: Mutex::new(HashMap::default()),
         }
     }
 }
@@ -497,6 +502,11 @@ impl LockManager {
         index % LOCK_PARTITIONS
     }
 
+    /// Key-lock waits that ended, by (database id, allocation unit): (waits, microseconds).
+    pub fn row_lock_waits(&self) -> Vec<((u16, u64), (u64, u64))> {
+        self.row_lock_waits.lock().iter().map(|(unit, cell)| (*unit, *cell)).collect()
+    }
+
     /// Acquires `mode` on `resource` for `owner`, waiting as long as `limits` allow (asked
     /// for only when the request must wait, so a grant costs nothing more). Error
     /// 1205 when the owner is chosen as a deadlock victim (the caller rolls its transaction
@@ -547,6 +557,12 @@ impl LockManager {
         let waited = || {
             let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.wait_time_us.fetch_add(us, Ordering::Relaxed);
+            if let LockResource::Key { database_id, au_id, .. } = resource {
+                let mut row_lock_waits = self.row_lock_waits.lock();
+                let cell = row_lock_waits.entry((database_id, au_id)).or_default();
+                cell.0 += 1;
+                cell.1 += us;
+            }
         };
         let deadline = limits.timeout.map(|timeout| started + timeout);
         let mut last_check = Instant::now();

@@ -44,6 +44,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("databases", "V"),
     ("dm_db_database_page_allocations", "IF"),
     ("dm_db_file_space_usage", "V"),
+    ("dm_db_index_operational_stats", "IF"),
     ("dm_db_index_physical_stats", "IF"),
     ("dm_db_log_info", "IF"),
     ("dm_db_log_stats", "IF"),

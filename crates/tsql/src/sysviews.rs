@@ -74,6 +74,7 @@ impl Session {
             "configurations" => Some(Ok(self.sys_configurations())),
             "dm_db_database_page_allocations" => Some(self.dm_db_database_page_allocations(args)),
             "dm_db_index_physical_stats" => Some(self.dm_db_index_physical_stats(args)),
+            "dm_db_index_operational_stats" => Some(self.dm_db_index_operational_stats(args)),
             "traces" => Some(Ok(self.sys_traces())),
             "fn_trace_gettable" => Some(self.fn_trace_gettable(args)),
             "dm_db_log_info" => Some(Ok(self.dm_db_log_info(args.first()))),

@@ -535,3 +535,72 @@ fn a_database_named_with_a_tab_line_break_or_backslash_survives_a_restart() {
     drop(session);
     server.shutdown().expect("shutdown");
 }
+
+/// sys.dm_db_index_operational_stats counts the waits an index's pages and keys really
+/// caused: a read that waits for the latch another thread holds on the index's page is one
+/// page latch wait of that index, and a read that waits for a key lock until its LOCK_TIMEOUT
+/// is one row lock wait; another table's index has none.
+#[test]
+fn index_operational_stats_count_each_indexs_latch_and_lock_waits() {
+    use engine::buffer::PageKey;
+    use engine::latch::LatchMode;
+    use engine::units::PageId;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut observer = Session::new(&server);
+    let (errors, _) = run(
+        &mut observer,
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0), (2, 0)\nCREATE TABLE u (id INT PRIMARY KEY)",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let page = rows(
+        &mut observer,
+        "SELECT DB_ID(), allocated_page_file_id, allocated_page_page_id FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('t'), 1, NULL, 'DETAILED') WHERE page_type_desc = 'DATA_PAGE' AND is_allocated = 1",
+    );
+    let number = |i: usize| page[0][i].parse::<u32>().unwrap();
+    let key = PageKey::new(number(0) as u16, PageId::new(number(1) as u16, number(2)));
+    let stats = "SELECT OBJECT_NAME(object_id), page_latch_wait_count, page_latch_wait_in_ms, \
+                 row_lock_wait_count, row_lock_wait_in_ms FROM \
+                 sys.dm_db_index_operational_stats(DB_ID(), NULL, NULL, NULL) \
+                 WHERE OBJECT_NAME(object_id) IN ('t', 'u') ORDER BY 1";
+    let before = rows(&mut observer, stats);
+    engine::instance::set_current_spid(90);
+    let latched = server.instance.buffer_pool.fetch(key, LatchMode::Ex).expect("the page");
+    let reader = {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let mut reader = Session::new(&server);
+            run(&mut reader, "SELECT v FROM t WHERE id = 1")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rows(
+        &mut observer,
+        "SELECT COUNT(*) FROM sys.dm_os_waiting_tasks WHERE wait_type = 'PAGELATCH_SH' AND session_id > 50",
+    )[0][0]
+        != "1"
+    {
+        assert!(Instant::now() < deadline, "the reader never waited for the latch");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(60));
+    drop(latched);
+    assert!(reader.join().unwrap().0.is_empty());
+    let mut holder = Session::new(&server);
+    let (errors, _) = run(&mut holder, "BEGIN TRAN\nUPDATE t SET v = 1 WHERE id = 2");
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut reader = Session::new(&server);
+    let (errors, _) = run(&mut reader, "SET LOCK_TIMEOUT 200\nSELECT v FROM t WHERE id = 2");
+    assert_eq!(errors, vec![1222]);
+    run(&mut holder, "ROLLBACK");
+    let after = rows(&mut observer, stats);
+    let n = |rows: &[Vec<String>], r: usize, c: usize| rows[r][c].parse::<u64>().unwrap();
+    assert_eq!((after[0][0].as_str(), after[1][0].as_str()), ("t", "u"), "{after:?}");
+    assert_eq!(n(&after, 0, 1) - n(&before, 0, 1), 1, "one latch wait on t's page: {after:?}");
+    assert!(n(&after, 0, 2) >= 50, "it waited about 60 ms: {after:?}");
+    assert_eq!(n(&after, 0, 3) - n(&before, 0, 3), 1, "one key lock wait in t: {after:?}");
+    assert!(n(&after, 0, 4) >= 150, "it waited its LOCK_TIMEOUT of 200 ms: {after:?}");
+    assert_eq!(after[1][1..], ["0", "0", "0", "0"], "u waited for nothing: {after:?}");
+    drop((observer, holder, reader));
+    server.shutdown().expect("shutdown");
+}
