@@ -8,8 +8,9 @@
 //!   TABLE (the words are taken out of the token stream and remembered), `ROWGUIDCOL` (the
 //!   same), and a trailing `ON [filegroup]` after CREATE TABLE;
 //! - `CHECKPOINT`, `RECONFIGURE [WITH OVERRIDE]`, `SAVE TRAN[SACTION] name`;
-//! - MERGE's own parse errors: no semicolon at its end (10713), and an action its clause does
-//!   not allow (10710, 10711), which sqlparser would report as syntax errors;
+//! - MERGE's own parse errors: no semicolon at its end (10714), and an action its clause does
+//!   not allow (10711, 10712), which sqlparser would report as syntax errors;
+//! - a table value constructor whose rows differ in width (10710, [`check_values_rows`]);
 //! - WAITFOR's literal that is not a time string (148), found before the batch runs;
 //! - `BEGIN TRAN[SACTION] name [WITH MARK]` (sqlparser reads only the unnamed form), and a
 //!   name over 32 characters (103), found before the batch runs;
@@ -25,6 +26,7 @@ use sqlparser::ast::Statement;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError, ParserOptions};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
+use std::ops::ControlFlow;
 
 /// A parsed statement.
 #[derive(Debug)]
@@ -838,11 +840,54 @@ pub fn parse_batch(sql: &str) -> Result<Vec<Parsed>, (SqlError, u64)> {
         }
         let parsed = parse_tokens(tokens, &removed, true)?;
         check_declarations(&parsed, [])?;
+        check_values_rows(&parsed)?;
         return Ok(parsed.into_iter().map(|p| with_definition(p, sql)).collect());
     }
     let parsed = parse_tokens(tokens, &removed, false)?;
     check_declarations(&parsed, [])?;
+    check_values_rows(&parsed)?;
     Ok(parsed)
+}
+
+/// A table value constructor whose rows have different numbers of values (`VALUES (1, 2),
+/// (3)`) is 10710 when the batch compiles, whatever the statement around it: nothing in the
+/// batch runs.
+fn check_values_rows(body: &[Parsed]) -> Result<(), (SqlError, u64)> {
+    use sqlparser::ast::Visit;
+    struct RaggedValues;
+    impl sqlparser::ast::Visitor for RaggedValues {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &sqlparser::ast::Query) -> ControlFlow<()> {
+            if has_ragged_values(&query.body) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    }
+    visit_statements(body, &mut |parsed: &Parsed| {
+        let Stmt::Sql(statement) = &parsed.stmt else { return Ok(()) };
+        if statement.visit(&mut RaggedValues).is_break() {
+            let text =
+                "The number of columns for each row in a table value constructor must be the same.";
+            return Err((SqlError::new(10710, 15, 1, text), parsed.line));
+        }
+        Ok(())
+    })
+}
+
+fn has_ragged_values(body: &sqlparser::ast::SetExpr) -> bool {
+    use sqlparser::ast::SetExpr;
+    match body {
+        SetExpr::Values(values) => {
+            let width = values.rows.first().map_or(0, |row| row.content.len());
+            values.rows.iter().any(|row| row.content.len() != width)
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            has_ragged_values(left) || has_ragged_values(right)
+        }
+        _ => false,
+    }
 }
 
 /// The procedure a CREATE or ALTER PROCEDURE batch defines (the last part of its name), which
@@ -1023,7 +1068,7 @@ fn parse_rest(
     }
 }
 
-/// The parse error of a MERGE that no semicolon ends (10713).
+/// The parse error of a MERGE that no semicolon ends (10714).
 const MERGE_WITHOUT_SEMICOLON: &str = "MERGE without a semicolon";
 /// The start of the parse error of a BEGIN TRAN name over 32 characters (103), followed by
 /// the name.
@@ -1032,12 +1077,12 @@ const TRANSACTION_NAME_TOO_LONG: &str = "transaction name too long: ";
 /// the literal.
 const WAITFOR_BAD_TIME: &str = "WAITFOR bad time string: ";
 /// The start of the parse error of a MERGE clause whose action its kind does not allow:
-/// followed by `number|action|clause` (10710, 10711).
+/// followed by `number|action|clause` (10711, 10712).
 const MERGE_ACTION_NOT_ALLOWED: &str = "MERGE action not allowed: ";
 
 /// A MERGE's `WHEN ... THEN action` clauses, read ahead from its first token: an action that
 /// the clause's kind does not allow (INSERT under MATCHED or NOT MATCHED BY SOURCE, UPDATE or
-/// DELETE under NOT MATCHED [BY TARGET]) is SQL Server's 10711 or 10710, where sqlparser
+/// DELETE under NOT MATCHED [BY TARGET]) is SQL Server's 10712 or 10711, where sqlparser
 /// would give a syntax error.
 fn check_merge_actions(parser: &Parser<'_>) -> Result<(), ParserError> {
     let word = |n: usize, w: &str| is_word(&parser.peek_nth_token(n).token, w);
@@ -1072,9 +1117,9 @@ fn check_merge_actions(parser: &Parser<'_>) -> Result<(), ParserError> {
         }
         let action = ["INSERT", "UPDATE", "DELETE"].into_iter().find(|a| word(then + 1, a));
         let refused = match (clause, action) {
-            ("WHEN NOT MATCHED", Some(action @ ("UPDATE" | "DELETE"))) => Some((10710, action)),
+            ("WHEN NOT MATCHED", Some(action @ ("UPDATE" | "DELETE"))) => Some((10711, action)),
             ("WHEN MATCHED" | "WHEN NOT MATCHED BY SOURCE", Some("INSERT")) => {
-                Some((10711, "INSERT"))
+                Some((10712, "INSERT"))
             }
             _ => None,
         };
@@ -1122,7 +1167,7 @@ fn parse_failure(parser: &mut Parser<'_>, error: ParserError, line: u64) -> (Sql
     }
     if error == ParserError::ParserError(MERGE_WITHOUT_SEMICOLON.into()) {
         let text = "A MERGE statement must be terminated by a semi-colon (;).";
-        return (SqlError::new(10713, 15, 1, text), line);
+        return (SqlError::new(10714, 15, 1, text), line);
     }
     if error == ParserError::RecursionLimitExceeded {
         let text = "Some part of your SQL statement is nested too deeply. Rewrite the query or break it up into smaller queries.";

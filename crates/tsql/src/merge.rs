@@ -10,13 +10,15 @@
 //!   [AND predicate]` clause whose predicate holds: `UPDATE SET ...` or `DELETE`.
 //!
 //! A target row that a MATCHED clause would change for two source rows is 8672, and nothing
-//! is changed (the statement is atomic). An action a clause does not allow is 10710 or 10711,
-//! and a MERGE not ended by a semicolon 10713 ([`crate::front`] finds both before it runs).
+//! is changed (the statement is atomic). An action a clause does not allow is 10711 or 10712,
+//! and a MERGE not ended by a semicolon 10714 ([`crate::front`] finds both before it runs).
 //! The row count is every row inserted, updated or deleted. OUTPUT sees `inserted`,
 //! `deleted`, the source's columns and `$action` ('INSERT', 'UPDATE' or 'DELETE').
 //!
-//! Deviations: the texts of 10710 and 10711 are from memory of SQL Server's (the reference
-//! does not list them). The join is a nested loop over the target's rows for each source row (SQL
+//! The numbers and texts are SQL Server's message table's (the MicrosoftDocs sys.messages
+//! include; before 2026-12-07 they were from memory and one off: 10710, 10711 and 10713).
+//!
+//! Deviations: the join is a nested loop over the target's rows for each source row (SQL
 //! Server's optimizer picks a join; the results are the same, the cost for a large target is
 //! not). The target is locked IX and its rows X as UPDATE, DELETE and INSERT lock them, not
 //! with MERGE's range locks under SERIALIZABLE hints (HOLDLOCK is accepted and ignored).
@@ -257,7 +259,7 @@ impl Session {
                 self.capture_output(Some(shown), Some(&new));
                 Ok(MergeActionKind::Update)
             }
-            // The front end refuses it (10711) before the statement runs.
+            // The front end refuses it (10712) before the statement runs.
             MergeAction::Insert(_) => Err(not_supported("INSERT in this clause")),
             MergeAction::DoNothing { .. } => Err(not_supported("DO NOTHING")),
         }
@@ -266,7 +268,7 @@ impl Session {
     /// A NOT MATCHED clause's INSERT target: the table, the places of the columns it names
     /// and the table's defaults.
     fn merge_insert_target(&mut self, sides: &Sides, clause: &MergeClause) -> Result<InsertTarget> {
-        // The front end refuses UPDATE and DELETE here (10710) before the statement runs.
+        // The front end refuses UPDATE and DELETE here (10711) before the statement runs.
         let MergeAction::Insert(insert) = &clause.action else {
             return Err(not_supported("UPDATE or DELETE in this clause"));
         };

@@ -1018,7 +1018,8 @@ impl Session {
                 if rows.iter().any(|row| row.len() != width) {
                     let text = "The number of columns for each row in a table value constructor \
                                 must be the same.";
-                    return Err(SqlError::new(10709, 16, 1, text));
+                    // The front end refuses it when the batch compiles (crate::front).
+                    return Err(SqlError::new(10710, 15, 1, text));
                 }
                 Ok(QueryResult {
                     columns: vec![String::new(); width],

@@ -111,6 +111,22 @@ UPDATE statistics SET a = 1;
 SELECT a FROM statistics;
 DROP TABLE statistics;
 GO
+-- Rows of a table value constructor that differ in width: 10710 when the batch compiles, so
+-- nothing in the batch runs (not the PRINT before it); rows of one width that do not fit the
+-- column list are 110 / 109 / 213 when the statement runs.
+CREATE TABLE tvc (a int, b int);
+GO
+PRINT 'not printed';
+INSERT tvc VALUES (1, 2), (3);
+GO
+SELECT * FROM (VALUES (1, 2), (3, 4, 5)) AS v (a, b);
+GO
+PRINT 'printed';
+INSERT tvc (a) VALUES (1, 2), (3, 4);
+INSERT tvc VALUES (1), (2);
+SELECT COUNT(*) AS tvc_rows FROM tvc;
+DROP TABLE tvc;
+GO
 -- The script's last batch leaves a comment open: it is sent, and the answer is 113.
 SELECT 'not run' AS x /* a comment never closed
 GO
