@@ -169,6 +169,12 @@ impl SqlError {
         )
     }
 
+    /// 1921: a table's or an index's ON clause names no filegroup of the database (CREATE
+    /// TABLE, CREATE INDEX; DBCC CHECKFILEGROUP by name here).
+    pub fn invalid_filegroup(filegroup: &str) -> SqlError {
+        SqlError::new(1921, 16, 1, format!("Invalid filegroup '{filegroup}' specified."))
+    }
+
     pub fn filegroup_missing(filegroup: &str, database: &str) -> SqlError {
         SqlError::new(
             5014,

@@ -91,7 +91,7 @@ const PRIMARY_FILEGROUP_ID: u16 = 1;
 
 /// CHECKFILEGROUP's filegroup: by name, by id, or PRIMARY for none or 0. An id that is no
 /// filegroup's is 8932; a name that is none's is 1921 (SQL Server's number for a name here is
-/// not in our sources: 1921 is what CREATE TABLE ... ON gives for one).
+/// not in our sources: 1921 is what CREATE TABLE and CREATE INDEX ... ON give for one).
 fn filegroup_to_check(db: &Database, arg: Option<&Value>) -> Result<u16, SqlError> {
     let filegroups = db.filegroups();
     match arg {

@@ -191,7 +191,11 @@ impl Database {
         let _autocommit = crate::log::mtr::autocommit();
         let mut inner = crate::fiber::write(&self.inner);
         let fg_id = match filegroup {
-            Some(fg) => self.filegroup_by_name(&inner, fg)?.id,
+            // An ON clause naming no filegroup is 1921, where ALTER DATABASE says 5014.
+            Some(fg) => {
+                let found = self.filegroup_by_name(&inner, fg);
+                found.map_err(|_| SqlError::invalid_filegroup(fg))?.id
+            }
             None => self.default_filegroup(&inner).id,
         };
         if inner.filegroups[&fg_id].members.is_empty() {

@@ -56,6 +56,12 @@ ALTER DATABASE PF MODIFY FILE (NAME = PF_2, NEWNAME = PF_two)
 ALTER DATABASE PF MODIFY FILEGROUP FG2 READ_ONLY
 -- Indirect checkpoints are not built.
 ALTER DATABASE PF SET TARGET_RECOVERY_TIME = 60 SECONDS
+-- A table's or an index's ON clause naming no filegroup is 1921 (ALTER DATABASE's is 5014).
+CREATE TABLE on_nothing (id INT) ON Nope
+CREATE TABLE on_primary (id INT PRIMARY KEY) ON [PRIMARY]
+CREATE INDEX ix_nothing ON on_primary (id) ON [Nope]
+SELECT COUNT(*) AS on_nothing_tables FROM sys.tables WHERE name = 'on_nothing'
+DROP TABLE on_primary
 GO
 -- Sizes are whole numbers: a syntax error, so the batch does not run.
 ALTER DATABASE PF MODIFY FILE (NAME = PF_2, SIZE = 1.5GB)
