@@ -7,13 +7,14 @@
 //! 'sys.dm_os_spinlock_stats', CLEAR), LOGINFO [(database)], OPENTRAN [(database)] (the
 //! oldest transaction whose begin record pins the log), FREEPROCCACHE (empties the batch
 //! cache), SHRINKFILE (the engine's `Database::shrink_file`, whose deviations its module
-//! lists). Any other command is error 2526.
+//! lists) and SHRINKDATABASE (each file through it, to a target_percent of free space), and
+//! USEROPTIONS and INPUTBUFFER. Any other command is error 2526.
 //!
 //! A flag set for the session alone (no -1) acts on the work of this session only: the session
 //! installs its flags on the thread that runs its batches (engine::traceflags).
 //!
 //! PAGE, IND, SHOWFILESTATS, DROPCLEANBUFFERS and CHECKALLOC are in [`crate::dbccpage`];
-//! CHECKDB and CHECKTABLE in [`crate::checkdb`].
+//! CHECKDB, CHECKFILEGROUP and CHECKTABLE in [`crate::checkdb`].
 
 use crate::front::{is_word, parse_word};
 use crate::server::{Output, ResultSet};
@@ -82,6 +83,10 @@ pub fn starts(parser: &Parser<'_>) -> bool {
 const COMPLETED: &str =
     "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
 
+fn is_zero(value: &Value) -> bool {
+    value::as_i64(value) == Some(0)
+}
+
 fn incorrect() -> SqlError {
     SqlError::new(
         2526,
@@ -148,6 +153,10 @@ impl Session {
             "SHRINKFILE" => {
                 let quiet = dbcc.has_option("NO_INFOMSGS");
                 self.dbcc_shrinkfile(&args, quiet, out).map_err(|e| self.fail(e, line))?
+            }
+            "SHRINKDATABASE" => {
+                let quiet = dbcc.has_option("NO_INFOMSGS");
+                self.dbcc_shrinkdatabase(&args, quiet, out).map_err(|e| self.fail(e, line))?
             }
             "DROPCLEANBUFFERS" => {
                 self.server.instance.buffer_pool.drop_clean_buffers();
@@ -309,6 +318,76 @@ impl Session {
             rows: vec![row],
             types: Vec::new(),
         }));
+        Ok(())
+    }
+
+    /// DBCC SHRINKDATABASE (database_name | database_id | 0 [, target_percent] [, NOTRUNCATE |
+    /// TRUNCATEONLY]): each file shrunk as DBCC SHRINKFILE shrinks it, to a size that leaves
+    /// `target_percent` of it free (a data file's used pages, the log's used share of each log
+    /// file: 6 MB used and 25 % give 8 MB, the docs' example), or as far as it goes without a
+    /// target or with TRUNCATEONLY; a row (SHRINKFILE's columns) for each file that shrank.
+    /// Deviations are SHRINKFILE's: no page moves, so NOTRUNCATE shrinks nothing.
+    fn dbcc_shrinkdatabase(
+        &self,
+        args: &[Value],
+        quiet: bool,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(), SqlError> {
+        let db = self.dbcc_database(args.first().filter(|a| !is_zero(a)))?;
+        let (mut percent, mut truncate_only, mut no_truncate) = (None, false, false);
+        for arg in args.iter().skip(1) {
+            match arg {
+                Value::Text(w) if w.eq_ignore_ascii_case("TRUNCATEONLY") => truncate_only = true,
+                Value::Text(w) if w.eq_ignore_ascii_case("NOTRUNCATE") => no_truncate = true,
+                Value::Text(_) => return Err(incorrect()),
+                number => {
+                    let pct = value::as_i64(number).filter(|p| (0..=100).contains(p));
+                    percent = Some(pct.ok_or_else(incorrect)?);
+                }
+            }
+        }
+        let (_, _, log_used_pct, _) = db.sqlperf_logspace();
+        let mut rows = Vec::new();
+        for file in db.database_files() {
+            let used_pages = if file.is_log {
+                // This file's share of the log's used space.
+                f64::from(file.size_pages) * log_used_pct / 100.0
+            } else {
+                db.file_space()
+                    .iter()
+                    .find(|f| f.file_id == file.file_id)
+                    .map_or(0.0, |f| f64::from((f.total_extents - f.free_extents) * 8))
+            };
+            let target_pages = match (truncate_only, no_truncate, percent) {
+                (true, _, _) => None,
+                (false, true, _) => Some(u32::MAX),
+                (false, false, Some(pct)) if pct < 100 => {
+                    let target = (used_pages * 100.0 / (100 - pct) as f64).ceil();
+                    Some(target.min(f64::from(u32::MAX)) as u32)
+                }
+                (false, false, _) => None,
+            };
+            let result = db.shrink_file(file.file_id, target_pages)?;
+            if let Some(notice) = &result.notice
+                && !quiet
+            {
+                out(Output::Message(notice.clone()));
+            }
+            if result.current_pages >= file.size_pages {
+                continue; // SQL Server shows no row for a file it did not shrink.
+            }
+            let int = |pages: u32| Value::Int(pages as i32);
+            rows.push(vec![
+                Value::SmallInt(db.database_id as i16),
+                Value::Int(i32::from(result.file_id)),
+                int(result.current_pages),
+                int(result.minimum_pages),
+                int(result.used_pages),
+                int(result.estimated_pages),
+            ]);
+        }
+        let names = ["DbId", "FileId", "CurrentSize", "MinimumSize", "UsedPages", "EstimatedPages"];
+        out(Output::Rows(ResultSet { columns: columns(&names), rows, types: Vec::new() }));
         Ok(())
     }
 

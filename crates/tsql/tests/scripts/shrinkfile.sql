@@ -66,6 +66,22 @@ DBCC SHRINKFILE (sh_data, EMPTYFILE)
 GO
 DBCC SHRINKFILE (sh_data, -1)
 GO
+-- DBCC SHRINKDATABASE: each file shrunk to leave target_percent of it free (a row for each file
+-- that shrank); NOTRUNCATE shrinks nothing here; TRUNCATEONLY as far as each file goes.
+ALTER DATABASE Shrinks MODIFY FILE (NAME = sh_data, SIZE = 12MB)
+GO
+SELECT name, size FROM sys.database_files ORDER BY file_id
+DBCC SHRINKDATABASE (Shrinks, 10, NOTRUNCATE)
+DBCC SHRINKDATABASE (0, 50)
+SELECT name, size FROM sys.database_files ORDER BY file_id
+DBCC SHRINKDATABASE (Shrinks, TRUNCATEONLY) WITH NO_INFOMSGS
+SELECT name, size FROM sys.database_files ORDER BY file_id
+SELECT COUNT(*) AS rows_in_u FROM u
+GO
+DBCC SHRINKDATABASE (Shrinks, 101)
+GO
+DBCC SHRINKDATABASE (NoSuchDatabase)
+GO
 USE master
 DROP DATABASE Shrinks
 GO
