@@ -396,7 +396,8 @@ const BARE_TABLE_HINTS: [&str; 15] = [
 
 /// `table [[AS] alias] (HINT)`: a table hint without WITH, which sqlparser reads as a table
 /// function's argument. WITH is put before the parenthesis when the name (and alias) follow
-/// FROM, JOIN, UPDATE, INTO or a FROM list's comma.
+/// FROM, JOIN, UPDATE or a FROM list's comma (not INTO: `INSERT INTO t (nowait)` is a column
+/// list).
 fn insert_with_before_bare_hint(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
     let mut at = 1;
     while at + 2 < kept.len() {
@@ -418,10 +419,10 @@ fn insert_with_before_bare_hint(kept: &mut Vec<TokenWithSpan>, removed: &mut [(u
 }
 
 /// Whether the tokens before `at` are a table reference: `name[.name...]`, then an optional
-/// `[AS] alias`, after FROM, JOIN, UPDATE, INTO or a comma.
+/// `[AS] alias`, after FROM, JOIN, UPDATE or a comma.
 fn follows_table_reference(kept: &[TokenWithSpan], at: usize) -> bool {
     let Some(start) = name_chain_start(kept, at) else { return false };
-    if start >= 1 && opens_table_reference(&kept[start - 1].token) {
+    if start >= 1 && opens_table_reference(kept, start - 1) {
         return true;
     }
     let alias_start = start;
@@ -433,7 +434,7 @@ fn follows_table_reference(kept: &[TokenWithSpan], at: usize) -> bool {
         name_end -= 1;
     }
     let Some(start) = name_chain_start(kept, name_end) else { return false };
-    start >= 1 && opens_table_reference(&kept[start - 1].token)
+    start >= 1 && opens_table_reference(kept, start - 1)
 }
 
 /// Where the dotted name that ends just before `end` starts, if a word ends there.
@@ -451,8 +452,33 @@ fn name_chain_start(kept: &[TokenWithSpan], end: usize) -> Option<usize> {
     Some(start)
 }
 
-fn opens_table_reference(token: &Token) -> bool {
-    *token == Token::Comma || ["FROM", "JOIN", "UPDATE", "INTO"].iter().any(|w| is_word(token, w))
+/// Whether the token at `at` opens a table reference: FROM, JOIN, UPDATE, or a comma of a
+/// FROM list (not of a select list: `SELECT a, COUNT(nowait)`).
+fn opens_table_reference(kept: &[TokenWithSpan], at: usize) -> bool {
+    let token = &kept[at].token;
+    if ["FROM", "JOIN", "UPDATE"].iter().any(|w| is_word(token, w)) {
+        return true;
+    }
+    *token == Token::Comma && comma_in_from_list(kept, at)
+}
+
+/// Whether the comma at `at` separates a FROM list's items: FROM comes before it, at its
+/// parenthesis depth, before any word that starts another clause.
+fn comma_in_from_list(kept: &[TokenWithSpan], at: usize) -> bool {
+    const OTHER_CLAUSES: [&str; 7] = ["SELECT", "WHERE", "SET", "VALUES", "HAVING", "BY", "INTO"];
+    let mut depth = 0usize;
+    for token in kept[..at].iter().rev().map(|t| &t.token) {
+        match token {
+            Token::RParen => depth += 1,
+            Token::LParen if depth == 0 => return false,
+            Token::LParen => depth -= 1,
+            _ if depth > 0 => {}
+            _ if is_word(token, "FROM") => return true,
+            _ if OTHER_CLAUSES.iter().any(|w| is_word(token, w)) => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// `GROUP BY ()`, the grand total's empty grouping set, which sqlparser does not parse: as its

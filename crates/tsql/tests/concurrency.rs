@@ -728,6 +728,9 @@ fn isolation_levels_and_hints_decide_what_a_read_locks() {
         ),
         "0"
     );
+    let from_list = "SELECT b.balance FROM account AS a (NOLOCK), account b (NOLOCK) \
+                     WHERE a.id = b.id AND a.id = 1";
+    assert_eq!(dirty(from_list), "0");
     assert_eq!(
         dirty("SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED\nSELECT SUM(balance) FROM account"),
         "200"

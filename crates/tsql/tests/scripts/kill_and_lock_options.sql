@@ -54,6 +54,13 @@ SELECT transaction_isolation_level AS read_uncommitted FROM sys.dm_exec_sessions
 SELECT balance FROM account WITH (NOLOCK);
 -- The deprecated form without WITH: one hint alone, after the name or its alias.
 SELECT a.balance FROM account a (NOLOCK) JOIN account AS b (READCOMMITTED) ON a.id = b.id;
+SELECT a.balance FROM account AS a, account b (NOLOCK) WHERE a.id = b.id;
+-- A column list, or a function's argument, of one column named as a hint is not a hint.
+CREATE TABLE hint_words (nowait INT, rowlock INT);
+INSERT INTO hint_words (nowait) VALUES (1);
+INSERT hint_words (rowlock) VALUES (2);
+SELECT COUNT(nowait) AS nowaits, COUNT(rowlock) AS rowlocks FROM hint_words;
+DROP TABLE hint_words;
 GO
 CREATE PROCEDURE repeatable AS
 BEGIN
