@@ -97,9 +97,8 @@ fn filegroup_to_check(db: &Database, arg: Option<&Value>) -> Result<u16, SqlErro
     match arg {
         None | Some(Value::Null) => Ok(PRIMARY_FILEGROUP_ID),
         Some(Value::Text(name)) => {
-            filegroups.iter().find(|fg| fg.1.eq_ignore_ascii_case(name)).map(|fg| fg.0).ok_or_else(
-                || SqlError::new(1921, 16, 1, format!("Invalid filegroup '{name}' specified.")),
-            )
+            let found = filegroups.iter().find(|fg| fg.1.eq_ignore_ascii_case(name));
+            found.map(|fg| fg.0).ok_or_else(|| SqlError::invalid_filegroup(name))
         }
         Some(other) => {
             let id = crate::value::as_i64(other).ok_or_else(incorrect)?;
