@@ -1297,13 +1297,16 @@ impl Session {
     }
 
     /// sys.dm_db_index_operational_stats(database_id, object_id, index_id, partition_number):
-    /// a row per selected heap or index with the waits its pages and rows really caused:
+    /// a row per selected heap or index with its page allocations since the database opened
+    /// (leaf_allocation_count: a B-tree's leaf splits, a heap's new pages;
+    /// nonleaf_allocation_count: splits above the leaf level) and the waits its pages and rows
+    /// really caused:
     /// PAGELATCH_* and PAGEIOLATCH_* waits on its pages (the buffer pool's waits by page, each
     /// page given to the unit whose extents, single pages or IAM pages hold it now), and waits
     /// for key locks in it (the lock manager's, by unit). The counts run from the instance's
     /// start (or `bench insert`'s clearing of the page waits). Deviation: only these
-    /// columns; SQL Server's operation counts (leaf inserts, splits, scans, lookups, lock
-    /// requests) are not kept.
+    /// columns; SQL Server's row operation counts (leaf inserts, deletes, updates, scans,
+    /// lookups, lock requests) are not kept.
     pub(crate) fn dm_db_index_operational_stats(&self, args: &[Value]) -> Result<ViewRows> {
         let cols = columns(&[
             "database_id",
@@ -1311,6 +1314,8 @@ impl Session {
             "index_id",
             "partition_number",
             "hobt_id",
+            "leaf_allocation_count",
+            "nonleaf_allocation_count",
             "row_lock_wait_count",
             "row_lock_wait_in_ms",
             "page_latch_wait_count",
@@ -1354,12 +1359,15 @@ impl Session {
                 let (latch_n, latch_us, io_n, io_us) =
                     latches.get(&au_id).copied().unwrap_or_default();
                 let (lock_n, lock_us) = locks.get(&au_id).copied().unwrap_or_default();
+                let (leaf_pages, nonleaf_pages) = db.index_usage.allocations(au_id);
                 vec![
                     Value::SmallInt(db.database_id as i16),
                     Value::Int(object_id),
                     Value::Int(index_id),
                     Value::Int(1),
                     Value::BigInt(au_id as i64),
+                    big(leaf_pages),
+                    big(nonleaf_pages),
                     big(lock_n),
                     big(lock_us / 1000),
                     big(latch_n),

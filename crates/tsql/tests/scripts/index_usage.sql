@@ -48,6 +48,19 @@ DROP TABLE #scratch
 DROP INDEX ix_name ON t
 SELECT COUNT(*) AS after_drop_index FROM sys.dm_db_index_usage_stats WHERE database_id = DB_ID()
 GO
+-- sys.dm_db_index_operational_stats' page allocations: a B-tree's splits (a root split's two
+-- new pages count two), a heap's new pages. Each equals the leaf pages there now.
+CREATE TABLE splits (id INT PRIMARY KEY, pad CHAR(2000) NOT NULL DEFAULT 'p')
+CREATE TABLE heapy (pad CHAR(3000) NOT NULL)
+DECLARE @i INT = 1
+WHILE @i <= 40 BEGIN INSERT splits (id) VALUES (@i); INSERT heapy VALUES ('h'); SET @i += 1 END
+SELECT OBJECT_NAME(object_id) AS tab, index_id, leaf_allocation_count, nonleaf_allocation_count
+FROM sys.dm_db_index_operational_stats(DB_ID(), NULL, NULL, NULL)
+WHERE OBJECT_NAME(object_id) IN ('splits', 'heapy') ORDER BY 1
+SELECT OBJECT_NAME(object_id) AS tab, index_id, page_count AS leaf_pages
+FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL, 'LIMITED')
+WHERE OBJECT_NAME(object_id) IN ('splits', 'heapy') ORDER BY 1
+GO
 -- The counters are the open database's: taking it offline and back empties them.
 USE master
 ALTER DATABASE usage SET OFFLINE
