@@ -1130,8 +1130,7 @@ impl BTree {
             let kept = if new_on_left { at - 1 } else { at };
             Halves { moving: SmallVec::from_vec(records.split_off(at)), kept, new_on_left }
         };
-        let right_id = db.allocate_page(self.au_id)?;
-        db.index_usage.count_allocations(self.au_id, header.level, 1);
+        let right_id = db.allocate_page_at_level(self.au_id, header.level)?;
         let right = db.buffer_pool().new_page(Self::key(db, right_id))?;
         let page_type = if header.level == 0 { self.leaf_type } else { PageType::Index };
         let format = |buf: &mut PageBuf| {
@@ -1221,9 +1220,8 @@ impl BTree {
         at: usize,
     ) -> SqlResult<()> {
         let page_type = if header.level == 0 { self.leaf_type } else { PageType::Index };
-        let left_id = db.allocate_page(self.au_id)?;
-        let right_id = db.allocate_page(self.au_id)?;
-        db.index_usage.count_allocations(self.au_id, header.level, 2);
+        let left_id = db.allocate_page_at_level(self.au_id, header.level)?;
+        let right_id = db.allocate_page_at_level(self.au_id, header.level)?;
         for (id, part, prev, next) in [
             (left_id, &records[..at], PageId::NULL, right_id),
             (right_id, &records[at..], left_id, PageId::NULL),

@@ -261,8 +261,7 @@ impl Heap {
             }
         }
         self.may_have_room.store(false, std::sync::atomic::Ordering::Relaxed);
-        let page = db.allocate_page(self.au_id)?;
-        db.index_usage.count_allocations(self.au_id, 0, 1);
+        let page = db.allocate_page_at_level(self.au_id, 0)?;
         let guard = db.buffer_pool().new_page(Self::key(db, page))?;
         guard.write(|buf| {
             datapage::format(buf, page, PageType::Data, self.au_id, 0, self.layout.pminlen() as u16)

@@ -11,11 +11,6 @@
 //!
 //! Deviation: only user statements are counted; SQL Server's system_* columns (statistics
 //! updates, internal maintenance) have no source here and stay 0 / NULL.
-//!
-//! It also keeps each allocation unit's page allocations by level, for
-//! sys.dm_db_index_operational_stats' leaf_allocation_count and nonleaf_allocation_count: a
-//! B-tree's page splits (a root split's two new pages count two) and a heap's new pages, counted
-//! where they happen ([`IndexUsage::count_allocations`]), once per split, off the row path.
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -60,34 +55,16 @@ impl IndexUsageCounts {
     }
 }
 
-/// A database's index usage, keyed by (object_id, index_id), and its allocation units' page
-/// allocations (leaf, non-leaf), keyed by unit.
+/// A database's index usage, keyed by (object_id, index_id).
 #[derive(Default)]
 pub struct IndexUsage {
     counts: Mutex<BTreeMap<(i32, i32), IndexUsageCounts>>,
-    allocations: Mutex<BTreeMap<u64, (u64, u64)>>,
 }
 
 impl IndexUsage {
     /// Counts one statement's use of an index, ended at `at`.
     pub fn record(&self, object_id: i32, index_id: i32, kind: IndexUse, at: Instant) {
         self.counts.lock().entry((object_id, index_id)).or_default().add(kind, at);
-    }
-
-    /// Counts `pages` allocated to unit `au_id` at `level` (0: the leaf level, or a heap's).
-    pub fn count_allocations(&self, au_id: u64, level: u8, pages: u64) {
-        let mut allocations = self.allocations.lock();
-        let cell = allocations.entry(au_id).or_default();
-        if level == 0 {
-            cell.0 += pages;
-        } else {
-            cell.1 += pages;
-        }
-    }
-
-    /// A unit's page allocations so far: (leaf, non-leaf).
-    pub fn allocations(&self, au_id: u64) -> (u64, u64) {
-        self.allocations.lock().get(&au_id).copied().unwrap_or_default()
     }
 
     /// Every index used so far, in (object_id, index_id) order.

@@ -1359,7 +1359,7 @@ impl Session {
                 let (latch_n, latch_us, io_n, io_us) =
                     latches.get(&au_id).copied().unwrap_or_default();
                 let (lock_n, lock_us) = locks.get(&au_id).copied().unwrap_or_default();
-                let (leaf_pages, nonleaf_pages) = db.index_usage.allocations(au_id);
+                let (leaf_pages, nonleaf_pages) = db.unit_page_allocations(au_id);
                 vec![
                     Value::SmallInt(db.database_id as i16),
                     Value::Int(object_id),

@@ -54,6 +54,9 @@ pub(super) struct AllocUnit {
     rotation: usize,
     /// A page was freed since the last full search for room.
     freed_since_scan: bool,
+    /// Pages allocated at the leaf level (a heap's pages) and above it, since the database
+    /// opened, for sys.dm_db_index_operational_stats ([`Database::allocate_page_at_level`]).
+    page_allocations: [u64; 2],
 }
 
 /// What an allocation unit holds, for tests and (later) DBCC IND.
@@ -139,6 +142,7 @@ pub(super) fn load_units(
             current: Vec::new(),
             rotation: 0,
             freed_since_scan: true,
+            page_allocations: [0; 2],
         };
         let mut next = entry.first_iam;
         while !next.is_null() {
@@ -231,6 +235,7 @@ impl Database {
             current: Vec::new(),
             rotation: 0,
             freed_since_scan: false,
+            page_allocations: [0; 2],
         };
         inner.units.insert(au_id, Mutex::new(unit));
         Ok(au_id)
@@ -427,17 +432,38 @@ impl Database {
     /// read or update that list, so sessions allocating for one index really meet on the PFS
     /// page, as in SQL Server (seed 001).
     pub fn allocate_page(&self, au_id: u64) -> SqlResult<PageId> {
-        let page = self.allocate_page_in_unit(au_id)?;
+        let page = self.allocate_page_in_unit(au_id, None)?;
         self.instance.counters.count_pages_allocated(1);
         Ok(page)
     }
 
-    fn allocate_page_in_unit(&self, au_id: u64) -> SqlResult<PageId> {
+    /// [`Database::allocate_page`] for a page of a B-tree's `level` that a page split adds (or
+    /// a heap's new page, level 0): the unit counts it, under the lock the allocation holds
+    /// anyway (sys.dm_db_index_operational_stats' leaf_ and nonleaf_allocation_count).
+    pub fn allocate_page_at_level(&self, au_id: u64, level: u8) -> SqlResult<PageId> {
+        let page = self.allocate_page_in_unit(au_id, Some(level))?;
+        self.instance.counters.count_pages_allocated(1);
+        Ok(page)
+    }
+
+    /// A unit's pages allocated by [`Database::allocate_page_at_level`] since the database
+    /// opened: (leaf level, above it).
+    pub fn unit_page_allocations(&self, au_id: u64) -> (u64, u64) {
+        let inner = crate::fiber::read(&self.inner);
+        let Some(unit) = inner.units.get(&au_id) else { return (0, 0) };
+        let counts = crate::fiber::lock(unit).page_allocations;
+        (counts[0], counts[1])
+    }
+
+    fn allocate_page_in_unit(&self, au_id: u64, level: Option<u8>) -> SqlResult<PageId> {
         let _autocommit = crate::log::mtr::autocommit();
         let inner = crate::fiber::read(&self.inner);
         let unit = inner.units.get(&au_id).ok_or_else(|| missing_unit(au_id))?;
         {
             let mut locked = crate::fiber::lock(unit);
+            if let Some(level) = level {
+                locked.page_allocations[usize::from(level > 0)] += 1;
+            }
             let mixed = inner.boot.mixed_page_allocation
                 && locked.extents.is_empty()
                 && locked.single_pages.len() < SINGLE_PAGE_SLOTS;
