@@ -396,8 +396,8 @@ const BARE_TABLE_HINTS: [&str; 15] = [
 
 /// `table [[AS] alias] (HINT)`: a table hint without WITH, which sqlparser reads as a table
 /// function's argument. WITH is put before the parenthesis when the name (and alias) follow
-/// FROM, JOIN, UPDATE or a FROM list's comma (not INTO: `INSERT INTO t (nowait)` is a column
-/// list).
+/// FROM, JOIN or a FROM list's comma (`INSERT INTO t (nowait)` is a column list, and SQL
+/// Server refuses the form on an UPDATE's target).
 fn insert_with_before_bare_hint(kept: &mut Vec<TokenWithSpan>, removed: &mut [(usize, String)]) {
     let mut at = 1;
     while at + 2 < kept.len() {
@@ -419,7 +419,7 @@ fn insert_with_before_bare_hint(kept: &mut Vec<TokenWithSpan>, removed: &mut [(u
 }
 
 /// Whether the tokens before `at` are a table reference: `name[.name...]`, then an optional
-/// `[AS] alias`, after FROM, JOIN, UPDATE or a comma.
+/// `[AS] alias`, after FROM, JOIN or a FROM list's comma.
 fn follows_table_reference(kept: &[TokenWithSpan], at: usize) -> bool {
     let Some(start) = name_chain_start(kept, at) else { return false };
     if start >= 1 && opens_table_reference(kept, start - 1) {
@@ -452,11 +452,11 @@ fn name_chain_start(kept: &[TokenWithSpan], end: usize) -> Option<usize> {
     Some(start)
 }
 
-/// Whether the token at `at` opens a table reference: FROM, JOIN, UPDATE, or a comma of a
+/// Whether the token at `at` opens a table reference: FROM, JOIN, or a comma of a
 /// FROM list (not of a select list: `SELECT a, COUNT(nowait)`).
 fn opens_table_reference(kept: &[TokenWithSpan], at: usize) -> bool {
     let token = &kept[at].token;
-    if ["FROM", "JOIN", "UPDATE"].iter().any(|w| is_word(token, w)) {
+    if is_word(token, "FROM") || is_word(token, "JOIN") {
         return true;
     }
     *token == Token::Comma && comma_in_from_list(kept, at)
