@@ -79,7 +79,7 @@ pub struct SystemTasks {
 }
 
 thread_local! {
-    /// The system task this thread runs as, if any ([`run_as`]).
+    /// The system task this thread runs as, if any ([`RegisteredTask::run`]).
     static CURRENT: RefCell<Option<(Arc<SystemTasks>, u64)>> = const { RefCell::new(None) };
 }
 
@@ -147,12 +147,6 @@ impl Drop for RegisteredTask {
     }
 }
 
-/// Runs `body` on the calling thread as the system task `identity` ([`register`], then
-/// [`RegisteredTask::run`]).
-pub fn run_as<T>(tasks: &Arc<SystemTasks>, identity: TaskIdentity, body: impl FnOnce() -> T) -> T {
-    register(tasks, identity).run(body)
-}
-
 /// Runs `wait`, a system task's wait for its next piece of work, as a wait of the task's queue
 /// wait type: listed in sys.dm_os_waiting_tasks while it lasts, then recorded with the time it
 /// took. On a thread that is no system task, or one without a queue wait, it only runs `wait`.
@@ -185,7 +179,7 @@ mod tests {
             database_id: 5,
             queue_wait: Some(CHECKPOINT_QUEUE),
         };
-        run_as(&tasks, identity, || {
+        register(&tasks, identity).run(|| {
             let listed = tasks.snapshot();
             assert_eq!(listed.len(), 1);
             assert_eq!(listed[0].identity, identity);

@@ -146,45 +146,10 @@ impl Session {
         let options = self.check_options(dbcc, args.get(1))?;
         let db = self.dbcc_database(args.first())?;
         let started = Instant::now();
-        if !options.no_infomsgs {
-            out(Output::Message(format!("DBCC results for '{}'.", db.name)));
-        }
-        let allocation_errors = db.check_allocation();
-        for error in &allocation_errors {
-            self.emit(error.clone(), line, out);
-        }
-        let catalog = db.catalog()?;
-        let owners = owners_of(&catalog);
-        let mut objects = Vec::new();
-        for (object_id, name, tree) in catalog.system_tables() {
-            let unit = UnitName { object_id, index_id: 1, au_id: tree.au_id };
-            let check =
-                dbcc::check_unit(&db, unit, &Structure::Tree(tree), &owners, options.unit())?;
-            objects.push(ObjectCheck {
-                name: name.to_string(),
-                object_id,
-                rows: check.rows,
-                pages: check.data_pages,
-                findings: check.findings,
-            });
-            self.report_object(objects.last().expect("pushed"), &options, "CHECKDB", line, out);
-        }
-        let mut tables = catalog.tables();
-        tables.sort_by_key(|t| t.object_id);
-        for table in tables {
-            let check = self.check_table(&db, &table, &owners, &options, None)?;
-            self.report_object(&check, &options, "CHECKDB", line, out);
-            objects.push(check);
-        }
-        if !allocation_errors.is_empty() {
-            out(Output::Message(format!(
-                "CHECKDB found {} allocation errors and 0 consistency errors not associated with any single object.",
-                allocation_errors.len()
-            )));
-        }
+        let (allocation_errors, objects) =
+            self.check_scope(&db, &options, None, "CHECKDB", line, out)?;
         let command = Command { word: "CHECKDB", target: db.name.clone(), db: &db };
-        let errors =
-            self.summarize(&command, allocation_errors.len(), &objects, &options, started, out);
+        let errors = self.summarize(&command, allocation_errors, &objects, &options, started, out);
         if errors == 0 {
             db.set_last_known_good(self.server.instance.clock.now_local())?;
         }
@@ -206,21 +171,41 @@ impl Session {
         let db = self.dbcc_database(None)?;
         let fg_id = filegroup_to_check(&db, args.first())?;
         let started = Instant::now();
+        let (allocation_errors, objects) =
+            self.check_scope(&db, &options, Some(fg_id), "CHECKFILEGROUP", line, out)?;
+        let command = Command { word: "CHECKFILEGROUP", target: db.name.clone(), db: &db };
+        self.summarize(&command, allocation_errors, &objects, &options, started, out);
+        Ok(())
+    }
+
+    /// What CHECKDB (`filegroup` None) and CHECKFILEGROUP check, reported as it goes: the
+    /// header, the allocation checks (of the filegroup's files), the system tables (which are
+    /// in PRIMARY), then the user tables whose data is in the filegroup, by object id, and the
+    /// allocation errors no object owns. Returns the allocation error count and the objects.
+    fn check_scope(
+        &mut self,
+        db: &Arc<Database>,
+        options: &CheckOptions,
+        filegroup: Option<u16>,
+        word: &str,
+        line: u64,
+        out: &mut dyn FnMut(Output),
+    ) -> Result<(usize, Vec<ObjectCheck>), SqlError> {
         if !options.no_infomsgs {
             out(Output::Message(format!("DBCC results for '{}'.", db.name)));
         }
-        let allocation_errors = db.check_allocation_of(Some(fg_id));
+        let allocation_errors = db.check_allocation_of(filegroup);
         for error in &allocation_errors {
             self.emit(error.clone(), line, out);
         }
         let catalog = db.catalog()?;
         let owners = owners_of(&catalog);
         let mut objects = Vec::new();
-        if fg_id == PRIMARY_FILEGROUP_ID {
+        if filegroup.is_none_or(|fg| fg == PRIMARY_FILEGROUP_ID) {
             for (object_id, name, tree) in catalog.system_tables() {
                 let unit = UnitName { object_id, index_id: 1, au_id: tree.au_id };
                 let check =
-                    dbcc::check_unit(&db, unit, &Structure::Tree(tree), &owners, options.unit())?;
+                    dbcc::check_unit(db, unit, &Structure::Tree(tree), &owners, options.unit())?;
                 let check = ObjectCheck {
                     name: name.to_string(),
                     object_id,
@@ -228,27 +213,27 @@ impl Session {
                     pages: check.data_pages,
                     findings: check.findings,
                 };
-                self.report_object(&check, &options, "CHECKFILEGROUP", line, out);
+                self.report_object(&check, options, word, line, out);
                 objects.push(check);
             }
         }
         let mut tables = catalog.tables();
-        tables.retain(|t| db.unit_filegroup_id(t.indexes[0].au_id) == Some(fg_id));
+        if let Some(fg_id) = filegroup {
+            tables.retain(|t| db.unit_filegroup_id(t.indexes[0].au_id) == Some(fg_id));
+        }
         tables.sort_by_key(|t| t.object_id);
         for table in tables {
-            let check = self.check_table(&db, &table, &owners, &options, Some(fg_id))?;
-            self.report_object(&check, &options, "CHECKFILEGROUP", line, out);
+            let check = self.check_table(db, &table, &owners, options, filegroup)?;
+            self.report_object(&check, options, word, line, out);
             objects.push(check);
         }
         if !allocation_errors.is_empty() {
             out(Output::Message(format!(
-                "CHECKFILEGROUP found {} allocation errors and 0 consistency errors not associated with any single object.",
+                "{word} found {} allocation errors and 0 consistency errors not associated with any single object.",
                 allocation_errors.len()
             )));
         }
-        let command = Command { word: "CHECKFILEGROUP", target: db.name.clone(), db: &db };
-        self.summarize(&command, allocation_errors.len(), &objects, &options, started, out);
-        Ok(())
+        Ok((allocation_errors.len(), objects))
     }
 
     /// DBCC CHECKTABLE ('table' [, NOINDEX | index_id]) [WITH options].

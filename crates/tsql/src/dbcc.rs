@@ -83,6 +83,44 @@ pub fn starts(parser: &Parser<'_>) -> bool {
 const COMPLETED: &str =
     "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
 
+/// Shrinks a file (`Database::shrink_file`), sending its notice (9008, 9006) unless `quiet`.
+fn shrink_reporting(
+    db: &engine::database::Database,
+    file_id: u16,
+    target_pages: Option<u32>,
+    quiet: bool,
+    out: &mut dyn FnMut(Output),
+) -> Result<engine::database::FileShrink, SqlError> {
+    let result = db.shrink_file(file_id, target_pages)?;
+    if let Some(notice) = &result.notice
+        && !quiet
+    {
+        out(Output::Message(notice.clone()));
+    }
+    Ok(result)
+}
+
+/// A shrunk file's row of SHRINKFILE's and SHRINKDATABASE's result (8 KB pages).
+fn shrink_row(
+    db: &engine::database::Database,
+    result: &engine::database::FileShrink,
+) -> Vec<Value> {
+    let int = |pages: u32| Value::Int(pages as i32);
+    vec![
+        Value::SmallInt(db.database_id as i16),
+        Value::Int(i32::from(result.file_id)),
+        int(result.current_pages),
+        int(result.minimum_pages),
+        int(result.used_pages),
+        int(result.estimated_pages),
+    ]
+}
+
+fn shrink_result_set(rows: Vec<Vec<Value>>) -> ResultSet {
+    let names = ["DbId", "FileId", "CurrentSize", "MinimumSize", "UsedPages", "EstimatedPages"];
+    ResultSet { columns: columns(&names), rows, types: Vec::new() }
+}
+
 fn is_zero(value: &Value) -> bool {
     value::as_i64(value) == Some(0)
 }
@@ -297,27 +335,8 @@ impl Session {
         } else if word("NOTRUNCATE") {
             target_pages = Some(u32::MAX);
         }
-        let result = db.shrink_file(file_id, target_pages)?;
-        if let Some(notice) = &result.notice
-            && !quiet
-        {
-            out(Output::Message(notice.clone()));
-        }
-        let int = |pages: u32| Value::Int(pages as i32);
-        let row = vec![
-            Value::SmallInt(db.database_id as i16),
-            Value::Int(i32::from(result.file_id)),
-            int(result.current_pages),
-            int(result.minimum_pages),
-            int(result.used_pages),
-            int(result.estimated_pages),
-        ];
-        let names = ["DbId", "FileId", "CurrentSize", "MinimumSize", "UsedPages", "EstimatedPages"];
-        out(Output::Rows(ResultSet {
-            columns: columns(&names),
-            rows: vec![row],
-            types: Vec::new(),
-        }));
+        let result = shrink_reporting(db, file_id, target_pages, quiet, out)?;
+        out(Output::Rows(shrink_result_set(vec![shrink_row(db, &result)])));
         Ok(())
     }
 
@@ -367,27 +386,13 @@ impl Session {
                 }
                 (false, false, _) => None,
             };
-            let result = db.shrink_file(file.file_id, target_pages)?;
-            if let Some(notice) = &result.notice
-                && !quiet
-            {
-                out(Output::Message(notice.clone()));
+            let result = shrink_reporting(&db, file.file_id, target_pages, quiet, out)?;
+            // SQL Server shows no row for a file it did not shrink.
+            if result.current_pages < file.size_pages {
+                rows.push(shrink_row(&db, &result));
             }
-            if result.current_pages >= file.size_pages {
-                continue; // SQL Server shows no row for a file it did not shrink.
-            }
-            let int = |pages: u32| Value::Int(pages as i32);
-            rows.push(vec![
-                Value::SmallInt(db.database_id as i16),
-                Value::Int(i32::from(result.file_id)),
-                int(result.current_pages),
-                int(result.minimum_pages),
-                int(result.used_pages),
-                int(result.estimated_pages),
-            ]);
         }
-        let names = ["DbId", "FileId", "CurrentSize", "MinimumSize", "UsedPages", "EstimatedPages"];
-        out(Output::Rows(ResultSet { columns: columns(&names), rows, types: Vec::new() }));
+        out(Output::Rows(shrink_result_set(rows)));
         Ok(())
     }
 
