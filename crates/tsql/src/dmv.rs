@@ -812,32 +812,41 @@ impl Session {
     }
 
     /// A row per system session (is_user_process 0): one per session id of the running
-    /// system tasks, with the first task's database and start. Client and usage columns are
-    /// NULL or 0, as SQL Server shows them for its system sessions.
+    /// system tasks, with the first task's database and start; cpu_time is its tasks' threads'
+    /// CPU and total_elapsed_time the time since the first started. Client columns are NULL,
+    /// as SQL Server shows them for its system sessions; reads and logical_reads are 0 (a
+    /// thread's read totals can be read on that thread only, and these threads report none).
     fn system_sessions(&self) -> Vec<Vec<Value>> {
-        let mut seen = BTreeSet::new();
-        let mut rows = Vec::new();
+        let mut by_session: BTreeMap<u16, Vec<engine::system_tasks::SystemTaskRow>> =
+            BTreeMap::new();
         for task in self.server.instance.system_tasks.snapshot() {
-            if !seen.insert(task.identity.session_id) {
-                continue;
-            }
-            let started = self.server.datetime_of(task.started);
+            by_session.entry(task.identity.session_id).or_default().push(task);
+        }
+        let mut rows = Vec::new();
+        for (session_id, tasks) in by_session {
+            let first = &tasks[0];
+            let cpu_ns: u64 = tasks
+                .iter()
+                .map(|t| engine::session::thread_cpu_ns_of(t.thread_id).unwrap_or(0))
+                .sum();
+            let elapsed_ms = first.started.elapsed().as_millis() as u64;
+            let started = self.server.datetime_of(first.started);
             rows.push(vec![
-                Value::SmallInt(task.identity.session_id as i16),
+                Value::SmallInt(session_id as i16),
                 started.clone(),
                 Value::Null,
                 Value::Null,
                 text("sa"),
                 text("sleeping"),
-                Value::SmallInt(system_task_database(&task) as i16),
+                Value::SmallInt(system_task_database(first) as i16),
                 started.clone(),
                 started,
                 Value::Bit(false),
                 Value::Int(0),
                 Value::Null,
                 Value::Null,
-                int(0),
-                int(0),
+                int(cpu_ns / 1_000_000),
+                int(elapsed_ms),
                 big(0),
                 big(0),
                 Value::Int(-1),

@@ -56,6 +56,13 @@ fn system_tasks_are_listed_and_their_idle_waits_are_real() {
         assert!(Instant::now() < deadline, "{requests:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let lazy_writer = rows(
+        &mut session,
+        "SELECT is_user_process, total_elapsed_time FROM sys.dm_exec_sessions WHERE session_id = 18",
+    );
+    assert_eq!(lazy_writer[0][0], "0", "{lazy_writer:?}");
+    let alive_ms: u128 = lazy_writer[0][1].parse().unwrap();
+    assert!(alive_ms >= 600 && alive_ms <= started.elapsed().as_millis(), "{lazy_writer:?}");
     let who = rows(&mut session, "EXEC sp_who 18");
     assert_eq!((who[0][2].as_str(), who[0][7].as_str()), ("background", "LAZY WRITER"), "{who:?}");
     // A transaction whose log fills batches of blocks wakes the log writer: its wait ends.
