@@ -14,17 +14,18 @@
 -- - the VLF count and average VLF size from sys.dm_db_log_info: fewer, larger VLFs in 2022.
 --
 -- Scale: the seed inserts 500,000 rows of 4 KB into 8 GB data files; this script inserts
--- 20,000 rows (about 80 MB of log) into 512 MB data files, so it runs in seconds.
+-- 20,000 rows (about 80 MB of log; 160 MB of data, a row a page) into 256 MB data files, so
+-- it runs in seconds and the data files never grow.
 USE [master];
 GO
 DROP DATABASE IF EXISTS ifi_64;
 DROP DATABASE IF EXISTS ifi_1024;
 GO
 CREATE DATABASE ifi_64
- ON (name = N'ifi_data', filename = 'D:\data\ifi_64.mdf', size = 512MB, filegrowth = 2048MB)
+ ON (name = N'ifi_data', filename = 'D:\data\ifi_64.mdf', size = 256MB, filegrowth = 2048MB)
  LOG ON (name = N'ifi_log', filename = 'D:\data\ifi_64.ldf', size = 32MB, filegrowth = 64MB);
 CREATE DATABASE ifi_1024
- ON (name = N'ifi_data', filename = 'D:\data\ifi_1024.mdf', size = 512MB, filegrowth = 2048MB)
+ ON (name = N'ifi_data', filename = 'D:\data\ifi_1024.mdf', size = 256MB, filegrowth = 2048MB)
  LOG ON (name = N'ifi_log', filename = 'D:\data\ifi_1024.ldf', size = 32MB, filegrowth = 1024MB);
 GO
 -- The workload, as the seed runs it, in each database.

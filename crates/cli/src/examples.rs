@@ -84,6 +84,10 @@ pub struct ExamplesArgs {
     /// Stop at the first batch that raises an error and exit with 1.
     #[arg(short = 'b')]
     pub stop_on_error: bool,
+    /// Delete each example's databases once it has run (its output and charts stay): on a
+    /// small disk, seed 002 then needs one run's space (1.7 GB) rather than both rules' at once.
+    #[arg(long)]
+    pub drop_after: bool,
 }
 
 pub fn run(args: &ExamplesArgs) -> Result<(), String> {
@@ -133,6 +137,9 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
                     true
                 }
             };
+            if args.drop_after && dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
             if runs.len() == example.rules.len() {
                 let written = crate::example_charts::write(example.name, &runs, &charts_dir)?;
                 print_charts(&written);
@@ -151,8 +158,13 @@ pub fn run(args: &ExamplesArgs) -> Result<(), String> {
             }
         }
     }
-    if let Some(last_dir) = last_dir {
-        report_footprint(&args.dir, &last_dir);
+    match last_dir {
+        Some(_) if args.drop_after => outln!(
+            "The examples' databases were deleted as each example ended (--drop-after); the charts stay in {}.",
+            charts_dir.display()
+        ),
+        Some(last_dir) => report_footprint(&args.dir, &last_dir),
+        None => {}
     }
     if failed.is_empty() { Ok(()) } else { Err(format!("errors in: {}", failed.join(", "))) }
 }
@@ -215,12 +227,68 @@ fn run_script(
         },
     );
     drop(session);
+    if !ok {
+        print_errorlog_errors(&server.instance.errorlog);
+    }
     server.shutdown().map_err(|e| e.to_string())?;
     Ok((ok, sets))
+}
+
+/// The errors the instance wrote to its errorlog (each an `Error:` line and its text): a
+/// session's message often names only the consequence (9002), the errorlog the cause (the
+/// operating system error of a failed growth).
+fn print_errorlog_errors(errorlog: &engine::errorlog::ErrorLog) {
+    let Ok(entries) = errorlog.read(0) else { return };
+    let lines = errorlog_error_lines(&entries);
+    if !lines.is_empty() {
+        outln!("The errorlog's errors:");
+    }
+    for line in lines {
+        outln!("{line}");
+    }
+}
+
+/// Each `Error:` entry of an errorlog and the entry after it (the message text), dated.
+fn errorlog_error_lines(entries: &[engine::errorlog::ErrorLogEntry]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        if !entry.text.starts_with("Error: ") {
+            continue;
+        }
+        lines.push(format!("{} {}", entry.log_date, entry.text));
+        if let Some(next) = entries.get(index + 1) {
+            lines.push(format!("{} {}", next.log_date, next.text));
+        }
+    }
+    lines
 }
 
 fn print_charts(paths: &[std::path::PathBuf]) {
     for path in paths {
         outln!("chart: {}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::errorlog::parse_line;
+
+    #[test]
+    fn the_errorlog_errors_are_each_error_line_and_its_text() {
+        let text = "\
+2026-12-07 10:00:00.000 Server       SQL Server is starting.
+2026-12-07 10:00:01.000 spid52       Error: 5149, Severity: 16, State: 3.
+2026-12-07 10:00:01.000 spid52       MODIFY FILE encountered operating system error 28.
+2026-12-07 10:00:01.000 spid52       Error: 9002, Severity: 17, State: 2.
+2026-12-07 10:00:01.000 spid52       The transaction log for database 'x' is full.
+2026-12-07 10:00:02.000 spid52       Recovery is complete.";
+        let entries: Vec<_> = text.lines().filter_map(parse_line).collect();
+        let lines = errorlog_error_lines(&entries);
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(lines[0], "2026-12-07 10:00:01.000 Error: 5149, Severity: 16, State: 3.");
+        assert!(lines[1].ends_with("operating system error 28."), "{}", lines[1]);
+        assert!(lines[3].ends_with("is full."), "{}", lines[3]);
+        assert!(errorlog_error_lines(&entries[..1]).is_empty());
     }
 }
