@@ -12,7 +12,6 @@
 use clap::{Args, ValueEnum};
 use engine::alloc::{self, MapKind};
 use engine::btree::BTree;
-use engine::buffer::PageKey;
 use engine::database::{Database, DatabaseSpec, FileSpec};
 use engine::instance::{Instance, InstanceConfig};
 use engine::record::{Column, SqlType, Value};
@@ -624,7 +623,7 @@ fn build_report(
         .into_iter()
         .take(10)
         .map(|w| LatchResourceJson {
-            resource: PageKey::resource_description(&w.key),
+            resource: w.key.page_resource().description(),
             page_type: page_type(db, w.key.page),
             wait_type: w.wait_type.to_string(),
             waiting_tasks_count: w.waiting_tasks_count,

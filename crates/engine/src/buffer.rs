@@ -135,9 +135,13 @@ impl PageKey {
         PageKey { database_id, page }
     }
 
-    /// `db:file:page`, as sys.dm_os_waiting_tasks describes a page latch.
-    pub fn resource_description(&self) -> String {
-        format!("{}:{}:{}", self.database_id, self.page.file_id, self.page.page_no)
+    /// The page as a wait names it (sys.dm_exec_requests.page_resource, wait_resource).
+    pub fn page_resource(&self) -> crate::waits::PageResource {
+        crate::waits::PageResource {
+            database_id: self.database_id,
+            file_id: self.page.file_id,
+            page_id: self.page.page_no,
+        }
     }
 }
 
@@ -817,12 +821,8 @@ impl BufferPool {
             if frame.io_in_progress.load(Ordering::Acquire) {
                 wait_type = mode.pageiolatch_wait();
             }
-            registration = Some(self.stats.waiting.begin(
-                spid,
-                wait_type,
-                blocking,
-                key.resource_description(),
-            ));
+            registration =
+                Some(self.stats.waiting.begin_page(spid, wait_type, blocking, key.page_resource()));
         });
         drop(registration);
         match waited {
@@ -874,8 +874,7 @@ impl BufferPool {
         let spid = crate::instance::current_spid();
         let io_wait = mode.pageiolatch_wait();
         let started = Instant::now();
-        let registration =
-            self.stats.waiting.begin(spid, io_wait, None, key.resource_description());
+        let registration = self.stats.waiting.begin_page(spid, io_wait, None, key.page_resource());
         let suspended = crate::scheduler::suspend();
         let result = self.read_from_disk(key, frame);
         drop(registration);

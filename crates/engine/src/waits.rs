@@ -306,6 +306,42 @@ impl LatchStats {
     }
 }
 
+/// A page a task waits for: sys.dm_exec_requests.page_resource, which sys.fn_PageResCracker
+/// takes apart for sys.dm_db_page_info.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageResource {
+    pub database_id: u16,
+    pub file_id: u16,
+    pub page_id: u32,
+}
+
+impl PageResource {
+    /// page_resource's binary(8): the page id (4 bytes), the file id (2) and the database id
+    /// (2), each little-endian, the order sys.fn_PageResCracker reads them in.
+    pub fn to_bytes(self) -> [u8; 8] {
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&self.page_id.to_le_bytes());
+        bytes[4..6].copy_from_slice(&self.file_id.to_le_bytes());
+        bytes[6..].copy_from_slice(&self.database_id.to_le_bytes());
+        bytes
+    }
+
+    /// The page a page_resource names; None unless it is 8 bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Option<PageResource> {
+        let bytes: &[u8; 8] = bytes.try_into().ok()?;
+        Some(PageResource {
+            page_id: u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
+            file_id: u16::from_le_bytes([bytes[4], bytes[5]]),
+            database_id: u16::from_le_bytes([bytes[6], bytes[7]]),
+        })
+    }
+
+    /// `db:file:page`, as sys.dm_os_waiting_tasks describes a page latch.
+    pub fn description(self) -> String {
+        format!("{}:{}:{}", self.database_id, self.file_id, self.page_id)
+    }
+}
+
 /// One row of sys.dm_os_waiting_tasks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WaitingTaskRow {
@@ -314,6 +350,8 @@ pub struct WaitingTaskRow {
     pub wait_type: &'static str,
     pub blocking_session_id: Option<u16>,
     pub resource_description: String,
+    /// The page waited for, when the wait is a page latch's.
+    pub page: Option<PageResource>,
 }
 
 struct WaitingTask {
@@ -322,6 +360,7 @@ struct WaitingTask {
     started: std::time::Instant,
     blocking_session_id: Option<u16>,
     resource_description: String,
+    page: Option<PageResource>,
 }
 
 /// The tasks waiting right now. A waiter registers itself when it starts to wait and is
@@ -353,6 +392,28 @@ impl WaitingTasks {
         blocking_session_id: Option<u16>,
         resource_description: String,
     ) -> WaitingTaskGuard<'_> {
+        self.register(session_id, wait_type, blocking_session_id, resource_description, None)
+    }
+
+    /// Registers a task that starts waiting for a page's latch now.
+    pub fn begin_page(
+        &self,
+        session_id: u16,
+        wait_type: &'static str,
+        blocking_session_id: Option<u16>,
+        page: PageResource,
+    ) -> WaitingTaskGuard<'_> {
+        self.register(session_id, wait_type, blocking_session_id, page.description(), Some(page))
+    }
+
+    fn register(
+        &self,
+        session_id: u16,
+        wait_type: &'static str,
+        blocking_session_id: Option<u16>,
+        resource_description: String,
+        page: Option<PageResource>,
+    ) -> WaitingTaskGuard<'_> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let task = WaitingTask {
             session_id,
@@ -360,6 +421,7 @@ impl WaitingTasks {
             started: std::time::Instant::now(),
             blocking_session_id,
             resource_description,
+            page,
         };
         self.tasks.lock().insert(id, task);
         WaitingTaskGuard { registry: self, id }
@@ -376,6 +438,7 @@ impl WaitingTasks {
                 wait_type: task.wait_type,
                 blocking_session_id: task.blocking_session_id,
                 resource_description: task.resource_description.clone(),
+                page: task.page,
             })
             .collect()
     }
@@ -389,6 +452,18 @@ pub mod wait_type {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// page_resource 0x5001000001000600 is page 336 of file 1 in database 6 (the bytes
+    /// sys.fn_PageResCracker reverses: page id, file id, database id).
+    #[test]
+    fn a_page_resource_is_page_then_file_then_database_little_endian() {
+        let page = PageResource { database_id: 6, file_id: 1, page_id: 336 };
+        let bytes = [0x50, 0x01, 0x00, 0x00, 0x01, 0x00, 0x06, 0x00];
+        assert_eq!(page.to_bytes(), bytes);
+        assert_eq!(PageResource::from_bytes(&bytes), Some(page));
+        assert_eq!(PageResource::from_bytes(&bytes[..7]), None);
+        assert_eq!(page.description(), "6:1:336");
+    }
 
     #[test]
     fn every_wait_type_is_listed_with_zeros_until_its_first_wait() {

@@ -101,7 +101,7 @@ fn a_session_allocating_waits_on_the_pfs_page_another_session_holds() {
     assert_eq!(latch[0].waiting_requests_count, 1);
     let hottest = &lab.instance.buffer_pool.page_waits()[0];
     assert_eq!(
-        (hottest.key.resource_description(), hottest.wait_type),
+        (hottest.key.page_resource().description(), hottest.wait_type),
         ("5:1:1".to_string(), "PAGELATCH_UP")
     );
     assert!(db.check_allocation().is_empty());
@@ -292,7 +292,7 @@ fn a_second_reader_of_a_page_being_read_waits_pageiolatch_sh() {
             pool.fetch(key, LatchMode::Sh).unwrap().read(|buf| buf[200])
         })
     };
-    let resource = key.resource_description();
+    let resource = key.page_resource().description();
     eventually("session 71 waits on the read in flight", || {
         lab.instance.waiting_tasks.snapshot().iter().any(|t| {
             t.session_id == 71
@@ -306,6 +306,7 @@ fn a_second_reader_of_a_page_being_read_waits_pageiolatch_sh() {
         "{tasks:?}"
     );
     assert_eq!(tasks.iter().find(|t| t.session_id == 71).unwrap().blocking_session_id, Some(70));
+    assert_eq!(tasks.iter().find(|t| t.session_id == 71).unwrap().page, Some(key.page_resource()));
     gate.open();
     assert_eq!(first.join().unwrap(), 42);
     assert_eq!(second.join().unwrap(), 42);

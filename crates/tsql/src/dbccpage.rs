@@ -182,7 +182,7 @@ impl Session {
     }
 
     /// The object and index that own an allocation unit (0, 0 when none does).
-    fn owner_of_unit(&self, db: &Database, au_id: u64) -> (i32, i32) {
+    pub(crate) fn owner_of_unit(&self, db: &Database, au_id: u64) -> (i32, i32) {
         let Ok(catalog) = db.catalog() else { return (0, 0) };
         for table in catalog.tables() {
             if let Some(index) = table.indexes.iter().find(|i| i.au_id == au_id) {

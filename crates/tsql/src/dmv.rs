@@ -103,7 +103,7 @@ fn arg_i64(args: &[Value], i: usize) -> Option<i64> {
 }
 
 /// The page type names of sys.dm_db_database_page_allocations (reference §1.4).
-fn page_type_desc(page_type: u8) -> &'static str {
+pub(crate) fn page_type_desc(page_type: u8) -> &'static str {
     match page_type {
         1 => "DATA_PAGE",
         2 => "INDEX_PAGE",
@@ -941,6 +941,7 @@ impl Session {
             "scheduler_id",
             "sql_handle",
             "cpu_time",
+            "page_resource",
         ]);
         let tasks: BTreeMap<u16, engine::scheduler::TaskRow> = self
             .server
@@ -994,6 +995,8 @@ impl Session {
                 task.map_or(Value::Null, |t| Value::Int(t.scheduler_id as i32)),
                 Value::Bytes(sql_handle(&info.last_batch)),
                 int(request_cpu_ns(&request) / 1_000_000),
+                wait.and_then(|w| w.page)
+                    .map_or(Value::Null, |p| Value::Bytes(p.to_bytes().to_vec())),
             ]);
         }
         rows.extend(self.system_requests());
@@ -1027,6 +1030,7 @@ impl Session {
                     Value::Null,
                     Value::Null,
                     int(cpu_ns / 1_000_000),
+                    Value::Null,
                 ]
             })
             .collect()

@@ -45,6 +45,7 @@ pub mod kill;
 pub mod merge;
 pub mod nesting;
 pub mod output;
+pub mod pageinfo;
 pub mod perfcounters;
 pub mod procs;
 pub mod query;

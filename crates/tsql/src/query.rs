@@ -1360,12 +1360,42 @@ impl Session {
         }
         let right_cols = match right_cols {
             Some(c) => c,
-            None => self.table_factor(relation, outer, None).map(|(c, _)| c).unwrap_or_default(),
+            None => self.apply_columns(&cols, relation, outer),
         };
         for index in unmatched {
             out[index].extend(std::iter::repeat_n(Value::Null, right_cols.len()));
         }
         Ok((cols.into_iter().chain(right_cols).collect(), out))
+    }
+
+    /// The right side's columns when no left row came to evaluate it for: evaluated for a
+    /// left row of NULLs (its references to the left side are NULL), or, for a function that
+    /// refuses NULL arguments (sys.dm_db_page_info), its fixed column list.
+    fn apply_columns(
+        &self,
+        cols: &[ColRef],
+        relation: &TableFactor,
+        outer: Option<&Env<'_>>,
+    ) -> Vec<ColRef> {
+        let nulls = vec![Value::Null; cols.len()];
+        let env = Env { cols, row: &nulls, group: None, outer };
+        if let Ok((right_cols, _)) = self.table_factor(relation, Some(&env), None) {
+            return right_cols;
+        }
+        let TableFactor::Table { name, alias, .. } = relation else { return Vec::new() };
+        let function = crate::front::last_part(name);
+        let qualifier = alias.as_ref().map_or(function.clone(), |a| a.name.value.clone());
+        let fixed = crate::pageinfo::fixed_columns(&function)
+            .filter(|_| crate::session::is_sys_schema(name));
+        fixed
+            .unwrap_or_default()
+            .iter()
+            .map(|name| ColRef {
+                qualifier: qualifier.clone(),
+                name: name.to_string(),
+                sql_type: None,
+            })
+            .collect()
     }
 
     /// An index nested-loop join: for each left row, the right table's rows come from a seek

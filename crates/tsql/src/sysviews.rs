@@ -79,6 +79,8 @@ impl Session {
             "fn_trace_gettable" => Some(self.fn_trace_gettable(args)),
             "dm_db_log_info" => Some(Ok(self.dm_db_log_info(args.first()))),
             "dm_db_log_stats" => Some(Ok(self.dm_db_log_stats(args))),
+            "dm_db_page_info" => Some(self.dm_db_page_info(args)),
+            "fn_pagerescracker" => Some(Ok(self.fn_page_res_cracker(args))),
             _ => None,
         }
     }

@@ -611,3 +611,84 @@ fn index_operational_stats_count_each_indexs_latch_and_lock_waits() {
     drop((observer, holder, reader));
     server.shutdown().expect("shutdown");
 }
+
+/// A request waiting for a page latch names the page in sys.dm_exec_requests.page_resource,
+/// and the documented chain (sys.fn_PageResCracker, then sys.dm_db_page_info) leads from the
+/// request to that page, its owner and its PFS byte. dm_db_page_info reads the page under a
+/// shared latch, so the observer's query waits too, until the holder lets go.
+#[test]
+fn a_page_latch_wait_leads_through_page_resource_to_the_page_and_its_owner() {
+    use engine::buffer::PageKey;
+    use engine::latch::LatchMode;
+    use engine::units::PageId;
+    use std::sync::mpsc;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut observer = Session::new(&server);
+    let (errors, _) =
+        run(&mut observer, "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)");
+    assert!(errors.is_empty(), "{errors:?}");
+    let page = rows(
+        &mut observer,
+        "SELECT DB_ID(), allocated_page_file_id, allocated_page_page_id, OBJECT_ID('t') FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('t'), 1, NULL, 'DETAILED') WHERE page_type_desc = 'DATA_PAGE' AND is_allocated = 1",
+    );
+    let number = |i: usize| page[0][i].parse::<u32>().unwrap();
+    let key = PageKey::new(number(0) as u16, PageId::new(number(1) as u16, number(2)));
+    // Another thread (session 90) holds the page's EX latch until it is told to let go.
+    let (held_tx, held_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let holder = {
+        let pool = server.instance.buffer_pool.clone();
+        std::thread::spawn(move || {
+            engine::instance::set_current_spid(90);
+            let latched = pool.fetch(key, LatchMode::Ex).expect("the page");
+            held_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            drop(latched);
+        })
+    };
+    held_rx.recv().unwrap();
+    let reader = {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let mut reader = Session::new(&server);
+            run(&mut reader, "SELECT v FROM t WHERE id = 1")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rows(
+        &mut observer,
+        "SELECT COUNT(*) FROM sys.dm_exec_requests WHERE wait_type = 'PAGELATCH_SH' AND session_id > 50",
+    )[0][0]
+        != "1"
+    {
+        assert!(Instant::now() < deadline, "the reader never waited for the latch");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        release_tx.send(()).unwrap();
+    });
+    let chain = "SELECT r.db_id, r.file_id, r.page_id, d.wait_resource, page_info.object_id, \
+                 page_info.page_type_desc, page_info.slot_count, page_info.pfs_is_allocated \
+                 FROM sys.dm_exec_requests AS d \
+                 CROSS APPLY sys.fn_PageResCracker(d.page_resource) AS r \
+                 CROSS APPLY sys.dm_db_page_info(r.db_id, r.file_id, r.page_id, 'DETAILED') AS page_info \
+                 WHERE d.wait_type = 'PAGELATCH_SH'";
+    let found = rows(&mut observer, chain);
+    releaser.join().unwrap();
+    holder.join().unwrap();
+    assert!(reader.join().unwrap().0.is_empty());
+    let (db, file, page_no, object) = (&page[0][0], &page[0][1], &page[0][2], &page[0][3]);
+    let resource = format!("{db}:{file}:{page_no}");
+    let expected = [db, file, page_no, &resource, object, "DATA_PAGE", "1", "1"];
+    assert_eq!(found, vec![expected.map(|s| s.to_string()).to_vec()]);
+    // A request that waits for no page has none.
+    let own = rows(
+        &mut observer,
+        "SELECT page_resource FROM sys.dm_exec_requests WHERE session_id = @@SPID",
+    );
+    assert_eq!(own, vec![vec!["NULL".to_string()]]);
+    drop(observer);
+    server.shutdown().expect("shutdown");
+}
