@@ -97,6 +97,27 @@ fn int(n: u64) -> Value {
     Value::Int(i32::try_from(n).unwrap_or(i32::MAX))
 }
 
+/// A scheduler's address (dm_os_schedulers, dm_os_tasks, dm_io_pending_io_requests), for
+/// joins: synthetic, 64 bytes apart from a fixed base, as there is no SOS_Scheduler object
+/// whose address would mean anything.
+fn scheduler_address(scheduler_id: usize) -> Value {
+    const BASE: u64 = 0x0000_0100_0000_0040;
+    pointer_bytes(BASE + scheduler_id as u64 * 0x40)
+}
+
+/// A file's handle (dm_io_virtual_file_stats.file_handle, dm_io_pending_io_requests.io_handle):
+/// its handle number in the instance's I/O registry, as 8 bytes.
+fn file_handle(handle: u64) -> Value {
+    pointer_bytes(handle)
+}
+
+/// A pointer-sized value as varbinary(8) shows an address or handle: most significant byte
+/// first, so that it reads as the number (0x0000000000000001). Never stored.
+#[allow(clippy::big_endian_bytes)]
+pub(crate) fn pointer_bytes(value: u64) -> Value {
+    Value::Bytes(value.to_be_bytes().to_vec())
+}
+
 /// An argument of a DMF: None when absent, NULL or DEFAULT.
 fn arg_i64(args: &[Value], i: usize) -> Option<i64> {
     args.get(i).and_then(value::as_i64)
@@ -666,6 +687,7 @@ impl Session {
     /// bound to it only under an 'affinity mask', as SQL Server's are); one task per worker.
     pub(crate) fn dm_os_schedulers(&self) -> ViewRows {
         let cols = columns(&[
+            "scheduler_address",
             "parent_node_id",
             "scheduler_id",
             "cpu_id",
@@ -684,6 +706,7 @@ impl Session {
             "quantum_length_us",
         ]);
         let quantum_us = engine::scheduler::QUANTUM.as_micros() as u64;
+        let pending = self.server.instance.file_io.pending();
         let rows = self
             .server
             .instance
@@ -692,7 +715,11 @@ impl Session {
             .into_iter()
             .map(|s| {
                 let workers = u64::from(s.current_workers_count);
+                let scheduler_id = s.scheduler_id as usize;
+                let pending_ios =
+                    pending.iter().filter(|io| io.scheduler_id == Some(scheduler_id)).count();
                 vec![
+                    scheduler_address(scheduler_id),
                     Value::Int(0),
                     int(u64::from(s.scheduler_id)),
                     int(u64::from(s.cpu_id)),
@@ -705,7 +732,7 @@ impl Session {
                     int(workers),
                     int(u64::from(s.active_workers_count)),
                     big(0),
-                    Value::Int(0),
+                    int(pending_ios as u64),
                     int(workers),
                     int(s.yield_count),
                     big(quantum_us),
@@ -716,19 +743,22 @@ impl Session {
     }
 
     /// sys.dm_os_tasks: the task of every request running on a scheduler now. Deviations:
-    /// one task per request (exec_context_id 0, request_id 0), no addresses, and only
-    /// RUNNING, RUNNABLE and SUSPENDED (no PENDING, DONE or SPINLOOP); pending_io_count is 0
-    /// (the engine's I/O is synchronous on the worker's thread).
+    /// one task per request (exec_context_id 0, request_id 0), no task or worker addresses,
+    /// and only RUNNING, RUNNABLE and SUSPENDED (no PENDING, DONE or SPINLOOP);
+    /// pending_io_count is the reads and writes the task's session is inside now (at most
+    /// one: the engine's I/O is synchronous on the worker's thread).
     pub(crate) fn dm_os_tasks(&self) -> ViewRows {
         let cols = columns(&[
             "task_state",
             "context_switches_count",
             "pending_io_count",
+            "scheduler_address",
             "scheduler_id",
             "session_id",
             "exec_context_id",
             "request_id",
         ]);
+        let pending = self.server.instance.file_io.pending();
         let rows = self
             .server
             .instance
@@ -736,10 +766,12 @@ impl Session {
             .tasks()
             .into_iter()
             .map(|t| {
+                let pending_ios = pending.iter().filter(|io| io.session_id == t.session_id).count();
                 vec![
                     text(t.task_state),
                     int(t.context_switches_count),
-                    Value::Int(0),
+                    int(pending_ios as u64),
+                    scheduler_address(t.scheduler_id as usize),
                     Value::Int(t.scheduler_id as i32),
                     Value::SmallInt(t.session_id as i16),
                     Value::Int(0),
@@ -1102,10 +1134,53 @@ impl Session {
                     big(io.io_stall_write_ms),
                     big(io.io_stall_read_ms + io.io_stall_write_ms),
                     big(u64::from(file.size_pages) * 8192),
-                    Value::Null,
+                    instance.file_io.handle_of(&file.path).map_or(Value::Null, file_handle),
                 ]);
             }
         }
+        (cols, rows)
+    }
+
+    /// sys.dm_io_pending_io_requests: each read and write a thread is inside now, with its
+    /// file's handle and path, its offset and how long it has been pending. Deviations: one
+    /// I/O is pending while its thread is in the call (io_pending 1); the request's "address"
+    /// is its number in the instance, there are no completion or user-data addresses (NULL),
+    /// and an I/O of a thread outside the schedulers (lazy
+    /// writer, log writer, I/O threads) has no scheduler_address (NULL).
+    pub(crate) fn dm_io_pending_io_requests(&self) -> ViewRows {
+        let cols = columns(&[
+            "io_completion_request_address",
+            "io_type",
+            "io_pending_ms_ticks",
+            "io_pending",
+            "io_completion_routine_address",
+            "io_user_data_address",
+            "scheduler_address",
+            "io_handle",
+            "io_offset",
+            "io_handle_path",
+        ]);
+        let rows = self
+            .server
+            .instance
+            .file_io
+            .pending()
+            .into_iter()
+            .map(|io| {
+                vec![
+                    pointer_bytes(io.request_id),
+                    text("disk"),
+                    big(io.pending_ms),
+                    Value::Int(1),
+                    Value::Null,
+                    Value::Null,
+                    io.scheduler_id.map_or(Value::Null, scheduler_address),
+                    file_handle(io.io_handle),
+                    big(io.offset),
+                    Value::Text(io.path.display().to_string()),
+                ]
+            })
+            .collect();
         (cols, rows)
     }
 

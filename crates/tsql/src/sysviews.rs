@@ -63,6 +63,7 @@ impl Session {
             "dm_exec_connections" => Some(Ok(self.dm_exec_connections())),
             "dm_exec_requests" => Some(Ok(self.dm_exec_requests())),
             "dm_io_virtual_file_stats" => Some(Ok(self.dm_io_virtual_file_stats(args))),
+            "dm_io_pending_io_requests" => Some(Ok(self.dm_io_pending_io_requests())),
             "dm_os_volume_stats" => Some(Ok(self.dm_os_volume_stats(args))),
             "dm_exec_sql_text" => Some(Ok(self.dm_exec_sql_text(args))),
             "dm_db_log_space_usage" => Some(Ok(self.dm_db_log_space_usage())),

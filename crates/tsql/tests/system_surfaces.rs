@@ -692,3 +692,73 @@ fn a_page_latch_wait_leads_through_page_resource_to_the_page_and_its_owner() {
     drop(observer);
     server.shutdown().expect("shutdown");
 }
+
+/// A read held in the kernel (here, at a fault-injecting gate) is a pending I/O: listed by
+/// sys.dm_io_pending_io_requests with its file's handle, which joins to
+/// sys.dm_io_virtual_file_stats and sys.master_files as the usual pending-I/O query does, and
+/// counted by its scheduler's pending_disk_io_count and its task's pending_io_count; once it
+/// returns it is gone.
+#[test]
+fn a_read_in_flight_is_a_pending_io_of_its_file_scheduler_and_task() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fault_io = engine::io::FaultIo::new(engine::io::std_io());
+    let plan = fault_io.plan();
+    let io: std::sync::Arc<dyn engine::io::Io> = std::sync::Arc::new(fault_io);
+    let instance = engine::instance::Instance::start_with(
+        InstanceConfig::new(dir.path()),
+        io,
+        engine::clock::system_clock(),
+    )
+    .expect("instance");
+    let server = Server::start_on(instance).expect("server");
+    let mut observer = Session::new(&server);
+    assert!(run(&mut observer, "CREATE DATABASE pio").0.is_empty());
+    let setup = "USE pio\nCREATE TABLE t (id INT PRIMARY KEY, v INT)\n\
+                 INSERT t VALUES (1, 0)\nCHECKPOINT\nDBCC DROPCLEANBUFFERS\nUSE master";
+    let (errors, _) = run(&mut observer, setup);
+    assert!(errors.is_empty(), "{errors:?}");
+    let none = "SELECT COUNT(*) FROM sys.dm_io_pending_io_requests";
+    assert_eq!(rows(&mut observer, none), vec![vec!["0".to_string()]]);
+    let gate = engine::io::IoGate::closed();
+    plan.lock().only_paths_ending = Some("pio.mdf".into());
+    plan.lock().read_gate = Some(gate.clone());
+    let reader = {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let mut reader = Session::new(&server);
+            run(&mut reader, "USE pio\nSELECT v FROM t WHERE id = 1")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while gate.waiting() == 0 {
+        assert!(Instant::now() < deadline, "the reader never read pio's data file");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    let by_file = "SELECT COUNT(*), DB_NAME(vfs.database_id), mf.name, mf.type_desc, \
+                   MIN(pior.io_pending_ms_ticks), MIN(pior.io_offset % 8192), \
+                   MIN(RIGHT(pior.io_handle_path, 7)) \
+                   FROM sys.dm_io_pending_io_requests AS pior \
+                   JOIN sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs ON vfs.file_handle = pior.io_handle \
+                   JOIN sys.master_files AS mf ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id \
+                   WHERE pior.io_pending = 1 \
+                   GROUP BY vfs.database_id, mf.name, mf.type_desc";
+    let found = rows(&mut observer, by_file);
+    let by_scheduler = rows(
+        &mut observer,
+        "SELECT s.pending_disk_io_count, t.pending_io_count FROM sys.dm_io_pending_io_requests AS p \
+         JOIN sys.dm_os_schedulers AS s ON s.scheduler_address = p.scheduler_address \
+         JOIN sys.dm_os_tasks AS t ON t.scheduler_address = s.scheduler_address AND t.pending_io_count > 0",
+    );
+    gate.open();
+    assert!(reader.join().unwrap().0.is_empty());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0][..4], ["1", "pio", "pio", "ROWS"], "{found:?}");
+    let pending_ms: u64 = found[0][4].parse().unwrap();
+    assert!(pending_ms >= 25, "it has been pending about 30 ms: {found:?}");
+    assert_eq!(found[0][5..], ["0", "pio.mdf"], "a page's offset in pio.mdf: {found:?}");
+    assert_eq!(by_scheduler, vec![vec!["1".to_string(), "1".to_string()]]);
+    assert_eq!(rows(&mut observer, none), vec![vec!["0".to_string()]], "it returned");
+    drop(observer);
+    server.shutdown().expect("shutdown");
+}

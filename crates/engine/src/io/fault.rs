@@ -36,8 +36,8 @@ pub struct FaultPlan {
     /// When set, faults (and their countdowns) apply only to files whose path ends with this
     /// (for example ".mdf" to leave the log alone); counters still count every file.
     pub only_paths_ending: Option<String>,
-    /// While set and closed, every page read waits for it to open: a read "in flight" that a
-    /// test controls.
+    /// While set and closed, every page read of a targeted file waits for it to open: a read
+    /// "in flight" that a test controls.
     pub read_gate: Option<Arc<IoGate>>,
     /// While set and closed, every sync of a targeted file waits for it to open: a sync "in
     /// flight" (a log flush, say) during which a test runs another session's work.
@@ -193,7 +193,10 @@ impl Io for FaultIo {
 
 impl IoFile for FaultFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let gate = self.plan.lock().read_gate.clone();
+        let gate = {
+            let plan = self.plan.lock();
+            plan.read_gate.clone().filter(|_| self.targeted(&plan))
+        };
         if let Some(gate) = gate {
             gate.pass();
         }
@@ -202,7 +205,11 @@ impl IoFile for FaultFile {
 
     /// A read held by a gate is never read this way: it waits at the gate in `read_at`.
     fn read_at_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
-        if self.plan.lock().read_gate.is_some() {
+        let gated = {
+            let plan = self.plan.lock();
+            plan.read_gate.is_some() && self.targeted(&plan)
+        };
+        if gated {
             return false;
         }
         self.inner.read_at_if_cached(buf, offset)

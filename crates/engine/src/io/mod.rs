@@ -28,7 +28,7 @@ mod stats;
 mod std_io;
 
 pub use fault::{FaultIo, FaultPlan, IoCounters, IoGate};
-pub use stats::{FileIoCounters, FileIoRegistry, FileIoSnapshot, StatsIo};
+pub use stats::{FileIoCounters, FileIoRegistry, FileIoSnapshot, PendingIoRow, StatsIo};
 pub use std_io::StdIo;
 
 use std::io;
