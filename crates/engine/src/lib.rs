@@ -54,6 +54,7 @@ pub mod perfcounters;
 pub mod plan;
 pub mod pool_memory;
 pub mod prefetch;
+pub mod process_memory;
 pub mod readahead;
 pub mod record;
 pub mod rng;

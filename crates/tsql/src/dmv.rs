@@ -1293,6 +1293,84 @@ impl Session {
         (cols, vec![row])
     }
 
+    /// sys.dm_os_process_memory: the process's memory as Linux reports it
+    /// ([`engine::process_memory`]). The low-memory columns are 0: the engine does not listen
+    /// for the system's memory notifications.
+    pub(crate) fn dm_os_process_memory(&self) -> Result<ViewRows> {
+        let cols = columns(&[
+            "physical_memory_in_use_kb",
+            "large_page_allocations_kb",
+            "locked_page_allocations_kb",
+            "total_virtual_address_space_kb",
+            "virtual_address_space_reserved_kb",
+            "virtual_address_space_committed_kb",
+            "virtual_address_space_available_kb",
+            "page_fault_count",
+            "memory_utilization_percentage",
+            "available_commit_limit_kb",
+            "process_physical_memory_low",
+            "process_virtual_memory_low",
+        ]);
+        use engine::process_memory::{ProcessMemory, USER_ADDRESS_SPACE_KB};
+        let memory = ProcessMemory::read().map_err(|e| {
+            SqlError::new(50000, 16, 1, format!("Could not read the process's memory: {e}"))
+        })?;
+        let row = vec![
+            big(memory.resident_kb),
+            big(memory.huge_pages_kb),
+            big(memory.locked_kb),
+            big(USER_ADDRESS_SPACE_KB),
+            big(memory.virtual_size_kb),
+            big(memory.committed_kb()),
+            big(USER_ADDRESS_SPACE_KB.saturating_sub(memory.virtual_size_kb)),
+            big(memory.page_faults),
+            Value::Int(memory.utilization_percent() as i32),
+            big(memory.available_commit_kb),
+            Value::Bit(false),
+            Value::Bit(false),
+        ];
+        Ok((cols, vec![row]))
+    }
+
+    /// sys.dm_os_memory_clerks: the buffer pool's clerk (MEMORYCLERK_SQLBUFFERPOOL), its
+    /// pages_kb the buffers the pool has committed (sys.dm_os_sys_info.committed_kb). The
+    /// engine's other memory (locks, the log cache, plans) has no clerk: it is not accounted.
+    pub(crate) fn dm_os_memory_clerks(&self) -> ViewRows {
+        let cols = columns(&[
+            "memory_clerk_address",
+            "type",
+            "name",
+            "memory_node_id",
+            "pages_kb",
+            "virtual_memory_reserved_kb",
+            "virtual_memory_committed_kb",
+            "awe_allocated_kb",
+            "shared_memory_reserved_kb",
+            "shared_memory_committed_kb",
+            "page_size_in_bytes",
+            "page_allocator_address",
+            "host_address",
+        ]);
+        const BUFFER_POOL_CLERK_ADDRESS: u64 = 0x0000_0100_0001_0000;
+        let pool = &self.server.instance.buffer_pool;
+        let row = vec![
+            pointer_bytes(BUFFER_POOL_CLERK_ADDRESS),
+            text("MEMORYCLERK_SQLBUFFERPOOL"),
+            text("Default"),
+            Value::SmallInt(0),
+            big(pool.committed_bytes() / 1024),
+            big(0),
+            big(0),
+            big(0),
+            big(0),
+            big(0),
+            big(8192),
+            pointer_bytes(BUFFER_POOL_CLERK_ADDRESS + 0x40),
+            pointer_bytes(0),
+        ];
+        (cols, vec![row])
+    }
+
     /// sys.configurations: the server options the engine has ([`engine::configuration`]),
     /// with SQL Server's ids, names and ranges, configured values and values in use.
     pub(crate) fn sys_configurations(&self) -> ViewRows {

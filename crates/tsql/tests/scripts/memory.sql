@@ -13,3 +13,28 @@ SELECT committed_target_kb,
        CASE WHEN cpu_count >= 1 AND scheduler_count = cpu_count THEN 'one scheduler per CPU' END AS schedulers
 FROM sys.dm_os_sys_info
 GO
+-- The process's memory as the operating system reports it: the resident set holds the pool's
+-- committed buffers, the address space reserved holds the resident set, and the process has
+-- faulted its memory in.
+SELECT CASE WHEN physical_memory_in_use_kb >= (SELECT committed_kb FROM sys.dm_os_sys_info)
+            THEN 'resident >= pool committed' ELSE 'resident < pool committed' END AS resident,
+       CASE WHEN virtual_address_space_reserved_kb >= physical_memory_in_use_kb
+            THEN 'reserved >= resident' ELSE 'reserved < resident' END AS reserved,
+       CASE WHEN virtual_address_space_committed_kb >= physical_memory_in_use_kb
+            THEN 'committed >= resident' ELSE 'committed < resident' END AS committed,
+       total_virtual_address_space_kb,
+       CASE WHEN virtual_address_space_available_kb + virtual_address_space_reserved_kb
+                 = total_virtual_address_space_kb THEN 'available + reserved = total' END AS available,
+       CASE WHEN page_fault_count > 0 THEN 'faults counted' END AS faults,
+       CASE WHEN memory_utilization_percentage BETWEEN 1 AND 100 THEN 'a percentage' END AS utilization,
+       locked_page_allocations_kb, process_physical_memory_low, process_virtual_memory_low
+FROM sys.dm_os_process_memory
+GO
+-- The buffer pool's memory clerk holds what the pool committed, as the top-clerks query sees it.
+SELECT TOP (10) type, name, page_size_in_bytes,
+       CASE WHEN SUM(pages_kb) = (SELECT committed_kb FROM sys.dm_os_sys_info)
+            THEN 'the pool''s committed memory' END AS pages
+FROM sys.dm_os_memory_clerks
+GROUP BY type, name, page_size_in_bytes
+ORDER BY SUM(pages_kb) DESC
+GO
