@@ -96,6 +96,12 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("traces", "V"),
     ("types", "V"),
     ("xp_readerrorlog", "X"),
+    // Added later, kept at the end so that the ids above stay as they were.
+    ("dm_db_page_info", "IF"),
+    ("fn_PageResCracker", "TF"),
+    ("dm_io_pending_io_requests", "V"),
+    ("dm_os_process_memory", "V"),
+    ("dm_os_memory_clerks", "V"),
 ];
 
 /// sys.objects.type_desc for a type code.
@@ -106,6 +112,7 @@ fn type_desc(code: &str) -> &'static str {
         "P" => "SQL_STORED_PROCEDURE",
         "V" => "VIEW",
         "IF" => "SQL_INLINE_TABLE_VALUED_FUNCTION",
+        "TF" => "SQL_TABLE_VALUED_FUNCTION",
         "X" => "EXTENDED_STORED_PROCEDURE",
         _ => "UNKNOWN",
     }
