@@ -62,23 +62,29 @@ pub mod pfs {
     pub const MIXED: u8 = 0x20;
     pub const ALLOCATED: u8 = 0x40;
 
-    /// DBCC PAGE's rendering of a PFS byte, e.g. `0x62 MIXED_EXT ALLOCATED  80_PCT_FULL`.
+    /// DBCC PAGE's rendering of a PFS byte, e.g. `0x62 MIXED_EXT ALLOCATED  80_PCT_FULL`
+    /// (two spaces before the fullness, as DBCC PAGE prints it).
     pub fn describe(byte: u8) -> String {
-        let mut words = vec![format!("{byte:#04x}")];
+        let (flags, fullness) = words(byte);
+        format!("{byte:#04x} {}  {fullness}", flags.join(" "))
+    }
+
+    /// The words of a PFS byte: its flags (`IAM_PG`, `MIXED_EXT`, `ALLOCATED` or
+    /// `NOT ALLOCATED`, `HAS_GHOST`) and its fullness (`80_PCT_FULL`).
+    pub fn words(byte: u8) -> (Vec<&'static str>, &'static str) {
+        let mut flags = Vec::new();
         if byte & IAM != 0 {
-            words.push("IAM_PG".into());
+            flags.push("IAM_PG");
         }
         if byte & MIXED != 0 {
-            words.push("MIXED_EXT".into());
+            flags.push("MIXED_EXT");
         }
-        words.push(if byte & ALLOCATED != 0 { "ALLOCATED" } else { "NOT ALLOCATED" }.into());
+        flags.push(if byte & ALLOCATED != 0 { "ALLOCATED" } else { "NOT ALLOCATED" });
         if byte & GHOST != 0 {
-            words.push("HAS_GHOST".into());
+            flags.push("HAS_GHOST");
         }
         let fullness = ["0_PCT_FULL", "50_PCT_FULL", "80_PCT_FULL", "95_PCT_FULL", "100_PCT_FULL"];
-        let bucket = usize::from(byte & FULLNESS_MASK).min(4);
-        words.push(format!(" {}", fullness[bucket]));
-        words.join(" ")
+        (flags, fullness[usize::from(byte & FULLNESS_MASK).min(4)])
     }
 }
 

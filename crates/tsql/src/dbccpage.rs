@@ -557,25 +557,33 @@ fn shown_value(value: &Value) -> String {
     }
 }
 
+/// A GAM or SGAM bit as the allocation status shows it (DBCC PAGE, sys.dm_db_page_info).
+pub(crate) fn allocated_text(on: bool) -> &'static str {
+    if on { "ALLOCATED" } else { "NOT ALLOCATED" }
+}
+
+/// A DIFF map bit as the allocation status shows it.
+pub(crate) fn changed_text(on: bool) -> &'static str {
+    if on { "CHANGED" } else { "NOT CHANGED" }
+}
+
+/// An ML map bit as the allocation status shows it.
+pub(crate) fn min_logged_text(on: bool) -> &'static str {
+    if on { "MIN_LOGGED" } else { "NOT MIN_LOGGED" }
+}
+
 /// The allocation maps' view of the page.
 fn allocation_lines(db: &Database, page: PageId) -> Result<Vec<Line>, SqlError> {
     let Some(s) = db.allocation_status(page)? else { return Ok(Vec::new()) };
-    let yes_no = |on: bool| if on { "ALLOCATED" } else { "NOT ALLOCATED" };
     Ok(vec![
         Line::Text("Allocation Status".into()),
         Line::Text(String::new()),
         Line::Fields(vec![
-            field(&format!("GAM {}", s.gam_page), yes_no(s.gam_allocated)),
-            field(&format!("SGAM {}", s.sgam_page), yes_no(s.sgam_allocated)),
+            field(&format!("GAM {}", s.gam_page), allocated_text(s.gam_allocated)),
+            field(&format!("SGAM {}", s.sgam_page), allocated_text(s.sgam_allocated)),
             field(&format!("PFS {}", s.pfs_page), pfs::describe(s.pfs_byte)),
-            field(
-                &format!("DIFF {}", s.dcm_page),
-                if s.dcm_changed { "CHANGED" } else { "NOT CHANGED" },
-            ),
-            field(
-                &format!("ML {}", s.bcm_page),
-                if s.bcm_min_logged { "MIN_LOGGED" } else { "NOT MIN_LOGGED" },
-            ),
+            field(&format!("DIFF {}", s.dcm_page), changed_text(s.dcm_changed)),
+            field(&format!("ML {}", s.bcm_page), min_logged_text(s.bcm_min_logged)),
         ]),
         Line::Text(String::new()),
     ])

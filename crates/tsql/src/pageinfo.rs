@@ -28,6 +28,7 @@
 //! - has_version_records and is_encrypted are 0: the engine keeps no row versions and does not
 //!   encrypt.
 
+use crate::dbccpage::{allocated_text, changed_text, min_logged_text};
 use crate::session::Session;
 use crate::sysviews::{ViewRows, columns};
 use crate::value::{self, Result};
@@ -191,16 +192,12 @@ fn hex(bits: u32) -> Value {
 }
 
 /// A description column: its text in DETAILED mode, NULL in LIMITED.
-fn described(detailed: bool, words: impl FnOnce() -> String) -> Value {
-    if detailed { Value::Text(words()) } else { Value::Null }
+fn described(detailed: bool, words: &str) -> Value {
+    if detailed { Value::Text(words.to_string()) } else { Value::Null }
 }
 
-fn page_flag_words(flag_bits: u16) -> String {
-    if flag_bits & FLAG_CHECKSUM != 0 { "HAS_CHECKSUM".into() } else { String::new() }
-}
-
-fn allocated_words(on: bool) -> String {
-    if on { "ALLOCATED".into() } else { "NOT ALLOCATED".into() }
+fn page_flag_words(flag_bits: u16) -> &'static str {
+    if flag_bits & FLAG_CHECKSUM != 0 { "HAS_CHECKSUM" } else { "" }
 }
 
 fn page_info_row(
@@ -219,11 +216,11 @@ fn page_info_row(
         Value::Int(page.page_no as i32),
         Value::Int(i32::from(h.header_version)),
         Value::Int(i32::from(h.page_type)),
-        described(detailed, || crate::dmv::page_type_desc(h.page_type).to_string()),
+        described(detailed, crate::dmv::page_type_desc(h.page_type)),
         hex(u32::from(h.type_flag_bits)),
-        described(detailed, String::new),
+        described(detailed, ""),
         hex(u32::from(h.flag_bits)),
-        described(detailed, || page_flag_words(h.flag_bits)),
+        described(detailed, page_flag_words(h.flag_bits)),
         Value::Text(format!("{}:{}:{}", h.lsn.0, h.lsn.1, h.lsn.2)),
         Value::Int(i32::from(h.level)),
         Value::Int(owner.object_id),
@@ -241,21 +238,19 @@ fn page_info_row(
         Value::Bit(s.pfs_byte & pfs::ALLOCATED != 0),
         Value::Int(PFS_ALLOC_PERCENT[fullness]),
         Value::Text(format!("{:#04x}", s.pfs_byte)),
-        described(detailed, || pfs_words(s.pfs_byte)),
+        described(detailed, &pfs_words(s.pfs_byte)),
         Value::Int(s.gam_page.page_no as i32),
         Value::Bit(s.gam_allocated),
-        described(detailed, || allocated_words(s.gam_allocated)),
+        described(detailed, allocated_text(s.gam_allocated)),
         Value::Int(s.sgam_page.page_no as i32),
         Value::Bit(s.sgam_allocated),
-        described(detailed, || allocated_words(s.sgam_allocated)),
+        described(detailed, allocated_text(s.sgam_allocated)),
         Value::Int(s.dcm_page.page_no as i32),
         Value::Bit(s.dcm_changed),
-        described(detailed, || if s.dcm_changed { "CHANGED".into() } else { "NOT CHANGED".into() }),
+        described(detailed, changed_text(s.dcm_changed)),
         Value::Int(s.bcm_page.page_no as i32),
         Value::Bit(s.bcm_min_logged),
-        described(detailed, || {
-            if s.bcm_min_logged { "MIN_LOGGED".into() } else { "NOT MIN_LOGGED".into() }
-        }),
+        described(detailed, min_logged_text(s.bcm_min_logged)),
         Value::SmallInt(h.prev_page.file_id as i16),
         Value::Int(h.prev_page.page_no as i32),
         Value::SmallInt(h.next_page.file_id as i16),
@@ -273,9 +268,8 @@ fn page_info_row(
 
 /// pfs_status_desc: DBCC PAGE's words for the PFS byte, without its hex value.
 fn pfs_words(byte: u8) -> String {
-    let described = pfs::describe(byte);
-    let words = described.split_once(' ').map_or("", |(_, rest)| rest);
-    words.split_whitespace().collect::<Vec<_>>().join(" ")
+    let (flags, fullness) = pfs::words(byte);
+    format!("{} {fullness}", flags.join(" "))
 }
 
 #[cfg(test)]
@@ -292,7 +286,7 @@ mod tests {
 
     #[test]
     fn limited_mode_leaves_the_descriptions_null() {
-        assert_eq!(described(false, || "x".into()), Value::Null);
-        assert_eq!(described(true, || "x".into()), text("x"));
+        assert_eq!(described(false, "x"), Value::Null);
+        assert_eq!(described(true, "x"), text("x"));
     }
 }

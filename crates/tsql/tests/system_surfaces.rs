@@ -11,6 +11,35 @@ use std::time::{Duration, Instant};
 use tsql::server::Server;
 use tsql::session::Session;
 
+/// Runs a batch in a new session on its own thread (a session that is to wait).
+fn spawn_batch(
+    server: &std::sync::Arc<Server>,
+    sql: &'static str,
+) -> std::thread::JoinHandle<(Vec<i32>, String)> {
+    let server = server.clone();
+    std::thread::spawn(move || run(&mut Session::new(&server), sql))
+}
+
+/// Polls `query` until its first value is `expected`; `what` names the wait in the panic.
+fn wait_for_value(observer: &mut Session, query: &str, expected: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rows(observer, query)[0][0] != expected {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The data page of table `t`'s clustered index, with its database.
+fn data_page_of_t(observer: &mut Session) -> engine::buffer::PageKey {
+    let page = rows(
+        observer,
+        "SELECT DB_ID(), allocated_page_file_id, allocated_page_page_id FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('t'), 1, NULL, 'DETAILED') WHERE page_type_desc = 'DATA_PAGE' AND is_allocated = 1",
+    );
+    let number = |i: usize| page[0][i].parse::<u32>().unwrap();
+    let file_page = engine::units::PageId::new(number(1) as u16, number(2));
+    engine::buffer::PageKey::new(number(0) as u16, file_page)
+}
+
 /// The system sessions' background tasks are listed (sys.dm_exec_requests, sp_who), and their
 /// idle waits are time they really waited: the lazy writer's LAZYWRITER_SLEEP adds up to no
 /// more than the time the instance has been up, the log writer's LOGMGR_QUEUE ends when a
@@ -549,9 +578,7 @@ fn a_database_named_with_a_tab_line_break_or_backslash_survives_a_restart() {
 /// is one row lock wait; another table's index has none.
 #[test]
 fn index_operational_stats_count_each_indexs_latch_and_lock_waits() {
-    use engine::buffer::PageKey;
     use engine::latch::LatchMode;
-    use engine::units::PageId;
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
     let mut observer = Session::new(&server);
@@ -560,12 +587,7 @@ fn index_operational_stats_count_each_indexs_latch_and_lock_waits() {
         "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0), (2, 0)\nCREATE TABLE u (id INT PRIMARY KEY)",
     );
     assert!(errors.is_empty(), "{errors:?}");
-    let page = rows(
-        &mut observer,
-        "SELECT DB_ID(), allocated_page_file_id, allocated_page_page_id FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('t'), 1, NULL, 'DETAILED') WHERE page_type_desc = 'DATA_PAGE' AND is_allocated = 1",
-    );
-    let number = |i: usize| page[0][i].parse::<u32>().unwrap();
-    let key = PageKey::new(number(0) as u16, PageId::new(number(1) as u16, number(2)));
+    let key = data_page_of_t(&mut observer);
     let stats = "SELECT OBJECT_NAME(object_id), page_latch_wait_count, page_latch_wait_in_ms, \
                  row_lock_wait_count, row_lock_wait_in_ms FROM \
                  sys.dm_db_index_operational_stats(DB_ID(), NULL, NULL, NULL) \
@@ -573,23 +595,13 @@ fn index_operational_stats_count_each_indexs_latch_and_lock_waits() {
     let before = rows(&mut observer, stats);
     engine::instance::set_current_spid(90);
     let latched = server.instance.buffer_pool.fetch(key, LatchMode::Ex).expect("the page");
-    let reader = {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            let mut reader = Session::new(&server);
-            run(&mut reader, "SELECT v FROM t WHERE id = 1")
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while rows(
+    let reader = spawn_batch(&server, "SELECT v FROM t WHERE id = 1");
+    wait_for_value(
         &mut observer,
         "SELECT COUNT(*) FROM sys.dm_os_waiting_tasks WHERE wait_type = 'PAGELATCH_SH' AND session_id > 50",
-    )[0][0]
-        != "1"
-    {
-        assert!(Instant::now() < deadline, "the reader never waited for the latch");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        "1",
+        "the reader never waited for the latch",
+    );
     std::thread::sleep(Duration::from_millis(60));
     drop(latched);
     assert!(reader.join().unwrap().0.is_empty());
@@ -618,9 +630,7 @@ fn index_operational_stats_count_each_indexs_latch_and_lock_waits() {
 /// shared latch, so the observer's query waits too, until the holder lets go.
 #[test]
 fn a_page_latch_wait_leads_through_page_resource_to_the_page_and_its_owner() {
-    use engine::buffer::PageKey;
     use engine::latch::LatchMode;
-    use engine::units::PageId;
     use std::sync::mpsc;
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
@@ -628,12 +638,8 @@ fn a_page_latch_wait_leads_through_page_resource_to_the_page_and_its_owner() {
     let (errors, _) =
         run(&mut observer, "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)");
     assert!(errors.is_empty(), "{errors:?}");
-    let page = rows(
-        &mut observer,
-        "SELECT DB_ID(), allocated_page_file_id, allocated_page_page_id, OBJECT_ID('t') FROM sys.dm_db_database_page_allocations(DB_ID(), OBJECT_ID('t'), 1, NULL, 'DETAILED') WHERE page_type_desc = 'DATA_PAGE' AND is_allocated = 1",
-    );
-    let number = |i: usize| page[0][i].parse::<u32>().unwrap();
-    let key = PageKey::new(number(0) as u16, PageId::new(number(1) as u16, number(2)));
+    let key = data_page_of_t(&mut observer);
+    let object = rows(&mut observer, "SELECT OBJECT_ID('t')")[0][0].clone();
     // Another thread (session 90) holds the page's EX latch until it is told to let go.
     let (held_tx, held_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
@@ -648,23 +654,13 @@ fn a_page_latch_wait_leads_through_page_resource_to_the_page_and_its_owner() {
         })
     };
     held_rx.recv().unwrap();
-    let reader = {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            let mut reader = Session::new(&server);
-            run(&mut reader, "SELECT v FROM t WHERE id = 1")
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while rows(
+    let reader = spawn_batch(&server, "SELECT v FROM t WHERE id = 1");
+    wait_for_value(
         &mut observer,
         "SELECT COUNT(*) FROM sys.dm_exec_requests WHERE wait_type = 'PAGELATCH_SH' AND session_id > 50",
-    )[0][0]
-        != "1"
-    {
-        assert!(Instant::now() < deadline, "the reader never waited for the latch");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        "1",
+        "the reader never waited for the latch",
+    );
     let releaser = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         release_tx.send(()).unwrap();
@@ -679,9 +675,10 @@ fn a_page_latch_wait_leads_through_page_resource_to_the_page_and_its_owner() {
     releaser.join().unwrap();
     holder.join().unwrap();
     assert!(reader.join().unwrap().0.is_empty());
-    let (db, file, page_no, object) = (&page[0][0], &page[0][1], &page[0][2], &page[0][3]);
+    let (db, file, page_no) = (key.database_id, key.page.file_id, key.page.page_no);
+    let (db, file, page_no) = (db.to_string(), file.to_string(), page_no.to_string());
     let resource = format!("{db}:{file}:{page_no}");
-    let expected = [db, file, page_no, &resource, object, "DATA_PAGE", "1", "1"];
+    let expected = [&db, &file, &page_no, &resource, &object, "DATA_PAGE", "1", "1"];
     assert_eq!(found, vec![expected.map(|s| s.to_string()).to_vec()]);
     // A request that waits for no page has none.
     let own = rows(
@@ -722,13 +719,7 @@ fn a_read_in_flight_is_a_pending_io_of_its_file_scheduler_and_task() {
     let gate = engine::io::IoGate::closed();
     plan.lock().only_paths_ending = Some("pio.mdf".into());
     plan.lock().read_gate = Some(gate.clone());
-    let reader = {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            let mut reader = Session::new(&server);
-            run(&mut reader, "USE pio\nSELECT v FROM t WHERE id = 1")
-        })
-    };
+    let reader = spawn_batch(&server, "USE pio\nSELECT v FROM t WHERE id = 1");
     let deadline = Instant::now() + Duration::from_secs(20);
     while gate.waiting() == 0 {
         assert!(Instant::now() < deadline, "the reader never read pio's data file");
