@@ -38,6 +38,11 @@ const RECORD_HEADER: usize = 4;
 const GAM_HEADER_RECORD_AT: usize = 96;
 /// Bytes of the IAM/GAM header record body.
 const GAM_HEADER_BODY: usize = 90;
+/// pminlen of a GAM-type page: 90, as DBCC PAGE shows a GAM page's (sqlskills.com, "The
+/// Curious Case of... object ID 99"); the header record's body without its record header. IAM
+/// pages share the layout and take the same value. A PFS page's pminlen is 0, as DBCC PAGE
+/// shows it (SQL Server storage engine blog, 2006, page (1:1)).
+const GAM_PAGE_PMINLEN: u16 = GAM_HEADER_BODY as u16;
 /// Offset of slot 1's record (the bitmap record) in a GAM-type page.
 const GAM_BITMAP_RECORD_AT: usize = GAM_HEADER_RECORD_AT + RECORD_HEADER + GAM_HEADER_BODY;
 /// Offset of the first bitmap byte.
@@ -202,8 +207,14 @@ pub const BOOT_PAGE: u32 = 9;
 /// Formats an empty GAM-type page (all bits 0) with its two records.
 pub fn format_map_page(buf: &mut PageBuf, page_id: PageId, page_type: PageType) {
     buf.fill(0);
-    let mut header = PageHeader::new(page_type, page_id);
-    header.pminlen = (RECORD_HEADER + GAM_HEADER_BODY) as u16;
+    // IAM pages belong to their allocation unit (its caller stamps the unit's id); the maps of
+    // the file belong to the allocation system (object 99).
+    let mut header = if page_type == PageType::Iam {
+        PageHeader::new(page_type, page_id)
+    } else {
+        PageHeader::for_allocation_system(page_type, page_id)
+    };
+    header.pminlen = GAM_PAGE_PMINLEN;
     header.write(&mut buf[..]);
     write_fixed_record_header(buf, GAM_HEADER_RECORD_AT, GAM_HEADER_BODY);
     write_fixed_record_header(buf, GAM_BITMAP_RECORD_AT, GAM_BITMAP_BYTES);
@@ -215,8 +226,8 @@ pub fn format_map_page(buf: &mut PageBuf, page_id: PageId, page_type: PageType) 
 /// Formats an empty PFS page: every page byte 0 (not allocated, empty).
 pub fn format_pfs_page(buf: &mut PageBuf, page_id: PageId) {
     buf.fill(0);
-    let mut header = PageHeader::new(PageType::Pfs, page_id);
-    header.pminlen = (RECORD_HEADER + PFS_INTERVAL_PAGES as usize) as u16;
+    let mut header = PageHeader::for_allocation_system(PageType::Pfs, page_id);
+    header.pminlen = 0;
     header.write(&mut buf[..]);
     write_fixed_record_header(buf, 96, PFS_INTERVAL_PAGES as usize);
     push_slot(&mut buf[..], 96);
@@ -376,6 +387,25 @@ mod tests {
         assert_eq!(bitmap_count(&buf, 63_903), 1);
         let header = PageHeader::read(&buf[..]);
         assert_eq!(header.free_count, 6);
+    }
+
+    #[test]
+    fn the_allocation_system_owns_its_maps_but_not_iam_pages() {
+        let mut buf = crate::page::new_page_buf();
+        for (page_type, owner) in [
+            (PageType::Gam, crate::page::ALLOCATION_SYSTEM_OBJECT_ID),
+            (PageType::Sgam, crate::page::ALLOCATION_SYSTEM_OBJECT_ID),
+            (PageType::Dcm, crate::page::ALLOCATION_SYSTEM_OBJECT_ID),
+            (PageType::Iam, 0),
+        ] {
+            format_map_page(&mut buf, PageId::new(1, 6), page_type);
+            let header = PageHeader::read(&buf[..]);
+            assert_eq!((header.obj_id, header.index_id, header.pminlen), (owner, 0, 90));
+        }
+        format_pfs_page(&mut buf, PageId::new(1, 1));
+        let header = PageHeader::read(&buf[..]);
+        assert_eq!((header.obj_id, header.pminlen), (99, 0));
+        assert_eq!(header.allocation_unit_id(), 6_488_064);
     }
 
     #[test]

@@ -199,7 +199,10 @@ impl BootInfo {
         let body = self.body();
         assert!(body.len() <= BOOT_BODY_BYTES, "callers check fits() before encoding");
         let mut buf = page::new_page_buf();
-        let mut header = PageHeader::new(PageType::Boot, PageId::new(1, crate::alloc::BOOT_PAGE));
+        let mut header = PageHeader::for_allocation_system(
+            PageType::Boot,
+            PageId::new(1, crate::alloc::BOOT_PAGE),
+        );
         header.free_data = (96 + body.len()) as u16;
         header.free_count = (PAGE_SIZE - 96 - body.len()) as u16;
         header.write(&mut buf[..]);

@@ -82,7 +82,8 @@ impl FileHeader {
     pub fn encode(&self) -> Box<PageBuf> {
         assert!(self.logical_name.len() <= MAX_NAME_BYTES, "names are validated before encoding");
         let mut buf = page::new_page_buf();
-        let mut header = PageHeader::new(PageType::FileHeader, PageId::new(self.file_id, 0));
+        let mut header =
+            PageHeader::for_allocation_system(PageType::FileHeader, PageId::new(self.file_id, 0));
         let name = self.logical_name.as_bytes();
         let end = 146 + name.len();
         header.slot_count = 0;

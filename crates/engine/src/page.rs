@@ -14,7 +14,8 @@
 //! | 14  | 2   | pminlen         | fixed-part length of records                     |
 //! | 16  | 6   | m_nextPage      | page u32, file u16                               |
 //! | 22  | 2   | m_slotCnt       | slot-array entries                               |
-//! | 24  | 4   | m_objId         | allocation-unit id, low part (idObj)             |
+//! | 24  | 4   | m_objId         | allocation-unit id, low part (idObj); 99 on the  |
+//! |     |     |                 | allocation system's own pages                    |
 //! | 28  | 2   | m_freeCnt       | free bytes                                       |
 //! | 30  | 2   | m_freeData      | offset of the first free byte                    |
 //! | 32  | 6   | m_pageId        | this page: page u32, file u16                    |
@@ -44,6 +45,12 @@
 use crate::units::{PAGE_SIZE, PageId};
 
 pub const HEADER_VERSION: u8 = 1;
+/// The object id the storage engine stamps on the allocation system's own pages (the file
+/// header, PFS, GAM, SGAM, DCM, BCM and boot pages; not IAM pages, which belong to their
+/// allocation unit): m_objId 99, m_indexId 0, so DBCC PAGE shows `Metadata: AllocUnitId =
+/// 6488064` and `Metadata: ObjectId = 99` (reference §1.2; Paul Randal, "The Curious Case of...
+/// object ID 99", sqlskills.com, 2021).
+pub const ALLOCATION_SYSTEM_OBJECT_ID: u32 = 99;
 /// m_flagBits: a checksum is stored in m_tornBits.
 pub const FLAG_CHECKSUM: u16 = 0x200;
 const CHECKSUM_OFFSET: usize = 60;
@@ -153,6 +160,11 @@ impl PageHeader {
             free_count: (PAGE_SIZE - crate::units::PAGE_HEADER_SIZE) as u16,
             ..PageHeader::default()
         }
+    }
+
+    /// A fresh header for one of the allocation system's own pages ([`ALLOCATION_SYSTEM_OBJECT_ID`]).
+    pub fn for_allocation_system(page_type: PageType, page_id: PageId) -> PageHeader {
+        PageHeader { obj_id: ALLOCATION_SYSTEM_OBJECT_ID, ..PageHeader::new(page_type, page_id) }
     }
 
     /// The allocation-unit id the header encodes: (idInd << 48) | (idObj << 16).

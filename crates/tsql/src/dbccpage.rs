@@ -161,7 +161,7 @@ impl Session {
             field("m_objId (AllocUnitId.idObj)", h.obj_id),
             field("m_indexId (AllocUnitId.idInd)", h.index_id),
             field("Metadata: AllocUnitId", au_id),
-            field("Metadata: PartitionId", if object_id == 0 { 0 } else { au_id }),
+            field("Metadata: PartitionId", partition_of(object_id, au_id)),
             field("Metadata: IndexId", index_id),
             field("Metadata: ObjectId", object_id),
             field("m_prevPage", h.prev_page),
@@ -181,8 +181,12 @@ impl Session {
         vec![Line::Text("Page @0x0000000000000000".into()), Line::Fields(fields)]
     }
 
-    /// The object and index that own an allocation unit (0, 0 when none does).
+    /// The object and index that own an allocation unit (0, 0 when none does; 99, 0 for the
+    /// allocation system's own pages).
     pub(crate) fn owner_of_unit(&self, db: &Database, au_id: u64) -> (i32, i32) {
+        if au_id == ALLOCATION_SYSTEM_UNIT_ID {
+            return (engine::page::ALLOCATION_SYSTEM_OBJECT_ID as i32, 0);
+        }
         let Ok(catalog) = db.catalog() else { return (0, 0) };
         for table in catalog.tables() {
             if let Some(index) = table.indexes.iter().find(|i| i.au_id == au_id) {
@@ -811,4 +815,14 @@ fn table_rows(sections: &[Section]) -> ResultSet {
         rows,
         types: Vec::new(),
     }
+}
+
+/// The allocation unit of the allocation system's own pages (object 99, index 0).
+const ALLOCATION_SYSTEM_UNIT_ID: u64 = (engine::page::ALLOCATION_SYSTEM_OBJECT_ID as u64) << 16;
+
+/// `Metadata: PartitionId` (and sys.dm_db_page_info.partition_id) for a page whose allocation
+/// unit `au_id` belongs to `object_id`: the unit's own id (a partition has one in-row unit), or
+/// 0 for a page no object owns and for the allocation system's pages, which have no partition.
+pub(crate) fn partition_of(object_id: i32, au_id: u64) -> u64 {
+    if object_id == 0 || au_id == ALLOCATION_SYSTEM_UNIT_ID { 0 } else { au_id }
 }

@@ -1583,7 +1583,7 @@ impl Session {
         let detailed = match mode.as_str() {
             "DETAILED" => true,
             "LIMITED" | "" => false,
-            _ => return Err(invalid_mode(&mode)),
+            _ => return Err(incorrect_parameter(5)),
         };
         let Some(db) = self.dmf_database(args) else { return Ok((cols, Vec::new())) };
         let mut rows = Vec::new();
@@ -1636,7 +1636,7 @@ impl Session {
         let detailed = match mode.as_str() {
             "DETAILED" | "SAMPLED" => true,
             "LIMITED" | "DEFAULT" | "" => false,
-            _ => return Err(invalid_mode(&mode)),
+            _ => return Err(incorrect_parameter(5)),
         };
         let Some(db) = self.dmf_database(args) else { return Ok((cols, Vec::new())) };
         let mut rows = Vec::new();
@@ -1688,13 +1688,11 @@ impl Session {
     }
 }
 
-fn invalid_mode(mode: &str) -> SqlError {
-    SqlError::new(
-        2560,
-        16,
-        1,
-        format!("Parameter 5 is incorrect for this statement. Mode '{mode}' is not valid."),
-    )
+/// 2561: a DMF's argument `number` is not one it takes (a mode other than LIMITED, SAMPLED or
+/// DETAILED, a database, file or page that does not exist). The message table's text for it;
+/// 2560 is its DBCC form ("... for this DBCC statement.").
+pub(crate) fn incorrect_parameter(number: usize) -> SqlError {
+    SqlError::new(2561, 16, 1, format!("Parameter {number} is incorrect for this statement."))
 }
 
 /// One level's page statistics.

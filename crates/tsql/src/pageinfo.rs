@@ -29,6 +29,7 @@
 //!   encrypt.
 
 use crate::dbccpage::{allocated_text, changed_text, min_logged_text};
+use crate::dmv::incorrect_parameter;
 use crate::session::Session;
 use crate::sysviews::{ViewRows, columns};
 use crate::value::{self, Result};
@@ -104,11 +105,6 @@ pub(crate) fn fixed_columns(function: &str) -> Option<&'static [&'static str]> {
 /// The PFS fullness buckets as pfs_alloc_percent reports them.
 const PFS_ALLOC_PERCENT: [i32; 5] = [0, 50, 80, 95, 100];
 
-/// 2561: a parameter of the function is not valid.
-fn incorrect_parameter(number: usize) -> SqlError {
-    SqlError::new(2561, 16, 1, format!("Parameter {number} is incorrect for this statement."))
-}
-
 /// 2568: the page is not in a data file of the database.
 fn page_out_of_range(page: PageId) -> SqlError {
     SqlError::new(
@@ -157,7 +153,7 @@ impl Session {
         let owner = PageOwner {
             object_id,
             index_id,
-            partition_id: if object_id == 0 { 0 } else { au_id as i64 },
+            partition_id: crate::dbccpage::partition_of(object_id, au_id) as i64,
             alloc_unit_id: au_id as i64,
         };
         let row = page_info_row(db.database_id, page, &header, &owner, &status, detailed);

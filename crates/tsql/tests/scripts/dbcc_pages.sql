@@ -16,6 +16,10 @@ DBCC TRACEON (3604);
 DBCC PAGE ('pg', 1, 48, 0);
 DBCC PAGE ('pg', 1, 48, 1);
 DBCC PAGE ('pg', 1, 48, 3);
+-- The allocation system's own pages (PFS, GAM, SGAM; the file header and boot page too, in
+-- page_info.sql) carry object id 99: m_objId 99, AllocUnitId 6488064, no partition. An IAM
+-- page (1:11) carries its unit's id.
+DBCC PAGE ('pg', 1, 1, 0);
 DBCC PAGE ('pg', 1, 2, 3);
 DBCC PAGE ('pg', 1, 3, 3);
 DBCC PAGE ('pg', 1, 11, 3);

@@ -76,6 +76,7 @@ SELECT index_type_desc, index_depth, index_level, avg_fragmentation_in_percent, 
 FROM sys.dm_db_index_physical_stats(DB_ID(), OBJECT_ID('t'), NULL, NULL, 'DETAILED') ORDER BY index_level;
 SELECT page_count, avg_page_space_used_in_percent FROM sys.dm_db_index_physical_stats(DB_ID(), OBJECT_ID('t'), 1, NULL, 'LIMITED');
 SELECT * FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL, 'FAST');
+SELECT * FROM sys.dm_db_database_page_allocations(DB_ID(), NULL, NULL, NULL, 'FAST');
 GO
 -- The log's VLFs from its real layout.
 SELECT file_id, vlf_sequence_number, vlf_active, vlf_status FROM sys.dm_db_log_info(DB_ID()) ORDER BY vlf_begin_offset;

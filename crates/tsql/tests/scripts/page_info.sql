@@ -29,6 +29,14 @@ UNION ALL SELECT page_id, page_type, page_type_desc, object_id, pfs_page_id, pfs
        pfs_status_desc, gam_page_id, gam_status, gam_status_desc, sgam_page_id, sgam_status_desc,
        diff_map_page_id, ml_map_page_id, ml_status_desc
 FROM sys.dm_db_page_info(DB_ID(), 1, 3, 'DETAILED');
+-- Their owner is the allocation system (object 99, allocation unit 6488064), with no
+-- partition; OBJECT_NAME(99) is NULL, as no catalog object has that id.
+SELECT page_id, object_id, index_id, partition_id, alloc_unit_id, OBJECT_NAME(object_id) AS name
+FROM sys.dm_db_page_info(DB_ID(), 1, 0, 'LIMITED')
+UNION ALL SELECT page_id, object_id, index_id, partition_id, alloc_unit_id, OBJECT_NAME(object_id)
+FROM sys.dm_db_page_info(DB_ID(), 1, 1, 'LIMITED')
+UNION ALL SELECT page_id, object_id, index_id, partition_id, alloc_unit_id, OBJECT_NAME(object_id)
+FROM sys.dm_db_page_info(DB_ID(), 1, 9, 'LIMITED');
 -- LIMITED (the default) leaves the description columns NULL.
 SELECT page_type, page_type_desc, pfs_status, pfs_status_desc, gam_status_desc,
        page_flag_bits, page_flag_bits_desc, has_checksum
