@@ -133,6 +133,21 @@ impl LockResource {
             }
         }
     }
+
+    /// The resource as sys.dm_exec_requests.wait_resource and sys.sysprocesses.waitresource
+    /// show it: `KEY: <db>:<hobt> (<hash>)`, `OBJECT: <db>:<objid>:0` (lock partition 0), as
+    /// blocked-process reports show them. The object id is the allocation unit's here, as in
+    /// [`LockResource::description`].
+    pub fn wait_resource(&self) -> String {
+        match self {
+            LockResource::Object { database_id, au_id } => {
+                format!("OBJECT: {database_id}:{au_id}:0")
+            }
+            LockResource::Key { database_id, au_id, hash } => {
+                format!("KEY: {database_id}:{au_id} ({hash:012x})")
+            }
+        }
+    }
 }
 
 /// What may end a lock request's wait before it is granted (besides a deadlock): its

@@ -56,8 +56,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// Opens a session: a new session id, with no waits of its own yet.
     pub fn open(instance: &Arc<Instance>) -> Session {
-        Session { spid: instance.spids.next(), instance: instance.clone() }
+        let spid = instance.spids.next();
+        instance.waits.clear_session(spid);
+        Session { spid, instance: instance.clone() }
     }
 
     /// Makes the calling thread work for this session (and schedules it as a worker).

@@ -130,6 +130,11 @@ impl RegisteredTask {
         if let Some(row) = self.tasks.rows.lock().get_mut(&self.id) {
             row.thread_id = crate::session::thread_id();
         }
+        let session_id = self.tasks.rows.lock().get(&self.id).map(|row| row.identity.session_id);
+        if let Some(session_id) = session_id {
+            // The thread's waits (and errorlog lines) are the system session's.
+            crate::instance::set_current_spid(session_id);
+        }
         CURRENT.with(|current| *current.borrow_mut() = Some((Arc::clone(&self.tasks), self.id)));
         body()
     }
@@ -161,7 +166,7 @@ pub fn wait_for_work<T>(wait: impl FnOnce() -> T) -> T {
     let value = wait();
     drop(listed);
     tasks.set_waiting(id, None);
-    tasks.waits.record(wait_type, started.elapsed(), Duration::ZERO);
+    tasks.waits.record_for(row.identity.session_id, wait_type, started.elapsed(), Duration::ZERO);
     value
 }
 

@@ -69,39 +69,110 @@ pub const WAIT_TYPES: [&str; 25] = [
     "WRITELOG",
 ];
 
-/// Process-wide wait statistics.
+impl WaitCell {
+    fn add(&mut self, waited_us: u64, signal_us: u64) {
+        self.count += 1;
+        self.total_us += waited_us;
+        self.max_us = self.max_us.max(waited_us);
+        self.signal_us += signal_us;
+    }
+
+    fn row(&self, wait_type: &str) -> WaitRow {
+        WaitRow {
+            wait_type: wait_type.to_string(),
+            waiting_tasks_count: self.count,
+            wait_time_ms: self.total_us / 1000,
+            max_wait_time_ms: self.max_us / 1000,
+            signal_wait_time_ms: self.signal_us / 1000,
+        }
+    }
+}
+
+/// One session's waits since it opened (sys.dm_exec_session_wait_stats), and the type of the
+/// last one (sys.sysprocesses.lastwaittype).
+#[derive(Default)]
+struct SessionWaits {
+    cells: BTreeMap<&'static str, WaitCell>,
+    last_wait_type: Option<&'static str>,
+}
+
+#[derive(Default)]
+struct WaitTables {
+    instance: BTreeMap<&'static str, WaitCell>,
+    sessions: BTreeMap<u16, SessionWaits>,
+}
+
+/// One row of sys.dm_exec_session_wait_stats: a session's waits of one type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionWaitRow {
+    pub session_id: u16,
+    pub wait: WaitRow,
+}
+
+/// Process-wide wait statistics, and each session's share of them.
+///
+/// Invariant 2: every wait recorded counts once in the instance's row of its type and once in
+/// the row of the session it was recorded for, under the same lock; so while no session's
+/// rows have been cleared since the instance's were, the sessions' counts of a type sum to
+/// the instance's.
 #[derive(Default)]
 pub struct WaitStats {
-    cells: Mutex<BTreeMap<&'static str, WaitCell>>,
+    tables: Mutex<WaitTables>,
 }
 
 impl WaitStats {
-    /// Records one completed wait of `waited` (and `signal` from wake-up to running).
+    /// Records one completed wait of `waited` (and `signal` from wake-up to running) for the
+    /// session the calling thread runs ([`crate::instance::current_spid`]).
     pub fn record(&self, wait_type: &'static str, waited: Duration, signal: Duration) {
+        self.record_for(crate::instance::current_spid(), wait_type, waited, signal);
+    }
+
+    /// Records one completed wait of session `spid`.
+    pub fn record_for(
+        &self,
+        spid: u16,
+        wait_type: &'static str,
+        waited: Duration,
+        signal: Duration,
+    ) {
         debug_assert!(WAIT_TYPES.contains(&wait_type), "invariant 1: {wait_type} is listed");
         let waited_us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
         let signal_us = u64::try_from(signal.as_micros()).unwrap_or(u64::MAX);
-        let mut cells = self.cells.lock();
-        let cell = cells.entry(wait_type).or_default();
-        cell.count += 1;
-        cell.total_us += waited_us;
-        cell.max_us = cell.max_us.max(waited_us);
-        cell.signal_us += signal_us;
+        let mut tables = self.tables.lock();
+        tables.instance.entry(wait_type).or_default().add(waited_us, signal_us);
+        let session = tables.sessions.entry(spid).or_default();
+        session.cells.entry(wait_type).or_default().add(waited_us, signal_us);
+        session.last_wait_type = Some(wait_type);
     }
 
     /// The rows, by wait type.
     pub fn snapshot(&self) -> Vec<WaitRow> {
-        let cells = self.cells.lock();
-        cells
-            .iter()
-            .map(|(name, cell)| WaitRow {
-                wait_type: (*name).to_string(),
-                waiting_tasks_count: cell.count,
-                wait_time_ms: cell.total_us / 1000,
-                max_wait_time_ms: cell.max_us / 1000,
-                signal_wait_time_ms: cell.signal_us / 1000,
-            })
-            .collect()
+        let tables = self.tables.lock();
+        tables.instance.iter().map(|(name, cell)| cell.row(name)).collect()
+    }
+
+    /// Each session's rows (sys.dm_exec_session_wait_stats), by session id, then wait type:
+    /// the types it has waited on since it opened ([`WaitStats::clear_session`]).
+    pub fn session_snapshot(&self) -> Vec<SessionWaitRow> {
+        let tables = self.tables.lock();
+        let mut rows = Vec::new();
+        for (session_id, session) in &tables.sessions {
+            for (name, cell) in &session.cells {
+                rows.push(SessionWaitRow { session_id: *session_id, wait: cell.row(name) });
+            }
+        }
+        rows
+    }
+
+    /// The type of session `spid`'s last completed wait, if it has waited since it opened.
+    pub fn last_wait_type(&self, spid: u16) -> Option<&'static str> {
+        self.tables.lock().sessions.get(&spid).and_then(|session| session.last_wait_type)
+    }
+
+    /// Forgets session `spid`'s waits: a session opening (or reset) starts with none, as
+    /// sys.dm_exec_session_wait_stats shows it. The instance's rows keep them.
+    pub fn clear_session(&self, spid: u16) {
+        self.tables.lock().sessions.remove(&spid);
     }
 
     /// A row for every one of [`WAIT_TYPES`], zeros where nothing has waited
@@ -125,12 +196,13 @@ impl WaitStats {
 
     /// Total microseconds waited on a type (finer than the ms columns, for tests and benches).
     pub fn total_us(&self, wait_type: &str) -> u64 {
-        self.cells.lock().get(wait_type).map_or(0, |cell| cell.total_us)
+        self.tables.lock().instance.get(wait_type).map_or(0, |cell| cell.total_us)
     }
 
-    /// `DBCC SQLPERF('sys.dm_os_wait_stats', CLEAR)`.
+    /// `DBCC SQLPERF('sys.dm_os_wait_stats', CLEAR)`: the instance's rows. The sessions' rows
+    /// are kept (see docs/deviations.md).
     pub fn clear(&self) {
-        self.cells.lock().clear();
+        self.tables.lock().instance.clear();
     }
 }
 
@@ -350,6 +422,10 @@ pub struct WaitingTaskRow {
     pub wait_type: &'static str,
     pub blocking_session_id: Option<u16>,
     pub resource_description: String,
+    /// The resource as sys.dm_exec_requests.wait_resource and sys.sysprocesses.waitresource
+    /// name it: `KEY: db:hobt (hash)` for a key lock, `db:file:page` for a page latch, empty
+    /// for a wait on no resource.
+    pub wait_resource: String,
     /// The page waited for, when the wait is a page latch's.
     pub page: Option<PageResource>,
 }
@@ -360,6 +436,7 @@ struct WaitingTask {
     started: std::time::Instant,
     blocking_session_id: Option<u16>,
     resource_description: String,
+    wait_resource: String,
     page: Option<PageResource>,
 }
 
@@ -392,7 +469,22 @@ impl WaitingTasks {
         blocking_session_id: Option<u16>,
         resource_description: String,
     ) -> WaitingTaskGuard<'_> {
-        self.register(session_id, wait_type, blocking_session_id, resource_description, None)
+        let task = self.task(session_id, wait_type, blocking_session_id, resource_description);
+        self.register(task)
+    }
+
+    /// Registers a task that starts waiting for a lock now: `resource_description` as
+    /// sys.dm_os_waiting_tasks shows the lock, `wait_resource` as sys.dm_exec_requests does.
+    pub fn begin_lock(
+        &self,
+        session_id: u16,
+        wait_type: &'static str,
+        blocking_session_id: Option<u16>,
+        resource_description: String,
+        wait_resource: String,
+    ) -> WaitingTaskGuard<'_> {
+        let task = self.task(session_id, wait_type, blocking_session_id, resource_description);
+        self.register(WaitingTask { wait_resource, ..task })
     }
 
     /// Registers a task that starts waiting for a page's latch now.
@@ -403,26 +495,32 @@ impl WaitingTasks {
         blocking_session_id: Option<u16>,
         page: PageResource,
     ) -> WaitingTaskGuard<'_> {
-        self.register(session_id, wait_type, blocking_session_id, page.description(), Some(page))
+        // A page latch's wait_resource is the page's db:file:page, as its description is.
+        let task = self.task(session_id, wait_type, blocking_session_id, page.description());
+        self.register(WaitingTask { wait_resource: page.description(), page: Some(page), ..task })
     }
 
-    fn register(
+    /// A task that starts waiting now, on no page, with no wait_resource.
+    fn task(
         &self,
         session_id: u16,
         wait_type: &'static str,
         blocking_session_id: Option<u16>,
         resource_description: String,
-        page: Option<PageResource>,
-    ) -> WaitingTaskGuard<'_> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let task = WaitingTask {
+    ) -> WaitingTask {
+        WaitingTask {
             session_id,
             wait_type,
             started: std::time::Instant::now(),
             blocking_session_id,
             resource_description,
-            page,
-        };
+            wait_resource: String::new(),
+            page: None,
+        }
+    }
+
+    fn register(&self, task: WaitingTask) -> WaitingTaskGuard<'_> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.tasks.lock().insert(id, task);
         WaitingTaskGuard { registry: self, id }
     }
@@ -438,6 +536,7 @@ impl WaitingTasks {
                 wait_type: task.wait_type,
                 blocking_session_id: task.blocking_session_id,
                 resource_description: task.resource_description.clone(),
+                wait_resource: task.wait_resource.clone(),
                 page: task.page,
             })
             .collect()
@@ -463,6 +562,43 @@ mod tests {
         assert_eq!(PageResource::from_bytes(&bytes), Some(page));
         assert_eq!(PageResource::from_bytes(&bytes[..7]), None);
         assert_eq!(page.description(), "6:1:336");
+    }
+
+    #[test]
+    fn each_wait_counts_for_the_instance_and_for_its_session() {
+        let stats = WaitStats::default();
+        stats.record_for(52, "WRITELOG", Duration::from_millis(4), Duration::ZERO);
+        stats.record_for(53, "WRITELOG", Duration::from_millis(2), Duration::ZERO);
+        stats.record_for(52, "LCK_M_X", Duration::from_millis(30), Duration::from_millis(1));
+        let rows = stats.session_snapshot();
+        let of = |spid: u16, wait_type: &str| {
+            rows.iter().find(|r| r.session_id == spid && r.wait.wait_type == wait_type).cloned()
+        };
+        assert_eq!(rows.len(), 3);
+        assert_eq!(
+            of(52, "LCK_M_X").map(|r| (r.wait.wait_time_ms, r.wait.signal_wait_time_ms)),
+            Some((30, 1))
+        );
+        assert_eq!(of(53, "WRITELOG").map(|r| r.wait.waiting_tasks_count), Some(1));
+        assert_eq!(of(53, "LCK_M_X"), None);
+        // Invariant 2: the sessions' counts of a type sum to the instance's.
+        let sessions: u64 = rows
+            .iter()
+            .filter(|r| r.wait.wait_type == "WRITELOG")
+            .map(|r| r.wait.waiting_tasks_count)
+            .sum();
+        assert_eq!(sessions, stats.get("WRITELOG").unwrap().waiting_tasks_count);
+        assert_eq!(stats.last_wait_type(52), Some("LCK_M_X"));
+        assert_eq!(stats.last_wait_type(54), None);
+        // A session that opens again starts with no waits; the instance keeps them, and a
+        // CLEAR of the instance's rows keeps the sessions'.
+        stats.clear_session(52);
+        assert_eq!(stats.last_wait_type(52), None);
+        assert_eq!(stats.session_snapshot().len(), 1);
+        assert_eq!(stats.get("LCK_M_X").unwrap().waiting_tasks_count, 1);
+        stats.clear();
+        assert_eq!(stats.session_snapshot().len(), 1);
+        assert_eq!(stats.get("WRITELOG"), None);
     }
 
     #[test]

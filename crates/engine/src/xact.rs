@@ -919,11 +919,12 @@ pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlR
         wait_began = Some(std::time::Instant::now());
         // The worker's scheduler runs another worker while this one waits for the lock.
         suspended = Some(crate::scheduler::suspend());
-        registration = Some(instance.waiting_tasks.begin(
+        registration = Some(instance.waiting_tasks.begin_lock(
             owner.spid,
             mode.wait_type(),
             blocker,
             resource.description(),
+            resource.wait_resource(),
         ));
     };
     let mut on_deadlock = |report: &DeadlockReport| write_deadlock(instance, report);

@@ -102,6 +102,8 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_io_pending_io_requests", "V"),
     ("dm_os_process_memory", "V"),
     ("dm_os_memory_clerks", "V"),
+    ("sysprocesses", "V"),
+    ("dm_exec_session_wait_stats", "V"),
 ];
 
 /// sys.objects.type_desc for a type code.

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 /// A batch's sql_handle: 0x02 (SQL Server's first byte for an ad hoc batch's handle), three
 /// zero bytes, then a 64-bit hash of the text (FNV-1a over its UTF-8 bytes) twice, 20 bytes.
-fn sql_handle(batch: &str) -> Vec<u8> {
+pub(crate) fn sql_handle(batch: &str) -> Vec<u8> {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in batch.bytes() {
         hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01B3);
@@ -40,7 +40,7 @@ fn sql_handle(batch: &str) -> Vec<u8> {
 
 /// The CPU a running request has used so far: its thread's account now (read from the
 /// calling thread directly, from another's through /proc) less its account at the start.
-fn request_cpu_ns(request: &crate::server::RunningRequest) -> u64 {
+pub(crate) fn request_cpu_ns(request: &crate::server::RunningRequest) -> u64 {
     let now = if request.thread_id == engine::session::thread_id() {
         Some(engine::session::thread_cpu_time_ns())
     } else {
@@ -79,21 +79,21 @@ fn page_owners(db: &Database, units: impl Iterator<Item = u64>) -> PageOwners {
 }
 
 /// A system task's database: its own, or master (1) for an instance-wide task.
-fn system_task_database(task: &engine::system_tasks::SystemTaskRow) -> u16 {
+pub(crate) fn system_task_database(task: &engine::system_tasks::SystemTaskRow) -> u16 {
     if task.identity.database_id == 0 { 1 } else { task.identity.database_id }
 }
 
 /// A session_id cell's order (system sessions before user sessions).
-fn tsql_sort_key(cell: &Value) -> i64 {
+pub(crate) fn tsql_sort_key(cell: &Value) -> i64 {
     value::as_i64(cell).unwrap_or(i64::MAX)
 }
 
-fn big(n: u64) -> Value {
+pub(crate) fn big(n: u64) -> Value {
     Value::BigInt(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 /// An int column's value (saturating).
-fn int(n: u64) -> Value {
+pub(crate) fn int(n: u64) -> Value {
     Value::Int(i32::try_from(n).unwrap_or(i32::MAX))
 }
 
@@ -1019,7 +1019,7 @@ impl Session {
                 Value::Int(
                     wait.map_or(0, |w| i32::try_from(w.wait_duration_ms).unwrap_or(i32::MAX)),
                 ),
-                Value::Text(wait.map_or(String::new(), |w| w.resource_description.clone())),
+                Value::Text(wait.map_or(String::new(), |w| w.wait_resource.clone())),
                 Value::Int(info.open_transaction_count),
                 Value::Int(
                     i32::try_from(request.started.elapsed().as_millis()).unwrap_or(i32::MAX),

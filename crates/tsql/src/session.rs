@@ -156,13 +156,20 @@ pub(crate) fn other_database_part(
     (!database.is_empty() && !database.eq_ignore_ascii_case(current)).then_some(database)
 }
 
-/// Whether the name's schema part is `sys` (a catalog view or DMV), brackets or quotes
-/// removed.
+/// Whether the name names a system view: its schema part is `sys` (a catalog view or DMV),
+/// brackets or quotes removed; or it is a compatibility view (sysprocesses) named without a
+/// schema or with `dbo`, which SQL Server resolves to the view as well.
 pub(crate) fn is_sys_schema(name: &sqlparser::ast::ObjectName) -> bool {
     let parts = &name.0;
-    parts.len().checked_sub(2).is_some_and(|i| {
-        parts[i].to_string().trim_matches(['[', ']', '"']).eq_ignore_ascii_case("sys")
-    })
+    let part = |i: usize| parts[i].to_string().trim_matches(['[', ']', '"']).to_string();
+    let schema = parts.len().checked_sub(2).map(part);
+    if schema.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("sys")) {
+        return true;
+    }
+    let last = parts.len().checked_sub(1).map(part).unwrap_or_default();
+    let compatibility =
+        crate::sysprocesses::COMPATIBILITY_VIEWS.iter().any(|v| v.eq_ignore_ascii_case(&last));
+    compatibility && schema.is_none_or(|s| s.is_empty() || s.eq_ignore_ascii_case("dbo"))
 }
 
 /// 9001: a database's log stopped ([`SqlError::log_not_available`]).
@@ -314,6 +321,8 @@ impl Drop for Session {
             engine::xact::attach(other);
         }
         self.server.sessions.lock().remove(&self.spid);
+        // A closed session has no row in sys.dm_exec_session_wait_stats.
+        self.server.instance.waits.clear_session(self.spid);
         if !self.db.log().is_available() {
             self.leave_failed_database();
         }

@@ -10,7 +10,8 @@
 //! Deviations: there is no SQL Server Agent log (log type 2 gives no rows); sizes in
 //! sp_spaceused come from the allocation units' IAM chains and page headers, read at the time
 //! of the call (SQL Server reads metadata counts); sp_who shows every session as login `sa`;
-//! sp_who2's CPUTime and DiskIO are 0 (no per-session counts).
+//! sp_who2's CPUTime and DiskIO are sys.sysprocesses' cpu and physical_io (see
+//! [`crate::sysprocesses`] for what they count).
 
 use crate::procs::ExecArg;
 use crate::server::{Output, ResultSet};
@@ -606,6 +607,10 @@ impl Session {
                 database: names.get(&database_id).cloned(),
                 command,
                 last_batch: self.server.datetime_of(info.last_request_start_time),
+                cpu_ms: (info.used.cpu_time_ns
+                    + info.request.as_ref().map_or(0, crate::dmv::request_cpu_ns))
+                    / 1_000_000,
+                disk_io: info.used.reads,
             });
         }
         // The system sessions (status background), before the user sessions as in SQL Server.
@@ -626,6 +631,8 @@ impl Session {
                 database: names.get(&database_id).cloned(),
                 command: task.identity.command.to_string(),
                 last_batch: self.server.datetime_of(task.started),
+                cpu_ms: engine::session::thread_cpu_ns_of(task.thread_id).unwrap_or(0) / 1_000_000,
+                disk_io: 0,
             });
         }
         system.extend(found);
@@ -713,8 +720,8 @@ impl Session {
     }
 
     /// sp_who2 [spid]: sp_who's sessions in sp_who2's columns, with the start of each
-    /// session's last batch (MM/DD HH:MM:SS) and its program. CPUTime and DiskIO are 0: the
-    /// engine does not count CPU or I/O per session (deviation).
+    /// session's last batch (MM/DD HH:MM:SS) and its program; CPUTime and DiskIO are its CPU
+    /// in ms and the pages it read, as sys.sysprocesses' cpu and physical_io.
     fn sp_who2(&self, spid: Option<&Value>, out: &mut dyn FnMut(Output)) -> Result<(), SqlError> {
         let dotted = |value: Option<String>| match value {
             Some(v) if !v.is_empty() => v,
@@ -739,8 +746,8 @@ impl Session {
                     Value::Text(dotted(w.blocked_by.map(|b| format!("{b:>5}")))),
                     w.database.map_or(Value::Null, Value::Text),
                     Value::Text(w.command),
-                    Value::Int(0),
-                    Value::Int(0),
+                    crate::dmv::int(w.cpu_ms),
+                    crate::dmv::int(w.disk_io),
                     Value::Text(last_batch),
                     Value::Text(w.program_name),
                     Value::Text(format!("{:>5}", w.spid)),
@@ -782,6 +789,9 @@ struct Who {
     database: Option<String>,
     command: String,
     last_batch: Value,
+    /// sysprocesses.cpu and physical_io: sp_who2's CPUTime and DiskIO.
+    cpu_ms: u64,
+    disk_io: u64,
 }
 
 /// A type's ODBC DATA_TYPE code and PRECISION column (characters for strings, digits for

@@ -74,6 +74,8 @@ impl Session {
             "dm_os_sys_info" => Some(Ok(self.dm_os_sys_info())),
             "dm_os_process_memory" => Some(self.dm_os_process_memory()),
             "dm_os_memory_clerks" => Some(Ok(self.dm_os_memory_clerks())),
+            "sysprocesses" => Some(Ok(self.sys_sysprocesses())),
+            "dm_exec_session_wait_stats" => Some(Ok(self.dm_exec_session_wait_stats())),
             "configurations" => Some(Ok(self.sys_configurations())),
             "dm_db_database_page_allocations" => Some(self.dm_db_database_page_allocations(args)),
             "dm_db_index_physical_stats" => Some(self.dm_db_index_physical_stats(args)),

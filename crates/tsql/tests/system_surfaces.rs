@@ -782,3 +782,117 @@ fn every_listed_system_view_can_be_read() {
     drop(session);
     server.shutdown().expect("shutdown");
 }
+
+/// A session blocked on a lock, as sys.sysprocesses shows it while it waits (blocked,
+/// waittype, lastwaittype, waitresource, status, cmd) under each name the view answers to,
+/// and after: its wait counted in sys.dm_exec_session_wait_stats for that session alone, its
+/// lastwaittype kept; its rows go when it closes. The system sessions' idle waits are theirs
+/// (the lazy writer's LAZYWRITER_SLEEP), and a session's page reads are its physical_io and
+/// sp_who2's DiskIO.
+#[test]
+fn sysprocesses_and_session_wait_stats_follow_a_sessions_waits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let mut holder = Session::new(&server);
+    let (errors, _) = run(
+        &mut holder,
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)\nBEGIN TRAN\nUPDATE t SET v = 1 WHERE id = 1",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let holder_spid = holder.spid.to_string();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let (spid_tx, spid_rx) = std::sync::mpsc::channel::<u16>();
+    let reader = {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let mut reader = Session::new(&server);
+            spid_tx.send(reader.spid).expect("spid");
+            let (errors, _) = run(&mut reader, "SELECT v FROM t WHERE id = 1");
+            assert!(errors.is_empty(), "{errors:?}");
+            // Stays open until the observer has read its rows.
+            done_rx.recv().expect("done");
+        })
+    };
+    let waiter = spid_rx.recv().expect("spid").to_string();
+    let mut observer = Session::new(&server);
+    let query = format!(
+        "SELECT blocked, waittype, lastwaittype, waitresource, RTRIM(status), RTRIM(cmd), waittime FROM sys.sysprocesses WHERE spid = {waiter}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let waiting = loop {
+        let row = rows(&mut observer, &query);
+        if row[0][0] != "0" {
+            break row[0].clone();
+        }
+        assert!(Instant::now() < deadline, "the reader never waited: {row:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(waiting[0], holder_spid, "{waiting:?}");
+    assert_eq!((waiting[1].as_str(), waiting[2].as_str()), ("0x0008", "LCK_M_S"), "{waiting:?}");
+    assert!(waiting[3].starts_with("KEY: "), "{waiting:?}");
+    assert_eq!((waiting[4].as_str(), waiting[5].as_str()), ("suspended", "SELECT"));
+    for name in ["master.dbo.sysprocesses", "sysprocesses", "dbo.sysprocesses"] {
+        let seen =
+            rows(&mut observer, &format!("SELECT blocked FROM {name} WHERE spid = {waiter}"));
+        assert_eq!(seen, [[holder_spid.clone()]], "{name}");
+    }
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty());
+    wait_for_value(
+        &mut observer,
+        &format!("SELECT RTRIM(cmd) FROM sys.sysprocesses WHERE spid = {waiter}"),
+        "AWAITING COMMAND",
+        "the reader's batch never ended",
+    );
+    let after = rows(&mut observer, &query);
+    assert_eq!(after[0][..3], ["0", "0x0000", "LCK_M_S"], "{after:?}");
+    assert_eq!((after[0][4].as_str(), after[0][6].as_str()), ("sleeping", "0"));
+    let session_waits = |observer: &mut Session, spid: &str| {
+        rows(
+            observer,
+            &format!(
+                "SELECT wait_type, waiting_tasks_count, wait_time_ms FROM sys.dm_exec_session_wait_stats WHERE session_id = {spid} AND wait_type LIKE 'LCK%'"
+            ),
+        )
+    };
+    let waited = session_waits(&mut observer, &waiter);
+    assert_eq!((waited.len(), waited[0][0].as_str(), waited[0][1].as_str()), (1, "LCK_M_S", "1"));
+    let waited_ms: u64 = waited[0][2].parse().unwrap();
+    let seen_ms: u64 = waiting[6].parse().unwrap();
+    assert!(waited_ms >= seen_ms, "{waited_ms} ms recorded, {seen_ms} ms seen waiting");
+    assert!(session_waits(&mut observer, &holder_spid).is_empty(), "the holder never waited");
+    // The system sessions' waits are theirs: the lazy writer's sleeps are session 18's.
+    wait_for_value(
+        &mut observer,
+        "SELECT COUNT(*) FROM sys.dm_exec_session_wait_stats WHERE session_id = 18 AND wait_type = 'LAZYWRITER_SLEEP'",
+        "1",
+        "the lazy writer's sleeps are not its session's",
+    );
+    let lazy = rows(
+        &mut observer,
+        "SELECT RTRIM(status), RTRIM(cmd) FROM sys.sysprocesses WHERE spid = 18",
+    );
+    assert_eq!(lazy, [["background", "LAZY WRITER"]]);
+    // Pages read from disk are the reading session's physical_io and sp_who2's DiskIO.
+    let (errors, _) =
+        run(&mut observer, "CHECKPOINT\nDBCC DROPCLEANBUFFERS\nSELECT COUNT(*) FROM t");
+    assert!(errors.is_empty(), "{errors:?}");
+    let me = observer.spid.to_string();
+    let physical_io: u64 =
+        rows(&mut observer, "SELECT physical_io FROM sys.sysprocesses WHERE spid = @@SPID")[0][0]
+            .parse()
+            .unwrap();
+    assert!(physical_io >= 1, "{physical_io}");
+    let who2 = rows(&mut observer, &format!("EXEC sp_who2 {me}"));
+    assert!(who2[0][8].parse::<u64>().unwrap() >= physical_io, "DiskIO: {who2:?}");
+    // A closed session has no rows.
+    done_tx.send(()).expect("done");
+    reader.join().expect("reader");
+    assert!(session_waits(&mut observer, &waiter).is_empty());
+    assert!(
+        rows(&mut observer, &format!("SELECT spid FROM sys.sysprocesses WHERE spid = {waiter}"))
+            .is_empty()
+    );
+    drop((holder, observer));
+    server.shutdown().expect("shutdown");
+}
