@@ -136,8 +136,8 @@ impl LockResource {
 
     /// The resource as sys.dm_exec_requests.wait_resource and sys.sysprocesses.waitresource
     /// show it: `KEY: <db>:<hobt> (<hash>)`, `OBJECT: <db>:<objid>:0` (lock partition 0), as
-    /// blocked-process reports show them. The object id is the allocation unit's here, as in
-    /// [`LockResource::description`].
+    /// blocked-process reports show them. The engine knows an object lock by its allocation
+    /// unit, whose id this gives; the T-SQL layer, which has the catalog, names the table.
     pub fn wait_resource(&self) -> String {
         match self {
             LockResource::Object { database_id, au_id } => {
@@ -1057,6 +1057,19 @@ mod tests {
         assert_eq!(manager.deadlocks(), 1);
         manager.release_all(2, &held_by(&manager, 2));
         assert!(manager.snapshot().is_empty(), "every lock released");
+    }
+
+    /// A waiting request's resource as dm_os_waiting_tasks describes it and as
+    /// dm_exec_requests.wait_resource names it (Kendra Little's decoding of `KEY: 6:<hobt>
+    /// (<hash>)`; `OBJECT: db:id:partition`).
+    #[test]
+    fn a_resource_is_described_and_named_as_sql_server_shows_it() {
+        let key =
+            LockResource::Key { database_id: 6, au_id: 72057594041991168, hash: 0xce52f92a058c };
+        assert_eq!(key.description(), "keylock hobtid=72057594041991168 dbid=6 (ce52f92a058c)");
+        assert_eq!(key.wait_resource(), "KEY: 6:72057594041991168 (ce52f92a058c)");
+        let object = LockResource::Object { database_id: 5, au_id: 7 };
+        assert_eq!(object.wait_resource(), "OBJECT: 5:7:0");
     }
 
     /// A request that reaches its LOCK_TIMEOUT gets 1222 (state 51 for a key, 56 for an

@@ -428,6 +428,8 @@ pub struct WaitingTaskRow {
     pub wait_resource: String,
     /// The page waited for, when the wait is a page latch's.
     pub page: Option<PageResource>,
+    /// The lock waited for, when the wait is a lock's.
+    pub lock: Option<crate::lock::LockResource>,
 }
 
 struct WaitingTask {
@@ -438,6 +440,7 @@ struct WaitingTask {
     resource_description: String,
     wait_resource: String,
     page: Option<PageResource>,
+    lock: Option<crate::lock::LockResource>,
 }
 
 /// The tasks waiting right now. A waiter registers itself when it starts to wait and is
@@ -473,18 +476,17 @@ impl WaitingTasks {
         self.register(task)
     }
 
-    /// Registers a task that starts waiting for a lock now: `resource_description` as
-    /// sys.dm_os_waiting_tasks shows the lock, `wait_resource` as sys.dm_exec_requests does.
+    /// Registers a task that starts waiting for a lock on `resource` now.
     pub fn begin_lock(
         &self,
         session_id: u16,
         wait_type: &'static str,
         blocking_session_id: Option<u16>,
-        resource_description: String,
-        wait_resource: String,
+        resource: crate::lock::LockResource,
     ) -> WaitingTaskGuard<'_> {
-        let task = self.task(session_id, wait_type, blocking_session_id, resource_description);
-        self.register(WaitingTask { wait_resource, ..task })
+        let task = self.task(session_id, wait_type, blocking_session_id, resource.description());
+        let wait_resource = resource.wait_resource();
+        self.register(WaitingTask { wait_resource, lock: Some(resource), ..task })
     }
 
     /// Registers a task that starts waiting for a page's latch now.
@@ -516,6 +518,7 @@ impl WaitingTasks {
             resource_description,
             wait_resource: String::new(),
             page: None,
+            lock: None,
         }
     }
 
@@ -538,6 +541,7 @@ impl WaitingTasks {
                 resource_description: task.resource_description.clone(),
                 wait_resource: task.wait_resource.clone(),
                 page: task.page,
+                lock: task.lock,
             })
             .collect()
     }

@@ -923,8 +923,7 @@ pub fn lock_newly(db: &Database, resource: LockResource, mode: LockMode) -> SqlR
             owner.spid,
             mode.wait_type(),
             blocker,
-            resource.description(),
-            resource.wait_resource(),
+            resource,
         ));
     };
     let mut on_deadlock = |report: &DeadlockReport| write_deadlock(instance, report);

@@ -253,6 +253,19 @@ impl Session {
 
     /// The table (object_id) and index (index_id) whose unit `au_id` is, if the database's
     /// catalog has one.
+    /// A waiting task's wait_resource (sys.dm_exec_requests, sys.sysprocesses): an object
+    /// lock on a table's heap or clustered index names the table's object id, as SQL Server's
+    /// `OBJECT: db:object_id:0` does; every other form is the engine's.
+    pub(crate) fn wait_resource(&self, wait: &engine::waits::WaitingTaskRow) -> String {
+        if let Some(engine::lock::LockResource::Object { database_id, au_id }) = wait.lock
+            && let Some((object_id, index_id)) = self.unit_owner(database_id, au_id)
+            && index_id <= 1
+        {
+            return format!("OBJECT: {database_id}:{object_id}:0");
+        }
+        wait.wait_resource.clone()
+    }
+
     pub(crate) fn unit_owner(&self, database_id: u16, au_id: u64) -> Option<(i32, i32)> {
         let catalog = self.server.database_by_id(i64::from(database_id))?.catalog().ok()?;
         catalog.tables().into_iter().find_map(|table| {
@@ -1019,7 +1032,7 @@ impl Session {
                 Value::Int(
                     wait.map_or(0, |w| i32::try_from(w.wait_duration_ms).unwrap_or(i32::MAX)),
                 ),
-                Value::Text(wait.map_or(String::new(), |w| w.wait_resource.clone())),
+                Value::Text(wait.map_or(String::new(), |w| self.wait_resource(w))),
                 Value::Int(info.open_transaction_count),
                 Value::Int(
                     i32::try_from(request.started.elapsed().as_millis()).unwrap_or(i32::MAX),

@@ -123,8 +123,13 @@ struct WaitColumns {
 }
 
 impl WaitColumns {
-    /// From the wait the session is in now, or else from its last completed wait.
-    fn of(now: Option<&WaitingTaskRow>, last: Option<&'static str>) -> WaitColumns {
+    /// From the wait the session is in now (its resource named by `session`), or else from
+    /// its last completed wait.
+    fn of(
+        session: &Session,
+        now: Option<&WaitingTaskRow>,
+        last: Option<&'static str>,
+    ) -> WaitColumns {
         let Some(wait) = now else {
             return WaitColumns {
                 blocked: Value::SmallInt(0),
@@ -141,7 +146,7 @@ impl WaitColumns {
             waittype: code.map_or(Value::Null, waittype_bytes),
             waittime: big(wait.wait_duration_ms),
             lastwaittype: text(wait.wait_type),
-            waitresource: Value::Text(wait.wait_resource.clone()),
+            waitresource: Value::Text(session.wait_resource(wait)),
             page_resource: wait.page.map_or(Value::Null, |p| Value::Bytes(p.to_bytes().to_vec())),
         }
     }
@@ -162,7 +167,8 @@ impl Session {
         let mut rows = self.system_sysprocesses(&waiting);
         let sessions = self.server.sessions.lock().clone();
         for (spid, info) in sessions {
-            let wait = WaitColumns::of(waiting.get(&spid), instance.waits.last_wait_type(spid));
+            let wait =
+                WaitColumns::of(self, waiting.get(&spid), instance.waits.last_wait_type(spid));
             let status = user_status(&info, waiting.contains_key(&spid), runnable.get(&spid));
             let database_id =
                 if spid == self.spid { self.db().database_id } else { info.database_id };
@@ -234,7 +240,7 @@ impl Session {
         for task in instance.system_tasks.snapshot() {
             let spid = task.identity.session_id;
             let now = waiting.get(&spid).filter(|_| task.waiting.is_some());
-            let wait = WaitColumns::of(now, instance.waits.last_wait_type(spid));
+            let wait = WaitColumns::of(self, now, instance.waits.last_wait_type(spid));
             let cpu_ns = engine::session::thread_cpu_ns_of(task.thread_id).unwrap_or(0);
             let started = self.server.datetime_of(task.started);
             rows.push(vec![

@@ -836,8 +836,26 @@ fn sysprocesses_and_session_wait_stats_follow_a_sessions_waits() {
             rows(&mut observer, &format!("SELECT blocked FROM {name} WHERE spid = {waiter}"));
         assert_eq!(seen, [[holder_spid.clone()]], "{name}");
     }
+    // A TRUNCATE waits for the table's object lock: OBJECT: db:object_id:0, LCK_M_X's code.
+    let truncater = spawn_batch(&server, "TRUNCATE TABLE t");
+    let object_id = rows(&mut observer, "SELECT OBJECT_ID('t')")[0][0].clone();
+    let object_wait = format!("OBJECT: 1:{object_id}:0");
+    wait_for_value(
+        &mut observer,
+        "SELECT COUNT(*) FROM sys.sysprocesses WHERE waittype = 0x000E AND lastwaittype = 'LCK_M_X'",
+        "1",
+        "the TRUNCATE never waited for the table",
+    );
+    let truncating = rows(
+        &mut observer,
+        "SELECT p.waitresource, r.wait_resource FROM sys.sysprocesses AS p \
+         JOIN sys.dm_exec_requests AS r ON r.session_id = p.spid WHERE p.waittype = 0x000E",
+    );
+    assert_eq!(truncating, [[object_wait.clone(), object_wait]]);
     let (errors, _) = run(&mut holder, "COMMIT");
     assert!(errors.is_empty());
+    let (errors, text) = truncater.join().expect("truncater");
+    assert!(errors.is_empty(), "{text}");
     wait_for_value(
         &mut observer,
         &format!("SELECT RTRIM(cmd) FROM sys.sysprocesses WHERE spid = {waiter}"),
