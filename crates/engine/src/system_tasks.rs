@@ -127,10 +127,10 @@ impl RegisteredTask {
     /// time), its waits for work ([`wait_for_work`]) are recorded, and it is unlisted when
     /// `body` returns.
     pub fn run<T>(self, body: impl FnOnce() -> T) -> T {
-        if let Some(row) = self.tasks.rows.lock().get_mut(&self.id) {
+        let session_id = self.tasks.rows.lock().get_mut(&self.id).map(|row| {
             row.thread_id = crate::session::thread_id();
-        }
-        let session_id = self.tasks.rows.lock().get(&self.id).map(|row| row.identity.session_id);
+            row.identity.session_id
+        });
         if let Some(session_id) = session_id {
             // The thread's waits (and errorlog lines) are the system session's.
             crate::instance::set_current_spid(session_id);

@@ -2,7 +2,9 @@
 //!
 //! [`WaitStats`] has the columns of sys.dm_os_wait_stats. A wait is recorded only by code that
 //! really blocked: the caller measures the time it spent (for example writing zeros for
-//! PREEMPTIVE_OS_WRITEFILEGATHER) and records it here. Nothing is estimated.
+//! PREEMPTIVE_OS_WRITEFILEGATHER) and records it here. Nothing is estimated. Each wait also
+//! counts for the session whose thread waited (sys.dm_exec_session_wait_stats, and
+//! sys.sysprocesses.lastwaittype), under the same lock (invariant 2).
 //!
 //! [`SpinlockStats`] has the columns of sys.dm_os_spinlock_stats and is fed by
 //! [`crate::filegroup::FillLock`], the FGCB_PRP_FILL lock.

@@ -293,13 +293,10 @@ impl Session {
             "max_wait_time_ms",
             "signal_wait_time_ms",
         ]);
-        let open: std::collections::BTreeSet<u16> = {
-            let mut open: std::collections::BTreeSet<u16> =
-                self.server.sessions.lock().keys().copied().collect();
-            let system = self.server.instance.system_tasks.snapshot();
-            open.extend(system.iter().map(|task| task.identity.session_id));
-            open
-        };
+        let mut open: std::collections::BTreeSet<u16> =
+            self.server.sessions.lock().keys().copied().collect();
+        let system = self.server.instance.system_tasks.snapshot();
+        open.extend(system.iter().map(|task| task.identity.session_id));
         let rows = self
             .server
             .instance
