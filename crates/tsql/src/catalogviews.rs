@@ -104,6 +104,8 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_os_memory_clerks", "V"),
     ("sysprocesses", "V"),
     ("dm_exec_session_wait_stats", "V"),
+    ("dm_exec_input_buffer", "IF"),
+    ("fn_virtualfilestats", "IF"),
 ];
 
 /// sys.objects.type_desc for a type code.

@@ -1081,6 +1081,26 @@ impl Session {
             .collect()
     }
 
+    /// sys.dm_exec_input_buffer(session_id, request_id): the text of a session's running or
+    /// last batch, as DBCC INPUTBUFFER shows it (a 'Language Event'; deviation: a TDS RPC
+    /// shows as its statement text too). No row for a session that is not connected or a
+    /// request_id other than 0 (a session runs one request at a time here) or NULL.
+    pub(crate) fn dm_exec_input_buffer(&self, args: &[Value]) -> ViewRows {
+        let cols = columns(&["event_type", "parameters", "event_info"]);
+        let spid = args.first().and_then(value::as_i64).and_then(|id| u16::try_from(id).ok());
+        let request_ok = args.get(1).is_none_or(|r| matches!(value::as_i64(r), None | Some(0)));
+        let batch = spid
+            .filter(|_| request_ok)
+            .and_then(|spid| self.server.sessions.lock().get(&spid).map(|i| i.last_batch.clone()));
+        let rows = batch
+            .map(|batch| {
+                vec![text("Language Event"), Value::SmallInt(0), Value::Text(batch.to_string())]
+            })
+            .into_iter()
+            .collect();
+        (cols, rows)
+    }
+
     /// sys.dm_exec_sql_text(sql_handle): the text of the batch a handle names, while a
     /// session's running or last batch is that text (dm_exec_requests.sql_handle). Deviation:
     /// SQL Server keeps a handle's text as long as the batch's plan is cached; dbid and
@@ -1151,6 +1171,43 @@ impl Session {
                 ]);
             }
         }
+        (cols, rows)
+    }
+
+    /// sys.fn_virtualfilestats(database_id | NULL, file_id | NULL): sys.dm_io_virtual_file_stats'
+    /// figures under the function's older names and order (TimeStamp is sample_ms, FileHandle
+    /// the handle as a number).
+    pub(crate) fn fn_virtualfilestats(&self, args: &[Value]) -> ViewRows {
+        let cols = columns(&[
+            "DbId",
+            "FileId",
+            "TimeStamp",
+            "NumberReads",
+            "BytesRead",
+            "IoStallReadMS",
+            "NumberWrites",
+            "BytesWritten",
+            "IoStallWriteMS",
+            "IoStallMS",
+            "FileHandle",
+            "BytesOnDisk",
+        ]);
+        let (_, rows) = self.dm_io_virtual_file_stats(args);
+        let rows = rows
+            .into_iter()
+            .map(|row| {
+                let handle = match &row[11] {
+                    Value::Bytes(bytes) => Value::BigInt(
+                        bytes.iter().fold(0i64, |n, byte| (n << 8) | i64::from(*byte)),
+                    ),
+                    _ => Value::Null,
+                };
+                let mut out = row[..10].to_vec();
+                out.push(handle);
+                out.push(row[10].clone());
+                out
+            })
+            .collect();
         (cols, rows)
     }
 

@@ -156,9 +156,14 @@ pub(crate) fn other_database_part(
     (!database.is_empty() && !database.eq_ignore_ascii_case(current)).then_some(database)
 }
 
+/// The system objects SQL Server also resolves without a schema or with `dbo`: the
+/// compatibility view sysprocesses, and fn_virtualfilestats, which its documentation calls
+/// plainly (`SELECT * FROM fn_virtualfilestats(1, 1)`).
+const UNQUALIFIED_SYSTEM_OBJECTS: [&str; 2] = ["sysprocesses", "fn_virtualfilestats"];
+
 /// Whether the name names a system view: its schema part is `sys` (a catalog view or DMV),
-/// brackets or quotes removed; or it is a compatibility view (sysprocesses) named without a
-/// schema or with `dbo`, which SQL Server resolves to the view as well.
+/// brackets or quotes removed; or it is one of [`UNQUALIFIED_SYSTEM_OBJECTS`] named without a
+/// schema or with `dbo`.
 pub(crate) fn is_sys_schema(name: &sqlparser::ast::ObjectName) -> bool {
     let parts = &name.0;
     let part = |i: usize| parts[i].to_string().trim_matches(['[', ']', '"']).to_string();
@@ -167,9 +172,8 @@ pub(crate) fn is_sys_schema(name: &sqlparser::ast::ObjectName) -> bool {
         return true;
     }
     let last = parts.len().checked_sub(1).map(part).unwrap_or_default();
-    let compatibility =
-        crate::sysprocesses::COMPATIBILITY_VIEWS.iter().any(|v| v.eq_ignore_ascii_case(&last));
-    compatibility && schema.is_none_or(|s| s.is_empty() || s.eq_ignore_ascii_case("dbo"))
+    let unqualified = UNQUALIFIED_SYSTEM_OBJECTS.iter().any(|v| v.eq_ignore_ascii_case(&last));
+    unqualified && schema.is_none_or(|s| s.is_empty() || s.eq_ignore_ascii_case("dbo"))
 }
 
 /// 9001: a database's log stopped ([`SqlError::log_not_available`]).

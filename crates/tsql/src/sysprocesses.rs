@@ -37,9 +37,6 @@ use engine::record::Value;
 use engine::waits::WaitingTaskRow;
 use std::collections::BTreeMap;
 
-/// The compatibility views this module serves under `dbo` or no schema as well as `sys`.
-pub(crate) const COMPATIBILITY_VIEWS: [&str; 1] = ["sysprocesses"];
-
 const SYSPROCESSES_COLUMNS: [&str; 33] = [
     "spid",
     "kpid",

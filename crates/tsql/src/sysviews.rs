@@ -66,6 +66,8 @@ impl Session {
             "dm_io_pending_io_requests" => Some(Ok(self.dm_io_pending_io_requests())),
             "dm_os_volume_stats" => Some(Ok(self.dm_os_volume_stats(args))),
             "dm_exec_sql_text" => Some(Ok(self.dm_exec_sql_text(args))),
+            "dm_exec_input_buffer" => Some(Ok(self.dm_exec_input_buffer(args))),
+            "fn_virtualfilestats" => Some(Ok(self.fn_virtualfilestats(args))),
             "dm_db_log_space_usage" => Some(Ok(self.dm_db_log_space_usage())),
             "dm_db_file_space_usage" => Some(self.dm_db_file_space_usage()),
             "dm_db_partition_stats" => Some(self.dm_db_partition_stats()),

@@ -604,6 +604,9 @@ fn integer_width(value: &Value) -> usize {
 }
 
 fn convert_integer(value: &Value, to: SqlType) -> Result<Value> {
+    if let Value::Bytes(bytes) = value {
+        return Ok(integer_from_binary(bytes, to));
+    }
     let wide: i64 = match value {
         Value::Text(t) => {
             let t = t.trim();
@@ -632,6 +635,30 @@ fn convert_integer(value: &Value, to: SqlType) -> Result<Value> {
         SqlType::Int => Value::Int(i32::try_from(wide).map_err(|_| fail())?),
         _ => Value::BigInt(wide),
     })
+}
+
+/// A binary value converted to an integer type, as SQL Server converts one: its bytes read
+/// most significant first, the rightmost bytes kept when there are more than the type holds
+/// and zeros put on the left when fewer (CAST(0x0000000000000101 AS int) is 257, CAST(0xFFFF
+/// AS smallint) -1); never an overflow.
+fn integer_from_binary(bytes: &[u8], to: SqlType) -> Value {
+    let width = match to {
+        SqlType::TinyInt => 1,
+        SqlType::SmallInt => 2,
+        SqlType::Int => 4,
+        _ => 8,
+    };
+    let kept = &bytes[bytes.len().saturating_sub(width)..];
+    let mut unsigned: u64 = 0;
+    for byte in kept {
+        unsigned = (unsigned << 8) | u64::from(*byte);
+    }
+    match to {
+        SqlType::TinyInt => Value::TinyInt(unsigned as u8),
+        SqlType::SmallInt => Value::SmallInt(unsigned as u16 as i16),
+        SqlType::Int => Value::Int(unsigned as u32 as i32),
+        _ => Value::BigInt(unsigned as i64),
+    }
 }
 
 /// A value as sqlcmd shows it.

@@ -134,3 +134,26 @@ FROM sys.dm_exec_requests AS r CROSS APPLY sys.dm_exec_sql_text(r.sql_handle) AS
 WHERE r.session_id = @@SPID;
 SELECT COUNT(*) AS unknown_handle FROM sys.dm_exec_sql_text(0x0200000000);
 GO
+-- sys.dm_exec_input_buffer(session_id, request_id): the session's batch, as DBCC INPUTBUFFER
+-- shows it; no row for a session that is not connected or a request it is not running.
+SELECT event_type, parameters, LEFT(event_info, 24) AS event_info
+FROM sys.dm_exec_input_buffer(@@SPID, 0);
+SELECT COUNT(*) AS no_such_request FROM sys.dm_exec_input_buffer(@@SPID, 1);
+SELECT COUNT(*) AS no_such_session FROM sys.dm_exec_input_buffer(999, NULL);
+SELECT s.session_id - @@SPID AS same_session, LEFT(ib.event_info, 24) AS event_info
+FROM sys.dm_exec_sessions AS s CROSS APPLY sys.dm_exec_input_buffer(s.session_id, NULL) AS ib
+WHERE s.session_id = @@SPID;
+GO
+-- fn_virtualfilestats (with or without sys.): dm_io_virtual_file_stats' figures under the
+-- older names, its handle a bigint.
+SELECT f.DbId, f.FileId, f.BytesOnDisk,
+       CASE WHEN f.FileHandle = CAST(v.file_handle AS bigint) THEN 'same handle' END AS handle,
+       CASE WHEN f.TimeStamp >= 0 AND f.IoStallMS = f.IoStallReadMS + f.IoStallWriteMS THEN 'ok' END AS stalls
+FROM fn_virtualfilestats(DB_ID(), NULL) AS f
+JOIN sys.dm_io_virtual_file_stats(DB_ID(), NULL) AS v ON v.file_id = f.FileId
+ORDER BY f.FileId;
+SELECT DbId, FileId FROM sys.fn_virtualfilestats(DB_ID(), 2);
+-- A binary value converts to an integer type by its rightmost bytes, most significant first.
+SELECT CAST(0x0000000000000101 AS int) AS i, CAST(0xFFFF AS smallint) AS s,
+       CAST(0x01FF AS tinyint) AS t, CAST(0x80 AS bigint) AS b, CONVERT(int, 0x00000100) AS c;
+GO
