@@ -640,7 +640,8 @@ fn convert_integer(value: &Value, to: SqlType) -> Result<Value> {
 /// A binary value converted to an integer type, as SQL Server converts one: its bytes read
 /// most significant first, the rightmost bytes kept when there are more than the type holds
 /// and zeros put on the left when fewer (CAST(0x0000000000000101 AS int) is 257, CAST(0xFFFF
-/// AS smallint) -1); never an overflow.
+/// AS smallint) -1); never an overflow (SQL Server 2000 Books Online, "Converting binary and
+/// varbinary Data": other types convert to binary padded or truncated on the left).
 fn integer_from_binary(bytes: &[u8], to: SqlType) -> Value {
     let width = match to {
         SqlType::TinyInt => 1,
