@@ -272,11 +272,7 @@ impl Session {
             .ok()
             .and_then(|spid| self.server.sessions.lock().get(&spid).map(|i| i.last_batch.clone()))
             .ok_or_else(|| SqlError::new(7940, 16, 1, format!("Invalid SPID {spid} specified.")))?;
-        let row = vec![
-            Value::Text("Language Event".into()),
-            Value::SmallInt(0),
-            Value::Text(batch.to_string()),
-        ];
+        let row = crate::dmv::input_buffer_row(&batch);
         let columns = columns(&["EventType", "Parameters", "EventInfo"]);
         Ok(ResultSet { columns, rows: vec![row], types: Vec::new() })
     }

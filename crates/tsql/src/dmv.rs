@@ -84,6 +84,29 @@ pub(crate) fn system_task_database(task: &engine::system_tasks::SystemTaskRow) -
 }
 
 /// A session_id cell's order (system sessions before user sessions).
+/// A running request's status (sys.dm_exec_requests, sys.sysprocesses): runnable while its task
+/// is queued for its scheduler; suspended while it waits for a resource (or for its task to
+/// start); running otherwise.
+pub(crate) fn request_status(task_state: Option<&str>, waiting: bool) -> &'static str {
+    match (task_state, waiting) {
+        (Some("RUNNABLE"), _) => "runnable",
+        (_, true) | (Some("SUSPENDED"), false) => "suspended",
+        _ => "running",
+    }
+}
+
+/// page_resource (sys.dm_exec_requests, sys.sysprocesses): the page a page latch wait is for,
+/// NULL for any other wait or none.
+pub(crate) fn page_resource(wait: Option<&engine::waits::WaitingTaskRow>) -> Value {
+    wait.and_then(|w| w.page).map_or(Value::Null, |p| Value::Bytes(p.to_bytes().to_vec()))
+}
+
+/// DBCC INPUTBUFFER's and sys.dm_exec_input_buffer's row for a session's batch: a 'Language
+/// Event' (deviation: a TDS RPC shows as its statement text too), no parameters.
+pub(crate) fn input_buffer_row(batch: &str) -> Vec<Value> {
+    vec![text("Language Event"), Value::SmallInt(0), Value::Text(batch.to_string())]
+}
+
 pub(crate) fn tsql_sort_key(cell: &Value) -> i64 {
     value::as_i64(cell).unwrap_or(i64::MAX)
 }
@@ -1011,13 +1034,7 @@ impl Session {
             let Some(request) = info.request else { continue };
             let wait = waits.get(&spid);
             let task = tasks.get(&spid);
-            // A request queued for its scheduler is runnable; one that waits for a resource
-            // (or for its task to start) is suspended.
-            let status = match (task.map(|t| t.task_state), wait) {
-                (Some("RUNNABLE"), _) => "runnable",
-                (_, Some(_)) | (Some("SUSPENDED"), None) => "suspended",
-                _ => "running",
-            };
+            let status = request_status(task.map(|t| t.task_state), wait.is_some());
             let database_id =
                 if spid == self.spid { self.db().database_id } else { info.database_id };
             rows.push(vec![
@@ -1040,8 +1057,7 @@ impl Session {
                 task.map_or(Value::Null, |t| Value::Int(t.scheduler_id as i32)),
                 Value::Bytes(sql_handle(&info.last_batch)),
                 int(request_cpu_ns(&request) / 1_000_000),
-                wait.and_then(|w| w.page)
-                    .map_or(Value::Null, |p| Value::Bytes(p.to_bytes().to_vec())),
+                page_resource(wait),
             ]);
         }
         rows.extend(self.system_requests());
@@ -1082,9 +1098,9 @@ impl Session {
     }
 
     /// sys.dm_exec_input_buffer(session_id, request_id): the text of a session's running or
-    /// last batch, as DBCC INPUTBUFFER shows it (a 'Language Event'; deviation: a TDS RPC
-    /// shows as its statement text too). No row for a session that is not connected or a
-    /// request_id other than 0 (a session runs one request at a time here) or NULL.
+    /// last batch, as DBCC INPUTBUFFER shows it ([`input_buffer_row`]). No row for a session
+    /// that is not connected or a request_id other than 0 (a session runs one request at a
+    /// time here) or NULL.
     pub(crate) fn dm_exec_input_buffer(&self, args: &[Value]) -> ViewRows {
         let cols = columns(&["event_type", "parameters", "event_info"]);
         let spid = args.first().and_then(value::as_i64).and_then(|id| u16::try_from(id).ok());
@@ -1092,12 +1108,7 @@ impl Session {
         let batch = spid
             .filter(|_| request_ok)
             .and_then(|spid| self.server.sessions.lock().get(&spid).map(|i| i.last_batch.clone()));
-        let rows = batch
-            .map(|batch| {
-                vec![text("Language Event"), Value::SmallInt(0), Value::Text(batch.to_string())]
-            })
-            .into_iter()
-            .collect();
+        let rows = batch.map(|batch| input_buffer_row(&batch)).into_iter().collect();
         (cols, rows)
     }
 
@@ -1196,12 +1207,9 @@ impl Session {
         let rows = rows
             .into_iter()
             .map(|row| {
-                let handle = match &row[11] {
-                    Value::Bytes(bytes) => Value::BigInt(
-                        bytes.iter().fold(0i64, |n, byte| (n << 8) | i64::from(*byte)),
-                    ),
-                    _ => Value::Null,
-                };
+                // file_handle's bytes as a bigint, as CAST(file_handle AS bigint) reads them.
+                let handle = value::convert(&row[11], engine::record::SqlType::BigInt)
+                    .unwrap_or(Value::Null);
                 let mut out = row[..10].to_vec();
                 out.push(handle);
                 out.push(row[10].clone());

@@ -29,7 +29,10 @@
 //! - sys.dm_exec_session_wait_stats keeps a session's rows through `DBCC SQLPERF
 //!   ('sys.dm_os_wait_stats', CLEAR)`, which clears the instance's rows only.
 
-use crate::dmv::{big, int, request_cpu_ns, sql_handle, system_task_database, tsql_sort_key};
+use crate::dmv::{
+    big, int, page_resource, request_cpu_ns, request_status, sql_handle, system_task_database,
+    tsql_sort_key,
+};
 use crate::server::SessionInfo;
 use crate::session::Session;
 use crate::sysviews::{ViewRows, columns, text};
@@ -144,7 +147,7 @@ impl WaitColumns {
             waittime: big(wait.wait_duration_ms),
             lastwaittype: text(wait.wait_type),
             waitresource: Value::Text(session.wait_resource(wait)),
-            page_resource: wait.page.map_or(Value::Null, |p| Value::Bytes(p.to_bytes().to_vec())),
+            page_resource: page_resource(Some(wait)),
         }
     }
 }
@@ -316,16 +319,11 @@ impl Session {
     }
 }
 
-/// A user session's sysprocesses status: sleeping without a request; with one, runnable while
-/// its task is queued for its scheduler, suspended while it waits, running otherwise (as
-/// sys.dm_exec_requests shows the request).
+/// A user session's sysprocesses status: sleeping without a request; with one, its request's
+/// status as sys.dm_exec_requests shows it.
 fn user_status(info: &SessionInfo, waits: bool, task_state: Option<&&'static str>) -> &'static str {
     if info.request.is_none() {
         return "sleeping";
     }
-    match (task_state.copied(), waits) {
-        (Some("RUNNABLE"), _) => "runnable",
-        (_, true) | (Some("SUSPENDED"), false) => "suspended",
-        _ => "running",
-    }
+    request_status(task_state.copied(), waits)
 }

@@ -29,6 +29,19 @@ fn wait_for_value(observer: &mut Session, query: &str, expected: &str, what: &st
     }
 }
 
+/// A session that has made table `t (id, v)` with row 1 and holds that row's key X-locked in
+/// an open transaction, with its session id as the views show it.
+fn holder_of_row_1(server: &std::sync::Arc<Server>) -> (Session, String) {
+    let mut holder = Session::new(server);
+    let (errors, _) = run(
+        &mut holder,
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)\nBEGIN TRAN\nUPDATE t SET v = 1 WHERE id = 1",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let spid = holder.spid.to_string();
+    (holder, spid)
+}
+
 /// The data page of table `t`'s clustered index, with its database.
 fn data_page_of_t(observer: &mut Session) -> engine::buffer::PageKey {
     let page = rows(
@@ -125,13 +138,7 @@ COMMIT",
 fn a_blocked_session_shows_in_waiting_tasks_requests_and_sp_who() {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
-    let mut holder = Session::new(&server);
-    let (errors, _) = run(
-        &mut holder,
-        "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)\nBEGIN TRAN\nUPDATE t SET v = 1 WHERE id = 1",
-    );
-    assert!(errors.is_empty(), "{errors:?}");
-    let holder_spid = holder.spid.to_string();
+    let (mut holder, holder_spid) = holder_of_row_1(&server);
     let blocked = {
         let server = server.clone();
         std::thread::spawn(move || {
@@ -793,13 +800,7 @@ fn every_listed_system_view_can_be_read() {
 fn sysprocesses_and_session_wait_stats_follow_a_sessions_waits() {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
-    let mut holder = Session::new(&server);
-    let (errors, _) = run(
-        &mut holder,
-        "CREATE TABLE t (id INT PRIMARY KEY, v INT)\nINSERT t VALUES (1, 0)\nBEGIN TRAN\nUPDATE t SET v = 1 WHERE id = 1",
-    );
-    assert!(errors.is_empty(), "{errors:?}");
-    let holder_spid = holder.spid.to_string();
+    let (mut holder, holder_spid) = holder_of_row_1(&server);
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let (spid_tx, spid_rx) = std::sync::mpsc::channel::<u16>();
     let reader = {

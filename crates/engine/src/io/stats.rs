@@ -150,13 +150,14 @@ impl FileIoRegistry {
             .collect()
     }
 
-    /// Lists an I/O as pending until the guard drops.
-    fn begin(&self, file: &Arc<FileIoCounters>, offset: u64) -> PendingGuard<'_> {
+    /// Lists an I/O that started at `started` (the moment its stall is timed from) as pending
+    /// until the guard drops.
+    fn begin(&self, file: &Arc<FileIoCounters>, offset: u64, started: Instant) -> PendingGuard<'_> {
         let id = self.next_io.fetch_add(1, Ordering::Relaxed);
         let io = PendingIo {
             file: file.clone(),
             offset,
-            started: Instant::now(),
+            started,
             scheduler_id: crate::scheduler::current_scheduler_id(),
             session_id: crate::instance::current_spid(),
         };
@@ -242,7 +243,7 @@ struct CountedFile {
 impl IoFile for CountedFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let started = Instant::now();
-        let pending = self.registry.begin(&self.counters, offset);
+        let pending = self.registry.begin(&self.counters, offset, started);
         let result = self.inner.read_at(buf, offset);
         drop(pending);
         self.counters.add_read(buf.len(), started);
@@ -258,7 +259,7 @@ impl IoFile for CountedFile {
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let started = Instant::now();
-        let pending = self.registry.begin(&self.counters, offset);
+        let pending = self.registry.begin(&self.counters, offset, started);
         let result = self.inner.write_at(buf, offset);
         drop(pending);
         self.counters.add_write(buf.len(), started);
@@ -266,7 +267,7 @@ impl IoFile for CountedFile {
     }
     fn write_gathered(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {
         let started = Instant::now();
-        let pending = self.registry.begin(&self.counters, offset);
+        let pending = self.registry.begin(&self.counters, offset, started);
         let result = self.inner.write_gathered(parts, offset);
         drop(pending);
         self.counters.add_write(parts.iter().map(|p| p.len()).sum(), started);
