@@ -49,6 +49,7 @@ pub mod iostats;
 pub mod latch;
 pub mod lock;
 pub mod log;
+pub mod machine;
 pub mod page;
 pub mod perfcounters;
 pub mod plan;

@@ -437,7 +437,8 @@ fn first_rows(reply: &[tsql::server::Output]) -> Vec<Vec<engine::record::Value>>
         .unwrap_or_default()
 }
 
-/// What a connection's LOGIN7 and socket said reaches sys.dm_exec_sessions,
+/// What a connection's LOGIN7 and socket said reaches sys.dm_exec_sessions (with the TDS
+/// version's major number as client_version),
 /// sys.dm_exec_connections and HOST_NAME(), APP_NAME() and SUSER_SNAME(); num_reads and
 /// num_writes count the packets as they go (one each way for a small batch).
 #[test]
@@ -448,10 +449,15 @@ fn a_connection_shows_its_client_in_the_session_and_connection_views() {
     let address = server.address.clone();
     let mut client =
         tds::client::Client::connect(&address, "sa", "Str0ng!Passw0rd", "master").unwrap();
-    let session = first_rows(&client.batch(
-        "SELECT host_process_id, client_interface_name, program_name, login_name, \
-         HOST_NAME(), APP_NAME(), SUSER_SNAME() FROM sys.dm_exec_sessions WHERE session_id = @@SPID",
-    ).unwrap());
+    let session = first_rows(
+        &client
+            .batch(
+                "SELECT host_process_id, client_interface_name, program_name, login_name, \
+         HOST_NAME(), APP_NAME(), SUSER_SNAME(), client_version, endpoint_id \
+         FROM sys.dm_exec_sessions WHERE session_id = @@SPID",
+            )
+            .unwrap(),
+    );
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     assert_eq!(
         session,
@@ -463,6 +469,9 @@ fn a_connection_shows_its_client_in_the_session_and_connection_views() {
             Value::Text(host.trim().into()),
             Value::Text("extentdb".into()),
             Value::Text("sa".into()),
+            // TDS 7.4 (0x74000004): client version 7; the default TCP endpoint.
+            Value::Int(7),
+            Value::Int(4),
         ]]
     );
     let query = "SELECT net_transport, protocol_type, protocol_version, encrypt_option, \

@@ -23,8 +23,8 @@
 //!   database to one user afterwards. Without a WITH clause SET OFFLINE fails at once (5070)
 //!   where SQL Server waits for the other users to leave.
 //! - `SET` options without storage meaning here (MULTI_USER, RESTRICTED_USER, AUTO_*,
-//!   PAGE_VERIFY, ...) are accepted and have no effect; sys.databases (issue 6) will show
-//!   that. READ_ONLY filegroups, NEWNAME and moving files with FILENAME are refused with 40517,
+//!   PAGE_VERIFY, ...) are accepted and have no effect: sys.databases shows the engine's
+//!   fixed behaviour ([`crate::sysdatabases`]). READ_ONLY filegroups, NEWNAME and moving files with FILENAME are refused with 40517,
 //!   as is a TARGET_RECOVERY_TIME above 0 (indirect checkpoints are not built).
 
 use crate::front::{last_part, parse_word};

@@ -818,65 +818,60 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_exec_sessions: a row per user session (is_user_process 1) and per system
+    /// session. The SET options are how the engine always behaves (DBCC USEROPTIONS): language
+    /// us_english, mdy, DATEFIRST 7, the ANSI options ON, no TEXTSIZE limit (2147483647).
+    /// Deviations: memory_usage and writes are 0 (a session's memory and its page writes are
+    /// not counted apart); total_scheduled_time is its requests' elapsed time, waits included;
+    /// client_version is the TDS major version (7), inferred from the column's description;
+    /// endpoint_id is 4 (the default TCP endpoint) for TDS sessions and 2 (SQL Server's local
+    /// machine endpoint) for embedded ones; group_id is 2 (Resource Governor's default group:
+    /// there is no other).
     pub(crate) fn dm_exec_sessions(&self) -> ViewRows {
-        let cols = columns(&[
-            "session_id",
-            "login_time",
-            "host_name",
-            "program_name",
-            "login_name",
-            "status",
-            "database_id",
-            "last_request_start_time",
-            "last_request_end_time",
-            "is_user_process",
-            "open_transaction_count",
-            "host_process_id",
-            "client_interface_name",
-            "cpu_time",
-            "total_elapsed_time",
-            "reads",
-            "logical_reads",
-            "lock_timeout",
-            "deadlock_priority",
-            "transaction_isolation_level",
-        ]);
+        let cols = columns(&SESSION_COLUMNS);
         let sessions = self.server.sessions.lock().clone();
         let mut rows: Vec<Vec<Value>> = sessions
             .into_iter()
-            .map(|(spid, info)| {
-                let status = if info.request.is_some() { "running" } else { "sleeping" };
-                vec![
-                    Value::SmallInt(spid as i16),
-                    self.server.datetime_of(info.login_time),
-                    info.host_name.map_or(Value::Null, Value::Text),
-                    Value::Text(info.program_name),
-                    Value::Text(info.login_name),
-                    text(status),
-                    Value::SmallInt(info.database_id as i16),
-                    self.server.datetime_of(info.last_request_start_time),
-                    self.server.datetime_of(info.last_request_end_time),
-                    Value::Bit(true),
-                    Value::Int(info.open_transaction_count),
-                    info.connection
-                        .as_ref()
-                        .map_or(Value::Null, |c| int(c.facts.host_process_id.into())),
-                    info.connection.as_ref().map_or(Value::Null, |c| {
-                        Value::Text(c.facts.client_interface_name.clone())
-                    }),
-                    int(info.used.cpu_time_ns / 1_000_000),
-                    int(info.used.elapsed_ns / 1_000_000),
-                    big(info.used.reads),
-                    big(info.used.logical_reads),
-                    Value::Int(info.lock_timeout_ms),
-                    Value::Int(i32::from(info.deadlock_priority)),
-                    Value::SmallInt(info.transaction_isolation_level),
-                ]
-            })
+            .map(|(spid, info)| self.user_session_row(spid, &info).values())
             .collect();
-        rows.extend(self.system_sessions());
+        rows.extend(self.system_sessions().iter().map(SessionRow::values));
         rows.sort_by_key(|row| tsql_sort_key(&row[0]));
         (cols, rows)
+    }
+
+    fn user_session_row(&self, spid: u16, info: &crate::server::SessionInfo) -> SessionRow {
+        let connection = info.connection.as_ref();
+        let elapsed_ms = (info.used.elapsed_ns / 1_000_000) as i64;
+        SessionRow {
+            session_id: spid,
+            login_time: self.server.datetime_of(info.login_time),
+            host_name: info.host_name.clone().map_or(Value::Null, Value::Text),
+            program_name: Value::Text(info.program_name.clone()),
+            host_process_id: connection
+                .map_or(Value::Null, |c| int(c.facts.host_process_id.into())),
+            client_version: connection
+                .map_or(Value::Null, |c| Value::Int((c.facts.protocol_version >> 28) as i32)),
+            client_interface_name: connection
+                .map_or(Value::Null, |c| Value::Text(c.facts.client_interface_name.clone())),
+            login_name: info.login_name.clone(),
+            status: if info.request.is_some() { "running" } else { "sleeping" },
+            cpu_time_ms: (info.used.cpu_time_ns / 1_000_000) as i64,
+            scheduled_time_ms: elapsed_ms,
+            elapsed_time_ms: elapsed_ms,
+            endpoint_id: if connection.is_some() { 4 } else { 2 },
+            last_request_start_time: self.server.datetime_of(info.last_request_start_time),
+            last_request_end_time: self.server.datetime_of(info.last_request_end_time),
+            reads: info.used.reads,
+            logical_reads: info.used.logical_reads,
+            is_user_process: true,
+            transaction_isolation_level: info.transaction_isolation_level,
+            lock_timeout_ms: info.lock_timeout_ms,
+            deadlock_priority: i32::from(info.deadlock_priority),
+            row_count: info.row_count,
+            prev_error: info.prev_error,
+            database_id: info.database_id,
+            open_transaction_count: info.open_transaction_count,
+        }
     }
 
     /// A row per system session (is_user_process 0): one per session id of the running
@@ -884,7 +879,7 @@ impl Session {
     /// CPU and total_elapsed_time the time since the first started. Client columns are NULL,
     /// as SQL Server shows them for its system sessions; reads and logical_reads are 0 (a
     /// thread's read totals can be read on that thread only, and these threads report none).
-    fn system_sessions(&self) -> Vec<Vec<Value>> {
+    fn system_sessions(&self) -> Vec<SessionRow> {
         let mut by_session: BTreeMap<u16, Vec<engine::system_tasks::SystemTaskRow>> =
             BTreeMap::new();
         for task in self.server.instance.system_tasks.snapshot() {
@@ -897,30 +892,35 @@ impl Session {
                 .iter()
                 .map(|t| engine::session::thread_cpu_ns_of(t.thread_id).unwrap_or(0))
                 .sum();
-            let elapsed_ms = first.started.elapsed().as_millis() as u64;
+            let elapsed_ms = first.started.elapsed().as_millis() as i64;
             let started = self.server.datetime_of(first.started);
-            rows.push(vec![
-                Value::SmallInt(session_id as i16),
-                started.clone(),
-                Value::Null,
-                Value::Null,
-                text("sa"),
-                text("sleeping"),
-                Value::SmallInt(system_task_database(first) as i16),
-                started.clone(),
-                started,
-                Value::Bit(false),
-                Value::Int(0),
-                Value::Null,
-                Value::Null,
-                int(cpu_ns / 1_000_000),
-                int(elapsed_ms),
-                big(0),
-                big(0),
-                Value::Int(-1),
-                Value::Int(0),
-                Value::SmallInt(2),
-            ]);
+            rows.push(SessionRow {
+                session_id,
+                login_time: started.clone(),
+                host_name: Value::Null,
+                program_name: Value::Null,
+                host_process_id: Value::Null,
+                client_version: Value::Null,
+                client_interface_name: Value::Null,
+                login_name: "sa".into(),
+                status: "sleeping",
+                cpu_time_ms: (cpu_ns / 1_000_000) as i64,
+                scheduled_time_ms: elapsed_ms,
+                elapsed_time_ms: elapsed_ms,
+                endpoint_id: 0,
+                last_request_start_time: started.clone(),
+                last_request_end_time: started,
+                reads: 0,
+                logical_reads: 0,
+                is_user_process: false,
+                transaction_isolation_level: 2,
+                lock_timeout_ms: -1,
+                deadlock_priority: 0,
+                row_count: 0,
+                prev_error: 0,
+                database_id: system_task_database(first),
+                open_transaction_count: 0,
+            });
         }
         rows
     }
@@ -1151,6 +1151,8 @@ impl Session {
             "io_stall",
             "size_on_disk_bytes",
             "file_handle",
+            "io_stall_queued_read_ms",
+            "io_stall_queued_write_ms",
         ]);
         let (want_db, want_file) = (arg_i64(args, 0), arg_i64(args, 1));
         let instance = &self.server.instance;
@@ -1179,6 +1181,9 @@ impl Session {
                     big(io.io_stall_read_ms + io.io_stall_write_ms),
                     big(u64::from(file.size_pages) * 8192),
                     instance.file_io.handle_of(&file.path).map_or(Value::Null, file_handle),
+                    // No Resource Governor: no I/O is ever queued by it.
+                    Value::BigInt(0),
+                    Value::BigInt(0),
                 ]);
             }
         }
@@ -1262,22 +1267,27 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_db_log_space_usage: the current database's log. Deviation: there are no log
+    /// backups, so log_space_in_bytes_since_last_backup is NULL (as sys.dm_db_log_stats'
+    /// log_since_last_log_backup_mb).
     pub(crate) fn dm_db_log_space_usage(&self) -> ViewRows {
         let cols = columns(&[
             "database_id",
             "total_log_size_in_bytes",
             "used_log_space_in_bytes",
             "used_log_space_in_percent",
+            "log_space_in_bytes_since_last_backup",
         ]);
         let db = self.db();
         let (size_mb, used_pct) = db.log().space();
         let total = (size_mb * 1024.0 * 1024.0).round() as i64;
         let used = (total as f64 * used_pct / 100.0).round() as i64;
         let row = vec![
-            Value::Int(i32::from(db.database_id)),
+            Value::SmallInt(db.database_id as i16),
             Value::BigInt(total),
             Value::BigInt(used),
             Value::Real(used_pct as f32),
+            Value::Null,
         ];
         (cols, vec![row])
     }
@@ -1341,32 +1351,103 @@ impl Session {
     /// committed_kb the 8 KB buffers the pool has taken (all of them at startup under trace
     /// flag 834, whose sql_memory_model is LARGE_PAGES). physical_memory_kb is the machine's
     /// memory the instance detected at its start (/proc/meminfo's MemTotal, or a smaller cgroup
-    /// limit; NULL without MemTotal).
+    /// limit; NULL without MemTotal). The CPUs, the process's CPU time and priority, and the
+    /// hypervisor are as Linux reports them ([`engine::machine`]). Deviations: cpu_ticks is CLOCK_MONOTONIC in nanoseconds, not
+    /// the CPU's time-stamp counter (reading it needs unsafe code); os_error_mode is 0 (a
+    /// Windows setting); time_source is QUERY_PERFORMANCE_COUNTER's 0 for the monotonic
+    /// clock, Linux's counterpart; max_workers_count is NULL (each connection has its own
+    /// worker, with no configured limit) and deadlock_monitor_serial_number NULL (the waiting
+    /// sessions search for deadlocks; there is no monitor task); process_physical_affinity is
+    /// NULL; stack_size_in_bytes is the 2 MB of a Rust thread a connection runs on.
     pub(crate) fn dm_os_sys_info(&self) -> ViewRows {
         let cols = columns(&[
+            "cpu_ticks",
+            "ms_ticks",
             "cpu_count",
-            "scheduler_count",
+            "hyperthread_ratio",
             "physical_memory_kb",
+            "virtual_memory_kb",
             "committed_kb",
             "committed_target_kb",
+            "visible_target_kb",
+            "stack_size_in_bytes",
+            "os_quantum",
+            "os_error_mode",
+            "os_priority_class",
+            "max_workers_count",
+            "scheduler_count",
+            "scheduler_total_count",
+            "deadlock_monitor_serial_number",
+            "sqlserver_start_time_ms_ticks",
             "sqlserver_start_time",
+            "affinity_type",
+            "affinity_type_desc",
+            "process_kernel_time_ms",
+            "process_user_time_ms",
+            "time_source",
+            "time_source_desc",
+            "virtual_machine_type",
+            "virtual_machine_type_desc",
+            "softnuma_configuration",
+            "softnuma_configuration_desc",
+            "process_physical_affinity",
             "sql_memory_model",
             "sql_memory_model_desc",
+            "socket_count",
+            "cores_per_socket",
+            "numa_node_count",
         ]);
+        use engine::machine::{CpuTopology, ProcessTimes};
         let instance = &self.server.instance;
         let pool = &instance.buffer_pool;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let topology = CpuTopology::read().unwrap_or_else(|_| CpuTopology::parse(""));
+        let times = ProcessTimes::read().unwrap_or_default();
+        let ms_ticks = engine::machine::ms_since_boot();
+        let up_ms = instance.started.elapsed().as_millis() as u64;
         let (model, model_desc) =
             if pool.in_large_pages() { (3, "LARGE_PAGES") } else { (1, "CONVENTIONAL") };
+        let manual_affinity =
+            instance.configuration.value_in_use(engine::configuration::AFFINITY_MASK) != 0;
+        let (vm_type, vm_desc) = if topology.hypervisor { (1, "HYPERVISOR") } else { (0, "NONE") };
+        let target_kb = big(pool.frame_count() as u64 * 8);
+        let schedulers = Value::Int(instance.schedulers.count() as i32);
         let row = vec![
+            big(ms_ticks.saturating_mul(1_000_000)),
+            big(ms_ticks),
             Value::Int(cpus as i32),
-            Value::Int(instance.schedulers.count() as i32),
+            Value::Int(topology.logical_per_socket as i32),
             instance.physical_memory_mb.map_or(Value::Null, |mb| big(mb * 1024)),
+            big(engine::process_memory::USER_ADDRESS_SPACE_KB),
             big(pool.committed_bytes() / 1024),
-            big(pool.frame_count() as u64 * 8),
-            crate::functions::current_time("SYSDATETIME", instance.start_time),
+            target_kb.clone(),
+            target_kb,
+            Value::Int(2 * 1024 * 1024),
+            big(engine::scheduler::QUANTUM.as_millis() as u64),
+            Value::Int(0),
+            Value::Int(times.priority_class()),
+            Value::Null,
+            schedulers.clone(),
+            schedulers,
+            Value::Null,
+            big(ms_ticks.saturating_sub(up_ms)),
+            crate::functions::current_time("GETDATE", instance.start_time),
+            Value::Int(if manual_affinity { 1 } else { 2 }),
+            text(if manual_affinity { "MANUAL" } else { "AUTO" }),
+            big(times.kernel_ms),
+            big(times.user_ms),
+            Value::Int(0),
+            text("QUERY_PERFORMANCE_COUNTER"),
+            Value::Int(vm_type),
+            text(vm_desc),
+            Value::Int(0),
+            text("OFF"),
+            Value::Null,
             Value::Int(model),
             text(model_desc),
+            Value::Int(topology.sockets as i32),
+            Value::Int(topology.cores_per_socket as i32),
+            Value::Int(engine::machine::numa_node_count() as i32),
         ];
         (cols, vec![row])
     }
@@ -2039,5 +2120,151 @@ impl Session {
             })
             .collect();
         Ok((cols, rows))
+    }
+}
+
+/// sys.dm_exec_sessions' columns, in SQL Server's order.
+const SESSION_COLUMNS: [&str; 50] = [
+    "session_id",
+    "login_time",
+    "host_name",
+    "program_name",
+    "host_process_id",
+    "client_version",
+    "client_interface_name",
+    "security_id",
+    "login_name",
+    "nt_domain",
+    "nt_user_name",
+    "status",
+    "context_info",
+    "cpu_time",
+    "memory_usage",
+    "total_scheduled_time",
+    "total_elapsed_time",
+    "endpoint_id",
+    "last_request_start_time",
+    "last_request_end_time",
+    "reads",
+    "writes",
+    "logical_reads",
+    "is_user_process",
+    "text_size",
+    "language",
+    "date_format",
+    "date_first",
+    "quoted_identifier",
+    "arithabort",
+    "ansi_null_dflt_on",
+    "ansi_defaults",
+    "ansi_warnings",
+    "ansi_padding",
+    "ansi_nulls",
+    "concat_null_yields_null",
+    "transaction_isolation_level",
+    "lock_timeout",
+    "deadlock_priority",
+    "row_count",
+    "prev_error",
+    "original_security_id",
+    "original_login_name",
+    "last_successful_logon",
+    "last_unsuccessful_logon",
+    "unsuccessful_logons",
+    "group_id",
+    "database_id",
+    "authenticating_database_id",
+    "open_transaction_count",
+];
+
+/// What a sys.dm_exec_sessions row says of its session; [`SessionRow::values`] lays it out.
+struct SessionRow {
+    session_id: u16,
+    login_time: Value,
+    host_name: Value,
+    program_name: Value,
+    host_process_id: Value,
+    client_version: Value,
+    client_interface_name: Value,
+    login_name: String,
+    status: &'static str,
+    cpu_time_ms: i64,
+    scheduled_time_ms: i64,
+    elapsed_time_ms: i64,
+    endpoint_id: i32,
+    last_request_start_time: Value,
+    last_request_end_time: Value,
+    reads: u64,
+    logical_reads: u64,
+    is_user_process: bool,
+    transaction_isolation_level: i16,
+    lock_timeout_ms: i32,
+    deadlock_priority: i32,
+    row_count: u64,
+    prev_error: i32,
+    database_id: u16,
+    open_transaction_count: i32,
+}
+
+impl SessionRow {
+    /// The row in [`SESSION_COLUMNS`]' order.
+    fn values(&self) -> Vec<Value> {
+        let sid = || Value::Bytes(crate::sysdatabases::SA_SID.to_vec());
+        let int_ms = |ms: i64| Value::Int(ms.min(i64::from(i32::MAX)) as i32);
+        let on = || Value::Bit(true);
+        let row = vec![
+            Value::SmallInt(self.session_id as i16),
+            self.login_time.clone(),
+            self.host_name.clone(),
+            self.program_name.clone(),
+            self.host_process_id.clone(),
+            self.client_version.clone(),
+            self.client_interface_name.clone(),
+            sid(),
+            Value::Text(self.login_name.clone()),
+            Value::Null, // nt_domain: SQL authentication
+            Value::Null, // nt_user_name
+            text(self.status),
+            Value::Null, // context_info: not set
+            int_ms(self.cpu_time_ms),
+            Value::Int(0),
+            int_ms(self.scheduled_time_ms),
+            int_ms(self.elapsed_time_ms),
+            Value::Int(self.endpoint_id),
+            self.last_request_start_time.clone(),
+            self.last_request_end_time.clone(),
+            big(self.reads),
+            big(0),
+            big(self.logical_reads),
+            Value::Bit(self.is_user_process),
+            Value::Int(i32::MAX),
+            text("us_english"),
+            text("mdy"),
+            Value::SmallInt(7),
+            on(), // quoted_identifier
+            on(), // arithabort
+            on(), // ansi_null_dflt_on
+            Value::Bit(false),
+            on(), // ansi_warnings
+            on(), // ansi_padding
+            on(), // ansi_nulls
+            on(), // concat_null_yields_null
+            Value::SmallInt(self.transaction_isolation_level),
+            Value::Int(self.lock_timeout_ms),
+            Value::Int(self.deadlock_priority),
+            big(self.row_count),
+            Value::Int(self.prev_error),
+            sid(),
+            Value::Text(self.login_name.clone()),
+            Value::Null, // the logon statistics: common criteria compliance is off
+            Value::Null,
+            Value::Null,
+            Value::Int(2),
+            Value::SmallInt(self.database_id as i16),
+            Value::Int(0),
+            Value::Int(self.open_transaction_count),
+        ];
+        debug_assert_eq!(row.len(), SESSION_COLUMNS.len());
+        row
     }
 }

@@ -54,6 +54,7 @@ pub mod session;
 pub mod sphelp;
 pub mod sqlcmd;
 pub mod strings;
+pub mod sysdatabases;
 pub mod sysprocesses;
 pub mod sysprocs;
 pub mod sysviews;

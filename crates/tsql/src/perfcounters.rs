@@ -1,5 +1,5 @@
-//! sys.dm_os_performance_counters: SQL Server's performance objects (Buffer Manager, Access
-//! Methods, Databases, Locks, General Statistics, SQL Statistics), one row per counter and
+//! sys.dm_os_performance_counters: SQL Server's performance objects (Buffer Manager, Memory
+//! Manager, Access Methods, Databases, Locks, General Statistics, SQL Statistics), one row per counter and
 //! instance, each read from the event counts the engine keeps ([`engine::perfcounters`], the
 //! buffer pool, each database's log and the lock manager).
 //!
@@ -153,6 +153,7 @@ impl Session {
         let counts = instance.counters.read();
         let user_connections = self.server.sessions.lock().len() as u64;
         let mut rows = self.buffer_counters();
+        rows.extend(self.memory_manager_counters());
         rows.extend([
             counter(ACCESS, "Page Splits/sec", counts.page_splits, BULK_COUNT),
             counter(ACCESS, "Pages Allocated/sec", counts.pages_allocated, BULK_COUNT),
@@ -212,6 +213,26 @@ impl Session {
             rows.push(row);
         }
         rows
+    }
+
+    /// Memory Manager: the buffer pool is the memory the engine manages, so the target is its
+    /// frames (sys.dm_os_sys_info.committed_target_kb), the total what it has committed
+    /// (committed_kb), the database cache its pages that hold a database page and the free
+    /// memory the rest. Queries take no memory grants (no operator reserves workspace
+    /// memory), so none is ever outstanding or pending.
+    fn memory_manager_counters(&self) -> Vec<Counter> {
+        const MEMORY: &str = "SQLServer:Memory Manager";
+        let pool = &self.server.instance.buffer_pool;
+        let total_kb = pool.committed_bytes() / 1024;
+        let cache_kb = (pool.cached_pages() as u64 * 8).min(total_kb);
+        vec![
+            counter(MEMORY, "Target Server Memory (KB)", pool.frame_count() as u64 * 8, RAW_COUNT),
+            counter(MEMORY, "Total Server Memory (KB)", total_kb, RAW_COUNT),
+            counter(MEMORY, "Database Cache Memory (KB)", cache_kb, RAW_COUNT),
+            counter(MEMORY, "Free Memory (KB)", total_kb - cache_kb, RAW_COUNT),
+            counter(MEMORY, "Memory Grants Outstanding", 0, RAW_COUNT),
+            counter(MEMORY, "Memory Grants Pending", 0, RAW_COUNT),
+        ]
     }
 
     /// The Databases object: one instance per open database, then `_Total`.

@@ -89,6 +89,10 @@ pub struct SessionInfo {
     /// fetched from the buffer pool and pages read from disk (sys.dm_exec_sessions, updated
     /// as each request ends, as SQL Server updates it).
     pub used: RequestUse,
+    /// @@ROWCOUNT and @@ERROR as its last request left them (sys.dm_exec_sessions' row_count
+    /// and prev_error).
+    pub row_count: u64,
+    pub prev_error: i32,
     /// SET LOCK_TIMEOUT and SET DEADLOCK_PRIORITY as the session last set them.
     pub lock_timeout_ms: i32,
     pub deadlock_priority: i8,

@@ -368,6 +368,8 @@ impl Session {
                 open_transaction_count: 0,
                 last_batch: Arc::from(""),
                 used: crate::server::RequestUse::default(),
+                row_count: 0,
+                prev_error: 0,
                 lock_timeout_ms: -1,
                 deadlock_priority: 0,
                 transaction_isolation_level: IsolationLevel::ReadCommitted as i16,
@@ -650,6 +652,8 @@ impl Session {
             info.last_request_end_time = now;
             info.database_id = self.db.database_id;
             info.open_transaction_count = open;
+            info.row_count = self.rowcount;
+            info.prev_error = self.last_error;
         }
     }
 
@@ -871,9 +875,11 @@ impl Session {
     }
 
     /// Sends an error to the client and remembers it (@@ERROR, the batch's result).
+    /// A statement that failed affected no rows: @@ROWCOUNT is 0 after it, as in SQL Server.
     fn report(&mut self, failure: Failure, out: &mut dyn FnMut(Output)) {
         self.batch_failed = true;
         self.last_error = failure.error.number;
+        self.rowcount = 0;
         // Severities 19 to 25 are written to the errorlog too (an 824, say).
         if failure.error.severity >= 19 && ![CANCELLED, KILLED].contains(&failure.error.number) {
             self.server.instance.errorlog.write_error(&self.process_info(), &failure.error);
@@ -2010,6 +2016,61 @@ impl Session {
             .ok_or_else(|| undeclared(name))
     }
 
+    /// SERVERPROPERTY(name): the instance's facts under SQL Server's property names; NULL for
+    /// a name it does not know, as SQL Server answers. The collation's figures are SQL Server's
+    /// for SQL_Latin1_General_CP1_CI_AS (its id, comparison style, character set iso_1 and
+    /// sort order 52, nocase_iso). Deviations: EngineEdition is 3, the on-premises engine with
+    /// every feature (trace flag 834's large pages are an Enterprise feature), so that scripts
+    /// take their SQL Server path, while Edition names extentdb; the default data and log
+    /// paths are the data directory; features extentdb has not (clustering, availability
+    /// groups, full-text, PolyBase, In-Memory OLTP, FILESTREAM) are 0 and their names NULL.
+    fn server_property(&self, name: &str) -> Value {
+        let instance = &self.server.instance;
+        let dir = format!("{}/", instance.dir().display());
+        let text = |s: &str| Value::Text(s.to_string());
+        match name.to_lowercase().as_str() {
+            "productversion" => text("16.0.1000.6"),
+            "productmajorversion" => text("16"),
+            "productminorversion" => text("0"),
+            "productbuild" => text("1000"),
+            "productlevel" => text("RTM"),
+            "edition" => text("extentdb (open source)"),
+            "engineedition" => Value::Int(3),
+            "servername" | "machinename" | "computernamephysicalnetbios" => text(&server_name()),
+            "collation" => text(engine::record::COLLATION_NAME),
+            "collationid" => Value::Int(872_468_488),
+            "comparisonstyle" => Value::Int(196_609),
+            "lcid" => Value::Int(1033),
+            "sqlcharset" => Value::TinyInt(1),
+            "sqlcharsetname" => text("iso_1"),
+            "sqlsortorder" => Value::TinyInt(52),
+            "sqlsortordername" => text("nocase_iso"),
+            "processid" => Value::Int(std::process::id() as i32),
+            "instancedefaultdatapath" | "instancedefaultlogpath" => text(&dir),
+            "errorlogfilename" => text(&instance.errorlog.path(0).display().to_string()),
+            "licensetype" => text("DISABLED"),
+            "isclustered"
+            | "ishadrenabled"
+            | "isintegratedsecurityonly"
+            | "issingleuser"
+            | "isfulltextinstalled"
+            | "ispolybaseinstalled"
+            | "isxtpsupported"
+            | "islocaldb"
+            | "isadvancedanalyticsinstalled"
+            | "filestreamconfiguredlevel"
+            | "filestreameffectivelevel"
+            | "istempdbmetadatamemoryoptimized" => Value::Int(0),
+            _ => Value::Null,
+        }
+    }
+
+    /// The login the session authenticated as (sa for an embedded session).
+    fn login_name(&self) -> String {
+        let sessions = self.server.sessions.lock();
+        sessions.get(&self.spid).map_or("sa".to_string(), |info| info.login_name.clone())
+    }
+
     /// @@ variables.
     pub fn system_variable(&self, name: &str) -> Result<Value> {
         Ok(match name.to_uppercase().as_str() {
@@ -2082,14 +2143,7 @@ impl Session {
                 .map_or(Value::Null, Value::Int)),
             "FILEPROPERTY" => Ok(self.file_property(&text(0), &text(1))),
             "DATABASEPROPERTYEX" => Ok(self.database_property(&text(0), &text(1))),
-            "SERVERPROPERTY" => Ok(match text(0).to_lowercase().as_str() {
-                "productversion" => Value::Text("16.0.1000.6".into()),
-                "edition" => Value::Text("extentdb (open source)".into()),
-                "servername" | "machinename" => Value::Text(server_name()),
-                "productlevel" => Value::Text("RTM".into()),
-                "collation" => Value::Text(engine::record::COLLATION_NAME.into()),
-                _ => Value::Null,
-            }),
+            "SERVERPROPERTY" => Ok(self.server_property(&text(0))),
             "GETDATE" | "CURRENT_TIMESTAMP" | "SYSDATETIME" if args.is_empty() => {
                 Ok(functions::current_time(name, self.server.instance.clock.now_local()))
             }
@@ -2111,9 +2165,30 @@ impl Session {
                 Some(_) => Value::Null,
             }),
             "SUSER_SNAME" | "SUSER_NAME" | "ORIGINAL_LOGIN" if args.is_empty() => {
-                let sessions = self.server.sessions.lock();
-                let login = sessions.get(&self.spid).map_or("sa", |info| info.login_name.as_str());
-                Ok(Value::Text(login.to_string()))
+                Ok(Value::Text(self.login_name()))
+            }
+            // sa, the one login, has sid 0x01 and principal id 1 as in SQL Server; any other
+            // sid, id or name has none.
+            "SUSER_SNAME" if args.len() == 1 => Ok(match &args[0] {
+                Value::Bytes(sid) if sid[..] == crate::sysdatabases::SA_SID => {
+                    Value::Text("sa".into())
+                }
+                _ => Value::Null,
+            }),
+            "SUSER_NAME" if args.len() == 1 => Ok(match value::as_i64(&args[0]) {
+                Some(1) => Value::Text("sa".into()),
+                _ => Value::Null,
+            }),
+            "SUSER_SID" if args.len() <= 1 => {
+                let login = match args.first() {
+                    Some(name) => value::display(name),
+                    None => self.login_name(),
+                };
+                Ok(if login.eq_ignore_ascii_case("sa") {
+                    Value::Bytes(crate::sysdatabases::SA_SID.to_vec())
+                } else {
+                    Value::Null
+                })
             }
             "USER_NAME" | "CURRENT_USER" | "SESSION_USER" | "USER" if args.is_empty() => {
                 Ok(Value::Text("dbo".into()))

@@ -238,13 +238,15 @@ impl Session {
                     Value::Text(format!("{:>13}", mb_text(pages))),
                     text("sa"),
                     Value::SmallInt(db.database_id as i16),
+                    // CONVERT(nvarchar(11), crdate): 'Dec  7 2026'.
+                    Value::Text(db.create_date().format("%b %e %Y").to_string()),
                     Value::Text(format!(
                         // Only what extentdb has: no statistics, no version stamp or sort order.
                         "Status=ONLINE, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Collation={}",
                         db.recovery_model_desc(),
                         engine::record::COLLATION_NAME
                     )),
-                    Value::TinyInt(160),
+                    Value::TinyInt(crate::sysdatabases::COMPATIBILITY_LEVEL),
                 ]
             })
             .collect();
@@ -254,6 +256,7 @@ impl Session {
                 "db_size",
                 "owner",
                 "dbid",
+                "created",
                 "status",
                 "compatibility_level",
             ]),

@@ -2,8 +2,8 @@
 //! the engine's real state, with SQL Server's column names (reference §10.4).
 //!
 //! This module dispatches a `sys.` name to its builder and holds the database-level views
-//! (sys.databases, sys.database_files, sys.filegroups, sys.dm_db_log_info); the catalog views
-//! are in [`crate::catalogviews`], the DMVs, sys.traces and sys.fn_trace_gettable in
+//! (sys.database_files, sys.filegroups, sys.dm_db_log_info); sys.databases is in
+//! [`crate::sysdatabases`], the catalog views are in [`crate::catalogviews`], the DMVs, sys.traces and sys.fn_trace_gettable in
 //! [`crate::dmv`].
 //!
 //! Deviations: each view has the columns listed in its function, not every column SQL Server
@@ -133,53 +133,6 @@ impl Session {
             })
             .collect();
         (cols, rows)
-    }
-
-    fn sys_databases(&self) -> ViewRows {
-        let cols = columns(&[
-            "name",
-            "database_id",
-            "state",
-            "state_desc",
-            "recovery_model_desc",
-            "is_mixed_page_allocation_on",
-            "delayed_durability_desc",
-            "log_reuse_wait_desc",
-            "target_recovery_time_in_seconds",
-        ]);
-        let mut rows: Vec<(Option<u16>, Vec<Value>)> = self
-            .server
-            .databases()
-            .iter()
-            .map(|db| {
-                let row = vec![
-                    text(&db.name),
-                    Value::Int(i32::from(db.database_id)),
-                    Value::TinyInt(0),
-                    text("ONLINE"),
-                    text(db.recovery_model_desc()),
-                    Value::Bit(db.mixed_page_allocation()),
-                    text(if db.delayed_durability() { "FORCED" } else { "DISABLED" }),
-                    text(db.log_reuse_wait_desc()),
-                    // Every database checkpoints as SQL Server's with TARGET_RECOVERY_TIME 0
-                    // (automatic checkpoints; indirect ones are not built).
-                    Value::Int(0),
-                ];
-                (Some(db.database_id), row)
-            })
-            .collect();
-        // A SUSPECT database is listed with state 4, an OFFLINE one with 6. Deviation: their
-        // options, which SQL Server keeps in master, are NULL here (extentdb keeps them in the
-        // database's own files).
-        for closed in self.server.closed_database_entries() {
-            let id = closed.database_id.map_or(Value::Null, |id| Value::Int(i32::from(id)));
-            let state = Value::TinyInt(closed.state.number());
-            let mut row = vec![text(&closed.name), id, state, text(closed.state.desc())];
-            row.extend([Value::Null, Value::Null, Value::Null, Value::Null, Value::Null]);
-            rows.push((closed.database_id, row));
-        }
-        rows.sort_by_key(|(id, _)| id.unwrap_or(u16::MAX));
-        (cols, rows.into_iter().map(|(_, row)| row).collect())
     }
 
     fn sys_database_files(&self) -> ViewRows {

@@ -92,6 +92,11 @@ fn golden_outputs_do_not_follow_tmpdir() {
 
 /// Replaces each `dddd-dd-dd dd:dd:dd.d...` with `<datetime>`.
 fn mask_times(text: &str) -> String {
+    mask_short_dates(&mask_datetimes(text))
+}
+
+/// `yyyy-mm-dd hh:mm:ss.fff` becomes `<datetime>`.
+fn mask_datetimes(text: &str) -> String {
     const SHAPE: &[u8] = b"dddd-dd-dd dd:dd:dd.";
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -118,11 +123,45 @@ fn mask_times(text: &str) -> String {
     out
 }
 
+/// A date as `CONVERT(nvarchar(11), d)` shows it (sp_helpdb's created: `Dec  7 2026`,
+/// `Nov 26 2026`) becomes `<date>`.
+fn mask_short_dates(text: &str) -> String {
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let is_short_date = |s: &str| {
+        let b = s.as_bytes();
+        b.len() == 11
+            && MONTHS.contains(&&s[..3])
+            && b[3] == b' '
+            && (b[4] == b' ' || b[4].is_ascii_digit())
+            && b[5].is_ascii_digit()
+            && b[6] == b' '
+            && b[7..].iter().all(u8::is_ascii_digit)
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        if text.is_char_boundary(at) && text.get(at..at + 11).is_some_and(is_short_date) {
+            out.push_str("<date>");
+            at += 11;
+        } else {
+            let ch = text[at..].chars().next().expect("in bounds");
+            out.push(ch);
+            at += ch.len_utf8();
+        }
+    }
+    out
+}
+
 #[test]
 fn masking_replaces_datetimes_only() {
     assert_eq!(
         mask_times("2016-10-04 11:38:33.830 spid56 took 12.5 ms"),
         "<datetime> spid56 took 12.5 ms"
+    );
+    assert_eq!(
+        mask_times("5    Dec  7 2026 Status=ONLINE; Nov 26 2026; Mon  7 2026; Dec 7 2026"),
+        "5    <date> Status=ONLINE; <date>; Mon  7 2026; Dec 7 2026"
     );
 }
 

@@ -78,11 +78,16 @@ fn a_create_database_whose_registry_cannot_be_written_leaves_no_database_and_no_
     // The disk has room again: the same name is free, and the database outlives a restart.
     plan.lock().enospc_after_bytes = None;
     assert_eq!(run(&mut session, "CREATE DATABASE sales").0, Vec::<i32>::new());
+    let created = "SELECT CONVERT(varchar(23), create_date, 121) FROM sys.databases \
+                   WHERE name = 'sales'";
+    let created_before = rows(&mut session, created);
     let (server, mut session) = restart(dir.path(), server, session);
     assert_eq!(
         rows(&mut session, "SELECT name FROM sys.databases WHERE name = 'sales'"),
         [["sales"]]
     );
+    // create_date is the boot page's: the same after the restart.
+    assert_eq!(rows(&mut session, created), created_before);
     drop(session);
     server.shutdown().expect("shutdown");
 }

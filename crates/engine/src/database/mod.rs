@@ -687,6 +687,14 @@ impl Database {
         Ok(guard.read(|buf| Box::new(*buf)))
     }
 
+    /// dbi_crdate: when the database was created (local time), as its boot page records it
+    /// (sys.databases.create_date, sp_helpdb's created).
+    pub fn create_date(&self) -> chrono::NaiveDateTime {
+        let ms = crate::fiber::read(&self.inner).boot.created_ms;
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map_or(chrono::NaiveDateTime::MIN, |at| at.naive_utc())
+    }
+
     /// dbi_dbccLastKnownGood: when DBCC CHECKDB last found no error in the database (local
     /// time); None if it never has.
     pub fn last_known_good(&self) -> Option<chrono::NaiveDateTime> {

@@ -127,6 +127,17 @@ INSERT tvc VALUES (1), (2);
 SELECT COUNT(*) AS tvc_rows FROM tvc;
 DROP TABLE tvc;
 GO
+-- A statement that fails affects no rows: @@ROWCOUNT is 0 after it, not the count of the
+-- statement before (a duplicate key, then a division by zero).
+CREATE TABLE once (id int PRIMARY KEY);
+INSERT INTO once VALUES (1), (2);
+INSERT INTO once VALUES (1);
+SELECT @@ROWCOUNT AS rows_after_2627, @@ERROR AS error_after;
+SELECT 1 AS n UNION ALL SELECT 2;
+SELECT 1 / 0;
+SELECT @@ROWCOUNT AS rows_after_8134;
+DROP TABLE once;
+GO
 -- The script's last batch leaves a comment open: it is sent, and the answer is 113.
 SELECT 'not run' AS x /* a comment never closed
 GO
