@@ -10,6 +10,8 @@
 //! - virtual_machine_type: the CPU's `hypervisor` flag (CPUID leaf 1, ECX bit 31, the bit
 //!   SQL Server reads) gives HYPERVISOR, else NONE;
 //! - numa_node_count: the `nodeN` directories (1 where the kernel has no NUMA support);
+//! - sys.dm_os_host_info: host_distribution and host_release are `/etc/os-release`'s NAME and
+//!   VERSION_ID;
 //! - process_user_time_ms and process_kernel_time_ms: utime and stime of `/proc/self/stat`
 //!   (fields 14 and 15, in clock ticks); os_priority_class: its nice value (field 19), below 0
 //!   HIGH (128), else NORMAL (32).
@@ -127,6 +129,27 @@ impl ProcessTimes {
     }
 }
 
+/// The distribution's name and version as `/etc/os-release` gives them (NAME, VERSION_ID):
+/// sys.dm_os_host_info's host_distribution and host_release, as SQL Server on Linux shows them
+/// ("Ubuntu", "16.04"). Empty where the file or a field is missing.
+pub fn os_release() -> (String, String) {
+    let text = std::fs::read_to_string("/etc/os-release")
+        .or_else(|_| std::fs::read_to_string("/usr/lib/os-release"))
+        .unwrap_or_default();
+    parse_os_release(&text)
+}
+
+/// NAME and VERSION_ID of an os-release text, their quotes taken off.
+pub fn parse_os_release(text: &str) -> (String, String) {
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+            .map(|value| value.trim().trim_matches(['"', '\'']).to_string())
+            .unwrap_or_default()
+    };
+    (field("NAME"), field("VERSION_ID"))
+}
+
 /// Milliseconds since the machine started (CLOCK_MONOTONIC, which Linux counts from boot).
 pub fn ms_since_boot() -> u64 {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
@@ -173,6 +196,14 @@ mod tests {
         assert_eq!(times, ProcessTimes { user_ms: 2_500, kernel_ms: 400, nice: -5 });
         assert_eq!(times.priority_class(), 128);
         assert_eq!(ProcessTimes::parse("", 100), ProcessTimes::default());
+    }
+
+    #[test]
+    fn the_distribution_is_os_releases_name_and_version_id() {
+        let text = "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\n\
+                    VERSION_ID=\"12\"\nVERSION=\"12 (bookworm)\"\n";
+        assert_eq!(parse_os_release(text), ("Debian GNU/Linux".into(), "12".into()));
+        assert_eq!(parse_os_release("NAME=Alpine\n"), ("Alpine".into(), String::new()));
     }
 
     #[test]

@@ -59,6 +59,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_os_latch_stats", "V"),
     ("dm_os_performance_counters", "V"),
     ("dm_os_buffer_descriptors", "V"),
+    ("dm_os_host_info", "V"),
     ("dm_os_schedulers", "V"),
     ("dm_os_spinlock_stats", "V"),
     ("dm_os_sys_info", "V"),

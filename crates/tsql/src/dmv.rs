@@ -1568,20 +1568,25 @@ impl Session {
     pub(crate) fn dm_server_services(&self) -> ViewRows {
         let cols = columns(&[
             "servicename",
+            "startup_type",
             "startup_type_desc",
+            "status",
             "status_desc",
             "process_id",
             "last_startup_time",
             "service_account",
             "filename",
             "is_clustered",
+            "cluster_nodename",
             "instant_file_initialization_enabled",
         ]);
         let instance = &self.server.instance;
         let started = crate::functions::current_time("SYSDATETIME", instance.start_time);
         let row = vec![
             text("SQL Server (MSSQLSERVER)"),
+            Value::Int(3),
             text("Manual"),
+            Value::Int(4),
             text("Running"),
             Value::Int(std::process::id() as i32),
             started,
@@ -1590,7 +1595,32 @@ impl Session {
                 std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
             ),
             text("N"),
+            Value::Null,
             text(if instance.ifi_enabled() { "Y" } else { "N" }),
+        ];
+        (cols, vec![row])
+    }
+
+    /// sys.dm_os_host_info: the Linux distribution the instance runs on
+    /// ([`engine::machine::os_release`]), as SQL Server on Linux shows it: no service pack
+    /// level, no Windows SKU, the us_english LCID.
+    pub(crate) fn dm_os_host_info(&self) -> ViewRows {
+        let cols = columns(&[
+            "host_platform",
+            "host_distribution",
+            "host_release",
+            "host_service_pack_level",
+            "host_sku",
+            "os_language_version",
+        ]);
+        let (distribution, release) = engine::machine::os_release();
+        let row = vec![
+            text("Linux"),
+            Value::Text(distribution),
+            Value::Text(release),
+            text(""),
+            Value::Null,
+            Value::Int(1033),
         ];
         (cols, vec![row])
     }

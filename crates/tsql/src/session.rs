@@ -2311,7 +2311,13 @@ impl Session {
                 Some(at) => crate::functions::current_time("GETDATE", at),
                 None => Value::DateTime(0, 0),
             },
-            _ => Value::Null,
+            // Every page is written with a checksum (PAGE_VERIFY CHECKSUM), none with torn-page
+            // bits; there is no In-Memory OLTP.
+            "istornpagedetectionenabled" | "isxtpsupported" => Value::Int(0),
+            "comparisonstyle" => Value::Int(196_609),
+            "lcid" => Value::Int(1033),
+            "sqlsortorder" => Value::TinyInt(52),
+            _ => self.database_option(&db, property).unwrap_or(Value::Null),
         }
     }
 

@@ -234,3 +234,48 @@ fn log_reuse_wait_number(wait: engine::log::ReuseWait) -> u8 {
         ReuseWait::ActiveTransaction => 4,
     }
 }
+
+/// DATABASEPROPERTYEX's Is... properties and UserAccess, by the sys.databases column each
+/// reads: the two agree by construction.
+const PROPERTY_COLUMNS: [(&str, &str); 25] = [
+    ("IsAnsiNullDefault", "is_ansi_null_default_on"),
+    ("IsAnsiNullsEnabled", "is_ansi_nulls_on"),
+    ("IsAnsiPaddingEnabled", "is_ansi_padding_on"),
+    ("IsAnsiWarningsEnabled", "is_ansi_warnings_on"),
+    ("IsArithmeticAbortEnabled", "is_arithabort_on"),
+    ("IsAutoClose", "is_auto_close_on"),
+    ("IsAutoCreateStatistics", "is_auto_create_stats_on"),
+    ("IsAutoCreateStatisticsIncremental", "is_auto_create_stats_incremental_on"),
+    ("IsAutoShrink", "is_auto_shrink_on"),
+    ("IsAutoUpdateStatistics", "is_auto_update_stats_on"),
+    ("IsCloseCursorsOnCommitEnabled", "is_cursor_close_on_commit_on"),
+    ("IsFulltextEnabled", "is_fulltext_enabled"),
+    ("IsInStandBy", "is_in_standby"),
+    ("IsLocalCursorsDefault", "is_local_cursor_default"),
+    ("IsMemoryOptimizedElevateToSnapshotEnabled", "is_memory_optimized_elevate_to_snapshot_on"),
+    ("IsMergePublished", "is_merge_published"),
+    ("IsNullConcat", "is_concat_null_yields_null_on"),
+    ("IsNumericRoundAbortEnabled", "is_numeric_roundabort_on"),
+    ("IsParameterizationForced", "is_parameterization_forced"),
+    ("IsPublished", "is_published"),
+    ("IsQuotedIdentifiersEnabled", "is_quoted_identifier_on"),
+    ("IsRecursiveTriggersEnabled", "is_recursive_triggers_on"),
+    ("IsSubscribed", "is_subscribed"),
+    ("IsSyncWithBackup", "is_sync_with_backup"),
+    ("UserAccess", "user_access_desc"),
+];
+
+impl Session {
+    /// DATABASEPROPERTYEX(db, property) for a property that sys.databases also shows: that
+    /// column's value for `db` (an Is... property as an int, as DATABASEPROPERTYEX returns
+    /// it). None for any other property.
+    pub(crate) fn database_option(&self, db: &Database, property: &str) -> Option<Value> {
+        let (_, column) =
+            PROPERTY_COLUMNS.iter().find(|(name, _)| name.eq_ignore_ascii_case(property))?;
+        let at = COLUMNS.iter().position(|c| c == column)?;
+        Some(match self.database_row(db).swap_remove(at) {
+            Value::Bit(on) => Value::Int(i32::from(on)),
+            other => other,
+        })
+    }
+}

@@ -73,6 +73,7 @@ impl Session {
             "dm_db_partition_stats" => Some(self.dm_db_partition_stats()),
             "dm_db_index_usage_stats" => Some(Ok(self.dm_db_index_usage_stats())),
             "dm_server_services" => Some(Ok(self.dm_server_services())),
+            "dm_os_host_info" => Some(Ok(self.dm_os_host_info())),
             "dm_os_sys_info" => Some(Ok(self.dm_os_sys_info())),
             "dm_os_process_memory" => Some(self.dm_os_process_memory()),
             "dm_os_memory_clerks" => Some(Ok(self.dm_os_memory_clerks())),

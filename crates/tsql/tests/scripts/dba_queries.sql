@@ -148,3 +148,22 @@ OPTION (RECOMPILE);
 SELECT file_id, io_stall_queued_read_ms, io_stall_queued_write_ms
 FROM sys.dm_io_virtual_file_stats(DB_ID(), NULL) ORDER BY file_id;
 GO
+-- DATABASEPROPERTYEX reads the same settings as sys.databases.
+SELECT DATABASEPROPERTYEX(N'shop', N'Recovery') AS recovery, DATABASEPROPERTYEX(N'shop', N'UserAccess') AS user_access,
+       DATABASEPROPERTYEX(N'shop', N'IsAutoShrink') AS auto_shrink, DATABASEPROPERTYEX(N'shop', N'IsAutoCreateStatistics') AS auto_create_stats,
+       DATABASEPROPERTYEX(N'shop', N'IsAnsiNullsEnabled') AS ansi_nulls, DATABASEPROPERTYEX(N'shop', N'IsTornPageDetectionEnabled') AS torn_page,
+       DATABASEPROPERTYEX(N'shop', N'LCID') AS lcid, DATABASEPROPERTYEX(N'shop', N'NoSuchProperty') AS no_such;
+SELECT COUNT(*) AS disagreements FROM sys.databases AS d
+WHERE DATABASEPROPERTYEX(d.name, 'IsAutoClose') <> d.is_auto_close_on
+   OR DATABASEPROPERTYEX(d.name, 'IsAutoUpdateStatistics') <> d.is_auto_update_stats_on
+   OR DATABASEPROPERTYEX(d.name, 'IsQuotedIdentifiersEnabled') <> d.is_quoted_identifier_on
+   OR DATABASEPROPERTYEX(d.name, 'UserAccess') <> d.user_access_desc;
+GO
+-- Glenn Berry's "Host information" and "SQL Server Services information": the Linux host.
+SELECT host_platform, CASE WHEN LEN(host_distribution) > 0 THEN 'named' END AS host_distribution,
+       host_service_pack_level, host_sku, os_language_version
+FROM sys.dm_os_host_info WITH (NOLOCK) OPTION (RECOMPILE);
+SELECT servicename, startup_type, startup_type_desc, status, status_desc, is_clustered, cluster_nodename,
+       CASE WHEN process_id = SERVERPROPERTY('ProcessID') THEN 'this process' END AS process
+FROM sys.dm_server_services WITH (NOLOCK) OPTION (RECOMPILE);
+GO
