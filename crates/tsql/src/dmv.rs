@@ -128,6 +128,29 @@ fn scheduler_address(scheduler_id: usize) -> Value {
     pointer_bytes(BASE + scheduler_id as u64 * 0x40)
 }
 
+/// A session's task (sys.dm_os_tasks.task_address, sys.dm_exec_requests.task_address,
+/// sys.dm_os_waiting_tasks' waiting and blocking task addresses): an identifier in the shape
+/// of an address, one per session, as a session runs one task here.
+pub(crate) fn task_address(session_id: u16) -> Value {
+    const BASE: u64 = 0x0000_0200_0000_0000;
+    pointer_bytes(BASE + u64::from(session_id) * 0x100)
+}
+
+/// A session's lock request on a resource (sys.dm_tran_locks.lock_owner_address) and, while
+/// the request waits, the resource its task waits for (sys.dm_os_waiting_tasks.
+/// resource_address): the two are equal, so the usual join of the two views finds the
+/// waiter's request, as in SQL Server, where both are the address of the lock block.
+pub(crate) fn lock_block_address(session_id: u16, resource: &engine::lock::LockResource) -> Value {
+    const BASE: u64 = 0x0000_0300_0000_0000;
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in format!("{session_id}:{resource:?}").bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    // Aligned as an allocation is, within a 40-bit range above the base.
+    pointer_bytes(BASE + (hash & 0x00FF_FFFF_FFC0))
+}
+
 /// A file's handle (dm_io_virtual_file_stats.file_handle, dm_io_pending_io_requests.io_handle):
 /// its handle number in the instance's I/O registry, as 8 bytes.
 fn file_handle(handle: u64) -> Value {
@@ -209,7 +232,8 @@ impl Session {
     /// RID or METADATA locks); an OBJECT lock is on the table's heap or clustered index, shown
     /// with the table's object_id (the unit's id for a table the current catalog does not
     /// know), and one on a nonclustered index's own unit as a HOBT lock (hobt_id); a
-    /// converting request is one row, in the mode it asks for.
+    /// converting request is one row, in the mode it asks for; lock_owner_address is an
+    /// identifier per session and resource ([`lock_block_address`]).
     pub(crate) fn dm_tran_locks(&self) -> ViewRows {
         let cols = columns(&[
             "resource_type",
@@ -268,14 +292,12 @@ impl Session {
                 Value::Int(0),
                 text("TRANSACTION"),
                 big(request.xact_id),
-                Value::Null,
+                lock_block_address(request.spid, &request.resource),
             ]);
         }
         (cols, rows)
     }
 
-    /// The table (object_id) and index (index_id) whose unit `au_id` is, if the database's
-    /// catalog has one.
     /// A waiting task's wait_resource (sys.dm_exec_requests, sys.sysprocesses): an object
     /// lock on a table's heap or clustered index names the table's object id, as SQL Server's
     /// `OBJECT: db:object_id:0` does; every other form is the engine's.
@@ -289,6 +311,8 @@ impl Session {
         wait.wait_resource.clone()
     }
 
+    /// The table (object_id) and index (index_id) whose unit `au_id` is, if the database's
+    /// catalog has one.
     pub(crate) fn unit_owner(&self, database_id: u16, au_id: u64) -> Option<(i32, i32)> {
         let catalog = self.server.database_by_id(i64::from(database_id))?.catalog().ok()?;
         catalog.tables().into_iter().find_map(|table| {
@@ -465,6 +489,10 @@ impl Session {
         (cols, rows)
     }
 
+    /// sys.dm_os_waiting_tasks: each task waiting now, from the engine's waiting-tasks table.
+    /// The task addresses are [`task_address`]'s identifiers; a lock wait's resource_address
+    /// is its lock request's lock_owner_address in sys.dm_tran_locks ([`lock_block_address`]),
+    /// other waits have none (NULL).
     pub(crate) fn dm_os_waiting_tasks(&self) -> ViewRows {
         let cols = columns(&[
             "waiting_task_address",
@@ -478,6 +506,9 @@ impl Session {
             "blocking_exec_context_id",
             "resource_description",
         ]);
+        // A blocker that runs no task now (a sleeping session holding locks) has no address.
+        let with_tasks: std::collections::BTreeSet<u16> =
+            self.server.instance.schedulers.tasks().iter().map(|t| t.session_id).collect();
         let rows = self
             .server
             .instance
@@ -485,14 +516,15 @@ impl Session {
             .snapshot()
             .into_iter()
             .map(|t| {
+                let blocking_task = t.blocking_session_id.filter(|s| with_tasks.contains(s));
                 vec![
-                    Value::Null,
+                    task_address(t.session_id),
                     Value::SmallInt(t.session_id as i16),
                     Value::Int(0),
                     big(t.wait_duration_ms),
                     text(t.wait_type),
-                    Value::Null,
-                    Value::Null,
+                    t.lock.map_or(Value::Null, |lock| lock_block_address(t.session_id, &lock)),
+                    blocking_task.map_or(Value::Null, task_address),
                     t.blocking_session_id.map_or(Value::Null, |s| Value::SmallInt(s as i16)),
                     Value::Null,
                     Value::Text(t.resource_description),
@@ -779,12 +811,13 @@ impl Session {
     }
 
     /// sys.dm_os_tasks: the task of every request running on a scheduler now. Deviations:
-    /// one task per request (exec_context_id 0, request_id 0), no task or worker addresses,
-    /// and only RUNNING, RUNNABLE and SUSPENDED (no PENDING, DONE or SPINLOOP);
+    /// one task per request (exec_context_id 0, request_id 0), whose task_address is an
+    /// identifier per session ([`task_address`]), no worker address, and only RUNNING, RUNNABLE and SUSPENDED (no PENDING, DONE or SPINLOOP);
     /// pending_io_count is the reads and writes the task's session is inside now (at most
     /// one: the engine's I/O is synchronous on the worker's thread).
     pub(crate) fn dm_os_tasks(&self) -> ViewRows {
         let cols = columns(&[
+            "task_address",
             "task_state",
             "context_switches_count",
             "pending_io_count",
@@ -804,6 +837,7 @@ impl Session {
             .map(|t| {
                 let pending_ios = pending.iter().filter(|io| io.session_id == t.session_id).count();
                 vec![
+                    task_address(t.session_id),
                     text(t.task_state),
                     int(t.context_switches_count),
                     int(pending_ios as u64),
@@ -839,6 +873,7 @@ impl Session {
         (cols, rows)
     }
 
+    /// A user session's row, from what the server keeps of it.
     fn user_session_row(&self, spid: u16, info: &crate::server::SessionInfo) -> SessionRow {
         let connection = info.connection.as_ref();
         let elapsed_ms = (info.used.elapsed_ns / 1_000_000) as i64;
@@ -990,27 +1025,20 @@ impl Session {
         (cols, rows)
     }
 
-    /// One row per session running a batch now: suspended while its task waits (with the
-    /// wait from sys.dm_os_waiting_tasks), running otherwise.
+    /// sys.dm_exec_requests: each running batch (its status from its task and its wait: see
+    /// [`request_status`]) and each system task (background), with SQL Server 2022's columns.
+    /// The blocking session, wait type, time and resource come from the waiting-tasks table;
+    /// last_wait_type is the wait it is in, or else its session's last one (empty if none);
+    /// transaction_id is the transaction its session has logged in, 0 if none. The calling
+    /// session's own request shows its reads, logical reads, @@ROWCOUNT, @@ERROR and nesting
+    /// level as they stand; another session's running request shows 0 for each (those counts
+    /// are on its own thread). Deviations: statement_start_offset 0 and
+    /// statement_end_offset -1 (the whole batch, as sysprocesses' stmt_start and stmt_end);
+    /// no plans are cached (plan_handle, query_hash and query_plan_hash NULL); percent_complete
+    /// and estimated_completion_time 0; writes and granted_query_memory 0 (no memory grants);
+    /// dop 1; open_resultset_count 1; the session's SET options as sys.dm_exec_sessions shows
+    /// them.
     pub(crate) fn dm_exec_requests(&self) -> ViewRows {
-        let cols = columns(&[
-            "session_id",
-            "request_id",
-            "start_time",
-            "status",
-            "command",
-            "database_id",
-            "blocking_session_id",
-            "wait_type",
-            "wait_time",
-            "wait_resource",
-            "open_transaction_count",
-            "total_elapsed_time",
-            "scheduler_id",
-            "sql_handle",
-            "cpu_time",
-            "page_resource",
-        ]);
         let tasks: BTreeMap<u16, engine::scheduler::TaskRow> = self
             .server
             .instance
@@ -1027,72 +1055,114 @@ impl Session {
             .into_iter()
             .map(|t| (t.session_id, t))
             .collect();
+        let transactions: BTreeMap<u16, u64> =
+            self.logged_transactions().into_iter().map(|(_, t)| (t.spid, t.xact_id)).collect();
         let sessions = self.server.sessions.lock().clone();
         let mut rows = Vec::new();
         for (spid, info) in sessions {
             let Some(command) = info.command() else { continue };
-            let Some(request) = info.request else { continue };
+            let Some(request) = info.request.clone() else { continue };
             let wait = waits.get(&spid);
             let task = tasks.get(&spid);
-            let status = request_status(task.map(|t| t.task_state), wait.is_some());
-            let database_id =
-                if spid == self.spid { self.db().database_id } else { info.database_id };
-            rows.push(vec![
-                Value::SmallInt(spid as i16),
-                Value::Int(0),
-                self.server.datetime_of(request.started),
-                text(status),
-                Value::Text(command),
-                Value::SmallInt(database_id as i16),
-                Value::SmallInt(wait.and_then(|w| w.blocking_session_id).unwrap_or(0) as i16),
-                wait.map_or(Value::Null, |w| text(w.wait_type)),
-                Value::Int(
-                    wait.map_or(0, |w| i32::try_from(w.wait_duration_ms).unwrap_or(i32::MAX)),
-                ),
-                Value::Text(wait.map_or(String::new(), |w| self.wait_resource(w))),
-                Value::Int(info.open_transaction_count),
-                Value::Int(
-                    i32::try_from(request.started.elapsed().as_millis()).unwrap_or(i32::MAX),
-                ),
-                task.map_or(Value::Null, |t| Value::Int(t.scheduler_id as i32)),
-                Value::Bytes(sql_handle(&info.last_batch)),
-                int(request_cpu_ns(&request) / 1_000_000),
-                page_resource(wait),
-            ]);
+            let mut row = RequestRow {
+                session_id: spid,
+                start_time: self.server.datetime_of(request.started),
+                status: request_status(task.map(|t| t.task_state), wait.is_some()),
+                command,
+                sql_handle: Value::Bytes(sql_handle(&info.last_batch)),
+                database_id: info.database_id,
+                connection_id: info
+                    .connection
+                    .as_ref()
+                    .map_or(Value::Null, |c| Value::Guid(c.facts.connection_id)),
+                blocking_session_id: wait.and_then(|w| w.blocking_session_id).unwrap_or(0),
+                wait_type: wait.map_or(Value::Null, |w| text(w.wait_type)),
+                wait_time_ms: wait.map_or(0, |w| w.wait_duration_ms),
+                last_wait_type: wait
+                    .map(|w| w.wait_type)
+                    .or_else(|| self.server.instance.waits.last_wait_type(spid))
+                    .unwrap_or(""),
+                wait_resource: wait.map_or(String::new(), |w| self.wait_resource(w)),
+                open_transaction_count: info.open_transaction_count,
+                transaction_id: transactions.get(&spid).copied().unwrap_or(0),
+                cpu_time_ms: request_cpu_ns(&request) / 1_000_000,
+                elapsed_ms: request.started.elapsed().as_millis() as u64,
+                scheduler_id: task.map_or(Value::Null, |t| Value::Int(t.scheduler_id as i32)),
+                task_address: task.map_or(Value::Null, |_| task_address(spid)),
+                reads: 0,
+                logical_reads: 0,
+                transaction_isolation_level: info.transaction_isolation_level,
+                lock_timeout_ms: info.lock_timeout_ms,
+                deadlock_priority: i32::from(info.deadlock_priority),
+                row_count: 0,
+                prev_error: 0,
+                nest_level: 0,
+                page_resource: page_resource(wait),
+            };
+            if spid == self.spid {
+                self.own_request_counts(&mut row, &request);
+            }
+            rows.push(row.values());
         }
-        rows.extend(self.system_requests());
+        rows.extend(self.system_requests().iter().map(RequestRow::values));
         rows.sort_by_key(|row| tsql_sort_key(&row[0]));
-        (cols, rows)
+        (columns(&REQUEST_COLUMNS), rows)
+    }
+
+    /// The calling session's own running request: its database, reads and logical reads so
+    /// far, and @@ROWCOUNT, @@ERROR and @@NESTLEVEL as they stand.
+    fn own_request_counts(&self, row: &mut RequestRow, request: &crate::server::RunningRequest) {
+        let reads = engine::iostats::thread_reads();
+        row.database_id = self.db().database_id;
+        row.reads = reads.reads.saturating_sub(request.reads_start.reads);
+        row.logical_reads = reads.logical_reads.saturating_sub(request.reads_start.logical_reads);
+        row.row_count = self.rowcount;
+        row.prev_error = self.last_error;
+        row.nest_level = self.nest_level as i32;
     }
 
     /// The system tasks' requests (status background), each with the wait it is in now.
-    fn system_requests(&self) -> Vec<Vec<Value>> {
+    fn system_requests(&self) -> Vec<RequestRow> {
         let tasks = self.server.instance.system_tasks.snapshot();
-        let elapsed_ms = |since: std::time::Instant| {
-            Value::Int(i32::try_from(since.elapsed().as_millis()).unwrap_or(i32::MAX))
-        };
         tasks
             .into_iter()
             .map(|task| {
                 let cpu_ns = engine::session::thread_cpu_ns_of(task.thread_id).unwrap_or(0);
-                vec![
-                    Value::SmallInt(task.identity.session_id as i16),
-                    Value::Int(0),
-                    self.server.datetime_of(task.started),
-                    text("background"),
-                    text(task.identity.command),
-                    Value::SmallInt(system_task_database(&task) as i16),
-                    Value::SmallInt(0),
-                    task.waiting.map_or(Value::Null, |(wait_type, _)| text(wait_type)),
-                    task.waiting.map_or(Value::Int(0), |(_, since)| elapsed_ms(since)),
-                    Value::Text(String::new()),
-                    Value::Int(0),
-                    elapsed_ms(task.started),
-                    Value::Null,
-                    Value::Null,
-                    int(cpu_ns / 1_000_000),
-                    Value::Null,
-                ]
+                let session_id = task.identity.session_id;
+                let waiting = task.waiting;
+                RequestRow {
+                    session_id,
+                    start_time: self.server.datetime_of(task.started),
+                    status: "background",
+                    command: task.identity.command.to_string(),
+                    sql_handle: Value::Null,
+                    database_id: system_task_database(&task),
+                    connection_id: Value::Null,
+                    blocking_session_id: 0,
+                    wait_type: waiting.map_or(Value::Null, |(wait_type, _)| text(wait_type)),
+                    wait_time_ms: waiting
+                        .map_or(0, |(_, since)| since.elapsed().as_millis() as u64),
+                    last_wait_type: waiting
+                        .map(|(wait_type, _)| wait_type)
+                        .or_else(|| self.server.instance.waits.last_wait_type(session_id))
+                        .unwrap_or(""),
+                    wait_resource: String::new(),
+                    open_transaction_count: 0,
+                    transaction_id: 0,
+                    cpu_time_ms: cpu_ns / 1_000_000,
+                    elapsed_ms: task.started.elapsed().as_millis() as u64,
+                    scheduler_id: Value::Null,
+                    task_address: Value::Null,
+                    reads: 0,
+                    logical_reads: 0,
+                    transaction_isolation_level: 2,
+                    lock_timeout_ms: -1,
+                    deadlock_priority: 0,
+                    row_count: 0,
+                    prev_error: 0,
+                    nest_level: 0,
+                    page_resource: Value::Null,
+                }
             })
             .collect()
     }
@@ -1352,8 +1422,9 @@ impl Session {
     /// flag 834, whose sql_memory_model is LARGE_PAGES). physical_memory_kb is the machine's
     /// memory the instance detected at its start (/proc/meminfo's MemTotal, or a smaller cgroup
     /// limit; NULL without MemTotal). The CPUs, the process's CPU time and priority, and the
-    /// hypervisor are as Linux reports them ([`engine::machine`]). Deviations: cpu_ticks is CLOCK_MONOTONIC in nanoseconds, not
-    /// the CPU's time-stamp counter (reading it needs unsafe code); os_error_mode is 0 (a
+    /// hypervisor are as Linux reports them ([`engine::machine`]). Deviations: cpu_ticks is
+    /// CLOCK_MONOTONIC in nanoseconds, not the CPU's time-stamp counter (reading it needs
+    /// unsafe code); os_error_mode is 0 (a
     /// Windows setting); time_source is QUERY_PERFORMANCE_COUNTER's 0 for the monotonic
     /// clock, Linux's counterpart; max_workers_count is NULL (each connection has its own
     /// worker, with no configured limit) and deadlock_monitor_serial_number NULL (the waiting
@@ -2150,6 +2221,174 @@ impl Session {
             })
             .collect();
         Ok((cols, rows))
+    }
+}
+
+/// sys.dm_exec_requests' columns, SQL Server 2022's, in its order.
+const REQUEST_COLUMNS: [&str; 60] = [
+    "session_id",
+    "request_id",
+    "start_time",
+    "status",
+    "command",
+    "sql_handle",
+    "statement_start_offset",
+    "statement_end_offset",
+    "plan_handle",
+    "database_id",
+    "user_id",
+    "connection_id",
+    "blocking_session_id",
+    "wait_type",
+    "wait_time",
+    "last_wait_type",
+    "wait_resource",
+    "open_transaction_count",
+    "open_resultset_count",
+    "transaction_id",
+    "context_info",
+    "percent_complete",
+    "estimated_completion_time",
+    "cpu_time",
+    "total_elapsed_time",
+    "scheduler_id",
+    "task_address",
+    "reads",
+    "writes",
+    "logical_reads",
+    "text_size",
+    "language",
+    "date_format",
+    "date_first",
+    "quoted_identifier",
+    "arithabort",
+    "ansi_null_dflt_on",
+    "ansi_defaults",
+    "ansi_warnings",
+    "ansi_padding",
+    "ansi_nulls",
+    "concat_null_yields_null",
+    "transaction_isolation_level",
+    "lock_timeout",
+    "deadlock_priority",
+    "row_count",
+    "prev_error",
+    "nest_level",
+    "granted_query_memory",
+    "executing_managed_code",
+    "group_id",
+    "query_hash",
+    "query_plan_hash",
+    "statement_sql_handle",
+    "statement_context_id",
+    "dop",
+    "parallel_worker_count",
+    "external_script_request_id",
+    "is_resumable",
+    "page_resource",
+];
+
+/// What a sys.dm_exec_requests row says of its request; [`RequestRow::values`] lays it out.
+struct RequestRow {
+    session_id: u16,
+    start_time: Value,
+    status: &'static str,
+    command: String,
+    sql_handle: Value,
+    database_id: u16,
+    connection_id: Value,
+    blocking_session_id: u16,
+    wait_type: Value,
+    wait_time_ms: u64,
+    last_wait_type: &'static str,
+    wait_resource: String,
+    open_transaction_count: i32,
+    transaction_id: u64,
+    cpu_time_ms: u64,
+    elapsed_ms: u64,
+    scheduler_id: Value,
+    task_address: Value,
+    reads: u64,
+    logical_reads: u64,
+    transaction_isolation_level: i16,
+    lock_timeout_ms: i32,
+    deadlock_priority: i32,
+    row_count: u64,
+    prev_error: i32,
+    nest_level: i32,
+    page_resource: Value,
+}
+
+impl RequestRow {
+    /// The row in [`REQUEST_COLUMNS`]' order.
+    fn values(&self) -> Vec<Value> {
+        let ms = |ms: u64| Value::Int(i32::try_from(ms).unwrap_or(i32::MAX));
+        let on = || Value::Bit(true);
+        let off = || Value::Bit(false);
+        let row = vec![
+            Value::SmallInt(self.session_id as i16),
+            Value::Int(0),
+            self.start_time.clone(),
+            text(self.status),
+            Value::Text(self.command.clone()),
+            self.sql_handle.clone(),
+            Value::Int(0),
+            Value::Int(-1),
+            Value::Null, // plan_handle: no plan cache
+            Value::SmallInt(self.database_id as i16),
+            Value::Int(1),
+            self.connection_id.clone(),
+            Value::SmallInt(self.blocking_session_id as i16),
+            self.wait_type.clone(),
+            ms(self.wait_time_ms),
+            text(self.last_wait_type),
+            Value::Text(self.wait_resource.clone()),
+            Value::Int(self.open_transaction_count),
+            Value::Int(1),
+            big(self.transaction_id),
+            Value::Null, // context_info: not set
+            Value::Real(0.0),
+            big(0),
+            ms(self.cpu_time_ms),
+            ms(self.elapsed_ms),
+            self.scheduler_id.clone(),
+            self.task_address.clone(),
+            big(self.reads),
+            big(0),
+            big(self.logical_reads),
+            Value::Int(i32::MAX),
+            text("us_english"),
+            text("mdy"),
+            Value::SmallInt(7),
+            on(), // quoted_identifier
+            on(), // arithabort
+            on(), // ansi_null_dflt_on
+            off(),
+            on(), // ansi_warnings
+            on(), // ansi_padding
+            on(), // ansi_nulls
+            on(), // concat_null_yields_null
+            Value::SmallInt(self.transaction_isolation_level),
+            Value::Int(self.lock_timeout_ms),
+            Value::Int(self.deadlock_priority),
+            big(self.row_count),
+            Value::Int(self.prev_error),
+            Value::Int(self.nest_level),
+            Value::Int(0),
+            off(),
+            Value::Int(2),
+            Value::Null, // query_hash
+            Value::Null, // query_plan_hash
+            Value::Null, // statement_sql_handle
+            Value::Null, // statement_context_id
+            Value::Int(1),
+            Value::Int(0),
+            Value::Null, // external_script_request_id
+            off(),
+            self.page_resource.clone(),
+        ];
+        debug_assert_eq!(row.len(), REQUEST_COLUMNS.len());
+        row
     }
 }
 

@@ -268,8 +268,8 @@ pub struct Session {
     index_uses: std::cell::RefCell<BTreeSet<(u16, i32, i32, engine::index_usage::IndexUse)>>,
     nocount: bool,
     xact_abort: bool,
-    rowcount: u64,
-    last_error: i32,
+    pub(crate) rowcount: u64,
+    pub(crate) last_error: i32,
     /// The running statement reported an error without failing (note_error).
     error_noted: bool,
     /// A statement runs in its own (autocommit) transaction, which @@TRANCOUNT does not show.

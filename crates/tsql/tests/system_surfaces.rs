@@ -915,3 +915,81 @@ fn sysprocesses_and_session_wait_stats_follow_a_sessions_waits() {
     drop((holder, observer));
     server.shutdown().expect("shutdown");
 }
+
+/// Glenn Berry's "Detect blocking" query, as he writes it, finds a reader blocked on a key
+/// lock: sys.dm_tran_locks' lock_owner_address meets sys.dm_os_waiting_tasks'
+/// resource_address at the waiter's request, and the waiter's batch comes from
+/// sys.dm_exec_sql_text over sys.dm_exec_requests' handle. sys.dm_exec_requests shows the
+/// waiter's task, last wait type and statement offsets.
+#[test]
+fn the_detect_blocking_query_finds_the_waiter_and_its_blocker() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(InstanceConfig::new(dir.path())).expect("server");
+    let (mut holder, holder_spid) = holder_of_row_1(&server);
+    let reader = spawn_batch(&server, "SELECT v FROM t WHERE id = 1");
+    let mut observer = Session::new(&server);
+    wait_for_value(
+        &mut observer,
+        "SELECT COUNT(*) FROM sys.dm_exec_requests WHERE wait_type = 'LCK_M_S'",
+        "1",
+        "the reader never waited",
+    );
+    let detect_blocking =
+        "SELECT t1.resource_type AS [lock type], DB_NAME(resource_database_id) AS [database],
+t1.resource_associated_entity_id AS [blk object],t1.request_mode AS [lock req],
+t1.request_session_id AS [waiter sid], t2.wait_duration_ms AS [wait time],
+(SELECT [text] FROM sys.dm_exec_requests AS r WITH (NOLOCK)
+CROSS APPLY sys.dm_exec_sql_text(r.[sql_handle])
+WHERE r.session_id = t1.request_session_id) AS [waiter_batch],
+(SELECT SUBSTRING(qt.[text],r.statement_start_offset/2,
+    (CASE WHEN r.statement_end_offset = -1
+    THEN LEN(CONVERT(nvarchar(max), qt.[text])) * 2
+    ELSE r.statement_end_offset END - r.statement_start_offset)/2)
+FROM sys.dm_exec_requests AS r WITH (NOLOCK)
+CROSS APPLY sys.dm_exec_sql_text(r.[sql_handle]) AS qt
+WHERE r.session_id = t1.request_session_id) AS [waiter_stmt],
+t2.blocking_session_id AS [blocker sid],
+(SELECT [text] FROM sys.sysprocesses AS p
+CROSS APPLY sys.dm_exec_sql_text(p.[sql_handle])
+WHERE p.spid = t2.blocking_session_id) AS [blocker_batch]
+FROM sys.dm_tran_locks AS t1 WITH (NOLOCK)
+INNER JOIN sys.dm_os_waiting_tasks AS t2 WITH (NOLOCK)
+ON t1.lock_owner_address = t2.resource_address OPTION (RECOMPILE);";
+    let found = rows(&mut observer, detect_blocking);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let row = &found[0];
+    let waiter = rows(
+        &mut observer,
+        "SELECT session_id FROM sys.dm_exec_requests WHERE wait_type = 'LCK_M_S'",
+    )[0][0]
+        .clone();
+    assert_eq!((row[0].as_str(), row[1].as_str(), row[3].as_str()), ("KEY", "master", "S"));
+    assert_eq!(row[4], waiter);
+    assert_eq!(row[6], "SELECT v FROM t WHERE id = 1");
+    // Offsets 0 and -1 (the whole batch): SUBSTRING from 0 drops the last character, as it
+    // does on SQL Server for a statement at the batch's start.
+    assert_eq!(row[7], "SELECT v FROM t WHERE id = ");
+    assert_eq!(row[8], holder_spid);
+    // The blocker sleeps (AWAITING COMMAND): sysprocesses' handle is zeros, as SQL Server's
+    // is for a session with no running batch, so the query finds no batch text for it.
+    assert_eq!(row[9], "NULL");
+    // The waiter's request and its waiting task name the same task; the blocker, a sleeping
+    // session, runs no task, so the blocking task has no address.
+    let task = rows(
+        &mut observer,
+        &format!(
+            "SELECT CASE WHEN r.task_address = w.waiting_task_address THEN 'same' END, \
+             r.last_wait_type, r.statement_start_offset, r.statement_end_offset, \
+             w.blocking_task_address, r.user_id, r.dop \
+             FROM sys.dm_exec_requests AS r JOIN sys.dm_os_waiting_tasks AS w \
+             ON w.session_id = r.session_id WHERE r.session_id = {waiter}"
+        ),
+    );
+    assert_eq!(task, [["same", "LCK_M_S", "0", "-1", "NULL", "1", "1"]]);
+    let (errors, _) = run(&mut holder, "COMMIT");
+    assert!(errors.is_empty(), "{errors:?}");
+    let (errors, text) = reader.join().expect("reader");
+    assert!(errors.is_empty(), "{text}");
+    drop((holder, observer));
+    server.shutdown().expect("shutdown");
+}

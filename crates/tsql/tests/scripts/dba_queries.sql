@@ -7,6 +7,7 @@ SELECT TOP (0) * FROM sys.dm_exec_sessions;
 SELECT TOP (0) * FROM sys.dm_os_sys_info;
 SELECT TOP (0) * FROM sys.dm_io_virtual_file_stats(NULL, NULL);
 SELECT TOP (0) * FROM sys.dm_db_log_space_usage;
+SELECT TOP (0) * FROM sys.dm_exec_requests;
 GO
 CREATE DATABASE shop;
 ALTER DATABASE shop SET RECOVERY FULL;
@@ -81,6 +82,18 @@ GO
 SELECT 1 / 0;
 GO
 SELECT row_count, prev_error FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+GO
+-- The request that reads sys.dm_exec_requests sees itself as it stands: @@ROWCOUNT (0 after
+-- the failed division) and @@ERROR (8134) so far, at nesting level 0 (the batch itself), with
+-- the whole batch as its statement (offsets 0 and -1) and no plan; its last wait is the
+-- session's last (the commits' WRITELOG).
+SELECT 1 AS n UNION ALL SELECT 2;
+SELECT 1 / 0;
+SELECT status, command, statement_start_offset, statement_end_offset, plan_handle, user_id,
+       open_resultset_count, percent_complete, CASE WHEN task_address IS NOT NULL THEN 'a task' END AS task,
+       last_wait_type, row_count, prev_error, nest_level, granted_query_memory, group_id, dop,
+       is_resumable, language, date_first, transaction_isolation_level
+FROM sys.dm_exec_requests WHERE session_id = @@SPID;
 GO
 -- System sessions have no client and no login sid of their own but sa's.
 SELECT TOP (1) is_user_process, host_name, program_name, client_version, endpoint_id
