@@ -1,4 +1,5 @@
-//! The process's memory as the operating system reports it, for sys.dm_os_process_memory:
+//! The process's memory as the operating system reports it, for sys.dm_os_process_memory
+//! (and the machine's, for sys.dm_os_sys_memory: [`SystemMemory`]):
 //! SQL Server reads these figures from Windows; extentdb reads Linux's (`/proc/self/status`,
 //! `/proc/self/stat`, `/proc/self/smaps_rollup`, `/proc/meminfo`).
 //!
@@ -77,6 +78,87 @@ impl ProcessMemory {
     }
 }
 
+/// The machine's memory as Linux reports it, for sys.dm_os_sys_memory (`/proc/meminfo` and
+/// `/proc/zoneinfo`), in KB.
+///
+/// The mapping: total and available physical memory are MemTotal and MemAvailable; the page
+/// file's total is the commit limit (CommitLimit, as Windows reports its commit limit) and its
+/// available part what is not committed (CommitLimit less Committed_AS); the system cache is
+/// the page cache (Cached plus Buffers); the kernel's paged and nonpaged pools are its
+/// reclaimable and unreclaimable slab (SReclaimable, SUnreclaim), the memory the kernel can and
+/// cannot give back. The low and high memory signals are the kernel's own thresholds for
+/// reclaim: free pages at or below the zones' low watermarks is low (kswapd is woken), above
+/// their high watermarks is high, in between neither (SQL Server reads Windows' memory resource
+/// notifications, whose thresholds are Windows' own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SystemMemory {
+    pub total_kb: u64,
+    pub available_kb: u64,
+    pub commit_limit_kb: u64,
+    pub commit_available_kb: u64,
+    pub cache_kb: u64,
+    pub kernel_reclaimable_kb: u64,
+    pub kernel_unreclaimable_kb: u64,
+    pub free_pages: u64,
+    pub low_watermark_pages: u64,
+    pub high_watermark_pages: u64,
+}
+
+impl SystemMemory {
+    /// Reads the machine's figures now.
+    pub fn read() -> io::Result<SystemMemory> {
+        let meminfo = std::fs::read_to_string("/proc/meminfo")?;
+        // zoneinfo is missing in some containers: no signal is then raised.
+        let zoneinfo = std::fs::read_to_string("/proc/zoneinfo").unwrap_or_default();
+        Ok(SystemMemory::parse(&meminfo, &zoneinfo))
+    }
+
+    /// The figures from the two files' texts.
+    pub fn parse(meminfo: &str, zoneinfo: &str) -> SystemMemory {
+        let commit_limit_kb = kb_field(meminfo, "CommitLimit:");
+        let (free_pages, low_watermark_pages, high_watermark_pages) = zone_pages(zoneinfo);
+        SystemMemory {
+            total_kb: kb_field(meminfo, "MemTotal:"),
+            available_kb: kb_field(meminfo, "MemAvailable:"),
+            commit_limit_kb,
+            commit_available_kb: commit_limit_kb.saturating_sub(kb_field(meminfo, "Committed_AS:")),
+            cache_kb: kb_field(meminfo, "Cached:") + kb_field(meminfo, "Buffers:"),
+            kernel_reclaimable_kb: kb_field(meminfo, "SReclaimable:"),
+            kernel_unreclaimable_kb: kb_field(meminfo, "SUnreclaim:"),
+            free_pages,
+            low_watermark_pages,
+            high_watermark_pages,
+        }
+    }
+
+    /// The kernel would reclaim memory now: free pages at or below the low watermarks.
+    pub fn is_low(&self) -> bool {
+        self.low_watermark_pages > 0 && self.free_pages <= self.low_watermark_pages
+    }
+
+    /// Free pages above the high watermarks, where the kernel stops reclaiming.
+    pub fn is_high(&self) -> bool {
+        self.high_watermark_pages > 0 && self.free_pages > self.high_watermark_pages
+    }
+}
+
+/// The zones' free pages and their low and high watermarks, summed over `/proc/zoneinfo`.
+fn zone_pages(zoneinfo: &str) -> (u64, u64, u64) {
+    let (mut free, mut low, mut high) = (0, 0, 0);
+    for line in zoneinfo.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(first), Some(second)) = (words.next(), words.next()) else { continue };
+        let number = |word: Option<&str>| word.and_then(|w| w.parse::<u64>().ok()).unwrap_or(0);
+        match (first, second) {
+            ("pages", "free") => free += number(words.next()),
+            ("low", value) => low += number(Some(value)),
+            ("high", value) => high += number(Some(value)),
+            _ => {}
+        }
+    }
+    (free, low, high)
+}
+
 /// The value of a `Name:   1234 kB` line; 0 when the line is missing.
 fn kb_field(text: &str, name: &str) -> u64 {
     text.lines()
@@ -124,6 +206,48 @@ mod tests {
         let memory = ProcessMemory::parse("", "", "", "");
         assert_eq!(memory, ProcessMemory::default());
         assert_eq!(memory.utilization_percent(), 100);
+    }
+
+    const ZONEINFO: &str = "Node 0, zone      DMA\n  pages free     3840\n        min      10\n\
+        low      13\n        high     16\n        spanned  4095\nNode 0, zone   Normal\n\
+  pages free     2000\n        min      1000\n        low      1500\n        high     2500\n\
+        protection: (0, 0, 0)\n";
+
+    #[test]
+    fn system_memory_is_meminfos_fields_and_the_zones_watermarks() {
+        let meminfo = "MemTotal:  24000000 kB\nMemFree: 900 kB\nMemAvailable:  20000000 kB\n\
+                       Buffers:  8000 kB\nCached:  800000 kB\nSReclaimable:  300000 kB\n\
+                       SUnreclaim:  50000 kB\nCommitLimit:  12000000 kB\n\
+                       Committed_AS:   2000000 kB\n";
+        let memory = SystemMemory::parse(meminfo, ZONEINFO);
+        assert_eq!(memory.total_kb, 24_000_000);
+        assert_eq!(memory.available_kb, 20_000_000);
+        assert_eq!((memory.commit_limit_kb, memory.commit_available_kb), (12_000_000, 10_000_000));
+        assert_eq!(memory.cache_kb, 808_000, "Cached, not SwapCached, plus Buffers");
+        assert_eq!(
+            (memory.kernel_reclaimable_kb, memory.kernel_unreclaimable_kb),
+            (300_000, 50_000)
+        );
+        assert_eq!(
+            (memory.free_pages, memory.low_watermark_pages, memory.high_watermark_pages),
+            (5_840, 1_513, 2_516),
+            "the zones' sums; min and protection are not watermarks counted"
+        );
+        assert!(memory.is_high() && !memory.is_low());
+    }
+
+    #[test]
+    fn the_signals_follow_free_pages_past_the_watermarks() {
+        let at = |free: u64| SystemMemory {
+            free_pages: free,
+            low_watermark_pages: 100,
+            high_watermark_pages: 300,
+            ..SystemMemory::default()
+        };
+        assert!(at(100).is_low() && !at(100).is_high());
+        assert!(!at(200).is_low() && !at(200).is_high(), "between the marks: steady");
+        assert!(!at(301).is_low() && at(301).is_high());
+        assert!(!SystemMemory::default().is_low() && !SystemMemory::default().is_high());
     }
 
     #[test]

@@ -63,6 +63,7 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_os_schedulers", "V"),
     ("dm_os_spinlock_stats", "V"),
     ("dm_os_sys_info", "V"),
+    ("dm_os_sys_memory", "V"),
     ("dm_os_tasks", "V"),
     ("dm_os_volume_stats", "IF"),
     ("dm_os_wait_stats", "V"),

@@ -1523,6 +1523,45 @@ impl Session {
         (cols, vec![row])
     }
 
+    /// sys.dm_os_sys_memory: the machine's memory as Linux reports it, mapped as
+    /// [`engine::process_memory::SystemMemory`] says: the signals are the kernel's reclaim
+    /// watermarks (deviation: SQL Server reads Windows' memory resource notifications).
+    pub(crate) fn dm_os_sys_memory(&self) -> Result<ViewRows> {
+        let cols = columns(&[
+            "total_physical_memory_kb",
+            "available_physical_memory_kb",
+            "total_page_file_kb",
+            "available_page_file_kb",
+            "system_cache_kb",
+            "kernel_paged_pool_kb",
+            "kernel_nonpaged_pool_kb",
+            "system_high_memory_signal_state",
+            "system_low_memory_signal_state",
+            "system_memory_state_desc",
+        ]);
+        let memory = engine::process_memory::SystemMemory::read().map_err(|e| {
+            SqlError::new(50000, 16, 1, format!("Could not read the machine's memory: {e}"))
+        })?;
+        let state = match (memory.is_high(), memory.is_low()) {
+            (true, _) => "Available physical memory is high",
+            (_, true) => "Available physical memory is low",
+            _ => "Physical memory usage is steady",
+        };
+        let row = vec![
+            big(memory.total_kb),
+            big(memory.available_kb),
+            big(memory.commit_limit_kb),
+            big(memory.commit_available_kb),
+            big(memory.cache_kb),
+            big(memory.kernel_reclaimable_kb),
+            big(memory.kernel_unreclaimable_kb),
+            Value::Bit(memory.is_high()),
+            Value::Bit(memory.is_low()),
+            text(state),
+        ];
+        Ok((cols, vec![row]))
+    }
+
     /// sys.dm_os_process_memory: the process's memory as Linux reports it
     /// ([`engine::process_memory`]). The low-memory columns are 0: the engine does not listen
     /// for the system's memory notifications.

@@ -76,6 +76,7 @@ impl Session {
             "dm_os_host_info" => Some(Ok(self.dm_os_host_info())),
             "dm_os_sys_info" => Some(Ok(self.dm_os_sys_info())),
             "dm_os_process_memory" => Some(self.dm_os_process_memory()),
+            "dm_os_sys_memory" => Some(self.dm_os_sys_memory()),
             "dm_os_memory_clerks" => Some(Ok(self.dm_os_memory_clerks())),
             "sysprocesses" => Some(Ok(self.sys_sysprocesses())),
             "dm_exec_session_wait_stats" => Some(Ok(self.dm_exec_session_wait_stats())),

@@ -38,3 +38,15 @@ FROM sys.dm_os_memory_clerks
 GROUP BY type, name, page_size_in_bytes
 ORDER BY SUM(pages_kb) DESC
 GO
+-- Glenn Berry's "Good basic information about OS memory amounts and state": the machine's
+-- memory, each figure checked against another rather than shown (they are this machine's).
+SELECT CASE WHEN total_physical_memory_kb > 0 THEN 'the machine''s' END AS [Physical Memory (MB)],
+       CASE WHEN available_physical_memory_kb BETWEEN 1 AND total_physical_memory_kb THEN 'part of it' END AS [Available Memory (MB)],
+       CASE WHEN available_page_file_kb <= total_page_file_kb THEN 'part of the commit limit' END AS [Available Page File (MB)],
+       CASE WHEN system_cache_kb >= 0 AND kernel_paged_pool_kb >= 0 AND kernel_nonpaged_pool_kb >= 0 THEN 'read' END AS [System Cache (MB)],
+       CASE WHEN system_memory_state_desc IN (N'Available physical memory is high', N'Available physical memory is low',
+                                              N'Physical memory usage is steady')
+             AND NOT (system_high_memory_signal_state = 1 AND system_low_memory_signal_state = 1)
+            THEN 'one state' END AS [System Memory State]
+FROM sys.dm_os_sys_memory WITH (NOLOCK) OPTION (RECOMPILE);
+GO
