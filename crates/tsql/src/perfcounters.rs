@@ -1,7 +1,7 @@
 //! sys.dm_os_performance_counters: SQL Server's performance objects (Buffer Manager, Memory
-//! Manager, Access Methods, Databases, Locks, General Statistics, SQL Statistics), one row per counter and
-//! instance, each read from the event counts the engine keeps ([`engine::perfcounters`], the
-//! buffer pool, each database's log and the lock manager).
+//! Manager, Access Methods, Databases, Locks, General Statistics, SQL Statistics), one row per
+//! counter and instance, each read from the event counts the engine keeps
+//! ([`engine::perfcounters`], the buffer pool, each database's log and the lock manager).
 //!
 //! As in SQL Server, object_name, counter_name and instance_name are nchar(128), so they come
 //! padded with spaces (`WHERE counter_name = 'Page Splits/sec'` matches, since trailing spaces do
