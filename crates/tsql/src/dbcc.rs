@@ -228,20 +228,12 @@ impl Session {
     /// textsize row (there is no TEXTSIZE limit).
     fn dbcc_useroptions(&self) -> ResultSet {
         let mut rows: Vec<(&str, String)> = vec![
-            ("language", "us_english".into()),
-            ("dateformat", "mdy".into()),
-            ("datefirst", "7".into()),
+            ("language", crate::session::LANGUAGE.into()),
+            ("dateformat", crate::session::DATE_FORMAT.into()),
+            ("datefirst", crate::session::DATE_FIRST.to_string()),
             ("lock_timeout", self.lock_timeout_ms().to_string()),
         ];
-        for option in [
-            "quoted_identifier",
-            "arithabort",
-            "ansi_null_dflt_on",
-            "ansi_warnings",
-            "ansi_padding",
-            "ansi_nulls",
-            "concat_null_yields_null",
-        ] {
+        for option in crate::session::ALWAYS_ON_OPTIONS {
             rows.push((option, "SET".into()));
         }
         let (nocount, xact_abort, _, _, isolation) = self.set_options();

@@ -2263,6 +2263,31 @@ impl Session {
     }
 }
 
+/// text_size through concat_null_yields_null of sys.dm_exec_sessions and sys.dm_exec_requests:
+/// the SET options every session runs with (no TEXTSIZE limit, [`crate::session::LANGUAGE`]
+/// and its date settings, [`crate::session::ALWAYS_ON_OPTIONS`] ON, ANSI_DEFAULTS OFF), as DBCC
+/// USEROPTIONS lists them.
+fn fixed_set_options() -> Vec<Value> {
+    let mut values = vec![
+        Value::Int(i32::MAX),
+        text(crate::session::LANGUAGE),
+        text(crate::session::DATE_FORMAT),
+        Value::SmallInt(i16::from(crate::session::DATE_FIRST)),
+    ];
+    let options = [
+        "quoted_identifier",
+        "arithabort",
+        "ansi_null_dflt_on",
+        "ansi_defaults",
+        "ansi_warnings",
+        "ansi_padding",
+        "ansi_nulls",
+        "concat_null_yields_null",
+    ];
+    values.extend(options.map(|o| Value::Bit(crate::session::ALWAYS_ON_OPTIONS.contains(&o))));
+    values
+}
+
 /// sys.dm_exec_requests' columns, SQL Server 2022's, in its order.
 const REQUEST_COLUMNS: [&str; 60] = [
     "session_id",
@@ -2362,9 +2387,8 @@ impl RequestRow {
     /// The row in [`REQUEST_COLUMNS`]' order.
     fn values(&self) -> Vec<Value> {
         let ms = |ms: u64| Value::Int(i32::try_from(ms).unwrap_or(i32::MAX));
-        let on = || Value::Bit(true);
         let off = || Value::Bit(false);
-        let row = vec![
+        let mut row = vec![
             Value::SmallInt(self.session_id as i16),
             Value::Int(0),
             self.start_time.clone(),
@@ -2395,18 +2419,9 @@ impl RequestRow {
             big(self.reads),
             big(0),
             big(self.logical_reads),
-            Value::Int(i32::MAX),
-            text("us_english"),
-            text("mdy"),
-            Value::SmallInt(7),
-            on(), // quoted_identifier
-            on(), // arithabort
-            on(), // ansi_null_dflt_on
-            off(),
-            on(), // ansi_warnings
-            on(), // ansi_padding
-            on(), // ansi_nulls
-            on(), // concat_null_yields_null
+        ];
+        row.extend(fixed_set_options());
+        row.extend([
             Value::SmallInt(self.transaction_isolation_level),
             Value::Int(self.lock_timeout_ms),
             Value::Int(self.deadlock_priority),
@@ -2425,7 +2440,7 @@ impl RequestRow {
             Value::Null, // external_script_request_id
             off(),
             self.page_resource.clone(),
-        ];
+        ]);
         debug_assert_eq!(row.len(), REQUEST_COLUMNS.len());
         row
     }
@@ -2519,8 +2534,7 @@ impl SessionRow {
     fn values(&self) -> Vec<Value> {
         let sid = || Value::Bytes(crate::sysdatabases::SA_SID.to_vec());
         let int_ms = |ms: i64| Value::Int(ms.min(i64::from(i32::MAX)) as i32);
-        let on = || Value::Bit(true);
-        let row = vec![
+        let mut row = vec![
             Value::SmallInt(self.session_id as i16),
             self.login_time.clone(),
             self.host_name.clone(),
@@ -2545,18 +2559,9 @@ impl SessionRow {
             big(0),
             big(self.logical_reads),
             Value::Bit(self.is_user_process),
-            Value::Int(i32::MAX),
-            text("us_english"),
-            text("mdy"),
-            Value::SmallInt(7),
-            on(), // quoted_identifier
-            on(), // arithabort
-            on(), // ansi_null_dflt_on
-            Value::Bit(false),
-            on(), // ansi_warnings
-            on(), // ansi_padding
-            on(), // ansi_nulls
-            on(), // concat_null_yields_null
+        ];
+        row.extend(fixed_set_options());
+        row.extend([
             Value::SmallInt(self.transaction_isolation_level),
             Value::Int(self.lock_timeout_ms),
             Value::Int(self.deadlock_priority),
@@ -2571,7 +2576,7 @@ impl SessionRow {
             Value::SmallInt(self.database_id as i16),
             Value::Int(0),
             Value::Int(self.open_transaction_count),
-        ];
+        ]);
         debug_assert_eq!(row.len(), SESSION_COLUMNS.len());
         row
     }

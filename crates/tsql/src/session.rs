@@ -156,6 +156,26 @@ pub(crate) fn other_database_part(
     (!database.is_empty() && !database.eq_ignore_ascii_case(current)).then_some(database)
 }
 
+/// How the engine always reads and names dates (@@LANGUAGE, @@DATEFIRST, DBCC USEROPTIONS,
+/// sys.dm_exec_sessions and sys.dm_exec_requests): SET LANGUAGE, DATEFORMAT and DATEFIRST
+/// are accepted and ignored.
+pub(crate) const LANGUAGE: &str = "us_english";
+pub(crate) const DATE_FORMAT: &str = "mdy";
+pub(crate) const DATE_FIRST: u8 = 7;
+
+/// The SET options that are always ON here (NULL = NULL is not true, 'a' + NULL is NULL, a
+/// column without NULL or NOT NULL allows NULLs...), in DBCC USEROPTIONS' order. ANSI_DEFAULTS
+/// is OFF.
+pub(crate) const ALWAYS_ON_OPTIONS: [&str; 7] = [
+    "quoted_identifier",
+    "arithabort",
+    "ansi_null_dflt_on",
+    "ansi_warnings",
+    "ansi_padding",
+    "ansi_nulls",
+    "concat_null_yields_null",
+];
+
 /// The system objects SQL Server also resolves without a schema or with `dbo`: the
 /// compatibility view sysprocesses, and fn_virtualfilestats, which its documentation calls
 /// plainly (`SELECT * FROM fn_virtualfilestats(1, 1)`).
@@ -2079,9 +2099,8 @@ impl Session {
             "@@ERROR" => Value::Int(self.last_error),
             "@@SPID" => Value::SmallInt(self.spid as i16),
             "@@LOCK_TIMEOUT" => Value::Int(self.lock_timeout_ms),
-            // How the engine always reads dates and names weekdays (DBCC USEROPTIONS).
-            "@@LANGUAGE" => Value::Text("us_english".into()),
-            "@@DATEFIRST" => Value::TinyInt(7),
+            "@@LANGUAGE" => Value::Text(LANGUAGE.into()),
+            "@@DATEFIRST" => Value::TinyInt(DATE_FIRST),
             "@@VERSION" => {
                 Value::Text(self.server.instance.banner().first().cloned().unwrap_or_default())
             }

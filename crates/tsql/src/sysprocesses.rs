@@ -76,8 +76,6 @@ const SYSPROCESSES_COLUMNS: [&str; 33] = [
     "page_resource",
 ];
 
-/// sa's security id.
-const SA_SID: u8 = 0x01;
 /// Bytes of sysprocesses.context_info.
 const CONTEXT_INFO_BYTES: usize = 128;
 /// Bytes of sysprocesses.sql_handle.
@@ -213,7 +211,7 @@ impl Session {
             Value::SmallInt(0),
             Value::SmallInt(info.open_transaction_count as i16),
             text(status),
-            Value::Bytes(vec![SA_SID]),
+            Value::Bytes(crate::sysdatabases::SA_SID.to_vec()),
             Value::Text(info.host_name.clone().unwrap_or_default()),
             Value::Text(info.program_name.clone()),
             Value::Text(connection.map_or(String::new(), |c| c.facts.host_process_id.to_string())),
@@ -261,7 +259,7 @@ impl Session {
                 Value::SmallInt(0),
                 Value::SmallInt(0),
                 text("background"),
-                Value::Bytes(vec![SA_SID]),
+                Value::Bytes(crate::sysdatabases::SA_SID.to_vec()),
                 text(""),
                 text(""),
                 text(""),
