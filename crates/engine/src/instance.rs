@@ -130,6 +130,8 @@ pub struct Instance {
     /// The machine's memory in MB as detected at startup ([`detect_physical_memory_mb`]): the
     /// errorlog's "Detected N MB of RAM", sys.dm_os_sys_info.physical_memory_kb.
     pub physical_memory_mb: Option<u64>,
+    /// The server's Extended Events sessions.
+    pub xevents: Arc<crate::xevent::XEvents>,
     next_database_id: Mutex<u16>,
     open_databases: Mutex<BTreeSet<String>>,
     /// The open lock file that keeps other instances out of the data directory
@@ -261,6 +263,9 @@ impl Instance {
             config.startup_trace_flags.contains(&traceflags::TF_LARGE_PAGE_BUFFER_POOL);
         let scheduler_count =
             config.schedulers.unwrap_or_else(crate::scheduler::Schedulers::cpu_count);
+        let xevents =
+            Arc::new(crate::xevent::XEvents::load(io.clone(), &config.dir, clock.clone()));
+        stats.waits.attach_xevents(xevents.clone());
         let instance = Instance {
             schedulers: crate::scheduler::Schedulers::new(scheduler_count, stats.waits.clone()),
             trace_flags: TraceFlags::new(&config.startup_trace_flags),
@@ -288,6 +293,7 @@ impl Instance {
             configuration,
             io_affinity_cpus,
             physical_memory_mb,
+            xevents,
             next_database_id: Mutex::new(FIRST_USER_DATABASE_ID),
             open_databases: Mutex::new(BTreeSet::new()),
             data_directory_lock: Mutex::new(Some(data_directory_lock)),
@@ -307,6 +313,9 @@ impl Instance {
         instance
             .schedulers
             .set_affinity_mask(instance.configuration.value_in_use(configuration::AFFINITY_MASK));
+        for error in instance.xevents.start_startup_sessions() {
+            instance.errorlog.write_error("Server", &error);
+        }
         Ok(Arc::new(instance))
     }
 

@@ -23,6 +23,7 @@
 //! - [`errorlog`], [`traceflags`], [`waits`], [`clock`]: the instance's observable surfaces.
 //! - [`buffer`], [`pool_memory`]: the buffer pool, its frames' memory (huge-page mappings).
 //! - [`perfcounters`]: the event counts behind sys.dm_os_performance_counters.
+//! - [`xevent`]: Extended Events sessions, the events the engine fires, their targets.
 //! - [`plan`]: the what-if planner, which drives the filegroup code above without any I/O.
 
 pub mod affinity;
@@ -67,5 +68,6 @@ pub mod traceflags;
 pub mod units;
 pub mod waits;
 pub mod xact;
+pub mod xevent;
 
 pub use error::{SqlError, SqlResult};

@@ -120,6 +120,9 @@ pub struct SessionWaitRow {
 #[derive(Default)]
 pub struct WaitStats {
     tables: Mutex<WaitTables>,
+    /// The instance's event sessions, told of each wait once it is recorded (sqlos.wait_info
+    /// and wait_info_external).
+    xevents: std::sync::OnceLock<Arc<crate::xevent::XEvents>>,
 }
 
 impl WaitStats {
@@ -145,6 +148,15 @@ impl WaitStats {
         let session = tables.sessions.entry(spid).or_default();
         session.cells.entry(wait_type).or_default().add(waited_us, signal_us);
         session.last_wait_type = Some(wait_type);
+        drop(tables);
+        if let Some(xevents) = self.xevents.get() {
+            xevents.wait_completed(spid, wait_type, waited, signal);
+        }
+    }
+
+    /// Fires the wait events of `xevents`' running sessions from now on (once, at startup).
+    pub fn attach_xevents(&self, xevents: Arc<crate::xevent::XEvents>) {
+        let _ = self.xevents.set(xevents);
     }
 
     /// The rows, by wait type.

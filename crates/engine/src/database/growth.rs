@@ -47,7 +47,7 @@ impl Database {
             }
         };
         file.alloc.publish_growth(new_size_pages, added);
-        self.growth_events.lock().push(GrowthEvent {
+        let growth = GrowthEvent {
             file_id: file.file_id,
             logical_name: file.logical_name.clone(),
             old_size_pages,
@@ -56,7 +56,11 @@ impl Database {
             is_automatic,
             zeroed,
             start_time,
-        });
+        };
+        self.growth_events.lock().push(growth.clone());
+        if self.instance.xevents.is_enabled(crate::xevent::catalog::DATABASE_FILE_SIZE_CHANGE) {
+            self.instance.xevents.file_size_changed(&self.size_change("data", growth));
+        }
         Ok(())
     }
 

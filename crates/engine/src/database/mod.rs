@@ -199,6 +199,32 @@ pub struct FileSizeChange {
     pub integer_data: i64,
 }
 
+/// A growth of a `file_type` ("data" or "log") file as the default trace and XE record it.
+pub(crate) fn size_change_of(
+    database_id: u16,
+    database_name: &str,
+    file_type: &'static str,
+    g: GrowthEvent,
+) -> FileSizeChange {
+    let class = if file_type == "data" { 92 } else { 93 };
+    let pages_added = i64::from(g.new_size_pages) - i64::from(g.old_size_pages);
+    FileSizeChange {
+        event_class: g.is_automatic.then_some(class),
+        database_id,
+        database_name: database_name.to_string(),
+        file_id: g.file_id,
+        file_name: g.logical_name,
+        file_type,
+        is_automatic: g.is_automatic,
+        size_change_kb: pages_added * 8,
+        total_size_kb: i64::from(g.new_size_pages) * 8,
+        start_time: g.start_time,
+        end_time: g.start_time + chrono::Duration::microseconds(g.duration_us as i64),
+        duration_us: g.duration_us,
+        integer_data: pages_added,
+    }
+}
+
 /// A change made by ALTER DATABASE ... MODIFY FILE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileChange {
@@ -622,16 +648,7 @@ impl Database {
     /// Every data and log file size change, in time order (the XE event stream).
     pub fn file_size_changes(&self) -> Vec<FileSizeChange> {
         let data = self.growth_events.lock().clone();
-        let log = self.log.growths().into_iter().map(|g| GrowthEvent {
-            file_id: g.file_id,
-            logical_name: g.logical_name,
-            old_size_pages: g.old_size_pages,
-            new_size_pages: g.new_size_pages,
-            duration_us: g.duration_us,
-            is_automatic: g.is_automatic,
-            zeroed: g.zeroed,
-            start_time: g.start_time,
-        });
+        let log = self.log.growths().into_iter().map(|g| g.as_growth_event());
         let mut changes: Vec<FileSizeChange> = data
             .into_iter()
             .map(|g| self.size_change("data", g))
@@ -647,23 +664,7 @@ impl Database {
     }
 
     fn size_change(&self, file_type: &'static str, g: GrowthEvent) -> FileSizeChange {
-        let class = if file_type == "data" { 92 } else { 93 };
-        let pages_added = i64::from(g.new_size_pages) - i64::from(g.old_size_pages);
-        FileSizeChange {
-            event_class: g.is_automatic.then_some(class),
-            database_id: self.database_id,
-            database_name: self.name.clone(),
-            file_id: g.file_id,
-            file_name: g.logical_name,
-            file_type,
-            is_automatic: g.is_automatic,
-            size_change_kb: pages_added * 8,
-            total_size_kb: i64::from(g.new_size_pages) * 8,
-            start_time: g.start_time,
-            end_time: g.start_time + chrono::Duration::microseconds(g.duration_us as i64),
-            duration_us: g.duration_us,
-            integer_data: pages_added,
-        }
+        size_change_of(self.database_id, &self.name, file_type, g)
     }
 
     pub fn mixed_page_allocation(&self) -> bool {

@@ -181,6 +181,9 @@ impl Io for FaultIo {
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         self.inner.read_to_string(path)
     }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+        self.inner.list_dir(dir)
+    }
     /// The inner volume, with no more available than an armed full disk leaves.
     fn volume(&self, path: &Path) -> io::Result<super::VolumeSpace> {
         let mut volume = self.inner.volume(path)?;

@@ -32,7 +32,7 @@ pub use stats::{FileIoCounters, FileIoRegistry, FileIoSnapshot, PendingIoRow, St
 pub use std_io::StdIo;
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Operations on paths.
@@ -61,6 +61,9 @@ pub trait Io: Send + Sync {
     /// The volume (mounted file system) that holds `path`, and its space
     /// (sys.dm_os_volume_stats).
     fn volume(&self, path: &Path) -> io::Result<VolumeSpace>;
+    /// The paths of the entries of directory `dir` (Extended Events' file reader matches
+    /// them against a pattern).
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
 }
 
 /// A mounted file system as sys.dm_os_volume_stats shows it.

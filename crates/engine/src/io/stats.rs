@@ -231,6 +231,9 @@ impl Io for StatsIo {
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         self.inner.read_to_string(path)
     }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+        self.inner.list_dir(dir)
+    }
 }
 
 /// A file whose calls add to its counters, each read and write pending while it runs.

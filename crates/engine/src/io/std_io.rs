@@ -251,6 +251,10 @@ impl Io for StdIo {
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         std::fs::read_to_string(path)
     }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+        std::fs::read_dir(dir)?.map(|entry| entry.map(|e| e.path())).collect()
+    }
 }
 
 impl IoFile for StdFile {

@@ -414,6 +414,22 @@ pub struct LogGrowth {
     pub start_time: chrono::NaiveDateTime,
 }
 
+impl LogGrowth {
+    /// The growth as a data file's growth event (the fields both have).
+    pub fn as_growth_event(&self) -> crate::database::GrowthEvent {
+        crate::database::GrowthEvent {
+            file_id: self.file_id,
+            logical_name: self.logical_name.clone(),
+            old_size_pages: self.old_size_pages,
+            new_size_pages: self.new_size_pages,
+            duration_us: self.duration_us,
+            is_automatic: self.is_automatic,
+            zeroed: self.zeroed,
+            start_time: self.start_time,
+        }
+    }
+}
+
 /// One row of fn_dblog(NULL, NULL), with its column names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DbLogRow {
@@ -1515,7 +1531,7 @@ impl LogManager {
             return Err(error);
         }
         file.size_pages = new_size_pages;
-        state.growths.push(LogGrowth {
+        let growth = LogGrowth {
             file_id,
             logical_name: state.files[&file_id].logical_name.clone(),
             old_size_pages,
@@ -1525,7 +1541,17 @@ impl LogManager {
             zeroed: !use_ifi,
             vlfs_added: sizes.len(),
             start_time,
-        });
+        };
+        if self.instance.xevents.is_enabled(crate::xevent::catalog::DATABASE_FILE_SIZE_CHANGE) {
+            let change = crate::database::size_change_of(
+                self.database_id,
+                &self.database_name,
+                "log",
+                growth.as_growth_event(),
+            );
+            self.instance.xevents.file_size_changed(&change);
+        }
+        state.growths.push(growth);
         Ok(())
     }
 
