@@ -108,6 +108,19 @@ const SYSTEM_OBJECTS: &[(&str, &str)] = &[
     ("dm_exec_session_wait_stats", "V"),
     ("dm_exec_input_buffer", "IF"),
     ("fn_virtualfilestats", "IF"),
+    ("server_event_sessions", "V"),
+    ("server_event_session_events", "V"),
+    ("server_event_session_actions", "V"),
+    ("server_event_session_targets", "V"),
+    ("server_event_session_fields", "V"),
+    ("dm_xe_sessions", "V"),
+    ("dm_xe_session_targets", "V"),
+    ("dm_xe_session_events", "V"),
+    ("dm_xe_packages", "V"),
+    ("dm_xe_objects", "V"),
+    ("dm_xe_object_columns", "V"),
+    ("dm_xe_map_values", "V"),
+    ("fn_xe_file_target_read_file", "IF"),
 ];
 
 /// sys.objects.type_desc for a type code.

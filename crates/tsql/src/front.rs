@@ -125,6 +125,8 @@ pub enum Stmt {
     AlterIndex(Box<crate::alterindex::AlterIndex>),
     /// KILL session_id [WITH STATUSONLY], KILL 'uow'.
     Kill(Box<crate::kill::Kill>),
+    /// CREATE, ALTER or DROP EVENT SESSION.
+    EventSession(Box<crate::xevents::EventSessionStatement>),
     /// ALTER TABLE table ALTER COLUMN column type [NULL | NOT NULL] (sqlparser reads
     /// PostgreSQL's form only). `nullable` is None when neither is given.
     AlterColumn {
@@ -1492,6 +1494,9 @@ fn parse_one_here(parser: &mut Parser<'_>) -> Result<Stmt, ParserError> {
     }
     if crate::kill::starts(parser) {
         return Ok(Stmt::Kill(Box::new(crate::kill::parse(parser)?)));
+    }
+    if crate::xevents::starts(parser) {
+        return Ok(Stmt::EventSession(Box::new(crate::xevents::parse(parser)?)));
     }
     if crate::alterindex::starts(parser) {
         return Ok(Stmt::AlterIndex(Box::new(crate::alterindex::parse(parser)?)));

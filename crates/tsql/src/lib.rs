@@ -62,3 +62,4 @@ pub mod temp;
 pub mod value;
 pub mod waitfor;
 pub mod window;
+pub mod xevents;

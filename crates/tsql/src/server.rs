@@ -520,6 +520,8 @@ impl Server {
             batch_cache: crate::cache::BatchCache::default(),
             releases_data_directory,
         });
+        let actions = crate::xevents::ServerActions(Arc::downgrade(&server));
+        server.instance.xevents.set_action_provider(Arc::new(actions));
         let registry = server.registry()?;
         let ids_missing = registry.iter().any(|entry| entry.database_id.is_none());
         for entry in &registry {

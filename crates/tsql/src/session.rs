@@ -1289,6 +1289,7 @@ impl Session {
             Stmt::Dbcc(dbcc) => self.run_dbcc(dbcc, line, out),
             Stmt::AlterIndex(statement) => self.alter_index(statement, line),
             Stmt::Kill(kill) => self.kill(kill, line, out),
+            Stmt::EventSession(statement) => self.event_session(statement, line),
             Stmt::Hinted { hints, statement } => {
                 self.hints = *hints;
                 let result = self.run(statement, line, out);
