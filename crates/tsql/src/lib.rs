@@ -63,3 +63,4 @@ pub mod value;
 pub mod waitfor;
 pub mod window;
 pub mod xevents;
+pub mod xml;

@@ -144,6 +144,11 @@ fn is_aggregate(name: &str) -> bool {
     )
 }
 
+/// The xml type's methods this engine has ([`crate::xml`]).
+fn is_xml_method(name: &str) -> bool {
+    name.eq_ignore_ascii_case("value") || name.eq_ignore_ascii_case("exist")
+}
+
 pub(crate) fn function_name(name: &ObjectName) -> String {
     crate::front::last_part(name)
 }
@@ -495,6 +500,9 @@ impl Session {
                 if *is_try { Ok(converted.unwrap_or(Value::Null)) } else { converted }
             }
             Expr::Function(f) => self.call(f, env),
+            Expr::CompoundFieldAccess { root, access_chain } => {
+                self.xml_method_on(root, access_chain, env)
+            }
             Expr::Substring { expr, substring_from, substring_for, .. } => {
                 let mut args = vec![self.eval(expr, env)?];
                 for part in [substring_from, substring_for].into_iter().flatten() {
@@ -627,7 +635,78 @@ impl Session {
         }
     }
 
+    /// `column.value(path, type)` and `@variable.exist(path)`: an xml method called on a
+    /// column or a variable ([`crate::xml`]); None if `f` is not one.
+    fn xml_method(&self, f: &sqlparser::ast::Function, env: &Env<'_>) -> Option<Result<Value>> {
+        let parts: Vec<String> = f.name.0.iter().map(|p| p.to_string()).collect();
+        let (method, owner) = parts.split_last()?;
+        if owner.is_empty() || !is_xml_method(method) {
+            return None;
+        }
+        let owner: Vec<String> = owner
+            .iter()
+            .map(|p| p.trim_start_matches('[').trim_end_matches(']').to_string())
+            .collect();
+        Some(self.resolve(&owner, env).and_then(|xml| self.call_xml_method(&xml, method, f, env)))
+    }
+
+    /// `CAST(x AS xml).value(...)`: the method on an expression. A CAST or CONVERT to xml is
+    /// read as its operand's text, whatever its length (xml is nvarchar(4000) elsewhere).
+    fn xml_method_on(
+        &self,
+        root: &Expr,
+        access_chain: &[sqlparser::ast::AccessExpr],
+        env: &Env<'_>,
+    ) -> Result<Value> {
+        let [sqlparser::ast::AccessExpr::Dot(Expr::Function(f))] = access_chain else {
+            return Err(not_supported(&format!("{root}")));
+        };
+        let method = function_name(&f.name);
+        if f.name.0.len() != 1 || !is_xml_method(&method) {
+            return Err(not_supported(&format!("{root}.{f}")));
+        }
+        let xml = match root {
+            Expr::Cast { expr, data_type, .. }
+                if data_type.to_string().eq_ignore_ascii_case("xml") =>
+            {
+                self.eval(expr, env)?
+            }
+            other => self.eval(other, env)?,
+        };
+        self.call_xml_method(&xml, &method, f, env)
+    }
+
+    fn call_xml_method(
+        &self,
+        xml: &Value,
+        method: &str,
+        f: &sqlparser::ast::Function,
+        env: &Env<'_>,
+    ) -> Result<Value> {
+        let mut args = Vec::new();
+        for arg in function_args(f) {
+            let FunctionArgExpr::Expr(e) = arg else { return Err(not_supported("*")) };
+            args.push(crate::value::display(&self.eval(&e, env)?));
+        }
+        match (method.to_ascii_lowercase().as_str(), args.as_slice()) {
+            ("value", [path, type_name]) => crate::xml::value(xml, path, type_name),
+            ("exist", [path]) => crate::xml::exist(xml, path),
+            _ => Err(SqlError::new(
+                174,
+                15,
+                1,
+                format!(
+                    "The {method} function requires {} argument(s).",
+                    if method.eq_ignore_ascii_case("value") { 2 } else { 1 }
+                ),
+            )),
+        }
+    }
+
     fn call(&self, f: &sqlparser::ast::Function, env: &Env<'_>) -> Result<Value> {
+        if let Some(result) = self.xml_method(f, env) {
+            return result;
+        }
         let name = function_name(&f.name);
         if is_aggregate(&name) && f.over.is_none() {
             return self.aggregate(&name, f, env);

@@ -21,6 +21,7 @@
 //! no buffers (events go to their targets as they fire); the event file is text (see
 //! [`engine::xevent::target`]).
 
+use crate::dmv::big;
 use crate::front::{is_word, parse_word};
 use crate::session::{Failure, Flow, Session};
 use crate::sysviews::{ViewRows, columns, text};
@@ -122,7 +123,10 @@ pub fn parse(parser: &mut Parser<'_>) -> std::result::Result<EventSessionStateme
     }
 }
 
-fn parse_body(parser: &mut Parser<'_>, alter: bool) -> std::result::Result<SessionBody, ParserError> {
+fn parse_body(
+    parser: &mut Parser<'_>,
+    alter: bool,
+) -> std::result::Result<SessionBody, ParserError> {
     let mut body = SessionBody::default();
     loop {
         let adding = if parse_word(parser, "ADD") {
@@ -226,7 +230,9 @@ fn parse_target(parser: &mut Parser<'_>) -> std::result::Result<TargetSpec, Pars
 }
 
 /// `name = value [, ...]`, a value being a string, a number (in parentheses or not) or a word.
-fn parse_settings(parser: &mut Parser<'_>) -> std::result::Result<Vec<(String, String)>, ParserError> {
+fn parse_settings(
+    parser: &mut Parser<'_>,
+) -> std::result::Result<Vec<(String, String)>, ParserError> {
     let mut settings = Vec::new();
     loop {
         let name = parser.parse_identifier()?.value.to_lowercase();
@@ -258,7 +264,9 @@ fn setting_value(parser: &mut Parser<'_>) -> std::result::Result<String, ParserE
     }
 }
 
-fn parse_options(parser: &mut Parser<'_>) -> std::result::Result<Vec<(String, String, Option<String>)>, ParserError> {
+fn parse_options(
+    parser: &mut Parser<'_>,
+) -> std::result::Result<Vec<(String, String, Option<String>)>, ParserError> {
     parser.expect_token(&Token::LParen)?;
     let mut options = Vec::new();
     loop {
@@ -266,7 +274,9 @@ fn parse_options(parser: &mut Parser<'_>) -> std::result::Result<Vec<(String, St
         parser.expect_token(&Token::Eq)?;
         let value = setting_value(parser)?;
         let unit = match parser.peek_token().token {
-            Token::Word(word) if ["KB", "MB", "SECONDS"].iter().any(|u| word.value.eq_ignore_ascii_case(u)) => {
+            Token::Word(word)
+                if ["KB", "MB", "SECONDS"].iter().any(|u| word.value.eq_ignore_ascii_case(u)) =>
+            {
                 parser.next_token();
                 Some(word.value.to_uppercase())
             }
@@ -287,7 +297,10 @@ fn invalid_name(kind: &str, name: &ObjectName) -> SqlError {
         25623,
         16,
         1,
-        format!("The {kind} name, \"{}\", is invalid, or the object could not be found", name.text()),
+        format!(
+            "The {kind} name, \"{}\", is invalid, or the object could not be found",
+            name.text()
+        ),
     )
 }
 
@@ -314,12 +327,14 @@ fn resolve_event(spec: &EventSpec) -> engine::SqlResult<EventDef> {
             actions.push(action);
         }
     }
-    let predicate = spec.predicate.as_deref().map(|text| Predicate::parse(object, text)).transpose()?;
+    let predicate =
+        spec.predicate.as_deref().map(|text| Predicate::parse(object, text)).transpose()?;
     Ok(EventDef { event, actions, predicate })
 }
 
 fn resolve_target(spec: &TargetSpec) -> engine::SqlResult<TargetDef> {
-    let target = catalog::target(&spec.name.name).ok_or_else(|| invalid_name("target", &spec.name))?;
+    let target =
+        catalog::target(&spec.name.name).ok_or_else(|| invalid_name("target", &spec.name))?;
     for (attribute, _) in &spec.settings {
         if !target.attributes.iter().any(|(name, _, _)| name.eq_ignore_ascii_case(attribute)) {
             return Err(SqlError::new(
@@ -333,7 +348,8 @@ fn resolve_target(spec: &TargetSpec) -> engine::SqlResult<TargetDef> {
             ));
         }
     }
-    let has_filename = spec.settings.iter().any(|(name, value)| name == "filename" && !value.is_empty());
+    let has_filename =
+        spec.settings.iter().any(|(name, value)| name == "filename" && !value.is_empty());
     if target.name == "event_file" && !has_filename {
         return Err(SqlError::new(
             25642,
@@ -356,7 +372,9 @@ fn apply_options(
                 25702,
                 16,
                 1,
-                format!("The event session option, \"{name}\", is set more than once. Remove the duplicate session option and re-issue the statement."),
+                format!(
+                    "The event session option, \"{name}\", is set more than once. Remove the duplicate session option and re-issue the statement."
+                ),
             ));
         }
         let bad = || {
@@ -364,7 +382,9 @@ fn apply_options(
                 25703,
                 16,
                 1,
-                format!("The event session option, \"{name}\", has an invalid value. Correct the value and re-issue the statement."),
+                format!(
+                    "The event session option, \"{name}\", has an invalid value. Correct the value and re-issue the statement."
+                ),
             )
         };
         let number = || value.parse::<u32>().map_err(|_| bad());
@@ -393,7 +413,8 @@ fn apply_options(
                 }
             }
             "MAX_DISPATCH_LATENCY" => {
-                options.max_dispatch_latency_s = if value.eq_ignore_ascii_case("INFINITE") { 0 } else { number()? }
+                options.max_dispatch_latency_s =
+                    if value.eq_ignore_ascii_case("INFINITE") { 0 } else { number()? }
             }
             "MEMORY_PARTITION_MODE" => {
                 options.memory_partition_mode = match value.to_uppercase().as_str() {
@@ -417,7 +438,9 @@ fn create_definition(name: &str, body: &SessionBody) -> engine::SqlResult<Sessio
             25701,
             15,
             1,
-            format!("Invalid event session name \"{name}\". Temporary event sessions are not allowed."),
+            format!(
+                "Invalid event session name \"{name}\". Temporary event sessions are not allowed."
+            ),
         ));
     }
     let mut events: Vec<EventDef> = Vec::new();
@@ -429,18 +452,25 @@ fn create_definition(name: &str, body: &SessionBody) -> engine::SqlResult<Sessio
                 25626,
                 16,
                 1,
-                format!("The event, \"{}.{}\", was specified multiple times.", object.package, object.name),
+                format!(
+                    "The event, \"{}.{}\", was specified multiple times.",
+                    object.package, object.name
+                ),
             ));
         }
         events.push(event);
     }
-    let targets = body.add_targets.iter().map(resolve_target).collect::<engine::SqlResult<Vec<_>>>()?;
+    let targets =
+        body.add_targets.iter().map(resolve_target).collect::<engine::SqlResult<Vec<_>>>()?;
     let mut options = SessionOptions::default();
     apply_options(&mut options, &body.options)?;
     Ok(SessionDef { event_session_id: 0, name: name.to_string(), events, targets, options })
 }
 
-fn alter_changes(current: &SessionDef, body: &SessionBody) -> engine::SqlResult<Vec<SessionChange>> {
+fn alter_changes(
+    current: &SessionDef,
+    body: &SessionBody,
+) -> engine::SqlResult<Vec<SessionChange>> {
     let mut changes = Vec::new();
     for name in &body.drop_events {
         let event = catalog::event_index(name.package.as_deref(), &name.name)
@@ -525,7 +555,10 @@ impl Session {
                     Value::Text(def.name.clone()),
                     Value::Text(o.event_retention_mode.to_string()),
                     text(o.event_retention_mode_desc()),
-                    Value::Int(i32::try_from(u64::from(o.max_dispatch_latency_s) * 1000).unwrap_or(i32::MAX)),
+                    Value::Int(
+                        i32::try_from(u64::from(o.max_dispatch_latency_s) * 1000)
+                            .unwrap_or(i32::MAX),
+                    ),
                     Value::Int(i32::try_from(o.max_memory_kb).unwrap_or(i32::MAX)),
                     Value::Int(i32::try_from(o.max_event_size_kb).unwrap_or(i32::MAX)),
                     Value::Text(o.memory_partition_mode.to_string()),
@@ -542,12 +575,21 @@ impl Session {
     /// sys.server_event_session_events: one row per event of each definition (event_id
     /// numbers the session's events, then its targets, from 1).
     pub(crate) fn server_event_session_events(&self) -> ViewRows {
-        let cols = columns(&["event_session_id", "event_id", "name", "package", "module", "predicate", "predicate_xml"]);
+        let cols = columns(&[
+            "event_session_id",
+            "event_id",
+            "name",
+            "package",
+            "module",
+            "predicate",
+            "predicate_xml",
+        ]);
         let mut rows = Vec::new();
         for def in self.server.instance.xevents.definitions() {
             for (i, event) in def.events.iter().enumerate() {
                 let object = &EVENTS[event.event];
-                let predicate = event.predicate.as_ref().map_or(Value::Null, |p| Value::Text(p.render(object)));
+                let predicate =
+                    event.predicate.as_ref().map_or(Value::Null, |p| Value::Text(p.render(object)));
                 rows.push(vec![
                     Value::Int(def.event_session_id),
                     Value::Int(i as i32 + 1),
@@ -677,7 +719,9 @@ impl Session {
                     text("server"),
                     Value::BigInt(0),
                     Value::BigInt(0),
-                    Value::BigInt(i64::try_from(session.total_bytes_generated()).unwrap_or(i64::MAX)),
+                    Value::BigInt(
+                        i64::try_from(session.total_bytes_generated()).unwrap_or(i64::MAX),
+                    ),
                 ]
             })
             .collect();
@@ -714,7 +758,12 @@ impl Session {
 
     /// sys.dm_xe_session_events: each running session's events and predicates.
     pub(crate) fn dm_xe_session_events(&self) -> ViewRows {
-        let cols = columns(&["event_session_address", "event_name", "event_package_guid", "event_predicate"]);
+        let cols = columns(&[
+            "event_session_address",
+            "event_name",
+            "event_package_guid",
+            "event_predicate",
+        ]);
         let mut rows = Vec::new();
         for session in self.server.instance.xevents.running() {
             for event in &session.def.events {
@@ -732,7 +781,15 @@ impl Session {
 
     /// sys.dm_xe_packages.
     pub(crate) fn dm_xe_packages(&self) -> ViewRows {
-        let cols = columns(&["name", "guid", "description", "capabilities", "capabilities_desc", "module_guid", "module_address"]);
+        let cols = columns(&[
+            "name",
+            "guid",
+            "description",
+            "capabilities",
+            "capabilities_desc",
+            "module_guid",
+            "module_address",
+        ]);
         let rows = catalog::PACKAGES
             .iter()
             .map(|p| {
@@ -764,7 +821,11 @@ impl Session {
             "type_size",
         ]);
         let mut rows = Vec::new();
-        let mut row = |name: &str, kind: &str, package: &str, description: &str, type_name: Option<(&str, &str)>| {
+        let mut row = |name: &str,
+                       kind: &str,
+                       package: &str,
+                       description: &str,
+                       type_name: Option<(&str, &str)>| {
             rows.push(vec![
                 text(name),
                 text(kind),
@@ -908,7 +969,8 @@ impl Session {
                     Value::Text(e.event_data),
                     Value::Text(e.file_name),
                     Value::BigInt(e.file_offset),
-                    e.timestamp_utc.map_or(Value::Null, |t| crate::functions::current_time("SYSDATETIME", t)),
+                    e.timestamp_utc
+                        .map_or(Value::Null, |t| crate::functions::current_time("SYSDATETIME", t)),
                 ]
             })
             .collect();
@@ -916,13 +978,9 @@ impl Session {
     }
 }
 
-fn big(n: u64) -> Value {
-    Value::BigInt(i64::try_from(n).unwrap_or(i64::MAX))
-}
-
 /// An address as varbinary(8).
 fn address(address: u64) -> Value {
-    Value::Bytes(address.to_be_bytes().to_vec())
+    crate::dmv::pointer_bytes(address)
 }
 
 fn package_guid(package: &str) -> &'static str {
@@ -938,7 +996,11 @@ fn guid(text: &str) -> Value {
 pub(crate) struct ServerActions(pub std::sync::Weak<crate::server::Server>);
 
 impl engine::xevent::ActionProvider for ServerActions {
-    fn value(&self, spid: u16, action: &catalog::ActionObject) -> Option<engine::xevent::FieldValue> {
+    fn value(
+        &self,
+        spid: u16,
+        action: &catalog::ActionObject,
+    ) -> Option<engine::xevent::FieldValue> {
         use engine::xevent::FieldValue;
         let server = self.0.upgrade()?;
         let sessions = server.sessions.lock();
@@ -948,7 +1010,12 @@ impl engine::xevent::ActionProvider for ServerActions {
             "database_name" => {
                 let database_id = i64::from(info.database_id);
                 drop(sessions);
-                FieldValue::Text(server.database_by_id(database_id).map(|db| db.name.clone()).unwrap_or_default())
+                FieldValue::Text(
+                    server
+                        .database_by_id(database_id)
+                        .map(|db| db.name.clone())
+                        .unwrap_or_default(),
+                )
             }
             "sql_text" => FieldValue::Text(info.last_batch.to_string()),
             "client_app_name" => FieldValue::Text(info.program_name.clone()),
@@ -979,8 +1046,14 @@ mod tests {
         let EventSessionStatement::Create { name, body } = parse_text(sql) else { panic!() };
         assert_eq!(name, "log_size_changes");
         assert_eq!(body.add_events.len(), 2);
-        assert_eq!(body.add_events[0].predicate.as_deref(), Some("( [wait_type] = N'PREEMPTIVE_OS_WRITEFILEGATHER' )"));
-        assert_eq!(body.add_targets[0].settings, [("filename".to_string(), "ifi_log_size_changes".to_string())]);
+        assert_eq!(
+            body.add_events[0].predicate.as_deref(),
+            Some("( [wait_type] = N'PREEMPTIVE_OS_WRITEFILEGATHER' )")
+        );
+        assert_eq!(
+            body.add_targets[0].settings,
+            [("filename".to_string(), "ifi_log_size_changes".to_string())]
+        );
         let def = create_definition(&name, &body).unwrap();
         assert_eq!(def.events.len(), 2);
     }
@@ -993,9 +1066,23 @@ mod tests {
         let EventSessionStatement::Create { name, body } = parse_text(sql) else { panic!() };
         let def = create_definition(&name, &body).unwrap();
         assert_eq!(def.events[0].actions.len(), 2);
-        assert_eq!((def.options.max_memory_kb, def.options.max_dispatch_latency_s, def.options.startup_state), (4096, 5, true));
-        assert_eq!(parse_text("ALTER EVENT SESSION s ON SERVER STATE = START"), EventSessionStatement::AlterState { name: "s".into(), start: true });
-        let EventSessionStatement::Alter { body, .. } = parse_text("ALTER EVENT SESSION s ON SERVER DROP EVENT sqlos.wait_info ADD TARGET package0.event_counter") else { panic!() };
+        assert_eq!(
+            (
+                def.options.max_memory_kb,
+                def.options.max_dispatch_latency_s,
+                def.options.startup_state
+            ),
+            (4096, 5, true)
+        );
+        assert_eq!(
+            parse_text("ALTER EVENT SESSION s ON SERVER STATE = START"),
+            EventSessionStatement::AlterState { name: "s".into(), start: true }
+        );
+        let EventSessionStatement::Alter { body, .. } = parse_text(
+            "ALTER EVENT SESSION s ON SERVER DROP EVENT sqlos.wait_info ADD TARGET package0.event_counter",
+        ) else {
+            panic!()
+        };
         assert_eq!((body.drop_events.len(), body.add_targets.len()), (1, 1));
     }
 
@@ -1005,13 +1092,46 @@ mod tests {
             let EventSessionStatement::Create { name, body } = parse_text(sql) else { panic!() };
             create_definition(&name, &body).unwrap_err().number
         };
-        assert_eq!(make("CREATE EVENT SESSION s ON SERVER ADD EVENT sqlserver.no_such_event"), 25623);
-        assert_eq!(make("CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info(ACTION(sqlserver.nope))"), 25623);
-        assert_eq!(make("CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info ADD TARGET package0.event_file"), 25642);
-        assert_eq!(make("CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info ADD TARGET package0.ring_buffer(SET nope = 1)"), 25629);
-        assert_eq!(make("CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info WITH (STARTUP_STATE = ON, STARTUP_STATE = OFF)"), 25702);
-        assert_eq!(make("CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info WITH (EVENT_RETENTION_MODE = SOMETIMES)"), 25703);
+        assert_eq!(
+            make("CREATE EVENT SESSION s ON SERVER ADD EVENT sqlserver.no_such_event"),
+            25623
+        );
+        assert_eq!(
+            make(
+                "CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info(ACTION(sqlserver.nope))"
+            ),
+            25623
+        );
+        assert_eq!(
+            make(
+                "CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info ADD TARGET package0.event_file"
+            ),
+            25642
+        );
+        assert_eq!(
+            make(
+                "CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info ADD TARGET package0.ring_buffer(SET nope = 1)"
+            ),
+            25629
+        );
+        assert_eq!(
+            make(
+                "CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info WITH (STARTUP_STATE = ON, STARTUP_STATE = OFF)"
+            ),
+            25702
+        );
+        assert_eq!(
+            make(
+                "CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info WITH (EVENT_RETENTION_MODE = SOMETIMES)"
+            ),
+            25703
+        );
         assert_eq!(make("CREATE EVENT SESSION [#t] ON SERVER ADD EVENT sqlos.wait_info"), 25701);
-        assert_eq!(make("CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info, ADD EVENT sqlos.wait_info"), 25626);
+        assert_eq!(
+            make(
+                "CREATE EVENT SESSION s ON SERVER ADD EVENT sqlos.wait_info, ADD EVENT sqlos.wait_info"
+            ),
+            25626
+        );
     }
 }

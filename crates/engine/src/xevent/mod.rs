@@ -337,7 +337,7 @@ impl XEvents {
             definitions: Mutex::new(BTreeMap::new()),
             running: RwLock::new(Vec::new()),
             enabled: std::array::from_fn(|_| AtomicUsize::new(0)),
-            next_address: AtomicU64::new(0x0000_0200_0000_0000),
+            next_address: AtomicU64::new(0x0000_0400_0000_0000),
             provider: OnceLock::new(),
         };
         if let Ok(text) = xe.io.read_to_string(&dir.join(DEFINITIONS_FILE)) {
