@@ -12,6 +12,9 @@
 --   waits nothing (its growths use IFI); the 1 GB one still zeroes every growth.
 -- - the default trace's log growth events (EventClass 93) and their duration;
 -- - the VLF count and average VLF size from sys.dm_db_log_info: fewer, larger VLFs in 2022.
+-- - the seed's Extended Events session (log_size_changes): each growth's
+--   database_file_size_change and each zeroing's wait_info_external, read back from its
+--   event file with sys.fn_xe_file_target_read_file.
 --
 -- Scale: the seed inserts 500,000 rows of 4 KB into 8 GB data files; this script inserts
 -- 20,000 rows (about 80 MB of log; 160 MB of data, a row a page) into 256 MB data files, so
@@ -27,6 +30,18 @@ CREATE DATABASE ifi_64
 CREATE DATABASE ifi_1024
  ON (name = N'ifi_data', filename = 'D:\data\ifi_1024.mdf', size = 256MB, filegrowth = 2048MB)
  LOG ON (name = N'ifi_log', filename = 'D:\data\ifi_1024.ldf', size = 32MB, filegrowth = 1024MB);
+GO
+-- The seed's Extended Events session (its ACTION names each wait's database).
+IF EXISTS (SELECT * FROM sys.server_event_sessions WHERE name = N'log_size_changes')
+  DROP EVENT SESSION [log_size_changes] ON SERVER;
+GO
+CREATE EVENT SESSION [log_size_changes] ON SERVER
+  ADD EVENT sqlos.wait_info_external
+    (ACTION (sqlserver.database_name)
+     WHERE ([wait_type] = N'PREEMPTIVE_OS_WRITEFILEGATHER')),
+  ADD EVENT sqlserver.database_file_size_change
+  ADD TARGET package0.event_file(SET filename = N'ifi_log_size_changes');
+ALTER EVENT SESSION [log_size_changes] ON SERVER STATE = START;
 GO
 -- The workload, as the seed runs it, in each database.
 USE ifi_64;
@@ -82,4 +97,32 @@ GROUP BY d.name;
 -- The final log sizes.
 SELECT DB_NAME(database_id) AS database_name, name, size * 8 / 1024 AS size_mb
 FROM sys.master_files WHERE type_desc = N'LOG' AND DB_NAME(database_id) LIKE N'ifi%';
+GO
+-- The Extended Events session's file (this run's: its name is in the target's data).
+DECLARE @file nvarchar(260) = (
+  SELECT CAST(t.target_data AS xml).value('(EventFileTarget/File/@name)[1]', 'nvarchar(260)')
+  FROM sys.dm_xe_session_targets AS t
+  JOIN sys.dm_xe_sessions AS s ON s.address = t.event_session_address
+  WHERE s.name = N'log_size_changes' AND t.target_name = N'event_file');
+SELECT xe_database = e.database_name, xe_growth_events = COUNT(*),
+       xe_growth_ms = SUM(e.duration_us) / 1000.0, xe_final_log_mb = MAX(e.total_size_kb) / 1024
+FROM (
+  SELECT CAST(event_data AS xml).value('(event/data[@name="database_name"]/value)[1]', 'sysname'),
+         CAST(event_data AS xml).value('(event/data[@name="duration"]/value)[1]', 'bigint'),
+         CAST(event_data AS xml).value('(event/data[@name="total_size_kb"]/value)[1]', 'bigint')
+  FROM sys.fn_xe_file_target_read_file(@file, NULL, NULL, NULL)
+  WHERE object_name = N'database_file_size_change'
+) AS e(database_name, duration_us, total_size_kb)
+WHERE e.database_name LIKE N'ifi%'
+GROUP BY e.database_name;
+SELECT xe_database = w.database_name, xe_zeroing_waits = COUNT(*), xe_zeroing_ms = SUM(w.duration_ms)
+FROM (
+  SELECT CAST(event_data AS xml).value('(event/action[@name="database_name"]/value)[1]', 'sysname'),
+         CAST(event_data AS xml).value('(event/data[@name="duration"]/value)[1]', 'bigint')
+  FROM sys.fn_xe_file_target_read_file(@file, NULL, NULL, NULL)
+  WHERE object_name = N'wait_info_external'
+) AS w(database_name, duration_ms)
+WHERE w.database_name LIKE N'ifi%'
+GROUP BY w.database_name;
+ALTER EVENT SESSION [log_size_changes] ON SERVER STATE = STOP;
 GO

@@ -926,9 +926,21 @@ impl Session {
             let _ = self.db.rollback_tran();
             if let Ok(master) = self.server.open_database("master") {
                 self.db = master;
+                self.note_database();
             }
         }
         self.server.restart_databases_whose_log_failed();
+    }
+
+    /// Shows the session's database in its SessionInfo at once (sys.dm_exec_sessions and
+    /// _requests' database_id, the XE actions database_id and database_name), not only when
+    /// the request ends (bug fix: a `USE` inside a batch showed the batch's first database
+    /// until the batch ended, so the seed 002 example's zeroing waits were given to the
+    /// database used before).
+    fn note_database(&self) {
+        if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
+            info.database_id = self.db.database_id;
+        }
     }
 
     /// Error 3617 once the client's ATTENTION has cancelled the batch. Checked before each
@@ -1722,6 +1734,7 @@ impl Session {
                 };
                 let db = self.server.open_database(&name).map_err(|e| self.fail(e, line))?;
                 self.db = db;
+                self.note_database();
                 out(Output::Message(format!("Changed database context to '{}'.", self.db.name)));
                 Ok(Flow::Next)
             }

@@ -92,6 +92,24 @@ SELECT COUNT(*) AS running FROM sys.dm_xe_sessions;
 GO
 DROP EVENT SESSION [log_size_changes] ON SERVER;
 GO
+-- The database actions name the database the session is in when the event fires, even after
+-- a USE in the same batch (bug fix: the batch's first database was named).
+CREATE EVENT SESSION growth_db ON SERVER
+  ADD EVENT sqlserver.database_file_size_change (ACTION (sqlserver.database_name, sqlserver.database_id))
+  ADD TARGET package0.ring_buffer;
+ALTER EVENT SESSION growth_db ON SERVER STATE = START;
+GO
+USE master;
+GO
+USE ifi_64;
+SELECT DB_NAME(database_id) AS session_database FROM sys.dm_exec_sessions WHERE session_id = @@SPID;
+ALTER DATABASE ifi_64 MODIFY FILE (NAME = N'ifi_data', SIZE = 32MB);
+USE master;
+SELECT CAST(target_data AS XML).value('(RingBufferTarget/event/action[@name="database_name"]/value)[1]', 'sysname') AS action_database_name,
+  CAST(target_data AS XML).value('(RingBufferTarget/event/action[@name="database_id"]/value)[1]', 'int') - DB_ID(N'ifi_64') AS action_database_id_minus_ifi_64
+FROM sys.dm_xe_session_targets;
+DROP EVENT SESSION growth_db ON SERVER;
+GO
 SELECT name, object_type FROM sys.dm_xe_objects WHERE object_type IN ('event', 'target') ORDER BY object_type, name;
 SELECT map_key, map_value FROM sys.dm_xe_map_values WHERE name = 'database_file_type';
 GO
