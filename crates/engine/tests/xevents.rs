@@ -217,3 +217,37 @@ fn wait_info_events_are_the_waits_recorded() {
         "<CounterTarget truncated=\"0\"><Packages><Package name=\"sqlos\"><Event name=\"wait_info\" count=\"2\" /></Package></Packages></CounterTarget>"
     );
 }
+
+#[test]
+fn altering_a_running_session_keeps_its_targets_events() {
+    let lab = lab();
+    let db = lab.company();
+    let xe = &lab.instance.xevents;
+    xe.create(session(
+        "growths",
+        vec![event("sqlserver", "database_file_size_change", None)],
+        "ring_buffer",
+        &[],
+    ))
+    .unwrap();
+    xe.start("growths").unwrap();
+    db.modify_file("Company_data", FileChange::Size(size("6MB"))).unwrap();
+    let add = engine::xevent::SessionChange::AddEvent(event(
+        "sqlos",
+        "wait_info",
+        Some("[wait_type] = N'WAITFOR'"),
+    ));
+    xe.alter("growths", vec![add]).unwrap();
+    assert!(xe.is_enabled(catalog::WAIT_INFO), "the added event fires at once");
+    lab.instance.waits.record(
+        "WAITFOR",
+        std::time::Duration::from_millis(1),
+        std::time::Duration::ZERO,
+    );
+    let data = &xe.running()[0].target_snapshots()[0].target_data;
+    assert!(data.contains("totalEventsProcessed=\"2\" eventCount=\"2\""), "{data}");
+    let drop_event = engine::xevent::SessionChange::DropEvent(catalog::WAIT_INFO);
+    xe.alter("growths", vec![drop_event.clone()]).unwrap();
+    assert!(!xe.is_enabled(catalog::WAIT_INFO));
+    assert_eq!(xe.alter("growths", vec![drop_event]).unwrap_err().number, 25653);
+}

@@ -703,6 +703,18 @@ impl Server {
         self.databases.read().values().find(|d| i64::from(d.database_id) == database_id).cloned()
     }
 
+    /// The name of the open database with this id, waiting at most `patience` for the list
+    /// (None if it is not open, or if the list stayed locked: an Extended Events action can
+    /// be collected on a thread that holds it).
+    pub fn database_name_within(
+        &self,
+        database_id: u16,
+        patience: std::time::Duration,
+    ) -> Option<String> {
+        let databases = self.databases.try_read_for(patience)?;
+        databases.values().find(|d| d.database_id == database_id).map(|d| d.name.clone())
+    }
+
     /// Every open database.
     pub fn databases(&self) -> Vec<Arc<Database>> {
         self.databases.read().values().cloned().collect()

@@ -995,6 +995,11 @@ fn guid(text: &str) -> Value {
 /// client and login.
 pub(crate) struct ServerActions(pub std::sync::Weak<crate::server::Server>);
 
+/// How long an action waits for the server's session list or database list. An event can
+/// fire on a thread that holds one of them (a wait recorded under it); the action is then
+/// left out rather than the thread deadlocked.
+const ACTION_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl engine::xevent::ActionProvider for ServerActions {
     fn value(
         &self,
@@ -1003,19 +1008,14 @@ impl engine::xevent::ActionProvider for ServerActions {
     ) -> Option<engine::xevent::FieldValue> {
         use engine::xevent::FieldValue;
         let server = self.0.upgrade()?;
-        let sessions = server.sessions.lock();
+        let sessions = server.sessions.try_lock_for(ACTION_LOCK_PATIENCE)?;
         let info = sessions.get(&spid)?;
         Some(match action.name {
             "database_id" => FieldValue::U64(u64::from(info.database_id)),
             "database_name" => {
-                let database_id = i64::from(info.database_id);
+                let database_id = info.database_id;
                 drop(sessions);
-                FieldValue::Text(
-                    server
-                        .database_by_id(database_id)
-                        .map(|db| db.name.clone())
-                        .unwrap_or_default(),
-                )
+                FieldValue::Text(server.database_name_within(database_id, ACTION_LOCK_PATIENCE)?)
             }
             "sql_text" => FieldValue::Text(info.last_batch.to_string()),
             "client_app_name" => FieldValue::Text(info.program_name.clone()),

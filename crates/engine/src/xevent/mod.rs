@@ -463,7 +463,8 @@ impl XEvents {
     }
 
     /// ALTER EVENT SESSION's ADD/DROP EVENT, ADD/DROP TARGET and WITH. A running session takes
-    /// the new definition at once; targets it keeps keep their events.
+    /// the new definition at once (its new targets opened before anything is saved); targets
+    /// it keeps keep their events.
     pub fn alter(&self, name: &str, changes: Vec<SessionChange>) -> SqlResult<()> {
         let mut definitions = self.definitions.lock();
         let old = definitions.get(&key(name)).cloned().ok_or_else(|| not_found("alter", name))?;
@@ -472,7 +473,13 @@ impl XEvents {
             apply_change(&mut def, change)?;
         }
         let def = Arc::new(def);
-        definitions.insert(key(name), def.clone());
+        let mut running = self.running.write();
+        let at = running.iter().position(|s| s.def.name.eq_ignore_ascii_case(name));
+        let session = match at {
+            Some(at) => Some(self.open_session(def.clone(), Some(&running[at]))?),
+            None => None,
+        };
+        definitions.insert(key(name), def);
         if let Err(err) = self.save(&definitions) {
             definitions.insert(key(name), old);
             return Err(SqlError::new(
@@ -484,12 +491,8 @@ impl XEvents {
                 ),
             ));
         }
-        drop(definitions);
-        let mut running = self.running.write();
-        if let Some(at) = running.iter().position(|s| s.def.name.eq_ignore_ascii_case(name)) {
-            let previous = running[at].clone();
-            let session = self.open_session(def, Some(&previous))?;
-            self.enable(&previous.def, -1);
+        if let (Some(at), Some(session)) = (at, session) {
+            self.enable(&running[at].def, -1);
             self.enable(&session.def, 1);
             running[at] = Arc::new(session);
         }
