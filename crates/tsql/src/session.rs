@@ -31,6 +31,8 @@ use engine::SqlError;
 use engine::catalog::{ColumnDef, IndexSpec, TableSpec};
 use engine::database::Database;
 use engine::record::{SqlType, Value};
+use engine::xevent::FieldValue;
+use engine::xevent::catalog::{self, MapName};
 use sqlparser::ast::{
     ColumnOption, Expr, FromTable, ObjectType, SetExpr, Statement, TableConstraint, TableFactor,
     TableObject,
@@ -289,6 +291,9 @@ pub struct Session {
     nocount: bool,
     xact_abort: bool,
     pub(crate) rowcount: u64,
+    /// The rows the running batch's statements affected or returned, summed (the XE event
+    /// sql_batch_completed's row_count), SET NOCOUNT or not.
+    batch_row_count: u64,
     pub(crate) last_error: i32,
     /// The running statement reported an error without failing (note_error).
     error_noted: bool,
@@ -425,6 +430,7 @@ impl Session {
             nocount: false,
             xact_abort: false,
             rowcount: 0,
+            batch_row_count: 0,
             last_error: 0,
             error_noted: false,
             in_autocommit: false,
@@ -619,11 +625,53 @@ impl Session {
             return false;
         }
         self.request_started(sql);
+        self.batch_row_count = 0;
+        // The batch and error events are looked at only while a session has one of them (the
+        // instance's event list is not even touched otherwise: a batch of `SELECT 1` costs
+        // about a microsecond).
+        let xevents =
+            [catalog::SQL_BATCH_STARTING, catalog::SQL_BATCH_COMPLETED, catalog::ERROR_REPORTED]
+                .into_iter()
+                .any(|event| self.server.instance.xevents.is_enabled(event))
+                .then(|| self.server.instance.xevents.clone());
+        if let Some(xevents) = &xevents {
+            xevents.fire(self.spid, catalog::SQL_BATCH_STARTING, || {
+                vec![FieldValue::Text(sql.to_string())]
+            });
+        }
+        // Each error the batch sends is an error_reported event; the worst ends the batch's
+        // result (OK, Error, or Abort for a cancel or a KILL).
+        let mut result = 0u32;
+        let spid = self.spid;
+        let mut observed = |output: Output| {
+            if let (Some(xevents), Output::Error { error, .. }) = (&xevents, &output) {
+                let aborted = [CANCELLED, KILLED].contains(&error.number);
+                result = result.max(if aborted { 2 } else { 1 });
+                xevents.fire(spid, catalog::ERROR_REPORTED, || error_reported_fields(error));
+            }
+            out(output);
+        };
         // The request runs on a worker of one of the instance's schedulers.
         let worker = engine::scheduler::attach(&self.server.instance.schedulers);
-        let succeeded = self.execute_batch(sql, variables, out);
+        let succeeded = self.execute_batch(sql, variables, &mut observed);
         drop(worker);
-        self.request_ended();
+        let used = self.request_ended();
+        let rows = self.batch_row_count;
+        if let Some(xevents) = &xevents {
+            xevents.fire(self.spid, catalog::SQL_BATCH_COMPLETED, || {
+                let used = used.unwrap_or_default();
+                vec![
+                    FieldValue::U64(used.cpu_time_ns / 1_000),
+                    FieldValue::U64(used.elapsed_ns / 1_000),
+                    FieldValue::U64(used.reads),
+                    FieldValue::U64(used.logical_reads),
+                    FieldValue::U64(0),
+                    FieldValue::U64(rows),
+                    FieldValue::Map(MapName::ExecutionResult, result),
+                    FieldValue::Text(sql.to_string()),
+                ]
+            });
+        }
         succeeded
     }
 
@@ -650,31 +698,31 @@ impl Session {
         }
     }
 
-    /// The batch's request ended: the session is sleeping again.
-    fn request_ended(&self) {
+    /// The batch's request ended: the session is sleeping again. What the request used
+    /// (None for a session the server does not list).
+    fn request_ended(&self) -> Option<crate::server::RequestUse> {
         let now = std::time::Instant::now();
         let open = self.user_trancount();
         let reads = engine::iostats::thread_reads();
         let cpu_ns = engine::session::thread_cpu_time_ns();
-        if let Some(info) = self.server.sessions.lock().get_mut(&self.spid) {
-            if let Some(request) = &info.request {
-                info.used.add(crate::server::RequestUse {
-                    cpu_time_ns: cpu_ns.saturating_sub(request.cpu_start_ns),
-                    elapsed_ns: u64::try_from((now - request.started).as_nanos())
-                        .unwrap_or(u64::MAX),
-                    logical_reads: reads
-                        .logical_reads
-                        .saturating_sub(request.reads_start.logical_reads),
-                    reads: reads.reads.saturating_sub(request.reads_start.reads),
-                });
-            }
-            info.request = None;
-            info.last_request_end_time = now;
-            info.database_id = self.db.database_id;
-            info.open_transaction_count = open;
-            info.row_count = self.rowcount;
-            info.prev_error = self.last_error;
+        let mut sessions = self.server.sessions.lock();
+        let info = sessions.get_mut(&self.spid)?;
+        let used = info.request.as_ref().map(|request| crate::server::RequestUse {
+            cpu_time_ns: cpu_ns.saturating_sub(request.cpu_start_ns),
+            elapsed_ns: u64::try_from((now - request.started).as_nanos()).unwrap_or(u64::MAX),
+            logical_reads: reads.logical_reads.saturating_sub(request.reads_start.logical_reads),
+            reads: reads.reads.saturating_sub(request.reads_start.reads),
+        });
+        if let Some(used) = used {
+            info.used.add(used);
         }
+        info.request = None;
+        info.last_request_end_time = now;
+        info.database_id = self.db.database_id;
+        info.open_transaction_count = open;
+        info.row_count = self.rowcount;
+        info.prev_error = self.last_error;
+        Some(used.unwrap_or_default())
     }
 
     fn execute_batch(
@@ -1468,6 +1516,7 @@ impl Session {
     /// @@ROWCOUNT, and "(n rows affected)" unless SET NOCOUNT ON.
     pub(crate) fn rows_affected(&mut self, n: u64, out: &mut dyn FnMut(Output)) {
         self.rowcount = n;
+        self.batch_row_count += n;
         if !self.nocount {
             out(Output::RowCount(n));
         }
@@ -1542,6 +1591,7 @@ impl Session {
                         }
                     }
                     self.rowcount = result.rows.len() as u64;
+                    self.batch_row_count += self.rowcount;
                     return Ok(Flow::Next);
                 }
                 let n = result.rows.len() as u64;
@@ -3425,6 +3475,22 @@ fn identity_column(
         *expr = Expr::value(sqlparser::ast::Value::Null);
     }
     Ok((query, found))
+}
+
+/// error_reported's fields for an error sent to the client: category SERVER, destination
+/// USER, user-defined for RAISERROR and THROW's numbers from 50000 (is_intercepted false: an
+/// error a CATCH takes is not sent).
+fn error_reported_fields(error: &SqlError) -> Vec<FieldValue> {
+    vec![
+        FieldValue::I64(i64::from(error.number)),
+        FieldValue::I64(i64::from(error.severity)),
+        FieldValue::I64(i64::from(error.state)),
+        FieldValue::Bool(error.number >= 50_000),
+        FieldValue::Map(MapName::ErrorCategory, 2),
+        FieldValue::Map(MapName::ErrorDestination, 0x02),
+        FieldValue::Bool(false),
+        FieldValue::Text(error.message.clone()),
+    ]
 }
 
 /// The first word of a batch after comments, upper case: what sys.dm_exec_requests shows as

@@ -16,6 +16,9 @@
 //! option repeated or with a bad value), 25711-25713 (a bad predicate), 25718, 25719 and 25722
 //! (the file reader's arguments), with the texts of SQL Server's message table.
 //!
+//! The batch and error events (sql_batch_starting, sql_batch_completed, error_reported) are
+//! fired by the session ([`crate::session`]) as a batch starts, sends an error and ends.
+//!
 //! Deviations: only ON SERVER sessions (ON DATABASE is Azure SQL Database's); the events,
 //! actions and targets the engine has ([`engine::xevent::catalog`]); sys.dm_xe_sessions shows
 //! no buffers (events go to their targets as they fire); the event file is text (see

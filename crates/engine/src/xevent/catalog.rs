@@ -47,6 +47,7 @@ pub fn package(name: &str) -> Option<&'static Package> {
 /// The XE type of a field or action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldType {
+    Int32,
     Uint32,
     Uint64,
     Int64,
@@ -61,6 +62,7 @@ impl FieldType {
     /// The type's name and package, as sys.dm_xe_object_columns' type_name shows it.
     pub fn type_name(self) -> (&'static str, &'static str) {
         match self {
+            FieldType::Int32 => ("int32", "package0"),
             FieldType::Uint32 => ("uint32", "package0"),
             FieldType::Uint64 => ("uint64", "package0"),
             FieldType::Int64 => ("int64", "package0"),
@@ -78,6 +80,11 @@ pub enum MapName {
     WaitTypes,
     EventOpcode,
     DatabaseFileType,
+    ErrorCategory,
+    /// Flags, shown in hex as SQL Server shows them (`0x00000002`).
+    ErrorDestination,
+    /// sql_batch_completed's result (the map's name is this engine's; see docs/deviations.md).
+    ExecutionResult,
 }
 
 impl MapName {
@@ -86,14 +93,22 @@ impl MapName {
             MapName::WaitTypes => "wait_types",
             MapName::EventOpcode => "event_opcode",
             MapName::DatabaseFileType => "database_file_type",
+            MapName::ErrorCategory => "error_category",
+            MapName::ErrorDestination => "error_destination",
+            MapName::ExecutionResult => "execution_result",
         }
     }
 
     pub fn package(self) -> &'static str {
         match self {
             MapName::WaitTypes | MapName::EventOpcode => "sqlos",
-            MapName::DatabaseFileType => "sqlserver",
+            _ => "sqlserver",
         }
+    }
+
+    /// Whether the map's keys are flags, written in hex in an event's XML.
+    pub fn is_flags(self) -> bool {
+        self == MapName::ErrorDestination
     }
 
     /// Every (key, text) of the map.
@@ -102,6 +117,10 @@ impl MapName {
             MapName::WaitTypes => (0u32..).zip(WAIT_TYPES.iter().copied()).collect(),
             MapName::EventOpcode => vec![(0, "Begin"), (1, "End")],
             MapName::DatabaseFileType => vec![(0, "Data file"), (1, "Log file")],
+            // The keys public event samples show (an error to a client is SERVER, USER).
+            MapName::ErrorCategory => vec![(2, "SERVER"), (4, "LOGON")],
+            MapName::ErrorDestination => vec![(0x02, "USER"), (0x10, "BUFFER")],
+            MapName::ExecutionResult => vec![(0, "OK"), (1, "Error"), (2, "Abort")],
         }
     }
 
@@ -115,8 +134,14 @@ impl MapName {
     }
 }
 
-pub const ALL_MAPS: [MapName; 3] =
-    [MapName::WaitTypes, MapName::EventOpcode, MapName::DatabaseFileType];
+pub const ALL_MAPS: [MapName; 6] = [
+    MapName::WaitTypes,
+    MapName::EventOpcode,
+    MapName::DatabaseFileType,
+    MapName::ErrorCategory,
+    MapName::ErrorDestination,
+    MapName::ExecutionResult,
+];
 
 /// One event's data field.
 #[derive(Debug, PartialEq, Eq)]
@@ -139,12 +164,15 @@ pub struct EventObject {
 pub const DATABASE_FILE_SIZE_CHANGE: usize = 0;
 pub const WAIT_INFO: usize = 1;
 pub const WAIT_INFO_EXTERNAL: usize = 2;
+pub const ERROR_REPORTED: usize = 3;
+pub const SQL_BATCH_STARTING: usize = 4;
+pub const SQL_BATCH_COMPLETED: usize = 5;
 
 const fn field(name: &'static str, field_type: FieldType, description: &'static str) -> Field {
     Field { name, field_type, description }
 }
 
-pub const EVENTS: [EventObject; 3] = [
+pub const EVENTS: [EventObject; 6] = [
     EventObject {
         package: "sqlserver",
         name: "database_file_size_change",
@@ -199,6 +227,50 @@ pub const EVENTS: [EventObject; 3] = [
             field("opcode", FieldType::Map(MapName::EventOpcode), "Begin or End"),
             field("duration", FieldType::Uint64, "Time in milliseconds the wait lasted"),
             field("wait_resource", FieldType::Ptr, "Address of the resource waited on"),
+        ],
+    },
+    EventObject {
+        package: "sqlserver",
+        name: "error_reported",
+        description: "Occurs when an error is reported.",
+        fields: &[
+            field("error_number", FieldType::Int32, "The error number"),
+            field("severity", FieldType::Int32, "The error severity"),
+            field("state", FieldType::Int32, "The error state"),
+            field(
+                "user_defined",
+                FieldType::Boolean,
+                "Whether the error was raised by RAISERROR or THROW with a number of 50000 or more",
+            ),
+            field("category", FieldType::Map(MapName::ErrorCategory), "The error category"),
+            field("destination", FieldType::Map(MapName::ErrorDestination), "Where the error went"),
+            field("is_intercepted", FieldType::Boolean, "Whether a TRY...CATCH took the error"),
+            field("message", FieldType::UnicodeString, "The error message"),
+        ],
+    },
+    EventObject {
+        package: "sqlserver",
+        name: "sql_batch_starting",
+        description: "Occurs when a Transact-SQL batch has started.",
+        fields: &[field("batch_text", FieldType::UnicodeString, "The text of the batch")],
+    },
+    EventObject {
+        package: "sqlserver",
+        name: "sql_batch_completed",
+        description: "Occurs when a Transact-SQL batch has finished executing.",
+        fields: &[
+            field("cpu_time", FieldType::Uint64, "CPU time in microseconds used by the batch"),
+            field("duration", FieldType::Uint64, "Time in microseconds the batch took"),
+            field("physical_reads", FieldType::Uint64, "Pages the batch read from disk"),
+            field("logical_reads", FieldType::Uint64, "Pages the batch read from the buffer pool"),
+            field("writes", FieldType::Uint64, "Pages the batch wrote"),
+            field(
+                "row_count",
+                FieldType::Uint64,
+                "Rows the batch's statements affected or returned",
+            ),
+            field("result", FieldType::Map(MapName::ExecutionResult), "OK, Error or Abort"),
+            field("batch_text", FieldType::UnicodeString, "The text of the batch"),
         ],
     },
 ];

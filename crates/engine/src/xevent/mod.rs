@@ -73,10 +73,12 @@ impl FieldValue {
             FieldValue::Text(v) if v.is_empty() => "<value />".to_string(),
             FieldValue::Text(v) => format!("<value>{}</value>", escape_xml(v)),
             FieldValue::Map(map, key) => {
-                format!(
-                    "<value>{key}</value><text>{}</text>",
-                    escape_xml(map.text(*key).unwrap_or(""))
-                )
+                let text = escape_xml(map.text(*key).unwrap_or(""));
+                if map.is_flags() {
+                    format!("<value>0x{key:08x}</value><text>{text}</text>")
+                } else {
+                    format!("<value>{key}</value><text>{text}</text>")
+                }
             }
         }
     }

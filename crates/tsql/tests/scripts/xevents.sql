@@ -110,6 +110,33 @@ SELECT CAST(target_data AS XML).value('(RingBufferTarget/event/action[@name="dat
 FROM sys.dm_xe_session_targets;
 DROP EVENT SESSION growth_db ON SERVER;
 GO
+-- Batches and errors: sql_batch_completed (rows counted under NOCOUNT too, the result) and
+-- error_reported, filtered on the batch text with a LIKE comparator. The session starts in a
+-- batch of its own, so that the batch defining it (which holds the pattern) is not captured.
+CREATE EVENT SESSION batches ON SERVER
+  ADD EVENT sqlserver.sql_batch_completed
+    (WHERE [sqlserver].[like_i_sql_unicode_string]([batch_text], N'%INSERT dbo.xe_probe%')),
+  ADD EVENT sqlserver.error_reported (ACTION (sqlserver.sql_text) WHERE [severity] > 10)
+  ADD TARGET package0.ring_buffer;
+USE ifi_64;
+CREATE TABLE dbo.xe_probe (i int PRIMARY KEY);
+GO
+ALTER EVENT SESSION batches ON SERVER STATE = START;
+GO
+SET NOCOUNT ON; INSERT dbo.xe_probe VALUES (1), (2), (3); SET NOCOUNT OFF;
+GO
+INSERT dbo.xe_probe VALUES (1);
+GO
+DECLARE @ring nvarchar(max) = (SELECT target_data FROM sys.dm_xe_session_targets);
+SELECT CAST(@ring AS XML).value('(RingBufferTarget/@eventCount)[1]', 'int') AS events,
+  CAST(@ring AS XML).value('(//event[@name="sql_batch_completed"]/data[@name="row_count"]/value)[1]', 'int') AS first_batch_rows,
+  CAST(@ring AS XML).value('(//event[@name="sql_batch_completed"]/data[@name="result"]/text)[1]', 'varchar(10)') AS first_result,
+  CAST(@ring AS XML).value('(//event[@name="sql_batch_completed"]/data[@name="result"]/text)[2]', 'varchar(10)') AS second_result,
+  CAST(@ring AS XML).value('(//event[@name="error_reported"]/data[@name="error_number"]/value)[1]', 'int') AS error_number,
+  CAST(@ring AS XML).value('(//event[@name="error_reported"]/data[@name="destination"]/value)[1]', 'varchar(10)') AS destination,
+  CAST(@ring AS XML).value('(//event[@name="error_reported"]/action[@name="sql_text"]/value)[1]', 'varchar(60)') AS sql_text;
+DROP EVENT SESSION batches ON SERVER;
+GO
 SELECT name, object_type FROM sys.dm_xe_objects WHERE object_type IN ('event', 'target') ORDER BY object_type, name;
 SELECT map_key, map_value FROM sys.dm_xe_map_values WHERE name = 'database_file_type';
 GO
