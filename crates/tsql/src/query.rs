@@ -1111,6 +1111,52 @@ impl Session {
         }
     }
 
+    /// `x.nodes(path) AS t(c)` (CROSS APPLY's usual right side): a row per element of the
+    /// xml column or variable `x` the path selects, in the one column `c` ([`crate::xml`]).
+    /// None if the name is not a method call on a column or variable.
+    fn xml_nodes(
+        &self,
+        name: &ObjectName,
+        alias: Option<&sqlparser::ast::TableAlias>,
+        args: Option<&sqlparser::ast::TableFunctionArgs>,
+        outer: Option<&Env<'_>>,
+    ) -> Option<Result<(Vec<ColRef>, Vec<Vec<Value>>)>> {
+        let args = args?;
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|part| match part {
+                sqlparser::ast::ObjectNamePart::Identifier(ident) => ident.value.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        let (method, owner) = parts.split_last()?;
+        if owner.is_empty() || !method.eq_ignore_ascii_case("nodes") {
+            return None;
+        }
+        let empty = Env::empty();
+        let env = outer.unwrap_or(&empty);
+        let rows = (|| {
+            let xml = self.resolve(owner, env)?;
+            let [FunctionArg::Unnamed(FunctionArgExpr::Expr(path))] = args.args.as_slice() else {
+                return Err(SqlError::new(
+                    174,
+                    15,
+                    1,
+                    "The nodes function requires 1 argument(s).",
+                ));
+            };
+            let path = crate::value::display(&self.eval(path, env)?);
+            crate::xml::nodes(&xml, &path)
+        })();
+        let qualifier = alias.map_or_else(|| "nodes".to_string(), |a| a.name.value.clone());
+        let column = alias
+            .and_then(|a| a.columns.first())
+            .map_or_else(|| "nodes".to_string(), |c| c.name.value.clone());
+        let cols = vec![ColRef { qualifier, name: column, sql_type: None }];
+        Some(rows.map(|rows| (cols, rows.into_iter().map(|v| vec![v]).collect())))
+    }
+
     /// Rows of one FROM item (a table, a derived table), with their columns.
     pub(crate) fn table_factor(
         &self,
@@ -1120,6 +1166,9 @@ impl Session {
     ) -> Result<(Vec<ColRef>, Vec<Vec<Value>>)> {
         match factor {
             TableFactor::Table { name, alias, args, with_hints, .. } => {
+                if let Some(result) = self.xml_nodes(name, alias.as_ref(), args.as_ref(), outer) {
+                    return result;
+                }
                 let table_name = crate::front::last_part(name);
                 let qualifier = alias.as_ref().map_or(table_name.clone(), |a| a.name.value.clone());
                 let cte = {

@@ -146,6 +146,27 @@ fn killed_session() -> SqlError {
     )
 }
 
+/// The FROM items of `statement` that call xml's nodes() on a column (`x.col.nodes(path)`):
+/// their three-part names name no table, of this database or another.
+fn xml_nodes_calls(statement: &Statement) -> Vec<sqlparser::ast::ObjectName> {
+    use sqlparser::ast::{Visit, Visitor};
+    struct Calls(Vec<sqlparser::ast::ObjectName>);
+    impl Visitor for Calls {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> std::ops::ControlFlow<()> {
+            if let TableFactor::Table { name, args: Some(_), .. } = factor
+                && last_part(name).eq_ignore_ascii_case("nodes")
+            {
+                self.0.push(name.clone());
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut calls = Calls(Vec::new());
+    let _ = statement.visit(&mut calls);
+    calls.0
+}
+
 /// The database part of a three-part name (`db.schema.object`, brackets removed) when it
 /// names a database other than `current` (case-insensitive); None for shorter names.
 pub(crate) fn other_database_part(
@@ -505,10 +526,11 @@ impl Session {
     /// Catalog views of another database (`otherdb.sys.tables`) are served.
     fn refuse_other_database_objects(&self, statement: &Statement) -> Result<()> {
         let current = &self.db.name;
+        let method_calls = xml_nodes_calls(statement);
         let found =
             sqlparser::ast::visit_relations(statement, |name: &sqlparser::ast::ObjectName| {
                 match other_database_part(name, current) {
-                    Some(_) if !is_sys_schema(name) => {
+                    Some(_) if !is_sys_schema(name) && !method_calls.contains(name) => {
                         std::ops::ControlFlow::Break(name.to_string())
                     }
                     _ => std::ops::ControlFlow::Continue(()),

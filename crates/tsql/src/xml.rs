@@ -8,8 +8,13 @@
 //! the SQL type named, as SQL Server's does; an empty sequence is NULL. The text is parsed with
 //! roxmltree.
 //!
+//! `nodes(path)` (in `CROSS APPLY x.nodes('RingBufferTarget/event') AS q(e)`) gives a row per
+//! element the path selects; each row's value is that element, on which `value()` and
+//! `exist()` evaluate relative paths from the element, as SQL Server's context node does. The
+//! row holds the element's text behind a marker ([`CONTEXT_MARK`]) that says so.
+//!
 //! Deviations: XQuery beyond that subset (functions, FLWOR, namespaces) is a syntax error
-//! (2209); `query()`, `modify()` and `nodes()` are not there (195); `value()` takes the
+//! (2209); `query()` and `modify()` are not there (195); `value()` takes the
 //! first item where SQL Server requires a path it can prove singleton (2389); xml is stored
 //! and shown as its text (nvarchar), without a schema.
 
@@ -27,6 +32,10 @@ fn syntax_error(method: &str, path: &str) -> SqlError {
 fn parse_error(detail: &str) -> SqlError {
     SqlError::new(9400, 16, 1, format!("XML parsing: {detail}"))
 }
+
+/// What starts a `nodes()` row's value: its element is the context node of the paths
+/// evaluated on it (a processing instruction, which XML allows before the root element).
+pub const CONTEXT_MARK: &str = "<?extentdb-context-node?>";
 
 #[derive(Clone, Debug, PartialEq)]
 enum Axis {
@@ -264,9 +273,13 @@ fn apply_step<'a, 'input>(context: &[Item<'a, 'input>], step: &Step) -> Vec<Item
 fn select<'a, 'input>(
     document: &'a roxmltree::Document<'input>,
     path: &Path,
+    context_node: bool,
 ) -> Vec<Item<'a, 'input>> {
-    // A relative path starts at the document node, as a top-level xml value's context is.
-    let mut items = vec![Item::Node(document.root())];
+    // A relative path starts at the context: the document node of an xml value, the element
+    // of a nodes() row. An absolute one starts at the document node.
+    let start =
+        if context_node && !path.absolute { document.root_element() } else { document.root() };
+    let mut items = vec![Item::Node(start)];
     for step in &path.steps {
         items = apply_step(&items, step);
     }
@@ -316,7 +329,8 @@ pub fn value(xml: &Value, path: &str, type_name: &str) -> Result<Value> {
     let to = type_of(type_name)?;
     let Value::Text(text) = xml else { return Ok(Value::Null) };
     let document = document(text)?;
-    let Some(item) = select(&document, &path).into_iter().next() else {
+    let context_node = text.starts_with(CONTEXT_MARK);
+    let Some(item) = select(&document, &path, context_node).into_iter().next() else {
         return Ok(Value::Null);
     };
     let mut string = item.string_value();
@@ -344,7 +358,27 @@ pub fn exist(xml: &Value, path: &str) -> Result<Value> {
     let path = parse_path("exist", path)?;
     let Value::Text(text) = xml else { return Ok(Value::Null) };
     let document = document(text)?;
-    Ok(Value::Bit(!select(&document, &path).is_empty()))
+    let context_node = text.starts_with(CONTEXT_MARK);
+    Ok(Value::Bit(!select(&document, &path, context_node).is_empty()))
+}
+
+/// `xml.nodes(path)`: a value per element the path selects (none for a NULL xml), each its
+/// element's text behind [`CONTEXT_MARK`].
+pub fn nodes(xml: &Value, path: &str) -> Result<Vec<Value>> {
+    let path = parse_path("nodes", path)?;
+    let Value::Text(text) = xml else { return Ok(Vec::new()) };
+    let document = document(text)?;
+    let context_node = text.starts_with(CONTEXT_MARK);
+    let rows = select(&document, &path, context_node)
+        .into_iter()
+        .filter_map(|item| match item {
+            Item::Node(node) if node.is_element() => {
+                Some(Value::Text(format!("{CONTEXT_MARK}{}", &text[node.range()])))
+            }
+            _ => None,
+        })
+        .collect();
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -412,6 +446,28 @@ mod tests {
         assert_eq!(exist(&ring, "//event[@name=\"b\"]").unwrap(), Value::Bit(true));
         assert_eq!(exist(&ring, "//event[@name=\"c\"]").unwrap(), Value::Bit(false));
         assert_eq!(value(&Value::Null, "(a)[1]", "int").unwrap(), Value::Null);
+    }
+
+    #[test]
+    fn nodes_rows_are_the_context_of_relative_paths() {
+        let ring = text(
+            r#"<RingBufferTarget><event name="a"><data name="d"><value>1</value></data></event><event name="b"><data name="d"><value>2 &lt; 3</value></data></event></RingBufferTarget>"#,
+        );
+        let rows = nodes(&ring, "RingBufferTarget/event").unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(value(&rows[0], "(@name)[1]", "varchar(10)").unwrap(), text("a"));
+        assert_eq!(
+            value(&rows[1], "(data[@name=\"d\"]/value)[1]", "varchar(10)").unwrap(),
+            text("2 < 3")
+        );
+        assert_eq!(
+            value(&rows[1], "(/event/@name)[1]", "varchar(10)").unwrap(),
+            text("b"),
+            "absolute paths start at the document"
+        );
+        assert_eq!(exist(&rows[0], "data").unwrap(), Value::Bit(true));
+        assert_eq!(nodes(&rows[1], "data").unwrap().len(), 1, "nodes() of a nodes() row");
+        assert!(nodes(&Value::Null, "a").unwrap().is_empty());
     }
 
     #[test]

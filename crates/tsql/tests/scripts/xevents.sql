@@ -135,6 +135,17 @@ SELECT CAST(@ring AS XML).value('(RingBufferTarget/@eventCount)[1]', 'int') AS e
   CAST(@ring AS XML).value('(//event[@name="error_reported"]/data[@name="error_number"]/value)[1]', 'int') AS error_number,
   CAST(@ring AS XML).value('(//event[@name="error_reported"]/data[@name="destination"]/value)[1]', 'varchar(10)') AS destination,
   CAST(@ring AS XML).value('(//event[@name="error_reported"]/action[@name="sql_text"]/value)[1]', 'varchar(60)') AS sql_text;
+-- The usual way to read a ring buffer: its events as rows with nodes(), fields with value().
+SELECT q.e.value('(@name)[1]', 'sysname') AS event_name,
+  q.e.value('(data[@name="row_count"]/value)[1]', 'int') AS row_count,
+  e.value('(data[@name="result"]/text)[1]', 'varchar(10)') AS result,
+  e.value('(data[@name="error_number"]/value)[1]', 'int') AS error_number,
+  e.exist('action[@name="sql_text"]') AS has_sql_text
+FROM (SELECT CAST(t.target_data AS XML) AS target_data
+      FROM sys.dm_xe_session_targets AS t
+      JOIN sys.dm_xe_sessions AS s ON s.address = t.event_session_address
+      WHERE s.name = N'batches' AND t.target_name = N'ring_buffer') AS x
+CROSS APPLY x.target_data.nodes('RingBufferTarget/event') AS q(e);
 DROP EVENT SESSION batches ON SERVER;
 GO
 SELECT name, object_type FROM sys.dm_xe_objects WHERE object_type IN ('event', 'target') ORDER BY object_type, name;
