@@ -1120,7 +1120,7 @@ impl Session {
         alias: Option<&sqlparser::ast::TableAlias>,
         args: Option<&sqlparser::ast::TableFunctionArgs>,
         outer: Option<&Env<'_>>,
-    ) -> Option<Result<(Vec<ColRef>, Vec<Vec<Value>>)>> {
+    ) -> Option<Result<Relation>> {
         let args = args?;
         let parts: Vec<String> = name
             .0
