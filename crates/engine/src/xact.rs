@@ -1069,7 +1069,9 @@ pub fn unlock(db: &Database, resource: LockResource) {
 }
 
 /// The errorlog lines of a deadlock under TF 1204 (text) and TF 1222 (list format).
+/// The deadlock is also an xml_deadlock_report event for the XE sessions that have it.
 fn write_deadlock(instance: &crate::instance::Instance, report: &DeadlockReport) {
+    instance.xevents.deadlock_found(report);
     let info = "spid4s";
     let flags = &instance.trace_flags;
     if flags.is_on(TF_DEADLOCK_TEXT) {

@@ -106,6 +106,21 @@ fn reading_its_own_inserted_row_keeps_the_transactions_x_lock() {
 #[test]
 fn a_deadlock_is_resolved_within_5_seconds_with_1205_and_written_with_tf_1222() {
     let (lab, db, tree) = setup(|config| config.startup_trace_flags = vec![1204, 1222]);
+    // An Extended Events session that keeps the deadlock graph (xml_deadlock_report).
+    let xe = &lab.instance.xevents;
+    let event = engine::xevent::catalog::XML_DEADLOCK_REPORT;
+    xe.create(engine::xevent::SessionDef {
+        event_session_id: 0,
+        name: "deadlocks".into(),
+        events: vec![engine::xevent::EventDef { event, actions: Vec::new(), predicate: None }],
+        targets: vec![engine::xevent::TargetDef {
+            target: engine::xevent::catalog::target("ring_buffer").unwrap(),
+            settings: Vec::new(),
+        }],
+        options: engine::xevent::SessionOptions::default(),
+    })
+    .unwrap();
+    xe.start("deadlocks").unwrap();
     let barrier = Arc::new(Barrier::new(2));
     let started = Instant::now();
     let sessions: Vec<_> = [(61u16, 1, 2), (62u16, 2, 1)]
@@ -159,6 +174,17 @@ fn a_deadlock_is_resolved_within_5_seconds_with_1205_and_written_with_tf_1222() 
     let victim_line =
         format!("   process id=process{victim_spid} spid={victim_spid} priority=0 logused=");
     assert!(texts.iter().any(|t| t.starts_with(&victim_line)), "{texts:?}");
+    // The graph: the victim, both processes, and each key with its waiter and its owner.
+    let ring = &xe.running()[0].target_snapshots()[0].target_data;
+    assert!(ring.contains("eventCount=\"1\""), "{ring}");
+    assert!(ring.contains("<event name=\"xml_deadlock_report\" package=\"sqlserver\""));
+    assert!(ring.contains(&format!("<victimProcess id=\"process{victim_spid}\" />")), "{ring}");
+    for spid in [61, 62] {
+        assert!(ring.contains(&format!("<process id=\"process{spid}\" ")), "{ring}");
+        assert!(ring.contains(&format!("<owner id=\"process{spid}\" />")), "{ring}");
+        assert!(ring.contains(&format!("<waiter id=\"process{spid}\" mode=\"")), "{ring}");
+    }
+    assert_eq!(ring.matches("<keylock hobtid=").count(), 2, "{ring}");
 }
 
 /// (object locks, key locks) a transaction holds in the snapshot of the lock table.

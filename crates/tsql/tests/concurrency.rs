@@ -17,7 +17,10 @@ fn a_deadlock_between_two_sessions_makes_one_the_victim() {
     let (errors, _) = run(
         &mut setup,
         "CREATE TABLE a (id INT PRIMARY KEY, v INT)\nCREATE TABLE b (id INT PRIMARY KEY, v INT)\n\
-         INSERT a VALUES (1, 0)\nINSERT b VALUES (1, 0)",
+         INSERT a VALUES (1, 0)\nINSERT b VALUES (1, 0)\n\
+         CREATE EVENT SESSION deadlocks ON SERVER ADD EVENT sqlserver.xml_deadlock_report \
+         ADD TARGET package0.ring_buffer\n\
+         ALTER EVENT SESSION deadlocks ON SERVER STATE = START",
     );
     assert!(errors.is_empty(), "{errors:?}");
     let barrier = Arc::new(Barrier::new(2));
@@ -51,6 +54,24 @@ fn a_deadlock_between_two_sessions_makes_one_the_victim() {
     // The winner's two updates are committed; the victim's first update was rolled back.
     let (_, totals) = run(&mut setup, "SELECT (SELECT v FROM a) + (SELECT v FROM b) AS total");
     assert!(totals.contains("\n11\n"), "{totals}");
+    // The deadlock graph, read with nodes() and value() as DBAs read it: its victim is the
+    // session that got 1205, one of the two waiters.
+    let graph = common::rows(
+        &mut setup,
+        "SELECT e.value('(data[@name=\"xml_report\"]/value/deadlock/victim-list/victimProcess/@id)[1]', 'sysname')
+         FROM (SELECT CAST(target_data AS XML) AS d FROM sys.dm_xe_session_targets) AS t
+         CROSS APPLY t.d.nodes('RingBufferTarget/event') AS q(e)",
+    );
+    assert_eq!(graph.len(), 1, "one deadlock: {graph:?}");
+    let victim = &graph[0][0];
+    let waiters = common::rows(
+        &mut setup,
+        "SELECT q.w.value('(@id)[1]', 'sysname')
+         FROM (SELECT CAST(target_data AS XML) AS d FROM sys.dm_xe_session_targets) AS t
+         CROSS APPLY t.d.nodes('//resource-list/keylock/waiter-list/waiter') AS q(w)",
+    );
+    assert_eq!(waiters.len(), 2, "{waiters:?}");
+    assert!(waiters.iter().any(|w| &w[0] == victim), "{victim} among {waiters:?}");
     drop(setup);
     server.shutdown().expect("shutdown");
 }

@@ -53,6 +53,8 @@ pub enum FieldType {
     Int64,
     Boolean,
     UnicodeString,
+    /// An XML document, written inside the field's `<value>` as XML (not as escaped text).
+    Xml,
     Ptr,
     /// A map field: its value is a key, shown with the map's text.
     Map(MapName),
@@ -68,6 +70,7 @@ impl FieldType {
             FieldType::Int64 => ("int64", "package0"),
             FieldType::Boolean => ("boolean", "package0"),
             FieldType::UnicodeString => ("unicode_string", "package0"),
+            FieldType::Xml => ("xml", "package0"),
             FieldType::Ptr => ("ptr", "package0"),
             FieldType::Map(map) => (map.name(), map.package()),
         }
@@ -167,12 +170,13 @@ pub const WAIT_INFO_EXTERNAL: usize = 2;
 pub const ERROR_REPORTED: usize = 3;
 pub const SQL_BATCH_STARTING: usize = 4;
 pub const SQL_BATCH_COMPLETED: usize = 5;
+pub const XML_DEADLOCK_REPORT: usize = 6;
 
 const fn field(name: &'static str, field_type: FieldType, description: &'static str) -> Field {
     Field { name, field_type, description }
 }
 
-pub const EVENTS: [EventObject; 6] = [
+pub const EVENTS: [EventObject; 7] = [
     EventObject {
         package: "sqlserver",
         name: "database_file_size_change",
@@ -272,6 +276,12 @@ pub const EVENTS: [EventObject; 6] = [
             field("result", FieldType::Map(MapName::ExecutionResult), "OK, Error or Abort"),
             field("batch_text", FieldType::UnicodeString, "The text of the batch"),
         ],
+    },
+    EventObject {
+        package: "sqlserver",
+        name: "xml_deadlock_report",
+        description: "Produces a deadlock report in XML format.",
+        fields: &[field("xml_report", FieldType::Xml, "The deadlock graph")],
     },
 ];
 

@@ -47,6 +47,8 @@ pub enum FieldValue {
     I64(i64),
     Bool(bool),
     Text(String),
+    /// A well-formed XML fragment on one line (xml_deadlock_report's graph).
+    Xml(String),
     Map(MapName, u32),
     Ptr(u64),
 }
@@ -59,7 +61,7 @@ impl FieldValue {
             FieldValue::I64(v) => Some(i128::from(*v)),
             FieldValue::Bool(v) => Some(i128::from(*v)),
             FieldValue::Map(_, key) => Some(i128::from(*key)),
-            FieldValue::Text(_) => None,
+            FieldValue::Text(_) | FieldValue::Xml(_) => None,
         }
     }
 
@@ -72,6 +74,7 @@ impl FieldValue {
             FieldValue::Ptr(v) => format!("<value>0x{v:016x}</value>"),
             FieldValue::Text(v) if v.is_empty() => "<value />".to_string(),
             FieldValue::Text(v) => format!("<value>{}</value>", escape_xml(v)),
+            FieldValue::Xml(v) => format!("<value>{v}</value>"),
             FieldValue::Map(map, key) => {
                 let text = escape_xml(map.text(*key).unwrap_or(""));
                 if map.is_flags() {
@@ -678,6 +681,13 @@ impl XEvents {
         });
     }
 
+    /// A deadlock was resolved (xml_deadlock_report), on the thread that found it.
+    pub fn deadlock_found(&self, report: &crate::lock::DeadlockReport) {
+        self.fire(crate::instance::current_spid(), catalog::XML_DEADLOCK_REPORT, || {
+            vec![FieldValue::Xml(deadlock_graph(report))]
+        });
+    }
+
     /// The directory relative event file names are in (the errorlog's).
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -767,6 +777,59 @@ impl XEvents {
         }
         Ok(events)
     }
+}
+
+/// A deadlock as SQL Server's deadlock graph: the victim, each process in the cycle (its
+/// session, priority, log used, transaction and the resource it waits for), and each
+/// resource with its waiter and its owner (the next process of the cycle, which holds it).
+/// Deviation: no execution stacks, input buffers, or object and index names (the engine
+/// knows a lock by its allocation unit).
+pub fn deadlock_graph(report: &crate::lock::DeadlockReport) -> String {
+    use crate::lock::LockResource;
+    let mut xml = format!(
+        "<deadlock><victim-list><victimProcess id=\"process{}\" /></victim-list><process-list>",
+        report.victim_spid
+    );
+    for ((spid, xact_id, resource, mode), (priority, log_used)) in
+        report.nodes.iter().zip(&report.priorities_and_costs)
+    {
+        let database_id = match resource {
+            LockResource::Object { database_id, .. } | LockResource::Key { database_id, .. } => {
+                database_id
+            }
+        };
+        xml.push_str(&format!(
+            "<process id=\"process{spid}\" taskpriority=\"{priority}\" logused=\"{log_used}\" \
+             waitresource=\"{}\" lockMode=\"{}\" status=\"suspended\" spid=\"{spid}\" \
+             priority=\"{priority}\" xactid=\"{xact_id}\" currentdb=\"{database_id}\" />",
+            escape_xml(&resource.wait_resource()),
+            mode.name()
+        ));
+    }
+    xml.push_str("</process-list><resource-list>");
+    let count = report.nodes.len();
+    for (i, (spid, _, resource, mode)) in report.nodes.iter().enumerate() {
+        let (owner_spid, _, _, _) = report.nodes[(i + 1) % count];
+        let (element, attributes) = match resource {
+            LockResource::Key { database_id, au_id, .. } => (
+                "keylock",
+                format!("hobtid=\"{au_id}\" dbid=\"{database_id}\" associatedObjectId=\"{au_id}\""),
+            ),
+            LockResource::Object { database_id, au_id } => (
+                "objectlock",
+                format!(
+                    "lockPartition=\"0\" objid=\"{au_id}\" subresource=\"FULL\" dbid=\"{database_id}\" associatedObjectId=\"{au_id}\""
+                ),
+            ),
+        };
+        xml.push_str(&format!(
+            "<{element} {attributes}><owner-list><owner id=\"process{owner_spid}\" /></owner-list>\
+             <waiter-list><waiter id=\"process{spid}\" mode=\"{}\" requestType=\"wait\" /></waiter-list></{element}>",
+            mode.name()
+        ));
+    }
+    xml.push_str("</resource-list></deadlock>");
+    xml
 }
 
 /// One row of sys.fn_xe_file_target_read_file.
