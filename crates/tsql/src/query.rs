@@ -144,6 +144,17 @@ fn is_aggregate(name: &str) -> bool {
     )
 }
 
+/// The parts of a dotted name, unquoted (`x.[event_data].value`: x, event_data, value).
+fn name_parts(name: &ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .map(|part| match part {
+            sqlparser::ast::ObjectNamePart::Identifier(ident) => ident.value.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
 /// The xml type's methods this engine has ([`crate::xml`]).
 fn is_xml_method(name: &str) -> bool {
     name.eq_ignore_ascii_case("value") || name.eq_ignore_ascii_case("exist")
@@ -638,16 +649,13 @@ impl Session {
     /// `column.value(path, type)` and `@variable.exist(path)`: an xml method called on a
     /// column or a variable ([`crate::xml`]); None if `f` is not one.
     fn xml_method(&self, f: &sqlparser::ast::Function, env: &Env<'_>) -> Option<Result<Value>> {
-        let parts: Vec<String> = f.name.0.iter().map(|p| p.to_string()).collect();
-        let (method, owner) = parts.split_last()?;
-        if owner.is_empty() || !is_xml_method(method) {
+        // Most calls are one-part built-ins: they are told apart before anything is allocated.
+        if f.name.0.len() < 2 || !is_xml_method(&function_name(&f.name)) {
             return None;
         }
-        let owner: Vec<String> = owner
-            .iter()
-            .map(|p| p.trim_start_matches('[').trim_end_matches(']').to_string())
-            .collect();
-        Some(self.resolve(&owner, env).and_then(|xml| self.call_xml_method(&xml, method, f, env)))
+        let parts = name_parts(&f.name);
+        let (method, owner) = parts.split_last()?;
+        Some(self.resolve(owner, env).and_then(|xml| self.call_xml_method(&xml, method, f, env)))
     }
 
     /// `CAST(x AS xml).value(...)`: the method on an expression. A CAST or CONVERT to xml is
@@ -1122,14 +1130,7 @@ impl Session {
         outer: Option<&Env<'_>>,
     ) -> Option<Result<Relation>> {
         let args = args?;
-        let parts: Vec<String> = name
-            .0
-            .iter()
-            .map(|part| match part {
-                sqlparser::ast::ObjectNamePart::Identifier(ident) => ident.value.clone(),
-                other => other.to_string(),
-            })
-            .collect();
+        let parts = name_parts(name);
         let (method, owner) = parts.split_last()?;
         if owner.is_empty() || !method.eq_ignore_ascii_case("nodes") {
             return None;

@@ -526,11 +526,15 @@ impl Session {
     /// Catalog views of another database (`otherdb.sys.tables`) are served.
     fn refuse_other_database_objects(&self, statement: &Statement) -> Result<()> {
         let current = &self.db.name;
-        let method_calls = xml_nodes_calls(statement);
+        // Looked for only when a three-part name is met (most statements have none).
+        let method_calls = std::cell::OnceCell::new();
+        let is_method_call = |name: &sqlparser::ast::ObjectName| {
+            method_calls.get_or_init(|| xml_nodes_calls(statement)).contains(name)
+        };
         let found =
             sqlparser::ast::visit_relations(statement, |name: &sqlparser::ast::ObjectName| {
                 match other_database_part(name, current) {
-                    Some(_) if !is_sys_schema(name) && !method_calls.contains(name) => {
+                    Some(_) if !is_sys_schema(name) && !is_method_call(name) => {
                         std::ops::ControlFlow::Break(name.to_string())
                     }
                     _ => std::ops::ControlFlow::Continue(()),

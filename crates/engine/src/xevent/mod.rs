@@ -333,7 +333,7 @@ fn key(name: &str) -> String {
 
 impl XEvents {
     /// The sessions defined in `dir`'s definitions file (none if it does not exist). A line
-    /// that no longer parses is skipped and said in the errorlog by the caller's check.
+    /// that no longer parses (an event or action this build does not have) is skipped.
     pub fn load(io: Arc<dyn Io>, dir: &Path, clock: Arc<dyn Clock>) -> XEvents {
         let xe = XEvents {
             io,
