@@ -118,6 +118,27 @@ fn seed002_2022_uses_ifi_for_64mb_log_growths_and_makes_fewer_vlfs() {
         row(table, "ifi_64 ")[1].parse().unwrap()
     };
     assert!(vlfs(sql2022) < vlfs(sql2019), "2022 makes fewer VLFs for the same growths");
+    // The seed's Extended Events session sees the same: its wait_info_external events, read
+    // from its event file per database (the database_name action), and one
+    // database_file_size_change per growth.
+    let xe_zeroing = |text: &str, database: &str| -> Option<u64> {
+        let table = text.split("xe_zeroing_waits").nth(1).expect("the XE zeroing query's result");
+        let table = table.split("rows affected").next().unwrap_or_default();
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{database} ")))
+            .map(|line| line.split_whitespace().nth(1).expect("xe_zeroing_waits").parse().unwrap())
+    };
+    assert_eq!(xe_zeroing(sql2019, "ifi_64"), Some(zeroing_waits(sql2019, "ifi_64")), "{sql2019}");
+    assert_eq!(xe_zeroing(sql2022, "ifi_64"), None, "no zeroing event under 2022: {sql2022}");
+    assert_eq!(xe_zeroing(sql2022, "ifi_1024"), Some(zeroing_waits(sql2022, "ifi_1024")));
+    let xe_growths = |text: &str, database: &str| -> u64 {
+        let table = text.split("xe_growth_events").nth(1).expect("the XE growth query's result");
+        row(table, &format!("{database} "))[1].parse().unwrap()
+    };
+    for (text, database) in [(sql2019, "ifi_64"), (sql2022, "ifi_64"), (sql2022, "ifi_1024")] {
+        assert!(xe_growths(text, database) >= 1, "{database}: {text}");
+    }
     // The VLF chart's bars carry the counts the script printed, one series per rule.
     let vlf_chart = chart(dir.path(), "seed002_vlfs.svg");
     for text in ["SQL Server 2019", "SQL Server 2022", "64 MB log growth", "1 GB log growth"] {
