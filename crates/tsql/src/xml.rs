@@ -1,6 +1,7 @@
-//! The xml type's `value()` and `exist()` methods, over the text of an xml value, with the
-//! XPath subset the Extended Events scripts use: `(event/data[@name="duration"]/value)[1]`,
-//! `(@timestamp)[1]`, `(//EventFileTarget/File/@name)[1]`, `text()`, `*` and `.`.
+//! The xml type's `value()`, `exist()` and `nodes()` methods, over the text of an xml value,
+//! with the XPath subset the Extended Events scripts use:
+//! `(event/data[@name="duration"]/value)[1]`, `(@timestamp)[1]`,
+//! `(//EventFileTarget/File/@name)[1]`, `text()`, `*` and `.`.
 //!
 //! Each path step is a child step (`/`), a descendant step (`//`), an attribute (`@name`),
 //! `text()`, `.` or `*`, with predicates `[@attr="v"]`, `[@attr]`, `[child="v"]` and `[n]`;
