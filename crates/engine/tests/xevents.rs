@@ -244,8 +244,10 @@ fn altering_a_running_session_keeps_its_targets_events() {
         std::time::Duration::from_millis(1),
         std::time::Duration::ZERO,
     );
-    let data = &xe.running()[0].target_snapshots()[0].target_data;
+    let target = &xe.running()[0].target_snapshots()[0];
+    let data = &target.target_data;
     assert!(data.contains("totalEventsProcessed=\"2\" eventCount=\"2\""), "{data}");
+    assert_eq!(target.execution_count, 2, "the target's counts go with it (bug fix: reset to 0)");
     let drop_event = engine::xevent::SessionChange::DropEvent(catalog::WAIT_INFO);
     xe.alter("growths", vec![drop_event.clone()]).unwrap();
     assert!(!xe.is_enabled(catalog::WAIT_INFO));

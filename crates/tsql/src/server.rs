@@ -25,6 +25,7 @@ use crate::value::Result;
 use engine::SqlError;
 use engine::database::{Database, DatabaseSpec};
 use engine::instance::{Instance, InstanceConfig};
+use engine::io::{escape_line_field, unescape_line_field};
 use engine::record::{SqlType, Value};
 use engine::units::SizeSpec;
 use parking_lot::RwLock;
@@ -428,45 +429,7 @@ fn database_in_use(name: &str) -> SqlError {
 /// `\n`, `\r`). A delimited name may hold any of them (`CREATE DATABASE [a<TAB>b]`); unescaped,
 /// such a database named no file at the next start.
 fn registry_fields(name: &str, path: &Path) -> (String, String) {
-    (escape_registry_field(name), escape_registry_field(&path.display().to_string()))
-}
-
-fn escape_registry_field(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => escaped.push_str("\\\\"),
-            '\t' => escaped.push_str("\\t"),
-            '\n' => escaped.push_str("\\n"),
-            '\r' => escaped.push_str("\\r"),
-            _ => escaped.push(c),
-        }
-    }
-    escaped
-}
-
-/// The inverse of [`escape_registry_field`]; a backslash before any other character is kept
-/// as it is (registries written before the escaping had unescaped backslashes).
-fn unescape_registry_field(field: &str) -> String {
-    let mut text = String::with_capacity(field.len());
-    let mut chars = field.chars().peekable();
-    while let Some(c) = chars.next() {
-        let escaped = match (c, chars.peek()) {
-            ('\\', Some('\\')) => Some('\\'),
-            ('\\', Some('t')) => Some('\t'),
-            ('\\', Some('n')) => Some('\n'),
-            ('\\', Some('r')) => Some('\r'),
-            _ => None,
-        };
-        match escaped {
-            Some(unescaped) => {
-                chars.next();
-                text.push(unescaped);
-            }
-            None => text.push(c),
-        }
-    }
-    text
+    (escape_line_field(name), escape_line_field(&path.display().to_string()))
 }
 
 /// An operating system error of the instance's own files (its directory, the database
@@ -587,7 +550,7 @@ impl Server {
         for line in text.lines() {
             let mut fields = line.split('\t');
             let (Some(name), Some(path)) = (fields.next(), fields.next()) else { continue };
-            let (name, path) = (unescape_registry_field(name), unescape_registry_field(path));
+            let (name, path) = (unescape_line_field(name), unescape_line_field(path));
             let database_id = fields.next().and_then(|id| id.parse().ok());
             let offline = fields.next() == Some("OFFLINE");
             entries.push(RegistryEntry { name, path: PathBuf::from(path), database_id, offline });

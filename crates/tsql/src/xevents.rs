@@ -635,7 +635,7 @@ impl Session {
             for (i, target) in def.targets.iter().enumerate() {
                 rows.push(vec![
                     Value::Int(def.event_session_id),
-                    Value::Int((def.events.len() + i) as i32 + 1),
+                    Value::Int(def.target_id(i)),
                     text(target.target.name),
                     text("package0"),
                     text(catalog::MODULE_GUID),
@@ -654,7 +654,7 @@ impl Session {
                 for (name, value) in &target.settings {
                     rows.push(vec![
                         Value::Int(def.event_session_id),
-                        Value::Int((def.events.len() + i) as i32 + 1),
+                        Value::Int(def.target_id(i)),
                         Value::Text(name.clone()),
                         Value::Text(value.clone()),
                     ]);
@@ -750,7 +750,7 @@ impl Session {
                     text(target.target.name),
                     guid(package_guid("package0")),
                     big(target.execution_count),
-                    Value::BigInt(0),
+                    big(target.execution_duration_ms),
                     Value::Text(target.target_data),
                     big(target.bytes_written),
                 ]);

@@ -100,6 +100,47 @@ pub fn sync_parent_dirs<'p>(
     Ok(())
 }
 
+/// A field of a line in one of the instance's own tab-separated text files (the database
+/// registry, the Extended Events definitions): a backslash, tab, line feed or carriage return
+/// is escaped (`\\`, `\t`, `\n`, `\r`), so a name holding one stays one field of one line.
+pub fn escape_line_field(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '\t' => escaped.push_str("\\t"),
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// The inverse of [`escape_line_field`]; a backslash before any other character is kept as it
+/// is (database registries written before the escaping had unescaped backslashes).
+pub fn unescape_line_field(field: &str) -> String {
+    let mut text = String::with_capacity(field.len());
+    let mut chars = field.chars().peekable();
+    while let Some(c) = chars.next() {
+        let escaped = match (c, chars.peek()) {
+            ('\\', Some('\\')) => Some('\\'),
+            ('\\', Some('t')) => Some('\t'),
+            ('\\', Some('n')) => Some('\n'),
+            ('\\', Some('r')) => Some('\r'),
+            _ => None,
+        };
+        match escaped {
+            Some(unescaped) => {
+                chars.next();
+                text.push(unescaped);
+            }
+            None => text.push(c),
+        }
+    }
+    text
+}
+
 /// Replaces a small file of the instance's own (the configuration, the database registry)
 /// whole and durably: the bytes go to `<name>.new` beside it, which is synced and renamed over
 /// `path`, and then the directory is synced. A crash at any point leaves the old file or the new

@@ -28,7 +28,7 @@ pub mod target;
 
 use crate::clock::Clock;
 use crate::error::{SqlError, SqlResult};
-use crate::io::Io;
+use crate::io::{Io, escape_line_field, unescape_line_field};
 use catalog::{ActionObject, EVENTS, MapName, TargetObject};
 use parking_lot::{Mutex, RwLock};
 use predicate::Predicate;
@@ -236,6 +236,14 @@ pub struct SessionDef {
     pub options: SessionOptions,
 }
 
+impl SessionDef {
+    /// The object id of target `i` in sys.server_event_session_targets and _fields: the
+    /// session's events are numbered from 1, then its targets.
+    pub fn target_id(&self, i: usize) -> i32 {
+        i32::try_from(self.events.len() + i + 1).unwrap_or(i32::MAX)
+    }
+}
+
 /// What ALTER EVENT SESSION changes.
 #[derive(Clone, Debug)]
 pub enum SessionChange {
@@ -252,6 +260,50 @@ pub trait ActionProvider: Send + Sync {
     fn value(&self, spid: u16, action: &ActionObject) -> Option<FieldValue>;
 }
 
+/// One target of a running session, with what sys.dm_xe_session_targets counts of it.
+struct RunningTarget {
+    state: Mutex<target::TargetState>,
+    executions: AtomicU64,
+    /// Time spent delivering events to it, as measured around each delivery.
+    execution_us: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+impl RunningTarget {
+    fn new(state: target::TargetState) -> RunningTarget {
+        RunningTarget {
+            state: Mutex::new(state),
+            executions: AtomicU64::new(0),
+            execution_us: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+        }
+    }
+
+    /// The target `previous` ran, state and counts, for a session's new definition (ALTER);
+    /// `previous` is left with an empty counter, as the old session is about to go.
+    fn taken_over(previous: &RunningTarget) -> RunningTarget {
+        let empty = target::TargetState::EventCounter(Default::default());
+        let state = std::mem::replace(&mut *previous.state.lock(), empty);
+        let count = |counter: &AtomicU64| AtomicU64::new(counter.load(Ordering::Relaxed));
+        RunningTarget {
+            state: Mutex::new(state),
+            executions: count(&previous.executions),
+            execution_us: count(&previous.execution_us),
+            bytes_written: count(&previous.bytes_written),
+        }
+    }
+
+    fn deliver(&self, record: &EventRecord) -> u64 {
+        let started = std::time::Instant::now();
+        let bytes = self.state.lock().deliver(record);
+        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.executions.fetch_add(1, Ordering::Relaxed);
+        self.execution_us.fetch_add(elapsed_us, Ordering::Relaxed);
+        self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+        bytes
+    }
+}
+
 /// A running session.
 pub struct RunningSession {
     pub def: Arc<SessionDef>,
@@ -259,10 +311,7 @@ pub struct RunningSession {
     pub address: u64,
     /// When it started (local time).
     pub create_time: chrono::NaiveDateTime,
-    targets: Vec<Mutex<target::TargetState>>,
-    /// Executions and bytes per target (sys.dm_xe_session_targets).
-    executions: Vec<AtomicU64>,
-    bytes_written: Vec<AtomicU64>,
+    targets: Vec<RunningTarget>,
     bytes_generated: AtomicU64,
 }
 
@@ -272,6 +321,7 @@ pub struct TargetSnapshot {
     pub event_session_address: u64,
     pub target: &'static TargetObject,
     pub execution_count: u64,
+    pub execution_duration_ms: u64,
     pub target_data: String,
     pub bytes_written: u64,
 }
@@ -280,15 +330,15 @@ impl RunningSession {
     pub fn target_snapshots(&self) -> Vec<TargetSnapshot> {
         self.targets
             .iter()
-            .enumerate()
-            .map(|(i, state)| {
-                let state = state.lock();
+            .map(|target| {
+                let state = target.state.lock();
                 TargetSnapshot {
                     event_session_address: self.address,
                     target: state.target(),
-                    execution_count: self.executions[i].load(Ordering::Relaxed),
+                    execution_count: target.executions.load(Ordering::Relaxed),
+                    execution_duration_ms: target.execution_us.load(Ordering::Relaxed) / 1000,
                     target_data: state.target_data(),
-                    bytes_written: self.bytes_written[i].load(Ordering::Relaxed),
+                    bytes_written: target.bytes_written.load(Ordering::Relaxed),
                 }
             })
             .collect()
@@ -299,17 +349,15 @@ impl RunningSession {
     }
 
     fn deliver(&self, record: &EventRecord) {
-        for (i, state) in self.targets.iter().enumerate() {
-            let bytes = state.lock().deliver(record);
-            self.executions[i].fetch_add(1, Ordering::Relaxed);
-            self.bytes_written[i].fetch_add(bytes, Ordering::Relaxed);
+        for target in &self.targets {
+            let bytes = target.deliver(record);
             self.bytes_generated.fetch_add(bytes, Ordering::Relaxed);
         }
     }
 
     fn stop(&self) {
-        for state in &self.targets {
-            state.lock().flush();
+        for target in &self.targets {
+            target.state.lock().flush();
         }
     }
 }
@@ -430,14 +478,7 @@ impl XEvents {
         };
         if let Err(err) = self.save(&definitions) {
             definitions.insert(key(name), def);
-            return Err(SqlError::new(
-                25699,
-                17,
-                1,
-                format!(
-                    "The Extended Event engine failed unexpectedly while performing an operation. {err}"
-                ),
-            ));
+            return Err(engine_failed(&err));
         }
         drop(definitions);
         self.stop_running(name);
@@ -487,14 +528,7 @@ impl XEvents {
         definitions.insert(key(name), def);
         if let Err(err) = self.save(&definitions) {
             definitions.insert(key(name), old);
-            return Err(SqlError::new(
-                25699,
-                17,
-                1,
-                format!(
-                    "The Extended Event engine failed unexpectedly while performing an operation. {err}"
-                ),
-            ));
+            return Err(engine_failed(&err));
         }
         if let (Some(at), Some(session)) = (at, session) {
             self.enable(&running[at].def, -1);
@@ -545,28 +579,19 @@ impl XEvents {
             let kept = previous.and_then(|p| {
                 p.def.targets.iter().position(|t| std::ptr::eq(t.target, target_def.target))
             });
-            let state = match kept {
+            let running = match kept {
                 Some(at) => {
                     let previous = previous.expect("kept from a previous session");
-                    let mut taken = previous.targets[at].lock();
-                    std::mem::replace(&mut *taken, target::TargetState::EventCounter(Default::default()))
+                    RunningTarget::taken_over(&previous.targets[at])
                 }
-                None => target::TargetState::new(target_def, &self.io, &self.dir, now).map_err(|err| {
-                    SqlError::new(
-                        25602,
-                        17,
-                        1,
-                        format!(
-                            "The target, \"{}.{}\", encountered a configuration error during initialization.  Object cannot be added to the event session. {err}",
-                            catalog::MODULE_GUID,
-                            target_def.target.name
-                        ),
-                    )
-                })?,
+                None => {
+                    let state = target::TargetState::new(target_def, &self.io, &self.dir, now)
+                        .map_err(|err| target_failed(target_def.target, &err))?;
+                    RunningTarget::new(state)
+                }
             };
-            targets.push(Mutex::new(state));
+            targets.push(running);
         }
-        let count = targets.len();
         let address = previous
             .map_or_else(|| self.next_address.fetch_add(0x1000, Ordering::Relaxed), |p| p.address);
         Ok(RunningSession {
@@ -574,8 +599,6 @@ impl XEvents {
             address,
             create_time: previous.map_or_else(|| self.clock.now_local(), |p| p.create_time),
             targets,
-            executions: (0..count).map(|_| AtomicU64::new(0)).collect(),
-            bytes_written: (0..count).map(|_| AtomicU64::new(0)).collect(),
             bytes_generated: AtomicU64::new(previous.map_or(0, |p| p.total_bytes_generated())),
         })
     }
@@ -873,17 +896,27 @@ fn attribute(xml: &str, name: &str) -> Option<String> {
 
 /// `*` and `?` wildcards (both sides already lower case).
 fn wildcard(pattern: &str, name: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let name: Vec<char> = name.chars().collect();
-    wildcard_from(&pattern, &name)
+    wildcard_match(pattern, name, '*', '?')
 }
 
-fn wildcard_from(pattern: &[char], name: &[char]) -> bool {
+/// Whether `text` matches `pattern`, in which `many` stands for any run of characters and `one`
+/// for any one character (`*` and `?` in a file pattern, `%` and `_` in a predicate's LIKE).
+fn wildcard_match(pattern: &str, text: &str, many: char, one: char) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    matches_from(&pattern, &text, many, one)
+}
+
+fn matches_from(pattern: &[char], text: &[char], many: char, one: char) -> bool {
     match pattern.split_first() {
-        None => name.is_empty(),
-        Some(('*', rest)) => (0..=name.len()).any(|skip| wildcard_from(rest, &name[skip..])),
-        Some(('?', rest)) => !name.is_empty() && wildcard_from(rest, &name[1..]),
-        Some((c, rest)) => name.first() == Some(c) && wildcard_from(rest, &name[1..]),
+        None => text.is_empty(),
+        Some((&c, rest)) if c == many => {
+            (0..=text.len()).any(|skip| matches_from(rest, &text[skip..], many, one))
+        }
+        Some((&c, rest)) if c == one => {
+            !text.is_empty() && matches_from(rest, &text[1..], many, one)
+        }
+        Some((c, rest)) => text.first() == Some(c) && matches_from(rest, &text[1..], many, one),
     }
 }
 
@@ -901,6 +934,33 @@ impl predicate::Values for Firing<'_> {
     fn global(&self, action: &ActionObject) -> Option<FieldValue> {
         self.xe.action_value(self.spid, action)
     }
+}
+
+/// 25602: a target could not start (an event file that could not be created).
+fn target_failed(target: &TargetObject, err: &std::io::Error) -> SqlError {
+    SqlError::new(
+        25602,
+        17,
+        1,
+        format!(
+            "The target, \"{}.{}\", encountered a configuration error during initialization.  \
+             Object cannot be added to the event session. {err}",
+            catalog::MODULE_GUID,
+            target.name
+        ),
+    )
+}
+
+/// 25699: the definitions could not be saved (the change is undone).
+fn engine_failed(err: &std::io::Error) -> SqlError {
+    SqlError::new(
+        25699,
+        17,
+        1,
+        format!(
+            "The Extended Event engine failed unexpectedly while performing an operation. {err}"
+        ),
+    )
 }
 
 /// 15151: no session of that name.
@@ -982,30 +1042,6 @@ fn apply_change(def: &mut SessionDef, change: SessionChange) -> SqlResult<()> {
     Ok(())
 }
 
-/// Tabs, line ends and backslashes escaped, for one field of a definitions line.
-fn escape_field(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n").replace('\r', "\\r")
-}
-
-fn unescape_field(text: &str) -> String {
-    let mut out = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some(other) => out.push(other),
-            None => {}
-        }
-    }
-    out
-}
-
 /// A definition as lines of the definitions file (docs/format/xel.md):
 /// `session`, then an `event` line per event and a `target` line per target.
 fn render_definition(def: &SessionDef) -> String {
@@ -1013,7 +1049,7 @@ fn render_definition(def: &SessionDef) -> String {
     let mut text = format!(
         "session\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
         def.event_session_id,
-        escape_field(&def.name),
+        escape_line_field(&def.name),
         o.max_memory_kb,
         o.event_retention_mode,
         o.max_dispatch_latency_s,
@@ -1032,13 +1068,13 @@ fn render_definition(def: &SessionDef) -> String {
             object.package,
             object.name,
             actions.join(","),
-            escape_field(&predicate)
+            escape_line_field(&predicate)
         ));
     }
     for target in &def.targets {
         text.push_str(&format!("target\tpackage0\t{}", target.target.name));
         for (name, value) in &target.settings {
-            text.push_str(&format!("\t{}={}", escape_field(name), escape_field(value)));
+            text.push_str(&format!("\t{}={}", escape_line_field(name), escape_line_field(value)));
         }
         text.push('\n');
     }
@@ -1056,7 +1092,7 @@ fn parse_definitions(text: &str) -> Vec<SessionDef> {
                 let mode = |i: usize, default: char| fields[i].chars().next().unwrap_or(default);
                 defs.push(SessionDef {
                     event_session_id: fields[1].parse().unwrap_or(65536),
-                    name: unescape_field(fields[2]),
+                    name: unescape_line_field(fields[2]),
                     events: Vec::new(),
                     targets: Vec::new(),
                     options: SessionOptions {
@@ -1082,7 +1118,7 @@ fn parse_definitions(text: &str) -> Vec<SessionDef> {
                         a.split_once('.').and_then(|(p, n)| catalog::action(Some(p), n))
                     })
                     .collect();
-                let predicate_text = unescape_field(fields[4]);
+                let predicate_text = unescape_line_field(fields[4]);
                 let predicate = if predicate_text.is_empty() {
                     None
                 } else {
@@ -1096,7 +1132,7 @@ fn parse_definitions(text: &str) -> Vec<SessionDef> {
                 let settings = fields[3..]
                     .iter()
                     .filter_map(|s| s.split_once('='))
-                    .map(|(n, v)| (unescape_field(n), unescape_field(v)))
+                    .map(|(n, v)| (unescape_line_field(n), unescape_line_field(v)))
                     .collect();
                 def.targets.push(TargetDef { target, settings });
             }

@@ -202,18 +202,7 @@ fn compare(found: &FieldValue, op: CmpOp, value: &Literal) -> bool {
 
 /// LIKE with `%` and `_` (both already lower case).
 fn like(text: &str, pattern: &str) -> bool {
-    let text: Vec<char> = text.chars().collect();
-    let pattern: Vec<char> = pattern.chars().collect();
-    like_from(&text, &pattern)
-}
-
-fn like_from(text: &[char], pattern: &[char]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some(('%', rest)) => (0..=text.len()).any(|skip| like_from(&text[skip..], rest)),
-        Some(('_', rest)) => !text.is_empty() && like_from(&text[1..], rest),
-        Some((c, rest)) => text.first() == Some(c) && like_from(&text[1..], rest),
-    }
+    super::wildcard_match(pattern, text, '%', '_')
 }
 
 /// 25711: the predicate does not parse.
